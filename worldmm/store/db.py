@@ -1,0 +1,66 @@
+"""Connection pool for the store: pgvector types registered on every pooled connection.
+
+The store API is synchronous (psycopg 3); async callers run it in threads. Repository
+functions take a connection, so several of them compose inside one ``transaction()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+
+def configure_connection(conn: psycopg.Connection) -> None:
+    """Register pgvector's types (values come back as ``Vector``/``HalfVector``)."""
+    register_vector(conn)
+
+
+class Database:
+    """A pool of connections to one PostgreSQL database (already migrated)."""
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout_s: float = 30.0,
+        name: str = "worldmm",
+    ) -> None:
+        self.database_url = database_url
+        self.pool = ConnectionPool(
+            database_url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout_s,
+            configure=configure_connection,
+            open=False,
+            name=name,
+        )
+        # fail here, with the server's message, rather than on the first query
+        self.pool.open(wait=True, timeout=timeout_s)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection; committed when the block ends, rolled back on error."""
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        """One transaction: every write in the block commits together or not at all."""
+        with self.pool.connection() as conn, conn.transaction():
+            yield conn
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
