@@ -39,7 +39,7 @@ CREATE TABLE segments (
     partial            boolean NOT NULL DEFAULT false,
     caption            text,
     transcript         text,
-    parent_segment_id  bigint REFERENCES segments (id) ON DELETE SET NULL,
+    parent_segment_id  bigint,
     processing_status  text NOT NULL DEFAULT 'pending'
                        CHECK (processing_status IN ('pending', 'complete', 'failed')),
     visual_status      text NOT NULL DEFAULT 'none'
@@ -56,7 +56,12 @@ CREATE TABLE segments (
     created_at         timestamptz NOT NULL DEFAULT now(),
     updated_at         timestamptz NOT NULL DEFAULT now(),
     CHECK (window_end > window_start),
-    CONSTRAINT segments_window_key UNIQUE (user_id, scale_seconds, window_start)
+    CONSTRAINT segments_window_key UNIQUE (user_id, scale_seconds, window_start),
+    -- composite keys let every reference carry the user, so the database itself refuses a
+    -- row that points into another user's memory
+    CONSTRAINT segments_user_id_key UNIQUE (user_id, id),
+    CONSTRAINT segments_parent_fk FOREIGN KEY (user_id, parent_segment_id)
+        REFERENCES segments (user_id, id) ON DELETE SET NULL (parent_segment_id)
 );
 -- time-range reads and as_of filters (a segment exists at T when window_end <= T)
 CREATE INDEX segments_user_end_idx ON segments (user_id, window_end);

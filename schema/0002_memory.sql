@@ -7,13 +7,17 @@
 CREATE TABLE entities (
     id                   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     user_id              text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-    canonical_entity_id  bigint REFERENCES entities (id) ON DELETE CASCADE,
+    canonical_entity_id  bigint,
     surface_form         text NOT NULL CHECK (length(surface_form) > 0),
     canonical_name       text,
     embedding            {text_vec}({text_dim}) NOT NULL,
     created_at           timestamptz NOT NULL DEFAULT now(),
     CHECK ((canonical_entity_id IS NULL) = (canonical_name IS NOT NULL)),
-    CHECK (canonical_entity_id IS DISTINCT FROM id)
+    CHECK (canonical_entity_id IS DISTINCT FROM id),
+    -- references carry the user (see segments_user_id_key)
+    CONSTRAINT entities_user_id_key UNIQUE (user_id, id),
+    CONSTRAINT entities_canonical_fk FOREIGN KEY (user_id, canonical_entity_id)
+        REFERENCES entities (user_id, id) ON DELETE CASCADE
 );
 CREATE UNIQUE INDEX entities_user_surface_key ON entities (user_id, lower(surface_form));
 CREATE INDEX entities_canonical_idx ON entities (canonical_entity_id);
@@ -29,17 +33,17 @@ CREATE TABLE triples (
     id                    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     user_id               text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     memory_type           text NOT NULL CHECK (memory_type IN ('episodic', 'semantic')),
-    segment_id            bigint REFERENCES segments (id) ON DELETE CASCADE,
+    segment_id            bigint,
     -- copied from the segment so per-scale vector search needs no join
     scale_seconds         integer,
-    subject_entity_id     bigint NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+    subject_entity_id     bigint NOT NULL,
     predicate             text NOT NULL CHECK (length(predicate) > 0),
-    object_entity_id      bigint REFERENCES entities (id) ON DELETE CASCADE,
+    object_entity_id      bigint,
     object_literal        text,
     embedding             {text_vec}({text_dim}) NOT NULL,
     valid_from            timestamptz NOT NULL,
     invalidated_at        timestamptz,
-    replaced_by           bigint REFERENCES triples (id) ON DELETE SET NULL,
+    replaced_by           bigint,
     evidence_segment_ids  bigint[] NOT NULL DEFAULT '{}',
     -- extracted (from a segment), consolidated (output of consolidation), remembered (explicit)
     origin                text NOT NULL DEFAULT 'extracted'
@@ -54,7 +58,16 @@ CREATE TABLE triples (
     CHECK ((object_entity_id IS NULL) <> (object_literal IS NULL)),
     CHECK (memory_type = 'semantic' OR invalidated_at IS NULL),
     CHECK (invalidated_at IS NULL OR invalidated_at >= valid_from),
-    CONSTRAINT triples_natural_key UNIQUE (user_id, natural_key)
+    CONSTRAINT triples_natural_key UNIQUE (user_id, natural_key),
+    CONSTRAINT triples_user_id_key UNIQUE (user_id, id),
+    CONSTRAINT triples_segment_fk FOREIGN KEY (user_id, segment_id)
+        REFERENCES segments (user_id, id) ON DELETE CASCADE,
+    CONSTRAINT triples_subject_fk FOREIGN KEY (user_id, subject_entity_id)
+        REFERENCES entities (user_id, id) ON DELETE CASCADE,
+    CONSTRAINT triples_object_fk FOREIGN KEY (user_id, object_entity_id)
+        REFERENCES entities (user_id, id) ON DELETE CASCADE,
+    CONSTRAINT triples_replaced_by_fk FOREIGN KEY (user_id, replaced_by)
+        REFERENCES triples (user_id, id) ON DELETE SET NULL (replaced_by)
 );
 CREATE INDEX triples_user_type_valid_idx ON triples (user_id, memory_type, valid_from);
 CREATE INDEX triples_segment_idx ON triples (segment_id);
@@ -72,13 +85,15 @@ CREATE INDEX triples_semantic_hnsw ON triples
 CREATE TABLE visual_embeddings (
     id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     user_id       text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-    segment_id    bigint NOT NULL REFERENCES segments (id) ON DELETE CASCADE,
+    segment_id    bigint NOT NULL,
     window_start  timestamptz NOT NULL,
     window_end    timestamptz NOT NULL,
     embedding     {visual_vec}({visual_dim}) NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT visual_embeddings_segment_key UNIQUE (segment_id)
+    CONSTRAINT visual_embeddings_segment_key UNIQUE (segment_id),
+    CONSTRAINT visual_embeddings_segment_fk FOREIGN KEY (user_id, segment_id)
+        REFERENCES segments (user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX visual_embeddings_user_end_idx ON visual_embeddings (user_id, window_end);
 CREATE INDEX visual_embeddings_hnsw ON visual_embeddings
@@ -89,11 +104,13 @@ CREATE INDEX visual_embeddings_hnsw ON visual_embeddings
 CREATE TABLE consolidation_audit (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     user_id      text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-    segment_id   bigint REFERENCES segments (id) ON DELETE CASCADE,
+    segment_id   bigint,
     inputs       jsonb NOT NULL,
     decision     text NOT NULL,
     outputs      jsonb NOT NULL DEFAULT '{}'::jsonb,
-    created_at   timestamptz NOT NULL DEFAULT now()
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT consolidation_audit_segment_fk FOREIGN KEY (user_id, segment_id)
+        REFERENCES segments (user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX consolidation_audit_user_idx ON consolidation_audit (user_id, created_at);
 CREATE INDEX consolidation_audit_segment_idx ON consolidation_audit (segment_id);
