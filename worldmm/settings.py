@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     blob_dir: Path | None = Field(
         default=None, description="Local blob store root (frames, audio). Default: STATE_DIR/blobs."
     )
+    blob_s3_uri: str | None = Field(
+        default=None,
+        description="s3://bucket/prefix: keep blobs in S3 instead (needs boto3 installed).",
+    )
 
     # --- external services (production). When set, `worldmm up` starts nothing for them ---
     kafka_brokers: str | None = Field(default=None, description="Kafka bootstrap servers.")

@@ -1,0 +1,129 @@
+"""Local blob store: key safety, idempotent atomic puts, listing and prefix deletes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from connectors.blobstore import (
+    BlobKeyError,
+    BlobNotFound,
+    BlobStore,
+    LocalBlobStore,
+    S3BlobStore,
+    audio_key,
+    build_blob_store,
+    frame_key,
+    parse_s3_uri,
+    session_prefixes,
+    user_prefixes,
+)
+
+TS = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return LocalBlobStore(tmp_path / "blobs")
+
+
+def test_keys_have_the_documented_shape():
+    assert frame_key("u1", "s1", TS, 4) == "frames/u1/s1/1772366400250-4.jpg"
+    assert audio_key("u1", "s1", TS) == "audio/u1/s1/1772366400250.wav"
+    assert user_prefixes("u1") == ["frames/u1/", "audio/u1/"]
+    assert session_prefixes("u1", "s1") == ["frames/u1/s1/", "audio/u1/s1/"]
+
+
+@pytest.mark.parametrize("bad", ["..", ".", "a/b", "a\\b", "", "x" * 129, "a b"])
+def test_key_builders_reject_unsafe_ids(bad):
+    with pytest.raises(BlobKeyError):
+        frame_key(bad, "s1", TS, 0)
+    with pytest.raises(BlobKeyError):
+        audio_key("u1", bad, TS)
+
+
+@pytest.mark.parametrize(
+    "key", ["../x", "a/../../x", "/etc/passwd", "a//b", "a/./b", "a\\..\\b", "a/b/", "", "é/x"]
+)
+def test_path_traversal_and_odd_keys_rejected(store, key):
+    with pytest.raises(BlobKeyError):
+        store.put(key, b"x")
+    with pytest.raises(BlobKeyError):
+        store.get(key)
+
+
+def test_symlink_escape_rejected(store, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (store.root / "frames").symlink_to(outside)
+    with pytest.raises(BlobKeyError):
+        store.put("frames/u1/a.jpg", b"x")
+    assert not any(outside.iterdir())
+
+
+def test_put_is_idempotent_and_atomic(store):
+    key = frame_key("u1", "s1", TS, 0)
+    assert store.put(key, b"abc") is True
+    assert store.put(key, b"abc") is False  # same bytes: nothing rewritten
+    assert store.get(key) == b"abc"
+    assert store.put(key, b"abcd") is True  # a corrected payload replaces the old one
+    assert store.get(key) == b"abcd"
+    leftovers = [p for p in store.root.rglob("*") if p.name.startswith(".tmp-")]
+    assert leftovers == []
+    assert isinstance(store, BlobStore)
+
+
+def test_get_missing_and_exists(store):
+    with pytest.raises(BlobNotFound):
+        store.get("frames/u1/s1/none.jpg")
+    assert not store.exists("frames/u1/s1/none.jpg")
+    store.put("frames/u1/s1/1-0.jpg", b"x")
+    assert store.exists("frames/u1/s1/1-0.jpg")
+
+
+def test_list_and_delete_prefix(store):
+    for user in ("u1", "u10"):
+        for s in ("s1", "s2"):
+            store.put(frame_key(user, s, TS, 0), b"f")
+            store.put(audio_key(user, s, TS), b"a")
+    assert store.list("frames/u1/") == [
+        "frames/u1/s1/1772366400250-0.jpg",
+        "frames/u1/s2/1772366400250-0.jpg",
+    ]
+    # a string prefix, like S3: 'frames/u1' also matches u10
+    assert len(store.list("frames/u1")) == 4
+    assert store.list("frames/nobody/") == []
+    deleted = sum(store.delete_prefix(p) for p in user_prefixes("u1"))
+    assert deleted == 4
+    assert store.list("frames/u1/") == [] and store.list("audio/u1/") == []
+    assert len(store.list("frames/u10/")) == 2 and len(store.list("audio/")) == 2
+    assert not (store.root / "frames" / "u1").exists()  # empty dirs pruned
+    with pytest.raises(BlobKeyError):
+        store.delete_prefix("")
+    with pytest.raises(BlobKeyError):
+        store.delete_prefix("../")
+
+
+def test_build_blob_store_local(tmp_path):
+    from worldmm.settings import Settings
+
+    store = build_blob_store(Settings(blob_dir=tmp_path / "b"))
+    assert isinstance(store, LocalBlobStore) and store.root == (tmp_path / "b").resolve()
+
+
+def test_s3_without_boto3_gives_install_hint():
+    try:
+        import boto3  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install boto3"):
+            S3BlobStore("bucket")
+    else:
+        pytest.skip("boto3 is installed here")
+
+
+def test_parse_s3_uri():
+    assert parse_s3_uri("s3://my-bucket/worldmm/blobs") == ("my-bucket", "worldmm/blobs")
+    assert parse_s3_uri("s3://my-bucket") == ("my-bucket", "")
+    with pytest.raises(ValueError):
+        parse_s3_uri("http://x/y")
