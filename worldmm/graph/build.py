@@ -1,0 +1,123 @@
+"""Build the memory graphs (python-igraph, undirected) from triple rows.
+
+Episodic graph (one per scale, HippoRAG-style): entity and literal vertices, one vertex per
+segment ("passage"); a ``relation`` edge subject–object weighted by how many triples state it,
+and ``mention`` edges entity–segment for every triple's subject and entity object, weighted
+by how many of the segment's triples mention the entity. Literals hang off their subject only.
+
+Semantic graph: entity (and literal) vertices with one ``relation`` edge per active triple,
+carrying ``triple_id`` and ``predicate`` so edges can be scored and returned as facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import igraph as ig
+
+from worldmm.graph.types import (
+    GraphTriple,
+    NodeKind,
+    entity_node,
+    literal_node,
+    segment_node,
+)
+
+
+class _Vertices:
+    """Collects vertices in insertion order with their attributes."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.kind: list[NodeKind] = []
+        self.label: list[str] = []
+        self.segment_id: list[int | None] = []
+
+    def add(self, name: str, kind: NodeKind, label: str, segment_id: int | None = None) -> int:
+        found = self.index.get(name)
+        if found is not None:
+            return found
+        self.index[name] = len(self.kind)
+        self.kind.append(kind)
+        self.label.append(label)
+        self.segment_id.append(segment_id)
+        return self.index[name]
+
+    def graph(self) -> ig.Graph:
+        g = ig.Graph(n=len(self.kind), directed=False)
+        g.vs["name"] = list(self.index)
+        g.vs["kind"] = self.kind
+        g.vs["label"] = self.label
+        g.vs["segment_id"] = self.segment_id
+        return g
+
+
+def _object_vertex(vertices: _Vertices, t: GraphTriple) -> int:
+    if t.object_is_literal:
+        return vertices.add(literal_node(t.subject, t.object), "literal", t.object)
+    return vertices.add(entity_node(t.object), "entity", t.object)
+
+
+def build_episodic_graph(triples: Iterable[GraphTriple]) -> ig.Graph:
+    """Entity + segment graph of one scale's episodic triples."""
+    vertices = _Vertices()
+    weights: dict[tuple[int, int, str], float] = {}
+
+    def bump(a: int, b: int, kind: str) -> None:
+        if a == b:
+            return  # a self-loop only inflates the vertex's own PageRank
+        key = (min(a, b), max(a, b), kind)
+        weights[key] = weights.get(key, 0.0) + 1.0
+
+    for t in triples:
+        subj = vertices.add(entity_node(t.subject), "entity", t.subject)
+        obj = _object_vertex(vertices, t)
+        bump(subj, obj, "relation")
+        if t.segment_id is None:
+            continue
+        seg = vertices.add(segment_node(t.segment_id), "segment", str(t.segment_id), t.segment_id)
+        bump(subj, seg, "mention")
+        if not t.object_is_literal:
+            bump(obj, seg, "mention")
+
+    g = vertices.graph()
+    keys = list(weights)
+    g.add_edges([(a, b) for a, b, _ in keys])
+    g.es["weight"] = [weights[k] for k in keys]
+    g.es["kind"] = [k[2] for k in keys]
+    g.es["triple_id"] = [None] * len(keys)
+    g.es["predicate"] = [None] * len(keys)
+    return g
+
+
+def build_semantic_graph(triples: Iterable[GraphTriple]) -> ig.Graph:
+    """Entity graph with one edge per active semantic triple (soft-deleted rows skipped)."""
+    vertices = _Vertices()
+    edges: list[tuple[int, int]] = []
+    triple_ids: list[int] = []
+    predicates: list[str] = []
+    for t in triples:
+        if t.invalidated_at is not None:
+            continue
+        subj = vertices.add(entity_node(t.subject), "entity", t.subject)
+        obj = _object_vertex(vertices, t)
+        edges.append((subj, obj))
+        triple_ids.append(t.triple_id)
+        predicates.append(t.predicate)
+
+    g = vertices.graph()
+    g.add_edges(edges)
+    g.es["weight"] = [1.0] * len(edges)
+    g.es["kind"] = ["relation"] * len(edges)
+    g.es["triple_id"] = triple_ids
+    g.es["predicate"] = predicates
+    return g
+
+
+def build_graph(memory_type: str, triples: Iterable[GraphTriple]) -> ig.Graph:
+    """Dispatch on memory type ('episodic' or 'semantic')."""
+    if memory_type == "episodic":
+        return build_episodic_graph(triples)
+    if memory_type == "semantic":
+        return build_semantic_graph(triples)
+    raise ValueError(f"no graph for memory type {memory_type!r}; expected episodic or semantic")

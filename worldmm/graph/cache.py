@@ -1,0 +1,184 @@
+"""Per-user graph cache in Redis, and the no-op cache used when no Redis is configured.
+
+Keys: ``worldmm:graph:{user_id}:{memory_type}`` (semantic) and
+``worldmm:graph:{user_id}:{memory_type}:{scale}`` (episodic, one per scale).
+
+Race-free invalidation: ``invalidate`` overwrites exactly one key with a short tombstone
+(``TOMB`` + random nonce) instead of deleting it. A reader remembers what it saw (the
+tombstone, or "absent") before rebuilding from the database and stores its graph only if the
+key still holds that same value (WATCH/MULTI compare-and-set). A triple written while the
+reader was building therefore changes the tombstone and the reader's now-stale graph is
+dropped instead of being cached until the next write. Every key has a TTL as a backstop.
+
+Redis failures never reach the user: reads and writes log ``graph_cache.error`` and behave
+as a miss (the caller rebuilds from the database).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+import igraph as ig
+import redis
+
+from worldmm.graph.serialize import MAGIC, GraphFormatError, dumps, loads
+from worldmm.models import SCALES
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "worldmm:graph"
+TOMBSTONE = b"TOMB"
+DEFAULT_TTL_S = 6 * 3600
+_PROBE_BYTES = 64  # enough to read a tombstone back, never a whole graph
+_FORBIDDEN = ":*?[]\\"
+
+
+def cache_key(user_id: str, memory_type: str, scale: int | None = None) -> str:
+    if not user_id or any(c in user_id for c in _FORBIDDEN):
+        # Keys are colon-separated and purge scans by glob pattern.
+        raise ValueError(f"user id {user_id!r} is empty or contains one of {_FORBIDDEN!r}")
+    key = f"{KEY_PREFIX}:{user_id}:{memory_type}"
+    return key if scale is None else f"{key}:{scale}"
+
+
+@dataclass(frozen=True)
+class CacheRead:
+    graph: ig.Graph | None  # None on a miss
+    token: bytes  # what the key held on a miss (b"" = absent); pass it back to ``put``
+
+
+class GraphCacheLike(Protocol):
+    def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead: ...
+
+    def put(
+        self, user_id: str, memory_type: str, scale: int | None, graph: ig.Graph, token: bytes
+    ) -> bool: ...
+
+    def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool: ...
+
+    def purge_user(self, user_id: str) -> int: ...
+
+
+class NullCache:
+    """No Redis configured: every read misses, so graphs are rebuilt from the database."""
+
+    def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead:
+        return CacheRead(None, b"")
+
+    def put(
+        self, user_id: str, memory_type: str, scale: int | None, graph: ig.Graph, token: bytes
+    ) -> bool:
+        return False
+
+    def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
+        return True
+
+    def purge_user(self, user_id: str) -> int:
+        return 0
+
+
+class GraphCache:
+    """Redis-backed graph cache (redis-py, synchronous, short timeouts)."""
+
+    def __init__(self, client: redis.Redis, ttl_s: int = DEFAULT_TTL_S) -> None:
+        self._redis = client
+        self._ttl_s = ttl_s
+
+    @classmethod
+    def from_url(cls, url: str, ttl_s: int = DEFAULT_TTL_S, timeout_s: float = 1.0) -> GraphCache:
+        client = redis.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+        return cls(client, ttl_s)
+
+    def close(self) -> None:
+        self._redis.close()
+
+    def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead:
+        key = cache_key(user_id, memory_type, scale)
+        try:
+            data = self._redis.get(key)
+        except redis.RedisError as exc:
+            log.warning("graph_cache.error op=get key=%s error=%s", key, exc)
+            return CacheRead(None, _UNKNOWN)
+        if data is None:
+            return CacheRead(None, b"")
+        if data.startswith(MAGIC):
+            try:
+                return CacheRead(loads(data), b"")
+            except GraphFormatError as exc:
+                log.warning("graph_cache.corrupt key=%s error=%s", key, exc)
+                return CacheRead(None, _UNKNOWN)
+        return CacheRead(None, bytes(data[:_PROBE_BYTES]))
+
+    def put(
+        self, user_id: str, memory_type: str, scale: int | None, graph: ig.Graph, token: bytes
+    ) -> bool:
+        """Store ``graph`` if the key still holds ``token``; True when stored."""
+        if token == _UNKNOWN:
+            return False
+        key = cache_key(user_id, memory_type, scale)
+        payload = dumps(graph)
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                pipe.watch(key)
+                current = pipe.getrange(key, 0, _PROBE_BYTES - 1) or b""
+                if current != token:
+                    return False  # invalidated (or filled) while we were building
+                pipe.multi()
+                pipe.set(key, payload, ex=self._ttl_s)
+                pipe.execute()
+            return True
+        except redis.WatchError:
+            return False
+        except redis.RedisError as exc:
+            log.warning("graph_cache.error op=put key=%s error=%s", key, exc)
+            return False
+
+    def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
+        """Replace exactly this one key with a fresh tombstone; False if Redis failed."""
+        key = cache_key(user_id, memory_type, scale)
+        try:
+            self._redis.set(key, TOMBSTONE + os.urandom(8).hex().encode(), ex=self._ttl_s)
+            return True
+        except redis.RedisError as exc:
+            log.error("graph_cache.error op=invalidate key=%s error=%s", key, exc)
+            return False
+
+    def purge_user(self, user_id: str) -> int:
+        """Forget every graph of one user; returns how many of its keys existed.
+
+        Known keys are tombstoned (not deleted) so a rebuild that started before the purge
+        cannot store the purged memory afterwards; other keys of the user are deleted.
+        """
+        pattern = f"{KEY_PREFIX}:{user_id}:*"
+        cache_key(user_id, "semantic")  # validates the id before it goes into a pattern
+        known = [cache_key(user_id, "semantic")]
+        known += [cache_key(user_id, "episodic", s) for s in SCALES]
+        try:
+            found = {k.decode() for k in self._redis.scan_iter(match=pattern, count=500)}
+            with self._redis.pipeline(transaction=True) as pipe:
+                for key in known:
+                    pipe.set(key, TOMBSTONE + os.urandom(8).hex().encode(), ex=self._ttl_s)
+                extra = sorted(found - set(known))
+                if extra:
+                    pipe.delete(*extra)
+                pipe.execute()
+            return len(found)
+        except redis.RedisError as exc:
+            log.error("graph_cache.error op=purge key=%s error=%s", pattern, exc)
+            return 0
+
+
+# Token of a read that failed: ``put`` must not write after it (the key's state is unknown).
+_UNKNOWN = b"\x00unknown"
+
+
+def make_cache(redis_url: str | None, ttl_s: int = DEFAULT_TTL_S) -> GraphCache | NullCache:
+    """GraphCache for a URL; NullCache when unset or ``'none'``."""
+    if not redis_url or redis_url.strip().lower() == "none":
+        return NullCache()
+    return GraphCache.from_url(redis_url, ttl_s=ttl_s)

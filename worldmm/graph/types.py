@@ -1,0 +1,54 @@
+"""Inputs and node naming of the memory graphs.
+
+Every vertex has a unique ``name`` (igraph indexes that attribute for look-ups) built from its
+kind, so an entity called "12" can never collide with segment 12:
+
+- ``e:<normalised entity name>`` — a canonical entity (``kind="entity"``)
+- ``l:<normalised subject>|<literal>`` — a literal object, a leaf of its subject
+  (``kind="literal"``); keyed per subject so two entities sharing "2:30 PM" stay unlinked
+- ``s:<segment id>`` — an episodic segment, HippoRAG's "passage" (``kind="segment"``)
+
+``label`` keeps the text as written, ``segment_id`` is set on segment vertices only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict
+
+NodeKind = Literal["entity", "literal", "segment"]
+GraphMemoryType = Literal["episodic", "semantic"]
+
+
+class GraphTriple(BaseModel):
+    """One triple row as the graph builder needs it (read from the store)."""
+
+    model_config = ConfigDict(frozen=True, from_attributes=True)
+
+    triple_id: int
+    subject: str
+    predicate: str
+    object: str
+    object_is_literal: bool = False
+    segment_id: int | None = None
+    scale: int | None = None
+    created_at: AwareDatetime | None = None
+    invalidated_at: AwareDatetime | None = None
+
+
+def normalise(text: str) -> str:
+    """Case- and whitespace-insensitive form used in vertex names."""
+    return " ".join(text.split()).casefold()
+
+
+def entity_node(name: str) -> str:
+    return f"e:{normalise(name)}"
+
+
+def literal_node(subject: str, literal: str) -> str:
+    return f"l:{normalise(subject)}|{normalise(literal)}"
+
+
+def segment_node(segment_id: int) -> str:
+    return f"s:{segment_id}"
