@@ -59,6 +59,15 @@ class Settings(BaseSettings):
         default=10.0, ge=0, description="How late (event time) a message may be and still count."
     )
     frames_per_window: int = Field(default=16, ge=1, le=64, description="Frames sampled per 30 s.")
+    stream_idle_s: float = Field(
+        default=30.0, gt=0, description="A stream silent this long (wall) stops holding windows."
+    )
+    session_end_grace_s: float = Field(
+        default=5.0, ge=0, description="Wall time a session end waits for stragglers."
+    )
+    window_max_attempts: int = Field(
+        default=2, ge=1, le=10, description="Tries per window before it is failed + DLQ'd."
+    )
     max_future_skew_s: float = Field(
         default=300.0, ge=0, description="Capture times further in the future go to the DLQ."
     )
@@ -109,6 +118,34 @@ class Settings(BaseSettings):
         default=None, description="GPU encoder service URL; unset = in-process offline encoder."
     )
     gpu_timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one encoder call.")
+    gpu_max_retries: int = Field(default=2, ge=0, le=10, description="Encoder retries per call.")
+    gpu_retry_backoff_s: float = Field(
+        default=0.2, ge=0, description="First retry delay (doubles each retry) for encoder calls."
+    )
+    gpu_breaker_failures: int = Field(
+        default=5, ge=1, description="Consecutive encoder failures that open the circuit."
+    )
+    gpu_breaker_reset_s: float = Field(
+        default=30.0, gt=0, description="Seconds the circuit stays open before one trial call."
+    )
+    gpu_backend: Literal["offline", "vlm2vec"] = Field(
+        default="offline", description="GPU worker backend: offline (CPU) or vlm2vec (weights)."
+    )
+    gpu_model_dir: Path | None = Field(
+        default=None, description="Local VLM2Vec-V2 checkpoint directory (never downloaded)."
+    )
+    gpu_host: str = Field(default="127.0.0.1", description="GPU worker bind address.")
+    gpu_port: int = Field(default=8090, ge=1, le=65535, description="GPU worker port.")
+    gpu_batch_size: int = Field(default=16, ge=1, le=256, description="Max requests per batch.")
+    gpu_max_wait_ms: float = Field(
+        default=10.0, ge=0, description="How long a batch waits to fill before it runs."
+    )
+    gpu_queue_size: int = Field(
+        default=64, ge=1, description="Queued requests per endpoint before answering 503."
+    )
+    gpu_ocr_frames: int = Field(
+        default=4, ge=0, le=16, description="Frames per clip the offline encoder reads text from."
+    )
 
     # --- memory and retrieval ------------------------------------------------------------
     entity_match_threshold: float = Field(default=0.6, ge=0, le=1, description="Entity cosine.")
@@ -210,5 +247,6 @@ def settings_table() -> str:
             shown = "" if default is None else "***"
         else:
             shown = str(default)
-        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | `{shown}` | {field.description or ''} |")
+        desc = field.description or ""
+        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | `{shown}` | {desc} |")
     return "\n".join(rows)

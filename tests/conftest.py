@@ -1,0 +1,69 @@
+"""Shared fixtures: one embedded stack (Kafka broker, PostgreSQL+pgvector, Redis) per test
+session, on free loopback ports, started here and stopped here by PID.
+
+Tests isolate by user id (every read is user-scoped) and by topic prefix, not by database.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from worldmm.settings import Settings, load_settings
+
+# Models load from wheels only; a hub lookup must fail fast rather than hang.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class TestStack:
+    def __init__(self, state_dir: Path, urls) -> None:
+        self.state_dir = state_dir
+        self.kafka_brokers: str = urls.kafka_brokers
+        self.database_url: str = urls.database_url
+        self.redis_url: str = urls.redis_url
+
+
+def _base_settings(state_dir: Path, **extra: object) -> Settings:
+    return load_settings(state_dir=state_dir, **extra)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[TestStack]:
+    from worldmm import stack as stack_mod
+    from worldmm.store.migrate import apply_migrations
+
+    # Not pytest's tmp dir: PostgreSQL runs as another OS user and needs to enter it.
+    state_dir = Path(tempfile.mkdtemp(prefix="worldmm-test-stack-"))
+    state_dir.chmod(0o755)
+    settings = _base_settings(state_dir)
+    try:
+        urls = stack_mod.up(settings)
+        apply_migrations(urls.database_url, settings)
+        yield TestStack(state_dir, urls)
+    finally:
+        stack_mod.down(settings)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def settings(stack: TestStack, tmp_path: Path) -> Settings:
+    return _base_settings(
+        tmp_path / "state",
+        kafka_brokers=stack.kafka_brokers,
+        database_url=stack.database_url,
+        redis_url=stack.redis_url,
+        blob_dir=tmp_path / "blobs",
+        topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
+    )
+
+
+@pytest.fixture
+def user_id() -> str:
+    return f"user-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,101 @@
+"""The embedded stack: up → status → down leaves no process behind; restarts are harmless."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from worldmm.stack import kafka, postgres, redis_server
+from worldmm.stack.process import pid_alive, read_pid
+
+pytestmark = pytest.mark.integration
+
+
+def _cli(state: Path, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WORLDMM_")}
+    env.update({"WORLDMM_STATE_DIR": str(state), **(env_extra or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "worldmm.cli", *args],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+
+
+def _server_pids(state: Path) -> dict[str, int | None]:
+    return {
+        "kafka": read_pid(state / "kafka" / "kafka.pid"),
+        "redis": read_pid(state / "redis" / "redis.pid"),
+        "postgres": postgres.postmaster_pid(state / "postgres" / "data"),
+    }
+
+
+def test_up_status_down_leaves_no_process():
+    state = Path(tempfile.mkdtemp(prefix="worldmm-test-updown-"))
+    state.chmod(0o755)
+    try:
+        first = _cli(state, "up")
+        assert first.returncode == 0, first.stderr
+        pids = _server_pids(state)
+        assert all(pids.values()), pids
+        markers = {"kafka": kafka.MARKER, "redis": redis_server.MARKER,
+                   "postgres": postgres.MARKER}
+        assert all(pid_alive(pids[k], markers[k]) for k in pids)
+
+        again = _cli(state, "up")  # a second `up` reuses the running servers
+        assert again.returncode == 0, again.stderr
+        assert _server_pids(state) == pids
+
+        st = _cli(state, "status", "--json")
+        assert st.returncode == 0, st.stdout + st.stderr
+        report = json.loads(st.stdout)
+        assert report["kafka"]["ok"] and report["kafka"]["brokers"].startswith("127.0.0.1:")
+        assert report["postgres"]["ok"] and report["postgres"]["url"].startswith("postgresql://")
+        assert report["redis"]["ok"] and report["redis"]["url"].startswith("redis://")
+
+        down = _cli(state, "down")
+        assert down.returncode == 0, down.stderr
+        assert not any(pid_alive(pids[k], markers[k]) for k in pids)
+        after = _cli(state, "status")
+        assert after.returncode == 1
+    finally:
+        _cli(state, "down")
+
+
+def test_stale_pid_file_is_replaced(tmp_path: Path):
+    state = Path(tempfile.mkdtemp(prefix="worldmm-test-stale-"))
+    state.chmod(0o755)
+    root = state / "redis"
+    root.mkdir(parents=True)
+    # A PID that is certainly not a redis-server of ours: this test process itself.
+    (root / "redis.pid").write_text(f"{os.getpid()}\n")
+    (root / "port").write_text("1")
+    try:
+        info = redis_server.start(root)
+        assert info["started"] and info["pid"] != os.getpid()
+        assert redis_server.probe(info["url"])[0]
+    finally:
+        redis_server.stop(root)
+    assert not pid_alive(info["pid"], redis_server.MARKER)
+
+
+def test_status_fails_when_an_external_service_is_unreachable(stack):
+    dead = _cli(
+        stack.state_dir, "status", "--json",
+        env_extra={"WORLDMM_KAFKA_BROKERS": stack.kafka_brokers,
+                   "WORLDMM_DATABASE_URL": stack.database_url,
+                   "WORLDMM_REDIS_URL": "redis://127.0.0.1:1/0"},
+    )
+    assert dead.returncode == 1
+    report = json.loads(dead.stdout)
+    assert report["kafka"]["ok"] and report["postgres"]["ok"] and not report["redis"]["ok"]
+
+
+def test_invalid_setting_names_the_variable(tmp_path: Path):
+    res = _cli(tmp_path, "status", env_extra={"WORLDMM_TOPIC_PARTITIONS": "zero"})
+    assert res.returncode == 2
+    assert "WORLDMM_TOPIC_PARTITIONS" in res.stderr

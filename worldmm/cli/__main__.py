@@ -1,0 +1,3 @@
+from worldmm.cli import main
+
+main()

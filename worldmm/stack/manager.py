@@ -1,0 +1,140 @@
+"""`worldmm up / status / down`: the embedded stack, or the configured production services.
+
+A service whose URL is configured (``WORLDMM_KAFKA_BROKERS``, ``WORLDMM_DATABASE_URL``,
+``WORLDMM_REDIS_URL``) is external: we never start or stop it, only probe it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from worldmm.settings import Settings
+from worldmm.stack import kafka, postgres, redis_server
+from worldmm.stack.process import StackError
+
+STATE_FILE = "stack.json"
+
+
+class StackUrls(BaseModel):
+    kafka_brokers: str
+    database_url: str
+    redis_url: str | None  # None: no graph cache (graphs are rebuilt from the database)
+
+
+class ServiceStatus(BaseModel):
+    ok: bool
+    detail: str
+    embedded: bool
+
+
+def _dirs(settings: Settings) -> dict[str, Path]:
+    state = settings.resolved_state_dir
+    return {
+        "kafka": state / "kafka",
+        "redis": state / "redis",
+        "postgres": settings.postgres_data_parent / "postgres",
+    }
+
+
+def _state_path(settings: Settings) -> Path:
+    return settings.resolved_state_dir / STATE_FILE
+
+
+def _read_state(settings: Settings) -> dict:
+    try:
+        return json.loads(_state_path(settings).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _redis_disabled(settings: Settings) -> bool:
+    return (settings.redis_url or "").lower() == "none"
+
+
+def up(settings: Settings) -> StackUrls:
+    """Start every embedded server that is not configured externally; harmless when running."""
+    dirs = _dirs(settings)
+    settings.resolved_state_dir.mkdir(parents=True, exist_ok=True)
+    state = _read_state(settings)
+    if not settings.kafka_brokers:
+        state["kafka"] = kafka.start(dirs["kafka"])
+    if not settings.database_url:
+        state["postgres"] = postgres.start(dirs["postgres"])
+        state["postgres"]["data_dir"] = str(dirs["postgres"] / "data")
+    if not settings.redis_url:
+        state["redis"] = redis_server.start(dirs["redis"])
+    _state_path(settings).write_text(json.dumps(state, indent=2))
+    return resolve_urls(settings)
+
+
+def down(settings: Settings) -> dict[str, bool]:
+    """Stop exactly the servers `up` started (by their PID files); external ones are untouched."""
+    dirs = _dirs(settings)
+    stopped = {
+        "redis": not settings.redis_url and redis_server.stop(dirs["redis"]),
+        "postgres": not settings.database_url and postgres.stop(dirs["postgres"]),
+        "kafka": not settings.kafka_brokers and kafka.stop(dirs["kafka"]),
+    }
+    _state_path(settings).unlink(missing_ok=True)
+    return {k: bool(v) for k, v in stopped.items()}
+
+
+def resolve_urls(settings: Settings) -> StackUrls:
+    """Where each service is: the configured URL, else the embedded server `up` recorded."""
+    state = _read_state(settings)
+
+    env_names = {"kafka": "KAFKA_BROKERS", "postgres": "DATABASE_URL", "redis": "REDIS_URL"}
+
+    def embedded(name: str, field: str) -> str:
+        try:
+            return str(state[name][field])
+        except KeyError:
+            raise StackError(
+                f"no {name} configured and the embedded stack is not running "
+                f"(state dir {settings.resolved_state_dir}): run `worldmm up` or set "
+                f"WORLDMM_{env_names[name]}"
+            ) from None
+
+    if _redis_disabled(settings):
+        redis_url = None
+    else:
+        redis_url = settings.redis_url or embedded("redis", "url")
+    return StackUrls(
+        kafka_brokers=settings.kafka_brokers or embedded("kafka", "brokers"),
+        database_url=settings.database_url or embedded("postgres", "url"),
+        redis_url=redis_url,
+    )
+
+
+def status(settings: Settings) -> dict[str, dict]:
+    """Probe each service with a real protocol request (metadata, SELECT 1, PING)."""
+    out: dict[str, dict] = {}
+    try:
+        urls = resolve_urls(settings)
+    except StackError:
+        reason = "not running: run `worldmm up`"
+        state = _read_state(settings)
+        urls = StackUrls(
+            kafka_brokers=settings.kafka_brokers or state.get("kafka", {}).get("brokers", ""),
+            database_url=settings.database_url or state.get("postgres", {}).get("url", ""),
+            redis_url=settings.redis_url or state.get("redis", {}).get("url", ""),
+        )
+    else:
+        reason = ""
+    ok, detail = kafka.probe(urls.kafka_brokers, 3.0) if urls.kafka_brokers else (False, reason)
+    out["kafka"] = {"brokers": urls.kafka_brokers, "ok": ok, "detail": detail,
+                    "embedded": not settings.kafka_brokers}
+    ok, detail = postgres.probe(urls.database_url) if urls.database_url else (False, reason)
+    out["postgres"] = {"url": urls.database_url, "ok": ok, "detail": detail,
+                       "embedded": not settings.database_url}
+    if _redis_disabled(settings):
+        out["redis"] = {"url": None, "ok": True, "detail": "disabled (graphs rebuilt from DB)",
+                        "embedded": False}
+    else:
+        ok, detail = redis_server.probe(urls.redis_url) if urls.redis_url else (False, reason)
+        out["redis"] = {"url": urls.redis_url, "ok": ok, "detail": detail,
+                        "embedded": not settings.redis_url}
+    return out

@@ -1,0 +1,106 @@
+"""Start, find and stop the embedded servers' processes, by PID and PID file only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+class StackError(RuntimeError):
+    """An embedded server could not be started, reached or stopped."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def pid_alive(pid: int, expect_in_cmdline: str | None = None) -> bool:
+    """True when ``pid`` runs and (if given) its command line contains the marker, so a
+    recycled PID from a stale file is never mistaken for our server."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by another user (PostgreSQL runs as its own OS user)
+    if expect_in_cmdline is None:
+        return True
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return False
+    if Path(f"/proc/{pid}/stat").exists():
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        if state == "Z":  # a zombie has exited; it only waits to be reaped
+            return False
+    return expect_in_cmdline in cmdline
+
+
+def read_pid(pid_file: Path) -> int | None:
+    try:
+        return int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def start_detached(
+    cmd: Sequence[str], *, log_file: Path, pid_file: Path, cwd: Path | None = None
+) -> int:
+    """Start ``cmd`` in its own session (it outlives the CLI) and record its PID."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(
+            list(cmd),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    pid_file.write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def wait_until(
+    check: Callable[[], bool], *, timeout_s: float, what: str, interval_s: float = 0.1
+) -> None:
+    """Poll a readiness condition until it holds (a real condition, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(interval_s)
+    raise StackError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def stop_pid(
+    pid: int, *, marker: str, sig: int = signal.SIGTERM, timeout_s: float = 20.0
+) -> bool:
+    """Signal our process and wait for it to exit; escalate to SIGKILL after the timeout.
+    Returns False when nothing of ours was running under that PID."""
+    if not pid_alive(pid, marker):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+    try:
+        wait_until(lambda: not pid_alive(pid, marker), timeout_s=timeout_s, what=f"pid {pid}")
+    except StackError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(pid, marker), timeout_s=5, what=f"pid {pid} (killed)")
+    _reap(pid)
+    return True
+
+
+def _reap(pid: int) -> None:
+    # When the server is our own child (tests), collect it so it does not linger as a zombie.
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
