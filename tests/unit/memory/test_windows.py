@@ -1,0 +1,242 @@
+"""The window cascade driven by a fake clock: which windows close when, what they merge."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from worldmm.memory.windows import (
+    BaseWindow,
+    CoarseWindow,
+    Item,
+    LateItem,
+    SessionEnd,
+    UserWindows,
+    WindowConfig,
+    align,
+    children_of,
+    dt_to_ms,
+    parent_of,
+)
+
+HOUR0 = dt_to_ms(datetime(2026, 5, 4, 9, 0, tzinfo=UTC))  # an hour boundary
+S = 1000
+
+
+class FakeClock:
+    """Wall time in seconds; the test moves it explicitly."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = start
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+def frame(ts_ms: int, session: str = "s1") -> Item:
+    return Item("frames", f"f{ts_ms}", session, ts_ms, ts_ms)
+
+
+def audio(ts_ms: int, dur_ms: int = 5 * S, session: str = "s1") -> Item:
+    return Item("audio", f"a{ts_ms}", session, ts_ms, ts_ms + dur_ms)
+
+
+def stream(
+    state: UserWindows, clock: FakeClock, start_ms: int, end_ms: int, step_s: int = 5
+) -> list:
+    """Feed frames and 5 s audio chunks in real-time order, one batch per step."""
+    out = []
+    for t in range(start_ms, end_ms, step_s * S):
+        out += state.ingest([frame(t), audio(t, step_s * S)], clock.advance(step_s))
+    return out
+
+
+def of(events, cls):
+    return [e for e in events if isinstance(e, cls)]
+
+
+def test_hierarchy_arithmetic() -> None:
+    ten = HOUR0 + 10 * 60 * S
+    assert align(ten + 7 * 60 * S, 180) == ten + 6 * 60 * S
+    # the last minute of a 10 min window has no 3 min window: it clamps to the third one
+    assert align(ten + 9 * 60 * S + 5 * S, 180) == ten + 6 * 60 * S
+    assert parent_of((30, ten + 90 * S)) == (180, ten)
+    assert parent_of((30, ten + 540 * S)) == (600, ten)
+    assert parent_of((30, ten + 570 * S)) == (600, ten)
+    assert parent_of((180, ten + 360 * S)) == (600, ten)
+    assert parent_of((600, ten)) == (3600, HOUR0)
+    assert parent_of((3600, HOUR0)) is None
+    assert children_of((600, ten)) == [
+        (180, ten),
+        (180, ten + 180 * S),
+        (180, ten + 360 * S),
+        (30, ten + 540 * S),
+        (30, ten + 570 * S),
+    ]
+    # every 30 s window of an hour reaches the hour through parents
+    for k in range(120):
+        wid = (30, HOUR0 + k * 30 * S)
+        chain = []
+        while wid is not None:
+            chain.append(wid)
+            wid = parent_of(wid)
+        assert chain[-1] == (3600, HOUR0)
+        for child, parent in zip(chain, chain[1:], strict=False):
+            assert child in children_of(parent)
+
+
+def test_full_hour_cascade_with_fake_clock() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    events = stream(state, clock, HOUR0, HOUR0 + 3600 * S + 60 * S)
+
+    bases = of(events, BaseWindow)
+    coarse = of(events, CoarseWindow)
+    assert of(events, LateItem) == []
+    # the first hour plus the windows the next minute's data pushed the watermark past
+    hour_bases = [b for b in bases if b.start_ms < HOUR0 + 3600 * S]
+    assert [b.start_ms for b in hour_bases] == [HOUR0 + k * 30 * S for k in range(120)]
+    assert all(len(b.items) == 12 and not b.partial for b in hour_bases)  # 6 frames + 6 audio
+    by_scale = {s: [c for c in coarse if c.scale_s == s] for s in (180, 600, 3600)}
+    assert len(by_scale[180]) == 18 and len(by_scale[600]) == 6 and len(by_scale[3600]) == 1
+    for c in coarse:
+        assert list(c.children) == children_of(c.wid) and not c.partial
+    # every window is emitted after all of its children
+    position = {(e.wid if not isinstance(e, LateItem) else None): i for i, e in enumerate(events)}
+    for c in coarse:
+        assert all(position[child] < position[c.wid] for child in c.children)
+    # the hour closes right after its last 10 min window, not before its last 30 s window
+    hour = by_scale[3600][0]
+    assert position[hour.wid] == position[(600, HOUR0 + 3000 * S)] + 1
+    assert position[(30, HOUR0 + 3570 * S)] < position[hour.wid]
+
+
+def test_windows_close_on_event_time_with_lateness() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    out = state.ingest([frame(HOUR0), audio(HOUR0)], clock.advance(1))
+    # progress: frames 39 s, audio 40 s (its end) -> watermark 29 s: window [0, 30) stays open
+    out += state.ingest([frame(HOUR0 + 39 * S), audio(HOUR0 + 35 * S)], clock.advance(1))
+    assert out == []
+    out = state.ingest([frame(HOUR0 + 40 * S), audio(HOUR0 + 40 * S)], clock.advance(1))
+    assert [b.start_ms for b in of(out, BaseWindow)] == [HOUR0]
+
+
+def test_lagging_stream_holds_windows_then_idle_releases() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=20))
+    state.ingest([audio(HOUR0, 1 * S)], clock.advance(1))
+    # frames race ahead (another topic read faster): audio's progress holds the window open
+    out = state.ingest([frame(HOUR0 + k * S) for k in range(0, 90, 3)], clock.advance(1))
+    assert of(out, BaseWindow) == []
+    # the lagging audio catches up: its chunks go in the open windows, not to late
+    out = state.ingest([audio(HOUR0 + k * S, S) for k in range(1, 61)], clock.advance(1))
+    closed = of(out, BaseWindow)
+    assert [b.start_ms for b in closed] == [HOUR0, HOUR0 + 30 * S]
+    assert {i.kind for i in closed[0].items} == {"frames", "audio"}
+    assert of(out, LateItem) == []
+    # audio goes quiet (muted) while frames go on: after idle_s (wall) frames alone count
+    closed_at = []
+    for k in range(5):
+        out = state.ingest([frame(HOUR0 + (90 + 3 * k) * S)], clock.advance(5))
+        closed_at += [(k, b.start_ms) for b in of(out, BaseWindow)]
+    assert closed_at == [(3, HOUR0 + 60 * S)]
+
+
+def test_all_streams_idle_event_time_follows_wall_time() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=5))
+    state.ingest([frame(HOUR0 + 2 * S), audio(HOUR0 + 2 * S, S)], clock.advance(1))
+    assert state.tick(clock.advance(4)) == []
+    wake = state.next_wake(clock.now)
+    assert wake is not None
+    clock.now = wake
+    assert state.tick(clock.now) == []
+    # both idle: watermark = 3 s - 10 s + elapsed; the window ends at 30 s
+    wake = state.next_wake(clock.now)
+    assert wake == pytest.approx(clock.now + (30 - (3 - 10 + 5)))
+    out = state.tick(wake)
+    assert [b.start_ms for b in of(out, BaseWindow)] == [HOUR0]
+
+
+def test_session_end_flushes_partial_windows_twelve_minutes() -> None:
+    """The e2e shape: 12 minutes from a 10 min boundary, then a session end."""
+    clock = FakeClock()
+    start = HOUR0 + 20 * 60 * S
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60, session_end_grace_s=3))
+    events = stream(state, clock, start, start + 720 * S)
+    events += state.ingest([SessionEnd("s1", start + 720 * S)], clock.advance(0.1))
+    assert state.tick(clock.advance(1)) == []  # grace not over
+    assert state.next_wake(clock.now) == pytest.approx(clock.now + 2)
+    events += state.tick(clock.advance(2))
+
+    bases = of(events, BaseWindow)
+    coarse = of(events, CoarseWindow)
+    assert len(bases) == 24 and not any(b.partial for b in bases)
+    threes = [c for c in coarse if c.scale_s == 180]
+    tens = [c for c in coarse if c.scale_s == 600]
+    hours = [c for c in coarse if c.scale_s == 3600]
+    assert [c.partial for c in threes] == [False, False, False, True]
+    assert len(threes[-1].children) == 4
+    assert [c.partial for c in tens] == [False, True]
+    assert list(tens[0].children) == children_of(tens[0].wid)
+    assert tens[1].children == (threes[-1].wid,)
+    assert len(hours) == 1 and hours[0].partial and len(hours[0].children) == 2
+    assert state.open_base == {} and state.closed_children == {}
+
+
+def test_session_end_mid_window_and_late_items() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=0))
+    state.ingest([frame(HOUR0 + S), audio(HOUR0 + S)], clock.advance(1))
+    out = state.ingest([frame(HOUR0 + 40 * S), SessionEnd("s1", HOUR0 + 45 * S)], clock.now)
+    out += state.tick(clock.advance(1))
+    bases = of(out, BaseWindow)
+    assert [(b.start_ms, b.partial) for b in bases] == [(HOUR0, False), (HOUR0 + 30 * S, True)]
+    # a straggler for a flushed window is reported, not silently lost
+    out = state.ingest([frame(HOUR0 + 44 * S)], clock.advance(1))
+    late = of(out, LateItem)
+    assert len(late) == 1 and late[0].window_start_ms == HOUR0 + 30 * S
+    assert state.late_count == 1
+
+
+def test_end_is_applied_when_the_next_session_starts() -> None:
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=99))
+    state.ingest([frame(HOUR0 + S), audio(HOUR0 + S), SessionEnd("s1", HOUR0 + 10 * S)], 1.0)
+    out = state.ingest([frame(HOUR0 + 100 * S, session="s2")], 2.0)
+    bases = of(out, BaseWindow)
+    assert [(b.start_ms, b.partial, b.session_id) for b in bases] == [(HOUR0, True, "s1")]
+    assert (HOUR0 + 90 * S) in state.open_base
+
+
+def test_duplicates_are_merged_and_eof_keeps_open_tail() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    batch = [frame(HOUR0 + k * S) for k in range(0, 70, 2)] + [audio(HOUR0, 70 * S)]
+    out = state.ingest(batch + batch, clock.advance(1))  # redelivered input
+    out += state.eof(clock.advance(1))
+    bases = of(out, BaseWindow)
+    assert [b.start_ms for b in bases] == [HOUR0]  # 70 s - 10 s: only the first is certain
+    assert len([i for i in bases[0].items if i.kind == "frames"]) == 15
+    assert set(state.open_base) == {HOUR0 + 30 * S, HOUR0 + 60 * S}
+
+
+def test_audio_chunk_spanning_a_boundary_goes_to_both_windows() -> None:
+    item = audio(HOUR0 + 28 * S, 4 * S)
+    assert item.windows() == [HOUR0, HOUR0 + 30 * S]
+    assert audio(HOUR0 + 25 * S, 5 * S).windows() == [HOUR0]
+
+
+def test_snapshot_is_picklable_and_resumes() -> None:
+    import pickle
+
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    stream(state, clock, HOUR0, HOUR0 + 100 * S)
+    copy = pickle.loads(pickle.dumps(state))
+    a = stream(state, clock, HOUR0 + 100 * S, HOUR0 + 200 * S)
+    clock.now -= 100
+    b = stream(copy, clock, HOUR0 + 100 * S, HOUR0 + 200 * S)
+    assert a == b and len(of(a, CoarseWindow)) == 1

@@ -1,0 +1,372 @@
+"""Event-time window cascade of one user: which windows close when, and what they merge.
+
+Pure logic, no I/O and no Bytewax: the dataflow feeds a user's items and control events in
+and gets :class:`BaseWindow`, :class:`CoarseWindow` and :class:`LateItem` events out. Wall time
+is injected (``now`` in epoch seconds) so tests drive it with a fake clock.
+
+Windows are tumbling and epoch-aligned. The hierarchy (DESIGN.md §3):
+
+* 30 s base windows;
+* 3 min windows tile the first nine minutes of each 10 min window (offsets 0, 3, 6 min) and
+  merge six 30 s windows;
+* a 10 min window merges its three 3 min windows plus the remaining minute's two 30 s
+  windows;
+* 1 h merges six 10 min windows.
+
+A base window closes when the user's watermark passes its end. The watermark is the smallest
+progress (latest capture time seen) over the streams still active in the session, minus the
+allowed lateness. A stream holds the watermark back only while it is active: frames and audio
+arrive on different topics and may be read at different speeds, and a stream that has sent
+nothing for ``idle_s`` of wall time (muted audio, a frames-only device) stops holding it. When
+every stream is idle, event time advances with wall time, as Bytewax's ``EventClock`` does.
+A coarse window closes right after its last child does, never on the wall clock. A session end
+flushes everything open; windows that had not run to their end are marked ``partial``.
+Items for windows already closed are reported as :class:`LateItem` (stored and counted by the
+caller), never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from worldmm.models import SCALES
+
+Kind = Literal["frames", "audio"]
+KINDS: tuple[Kind, ...] = ("frames", "audio")
+
+BASE_S, THREE_MIN_S, TEN_MIN_S, HOUR_S = SCALES
+_MS = 1000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+WindowId = tuple[int, int]
+"""(scale seconds, window start in epoch ms)."""
+
+
+def ms_to_dt(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)
+
+
+def dt_to_ms(ts: datetime) -> int:
+    if ts.tzinfo is None:
+        raise ValueError("naive datetime: event times must be timezone-aware")
+    return (ts - _EPOCH) // timedelta(milliseconds=1)
+
+
+# --- the hierarchy (pure arithmetic) -------------------------------------------------------
+
+
+def align(ts_ms: int, scale_s: int) -> int:
+    """Start (epoch ms) of the ``scale_s`` window holding ``ts_ms``; 3 min is special."""
+    if scale_s == THREE_MIN_S:
+        ten = align(ts_ms, TEN_MIN_S)
+        offset = min((ts_ms - ten) // (THREE_MIN_S * _MS), 2)
+        return ten + offset * THREE_MIN_S * _MS
+    size = scale_s * _MS
+    return ts_ms - ts_ms % size
+
+
+def window_end(wid: WindowId) -> int:
+    scale, start = wid
+    return start + scale * _MS
+
+
+def parent_of(wid: WindowId) -> WindowId | None:
+    """The window a finished window feeds into (None for the top scale)."""
+    scale, start = wid
+    if scale == BASE_S:
+        ten = align(start, TEN_MIN_S)
+        if start - ten < 3 * THREE_MIN_S * _MS:
+            return (THREE_MIN_S, align(start, THREE_MIN_S))
+        return (TEN_MIN_S, ten)  # the remaining minute feeds the 10 min window directly
+    if scale == THREE_MIN_S:
+        return (TEN_MIN_S, align(start, TEN_MIN_S))
+    if scale == TEN_MIN_S:
+        return (HOUR_S, align(start, HOUR_S))
+    if scale == HOUR_S:
+        return None
+    raise ValueError(f"unknown scale {scale}; expected one of {SCALES}")
+
+
+def children_of(wid: WindowId) -> list[WindowId]:
+    """Every child a full coarse window has (a flushed or gappy one has a subset)."""
+    scale, start = wid
+    if scale == THREE_MIN_S:
+        return [(BASE_S, start + i * BASE_S * _MS) for i in range(6)]
+    if scale == TEN_MIN_S:
+        threes = [(THREE_MIN_S, start + i * THREE_MIN_S * _MS) for i in range(3)]
+        tail = 3 * THREE_MIN_S * _MS
+        return threes + [(BASE_S, start + tail + i * BASE_S * _MS) for i in range(2)]
+    if scale == HOUR_S:
+        return [(TEN_MIN_S, start + i * TEN_MIN_S * _MS) for i in range(6)]
+    raise ValueError(f"scale {scale} has no children")
+
+
+# --- inputs and outputs ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """A captured frame or audio chunk, already stored; ``ref`` is what the builder needs
+    (blob key, metadata). ``key`` identifies it for de-duplication (at-least-once input)."""
+
+    kind: Kind
+    key: str
+    session_id: str
+    ts_ms: int
+    end_ms: int  # frames: == ts_ms; audio: start + duration
+    ref: Any = None
+
+    def windows(self) -> list[int]:
+        """Starts of the base windows this item falls into (audio may span two)."""
+        first = align(self.ts_ms, BASE_S)
+        last = align(max(self.ts_ms, self.end_ms - 1), BASE_S)
+        return list(range(first, last + 1, BASE_S * _MS))
+
+
+@dataclass(frozen=True)
+class SessionEnd:
+    session_id: str
+    ts_ms: int
+
+
+@dataclass(frozen=True)
+class BaseWindow:
+    user_id: str
+    start_ms: int
+    items: tuple[Item, ...]
+    partial: bool
+    session_id: str | None
+
+    @property
+    def wid(self) -> WindowId:
+        return (BASE_S, self.start_ms)
+
+    @property
+    def end_ms(self) -> int:
+        return window_end(self.wid)
+
+
+@dataclass(frozen=True)
+class CoarseWindow:
+    user_id: str
+    scale_s: int
+    start_ms: int
+    children: tuple[WindowId, ...]  # the children that closed, in time order
+    partial: bool
+    session_id: str | None
+
+    @property
+    def wid(self) -> WindowId:
+        return (self.scale_s, self.start_ms)
+
+    @property
+    def end_ms(self) -> int:
+        return window_end(self.wid)
+
+
+@dataclass(frozen=True)
+class LateItem:
+    user_id: str
+    item: Item
+    window_start_ms: int
+    closed_until_ms: int
+
+
+WindowEvent = BaseWindow | CoarseWindow | LateItem
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    allowed_lateness_s: float = 10.0
+    idle_s: float = 30.0  # a stream silent this long (wall) stops holding the watermark
+    session_end_grace_s: float = 5.0  # wall time a session end waits for stragglers
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> WindowConfig:
+        return cls(
+            allowed_lateness_s=settings.allowed_lateness_s,
+            idle_s=getattr(settings, "stream_idle_s", cls.idle_s),
+            session_end_grace_s=getattr(settings, "session_end_grace_s", cls.session_end_grace_s),
+        )
+
+
+# --- per-user state ----------------------------------------------------------------------
+
+
+@dataclass
+class UserWindows:
+    """All window state of one user; picklable (it is the Bytewax snapshot)."""
+
+    user_id: str
+    config: WindowConfig = field(default_factory=WindowConfig)
+    open_base: dict[int, dict[str, Item]] = field(default_factory=dict)
+    closed_children: dict[WindowId, set[WindowId]] = field(default_factory=dict)
+    closed_until_ms: int = 0  # every base window ending at or before this is closed
+    progress_ms: dict[str, int] = field(default_factory=dict)  # per stream, this session
+    last_seen_s: dict[str, float] = field(default_factory=dict)  # wall time per stream
+    session_id: str | None = None
+    session_first_s: float | None = None  # wall time of the session's first item
+    pending_end: SessionEnd | None = None
+    pending_end_s: float | None = None  # wall time the end was received
+    last_input_s: float | None = None
+    late_count: int = 0
+
+    # -- feeding ----------------------------------------------------------------------
+
+    def ingest(self, inputs: Iterable[Item | SessionEnd], now: float) -> list[WindowEvent]:
+        """Take a batch of items/ends, then close what the new watermark allows.
+
+        Closing happens once per batch so items of one batch that came from different topics
+        count before any window closes.
+        """
+        out: list[WindowEvent] = []
+        for x in sorted(inputs, key=lambda v: v.ts_ms):
+            self.last_input_s = now
+            if isinstance(x, SessionEnd):
+                if self.pending_end is not None:
+                    out += self._flush(self.pending_end)
+                self.pending_end, self.pending_end_s = x, now
+                continue
+            if self.pending_end is not None and (
+                x.session_id != self.pending_end.session_id or x.ts_ms >= self.pending_end.ts_ms
+            ):
+                out += self._flush(self.pending_end)  # the next session has begun
+            out += self._add(x, now)
+        out += self.tick(now)
+        return out
+
+    def _add(self, item: Item, now: float) -> list[WindowEvent]:
+        if self.session_id != item.session_id or self.session_first_s is None:
+            self.session_id = item.session_id
+            self.session_first_s = now
+        out: list[WindowEvent] = []
+        for start in item.windows():
+            if start < self.closed_until_ms:
+                self.late_count += 1
+                out.append(LateItem(self.user_id, item, start, self.closed_until_ms))
+            else:
+                self.open_base.setdefault(start, {})[item.key] = item
+        self.progress_ms[item.kind] = max(self.progress_ms.get(item.kind, 0), item.end_ms)
+        self.last_seen_s[item.kind] = now
+        return out
+
+    # -- time -------------------------------------------------------------------------
+
+    def watermark_ms(self, now: float) -> int | None:
+        """Event time up to which everything is believed to have arrived (None: unknown)."""
+        if not self.progress_ms:
+            return None
+        lateness = round(self.config.allowed_lateness_s * _MS)
+        first = self.session_first_s if self.session_first_s is not None else now
+        holding = []
+        for kind in KINDS:
+            seen = self.last_seen_s.get(kind, first)
+            if now - seen < self.config.idle_s:
+                holding.append(self.progress_ms.get(kind))
+        if holding:
+            if any(p is None for p in holding):
+                return None  # an expected stream has not shown up yet
+            return min(holding) - lateness  # type: ignore[type-var]
+        # Every stream idle: event time moves on with wall time.
+        latest_s = max(self.last_seen_s.values())
+        return max(self.progress_ms.values()) - lateness + round((now - latest_s) * _MS)
+
+    def tick(self, now: float) -> list[WindowEvent]:
+        """Close what the watermark allows, and apply a session end whose grace has passed."""
+        out: list[WindowEvent] = []
+        if self.pending_end is not None and self._grace_over(now):
+            out += self._flush(self.pending_end)
+        wm = self.watermark_ms(now)
+        if wm is not None:
+            out += self._close_until(wm)
+        return out
+
+    def _grace_over(self, now: float) -> bool:
+        since = max(self.pending_end_s or now, self.last_input_s or now)
+        return now - since >= self.config.session_end_grace_s
+
+    def next_wake(self, now: float) -> float | None:
+        """Wall time at which :meth:`tick` could close something without new input."""
+        if self.pending_end is not None:
+            since = max(self.pending_end_s or now, self.last_input_s or now)
+            return since + self.config.session_end_grace_s
+        if not self.open_base:
+            return None
+        first = self.session_first_s if self.session_first_s is not None else now
+        stamps = [self.last_seen_s.get(kind, first) for kind in KINDS]
+        # The next change of regime: the earliest still-active stream going idle ...
+        active = [s + self.config.idle_s for s in stamps if now - s < self.config.idle_s]
+        if active:
+            return min(active)
+        # ... or, all idle, wall time carrying the watermark past the oldest open window.
+        wm = self.watermark_ms(now)
+        if wm is None:
+            return None
+        due = window_end((BASE_S, min(self.open_base)))
+        return now + max(due - wm, 0) / _MS
+
+    def eof(self, now: float) -> list[WindowEvent]:
+        """The input ended (a bounded replay): apply a pending session end; windows still
+        open stay in the state (and the snapshot) for the next run."""
+        out: list[WindowEvent] = []
+        if self.pending_end is not None:
+            out += self._flush(self.pending_end)
+        wm = self.watermark_ms(now)
+        if wm is None and self.progress_ms:
+            # Streams that never showed up do not hold a finished input back.
+            wm = min(self.progress_ms.values()) - round(self.config.allowed_lateness_s * _MS)
+        if wm is not None:
+            out += self._close_until(wm)
+        return out
+
+    # -- closing ----------------------------------------------------------------------
+
+    def _close_until(self, wm: int) -> list[WindowEvent]:
+        out: list[WindowEvent] = []
+        for start in sorted(s for s in self.open_base if window_end((BASE_S, s)) <= wm):
+            out += self._close_base(start, partial=False)
+        out += self._close_coarse(lambda wid: window_end(wid) <= wm, end_ms=None)
+        return out
+
+    def _close_base(self, start: int, *, partial: bool) -> list[WindowEvent]:
+        items = self.open_base.pop(start)
+        ordered = tuple(sorted(items.values(), key=lambda i: (i.ts_ms, i.kind, i.key)))
+        session = ordered[-1].session_id if ordered else self.session_id
+        wid: WindowId = (BASE_S, start)
+        self.closed_until_ms = max(self.closed_until_ms, window_end(wid))
+        parent = parent_of(wid)
+        if parent is not None:
+            self.closed_children.setdefault(parent, set()).add(wid)
+        return [BaseWindow(self.user_id, start, ordered, partial, session)]
+
+    def _close_coarse(self, due: Any, *, end_ms: int | None) -> list[WindowEvent]:
+        """Close due coarse windows finest first, so a parent sees its children closed."""
+        out: list[WindowEvent] = []
+        for scale in SCALES[1:]:
+            for wid in sorted(w for w in self.closed_children if w[0] == scale and due(w)):
+                children = tuple(sorted(self.closed_children.pop(wid), key=lambda c: c[1]))
+                partial = end_ms is not None and end_ms < window_end(wid)
+                out.append(
+                    CoarseWindow(self.user_id, scale, wid[1], children, partial, self.session_id)
+                )
+                parent = parent_of(wid)
+                if parent is not None:
+                    self.closed_children.setdefault(parent, set()).add(wid)
+        return out
+
+    def _flush(self, end: SessionEnd) -> list[WindowEvent]:
+        """Session end: close every open window; those ending after ``end`` are partial."""
+        out: list[WindowEvent] = []
+        for start in sorted(self.open_base):
+            out += self._close_base(start, partial=end.ts_ms < window_end((BASE_S, start)))
+        out += self._close_coarse(lambda wid: True, end_ms=end.ts_ms)
+        # Event time never runs backwards: windows before the end are closed for good.
+        self.closed_until_ms = max(self.closed_until_ms, align(end.ts_ms, BASE_S))
+        self.pending_end = self.pending_end_s = None
+        self.progress_ms.clear()
+        self.last_seen_s.clear()
+        self.session_first_s = None
+        return out
