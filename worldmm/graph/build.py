@@ -6,12 +6,15 @@ and ``mention`` edges entity–segment for every triple's subject and entity obj
 by how many of the segment's triples mention the entity. Literals hang off their subject only.
 
 Semantic graph: entity (and literal) vertices with one ``relation`` edge per active triple,
-carrying ``triple_id`` and ``predicate`` so edges can be scored and returned as facts.
+carrying ``triple_id``, ``predicate``, ``subject`` (the subject's vertex index: undirected
+edges do not keep their direction) and ``valid_from`` (ISO text) so an edge can be returned as
+a fact without going back to the database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 import igraph as ig
 
@@ -85,39 +88,49 @@ def build_episodic_graph(triples: Iterable[GraphTriple]) -> ig.Graph:
     g.add_edges([(a, b) for a, b, _ in keys])
     g.es["weight"] = [weights[k] for k in keys]
     g.es["kind"] = [k[2] for k in keys]
-    g.es["triple_id"] = [None] * len(keys)
-    g.es["predicate"] = [None] * len(keys)
+    for attr in ("triple_id", "predicate", "subject", "valid_from"):
+        g.es[attr] = [None] * len(keys)
     return g
 
 
-def build_semantic_graph(triples: Iterable[GraphTriple]) -> ig.Graph:
-    """Entity graph with one edge per active semantic triple (soft-deleted rows skipped)."""
+def is_active(t: GraphTriple, as_of: datetime | None = None) -> bool:
+    """Not soft-deleted — at ``as_of`` when given (a later removal did not exist yet)."""
+    if t.invalidated_at is None:
+        return True
+    return as_of is not None and t.invalidated_at > as_of
+
+
+def build_semantic_graph(triples: Iterable[GraphTriple], as_of: datetime | None = None) -> ig.Graph:
+    """Entity graph with one edge per semantic triple active (at ``as_of``)."""
     vertices = _Vertices()
     edges: list[tuple[int, int]] = []
-    triple_ids: list[int] = []
-    predicates: list[str] = []
+    cols: dict[str, list] = {"triple_id": [], "predicate": [], "subject": [], "valid_from": []}
     for t in triples:
-        if t.invalidated_at is not None:
+        if not is_active(t, as_of):
             continue
         subj = vertices.add(entity_node(t.subject), "entity", t.subject)
         obj = _object_vertex(vertices, t)
         edges.append((subj, obj))
-        triple_ids.append(t.triple_id)
-        predicates.append(t.predicate)
+        cols["triple_id"].append(t.triple_id)
+        cols["predicate"].append(t.predicate)
+        cols["subject"].append(subj)
+        cols["valid_from"].append(t.valid_from.isoformat() if t.valid_from else None)
 
     g = vertices.graph()
     g.add_edges(edges)
     g.es["weight"] = [1.0] * len(edges)
     g.es["kind"] = ["relation"] * len(edges)
-    g.es["triple_id"] = triple_ids
-    g.es["predicate"] = predicates
+    for attr, values in cols.items():
+        g.es[attr] = values
     return g
 
 
-def build_graph(memory_type: str, triples: Iterable[GraphTriple]) -> ig.Graph:
+def build_graph(
+    memory_type: str, triples: Iterable[GraphTriple], as_of: datetime | None = None
+) -> ig.Graph:
     """Dispatch on memory type ('episodic' or 'semantic')."""
     if memory_type == "episodic":
         return build_episodic_graph(triples)
     if memory_type == "semantic":
-        return build_semantic_graph(triples)
+        return build_semantic_graph(triples, as_of)
     raise ValueError(f"no graph for memory type {memory_type!r}; expected episodic or semantic")

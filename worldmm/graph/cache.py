@@ -20,6 +20,7 @@ import logging
 import os
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import quote
 
 import igraph as ig
 import redis
@@ -33,14 +34,18 @@ KEY_PREFIX = "worldmm:graph"
 TOMBSTONE = b"TOMB"
 DEFAULT_TTL_S = 6 * 3600
 _PROBE_BYTES = 64  # enough to read a tombstone back, never a whole graph
-_FORBIDDEN = ":*?[]\\"
+
+
+def _escape(user_id: str) -> str:
+    """Percent-escape everything but plain id characters: keys are colon-separated and purge
+    scans by glob pattern, so ':' '*' '?' '[' must never appear raw (and the map is 1:1)."""
+    return quote(user_id, safe="@.-_~")
 
 
 def cache_key(user_id: str, memory_type: str, scale: int | None = None) -> str:
-    if not user_id or any(c in user_id for c in _FORBIDDEN):
-        # Keys are colon-separated and purge scans by glob pattern.
-        raise ValueError(f"user id {user_id!r} is empty or contains one of {_FORBIDDEN!r}")
-    key = f"{KEY_PREFIX}:{user_id}:{memory_type}"
+    if not user_id:
+        raise ValueError("empty user id")
+    key = f"{KEY_PREFIX}:{_escape(user_id)}:{memory_type}"
     return key if scale is None else f"{key}:{scale}"
 
 
@@ -154,8 +159,7 @@ class GraphCache:
         Known keys are tombstoned (not deleted) so a rebuild that started before the purge
         cannot store the purged memory afterwards; other keys of the user are deleted.
         """
-        pattern = f"{KEY_PREFIX}:{user_id}:*"
-        cache_key(user_id, "semantic")  # validates the id before it goes into a pattern
+        pattern = f"{KEY_PREFIX}:{_escape(user_id)}:*"
         known = [cache_key(user_id, "semantic")]
         known += [cache_key(user_id, "episodic", s) for s in SCALES]
         try:

@@ -14,7 +14,7 @@ import igraph as ig
 
 MAGIC = b"WMG1"
 _VERTEX_ATTRS = ("name", "kind", "label", "segment_id")
-_EDGE_ATTRS = ("weight", "kind", "triple_id", "predicate")
+_EDGE_ATTRS = ("weight", "kind", "triple_id", "predicate", "subject", "valid_from")
 
 
 class GraphFormatError(ValueError):

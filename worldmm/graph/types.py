@@ -33,7 +33,7 @@ class GraphTriple(BaseModel):
     object_is_literal: bool = False
     segment_id: int | None = None
     scale: int | None = None
-    created_at: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None  # event time the fact became true
     invalidated_at: AwareDatetime | None = None
 
 

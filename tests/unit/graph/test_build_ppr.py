@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import igraph as ig
 import numpy as np
@@ -86,6 +86,21 @@ def test_semantic_graph_one_edge_per_active_triple():
     assert g.vcount() == 2
     assert sorted(g.es["triple_id"]) == [1, 2]
     assert set(g.es["predicate"]) == {"likes", "drinks"}
+    # as of a time before the removal, the removed fact was still active
+    earlier = build_semantic_graph(
+        [t(3, "I", "dislikes", "coffee", invalidated_at=now)], as_of=now - timedelta(days=1)
+    )
+    assert earlier.es["triple_id"] == [3]
+
+
+def test_semantic_edge_remembers_subject_direction_and_valid_from():
+    since = datetime(2025, 3, 1, 12, tzinfo=UTC)
+    # "z" is added first as an object, so the edge is stored as (a, z) with z < a by index
+    g = build_semantic_graph([t(1, "x", "r", "z"), t(2, "a", "likes", "z", valid_from=since)])
+    e = g.es.find(triple_id=2)
+    assert g.vs[e["subject"]]["label"] == "a"
+    assert e["valid_from"] == since.isoformat()
+    assert loads(dumps(g)).es.find(triple_id=2)["subject"] == e["subject"]
 
 
 def test_build_graph_rejects_visual():

@@ -48,9 +48,18 @@ def _graph(n: int = 1):
 def test_key_layout():
     assert cache_key("u1", "semantic") == "worldmm:graph:u1:semantic"
     assert cache_key("u1", "episodic", 180) == "worldmm:graph:u1:episodic:180"
-    for bad in ("a:b", "a*", ""):
-        with pytest.raises(ValueError):
-            cache_key(bad, "semantic")
+    # separators and glob characters are escaped, one-to-one
+    assert cache_key("a:b*", "semantic") == "worldmm:graph:a%3Ab%2A:semantic"
+    assert cache_key("a%3Ab*", "semantic") != cache_key("a:b*", "semantic")
+    with pytest.raises(ValueError):
+        cache_key("", "semantic")
+
+
+def test_purge_of_a_glob_like_id_spares_other_users(cache):
+    base = uuid.uuid4().hex
+    cache.put(base + "x", "semantic", None, _graph(), b"")
+    assert cache.purge_user(base + "*") == 0
+    assert cache.get(base + "x", "semantic").graph is not None
 
 
 def test_miss_put_hit_round_trip(cache):
