@@ -1,0 +1,131 @@
+"""HTTP client of the GPU encoder service: timeouts, retries with backoff, a circuit breaker.
+
+Failures that say "try later" (connection refused, timeouts, 5xx, 503 queue full, circuit
+open) raise :class:`EncoderUnavailable`; a 4xx or an unusable answer raises
+:class:`EncoderRejected`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+
+import httpx
+import numpy as np
+
+from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
+from worldmm.encoder.breaker import CircuitBreaker
+
+log = logging.getLogger(__name__)
+MAX_RETRY_AFTER_S = 10.0
+
+
+class HttpVisualEncoder:
+    def __init__(
+        self,
+        base_url: str,
+        dim: int,
+        *,
+        timeout_s: float = 30.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.2,
+        breaker: CircuitBreaker | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.dim = dim
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.breaker = breaker or CircuitBreaker(5, 30.0)
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, timeout=httpx.Timeout(timeout_s), transport=transport
+        )
+
+    async def encode_video(self, frames: list[bytes]) -> np.ndarray:
+        files = [("frames", (f"{i:02d}.jpg", data, "image/jpeg")) for i, data in enumerate(frames)]
+        return await self._embedding("/encode-video", files=files)
+
+    async def encode_text(self, text: str) -> np.ndarray:
+        return await self._embedding("/encode-text", json={"text": text})
+
+    async def health(self) -> dict:
+        try:
+            response = await self._client.get("/healthz")
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise EncoderUnavailable(f"GPU worker {self.base_url} is not healthy: {exc}") from exc
+        return response.json()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # --- internals -----------------------------------------------------------------------
+    async def _embedding(self, path: str, **request) -> np.ndarray:
+        body = await self._post(path, **request)
+        try:
+            vector = np.asarray(body["embedding"], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EncoderRejected(f"{path}: malformed answer from the GPU worker: {exc}") from exc
+        if vector.shape != (self.dim,):
+            raise EncoderRejected(
+                f"{path}: the GPU worker returns {vector.shape[-1] if vector.ndim else 0}-d "
+                f"vectors but {self.dim} are configured (WORLDMM_VISUAL_EMBED_DIM)"
+            )
+        if not np.all(np.isfinite(vector)):
+            raise EncoderRejected(f"{path}: the GPU worker returned non-finite values")
+        return vector
+
+    async def _post(self, path: str, **request) -> dict:
+        attempts = self.max_retries + 1
+        problem = "no attempt made"
+        for attempt in range(attempts):
+            if not self.breaker.allow():
+                raise EncoderUnavailable(
+                    f"GPU worker circuit open after repeated failures ({problem}); "
+                    f"next trial in {self.breaker.retry_in():.1f} s"
+                )
+            delay = self.backoff_s * 2**attempt
+            try:
+                response = await self._client.post(path, **request)
+            except asyncio.CancelledError:
+                self.breaker.abandon()
+                raise
+            except httpx.TransportError as exc:
+                self.breaker.record_failure()
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code < 400:
+                    self.breaker.record_success()
+                    return response.json()
+                if response.status_code < 500:
+                    self.breaker.record_success()  # the service is up; the input is the problem
+                    raise EncoderRejected(f"{path}: {response.status_code} {_detail(response)}")
+                self.breaker.record_failure()
+                problem = f"HTTP {response.status_code} {_detail(response)}"
+                delay = max(delay, _retry_after(response))
+            log.warning(
+                "gpu_worker.retry path=%s attempt=%d problem=%s", path, attempt + 1, problem
+            )
+            if attempt + 1 < attempts:
+                await asyncio.sleep(delay)
+        raise EncoderUnavailable(f"GPU worker {path} failed {attempts} times: {problem}")
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("detail", response.text))[:300]
+    except ValueError:
+        return response.text[:300]
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return min(MAX_RETRY_AFTER_S, max(0.0, float(response.headers.get("retry-after", 0))))
+    except ValueError:
+        return 0.0
+
+
+def frames_as_json(frames: list[bytes]) -> dict:
+    """The JSON form of an /encode-video request (for clients that cannot send multipart)."""
+    return {"frames": [base64.b64encode(f).decode("ascii") for f in frames]}

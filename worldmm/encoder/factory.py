@@ -1,0 +1,23 @@
+"""Pick the visual encoder from settings: the GPU worker over HTTP, or offline in-process."""
+
+from __future__ import annotations
+
+from worldmm.encoder.base import VisualEncoder
+from worldmm.encoder.breaker import CircuitBreaker
+from worldmm.encoder.client import HttpVisualEncoder
+from worldmm.encoder.offline import InProcessOfflineEncoder
+from worldmm.settings import Settings
+
+
+def build_visual_encoder(settings: Settings) -> VisualEncoder:
+    """HTTP when ``gpu_worker_url`` is set, otherwise the in-process offline encoder."""
+    if settings.gpu_worker_url:
+        return HttpVisualEncoder(
+            settings.gpu_worker_url,
+            settings.visual_embed_dim,
+            timeout_s=settings.gpu_timeout_s,
+            max_retries=settings.gpu_max_retries,
+            backoff_s=settings.gpu_retry_backoff_s,
+            breaker=CircuitBreaker(settings.gpu_breaker_failures, settings.gpu_breaker_reset_s),
+        )
+    return InProcessOfflineEncoder(settings.visual_embed_dim, ocr_frames=settings.gpu_ocr_frames)
