@@ -1,4 +1,4 @@
-"""CLI commands: ``db migrate`` (and, from the lead, ``topics create``)."""
+"""CLI commands: ``db migrate`` (``topics create`` lives in worldmm/cli/stack.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ def _database_url(settings: Settings) -> str:
     """settings.database_url, else the embedded stack's URL (the stack must be up)."""
     if settings.database_url:
         return settings.database_url
+    from worldmm.stack import StackError, resolve_urls
+
     try:
-        from worldmm.stack import resolve_urls
-    except ImportError:
-        print("error: set WORLDMM_DATABASE_URL (no embedded stack available)", file=sys.stderr)
+        return resolve_urls(settings).database_url
+    except StackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    return resolve_urls(settings).database_url
 
 
 @db_app.command("migrate")
@@ -40,9 +41,6 @@ def migrate() -> None:
         print(f"applied migrations: {', '.join(applied)}")
     else:
         print("database schema is up to date")
-
-
-# Placeholder: the lead registers `topics create` (Kafka topics) here or in its own group.
 
 
 def register(app: typer.Typer) -> None:

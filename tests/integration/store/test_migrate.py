@@ -1,0 +1,105 @@
+"""Migrations against a real PostgreSQL: idempotent, dimension-checked, edit-detecting."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from worldmm.settings import load_settings
+from worldmm.store import entities
+from worldmm.store.db import Database
+from worldmm.store.migrate import SCHEMA_DIR, SchemaError, apply_migrations, check_schema
+from worldmm.store.users import ensure_user
+
+from .conftest import unit_vector
+
+pytestmark = pytest.mark.integration
+
+
+def test_apply_twice_second_is_noop(fresh_database_url) -> None:
+    url = fresh_database_url()
+    settings = load_settings()
+    first = apply_migrations(url, settings)
+    assert first == sorted(p.name[:4] for p in SCHEMA_DIR.glob("*.sql"))
+    assert apply_migrations(url, settings) == []
+    with psycopg.connect(url) as conn:
+        check_schema(conn, settings)
+        (n,) = conn.execute("SELECT count(*) FROM schema_migrations").fetchone()
+        assert n == len(first)
+        (params,) = conn.execute(
+            "SELECT params FROM schema_migrations ORDER BY version LIMIT 1"
+        ).fetchone()
+        assert params == {
+            "text_dim": "384", "text_vec": "vector", "visual_dim": "1536", "visual_vec": "vector"
+        }
+
+
+def test_other_dimensions_are_refused(fresh_database_url) -> None:
+    url = fresh_database_url()
+    apply_migrations(url, load_settings())
+    other = load_settings(text_embed_dim=768)
+    with pytest.raises(SchemaError, match="768"):
+        apply_migrations(url, other)
+    with psycopg.connect(url) as conn, pytest.raises(SchemaError, match="768"):
+        check_schema(conn, other)
+
+
+def test_unmigrated_database_fails_check(fresh_database_url) -> None:
+    url = fresh_database_url()
+    with psycopg.connect(url) as conn, pytest.raises(SchemaError, match="db migrate"):
+        check_schema(conn, load_settings())
+
+
+def test_edited_applied_migration_is_an_error(fresh_database_url, tmp_path: Path) -> None:
+    url = fresh_database_url()
+    schema = tmp_path / "schema"
+    shutil.copytree(SCHEMA_DIR, schema)
+    settings = load_settings()
+    apply_migrations(url, settings, schema_dir=schema)
+    first = sorted(schema.glob("*.sql"))[0]
+    first.write_text(first.read_text() + "\n-- edited\n")
+    with pytest.raises(SchemaError, match="edited"):
+        apply_migrations(url, settings, schema_dir=schema)
+
+
+def test_new_migration_is_applied_and_pending_detected(fresh_database_url, tmp_path) -> None:
+    url = fresh_database_url()
+    schema = tmp_path / "schema"
+    shutil.copytree(SCHEMA_DIR, schema)
+    settings = load_settings()
+    apply_migrations(url, settings, schema_dir=schema)
+    (schema / "0999_extra.sql").write_text("CREATE TABLE extra (v vector({text_dim}));")
+    with psycopg.connect(url) as conn, pytest.raises(SchemaError, match="0999_extra"):
+        check_schema(conn, settings, schema_dir=schema)
+    assert apply_migrations(url, settings, schema_dir=schema) == ["0999"]
+    with psycopg.connect(url) as conn:
+        (typ,) = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'extra'::regclass AND attname = 'v'"
+        ).fetchone()
+    assert typ == "vector(384)"
+
+
+def test_large_dimensions_use_halfvec(fresh_database_url) -> None:
+    url = fresh_database_url()
+    settings = load_settings(text_embed_dim=3072, visual_embed_dim=2048)
+    apply_migrations(url, settings)
+    db = Database(url, max_size=1)
+    try:
+        with db.transaction() as conn:
+            check_schema(conn, settings)
+            ensure_user(conn, "u-half")
+            v = unit_vector(3072, 1)
+            e = entities.insert_canonical_entity(conn, "u-half", "Katrina", v)
+            hits = entities.nearest_canonical_entities(conn, "u-half", v, 0.9, 5)
+            assert [(h.id, round(c, 2)) for h, c in hits] == [(e.id, 1.0)]
+            (typ,) = conn.execute(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                " WHERE attrelid = 'visual_embeddings'::regclass AND attname = 'embedding'"
+            ).fetchone()
+            assert typ == "halfvec(2048)"
+    finally:
+        db.close()

@@ -1,0 +1,51 @@
+"""Small helpers shared by the repository modules (not part of the public API)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+
+from worldmm.store.migrate import vector_type
+
+
+def as_vector(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """A 1-D float32 array (pgvector's numpy dumper sends it as ``vector``)."""
+    arr = np.asarray(values, dtype=np.float32)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"an embedding must be a non-empty 1-D vector, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("an embedding contains NaN or infinite values")
+    return arr
+
+
+def vec_cast(embedding: np.ndarray) -> str:
+    """SQL cast suffix for a parameter of this length (halfvec columns above 2000 dims)."""
+    return f"::{vector_type(int(embedding.shape[0]))}"
+
+
+def fetch_dicts(conn: psycopg.Connection, query: Any, params: Any = None) -> list[dict]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def fetch_one_dict(conn: psycopg.Connection, query: Any, params: Any = None) -> dict | None:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchone()
+
+
+def knn_dicts(conn: psycopg.Connection, query: Any, params: Any = None) -> list[dict]:
+    """Run a nearest-neighbour query with HNSW iterative scans on.
+
+    Every vector search here filters by user; without iterative scans an HNSW scan returns
+    its first ef_search candidates and the user filter could leave fewer than k of them.
+    SET LOCAL lasts for the surrounding transaction (or savepoint) only.
+    """
+    with conn.transaction():
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        return fetch_dicts(conn, query, params)

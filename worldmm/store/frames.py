@@ -1,0 +1,98 @@
+"""Frames and audio chunks: rows pointing at blobs, read back by capture time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import psycopg
+
+from worldmm.store._sql import fetch_dicts
+from worldmm.store.models import AudioChunkRecord, AudioChunkRow, FrameRecord, FrameRow
+
+_FRAME_COLUMNS = "id, user_id, session_id, captured_at, seq, blob_key, content_type, late"
+_AUDIO_COLUMNS = (
+    "id, user_id, session_id, started_at, duration_ms, sample_rate, codec, blob_key, late"
+)
+
+
+def insert_frame(conn: psycopg.Connection, frame: FrameRow) -> int:
+    """Record a frame; idempotent on (user, blob_key). Returns the row id. A replay that
+    finds the frame on time clears its late flag (late only if it was late every time)."""
+    row = conn.execute(
+        "INSERT INTO frames (user_id, session_id, captured_at, seq, blob_key, content_type, late)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT ON CONSTRAINT frames_blob_key DO UPDATE SET"
+        " late = frames.late AND EXCLUDED.late"
+        " RETURNING id",
+        (
+            frame.user_id, frame.session_id, frame.captured_at, frame.seq, frame.blob_key,
+            frame.content_type, frame.late,
+        ),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def list_frames(
+    conn: psycopg.Connection,
+    user_id: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 1000,
+) -> list[FrameRecord]:
+    """Frames captured in [start, end), in capture order."""
+    where, args = ["user_id = %s"], [user_id]
+    if start is not None:
+        where.append("captured_at >= %s")
+        args.append(start)
+    if end is not None:
+        where.append("captured_at < %s")
+        args.append(end)
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {' AND '.join(where)}"
+        " ORDER BY captured_at, seq NULLS LAST, id LIMIT %s",
+        (*args, limit),
+    )
+    return [FrameRecord.model_validate(r) for r in rows]
+
+
+def insert_audio_chunk(conn: psycopg.Connection, chunk: AudioChunkRow) -> int:
+    """Record an audio chunk; idempotent on (user, blob_key). Returns the row id."""
+    row = conn.execute(
+        "INSERT INTO audio_chunks (user_id, session_id, started_at, duration_ms, sample_rate,"
+        " codec, blob_key, late) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT ON CONSTRAINT audio_chunks_blob_key DO UPDATE SET"
+        " late = audio_chunks.late AND EXCLUDED.late"
+        " RETURNING id",
+        (
+            chunk.user_id, chunk.session_id, chunk.started_at, chunk.duration_ms,
+            chunk.sample_rate, chunk.codec, chunk.blob_key, chunk.late,
+        ),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def list_audio_chunks(
+    conn: psycopg.Connection,
+    user_id: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 10000,
+) -> list[AudioChunkRecord]:
+    """Audio chunks overlapping [start, end), in time order."""
+    where, args = ["user_id = %s"], [user_id]
+    if start is not None:
+        where.append("started_at + duration_ms * interval '1 millisecond' > %s")
+        args.append(start)
+    if end is not None:
+        where.append("started_at < %s")
+        args.append(end)
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {' AND '.join(where)}"
+        " ORDER BY started_at, id LIMIT %s",
+        (*args, limit),
+    )
+    return [AudioChunkRecord.model_validate(r) for r in rows]

@@ -1,0 +1,213 @@
+"""Pydantic models in and out of the store (timezone-aware datetimes only)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from worldmm.models import ProcessingStatus, SegmentRecord, TripleType, VisualStatus
+from worldmm.store._sql import as_vector
+
+TripleOrigin = Literal["extracted", "consolidated", "remembered"]
+
+
+class _EmbeddingModel(BaseModel):
+    """Accepts a list, numpy array or pgvector value for ``embedding``; keeps float32 numpy."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @field_validator("embedding", mode="before", check_fields=False)
+    @classmethod
+    def _to_array(cls, value: Any) -> np.ndarray:
+        if hasattr(value, "to_numpy"):
+            value = value.to_numpy()
+        return as_vector(value)
+
+
+# --- segments ------------------------------------------------------------------------------
+
+
+class SegmentWrite(BaseModel):
+    """One window's segment. Keyed by (user_id, scale_seconds, window_start): writing the same
+    window again overwrites its text and status and keeps its id."""
+
+    user_id: str
+    session_id: str | None = None
+    scale_seconds: int = Field(gt=0)
+    window_start: AwareDatetime
+    window_end: AwareDatetime
+    partial: bool = False
+    caption: str | None = None
+    transcript: str | None = None
+    parent_segment_id: int | None = None
+    processing_status: ProcessingStatus = "pending"
+    visual_status: VisualStatus = "none"
+    error: str | None = None
+    source_topic: str | None = None
+    source_partition: int | None = None
+    source_offset_first: int | None = None
+    source_offset_last: int | None = None
+    model_versions: dict[str, Any] = Field(default_factory=dict)
+    prompt_versions: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _window_order(self) -> SegmentWrite:
+        if self.window_end <= self.window_start:
+            raise ValueError("window_end must be after window_start")
+        return self
+
+
+class SegmentRow(SegmentRecord):
+    """A segment as stored, with bookkeeping and provenance."""
+
+    attempts: int = 0
+    source_topic: str | None = None
+    source_partition: int | None = None
+    source_offset_first: int | None = None
+    source_offset_last: int | None = None
+    model_versions: dict[str, Any] = Field(default_factory=dict)
+    prompt_versions: dict[str, Any] = Field(default_factory=dict)
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+
+
+# --- entities ------------------------------------------------------------------------------
+
+
+class EntityRow(BaseModel):
+    id: int
+    user_id: str
+    canonical_entity_id: int | None = None
+    surface_form: str
+    canonical_name: str | None = None
+    created_at: AwareDatetime
+
+    @property
+    def is_canonical(self) -> bool:
+        return self.canonical_entity_id is None
+
+    @property
+    def name(self) -> str:
+        return self.canonical_name or self.surface_form
+
+
+# --- triples -------------------------------------------------------------------------------
+
+
+class TripleWrite(_EmbeddingModel):
+    """One triple to insert. Exactly one of object_entity_id / object_literal is set.
+
+    valid_from defaults to the segment's window end (event time); evidence_segment_ids
+    defaults to [segment_id]."""
+
+    subject_entity_id: int
+    predicate: str = Field(min_length=1)
+    object_entity_id: int | None = None
+    object_literal: str | None = None
+    embedding: np.ndarray
+    valid_from: AwareDatetime | None = None
+    evidence_segment_ids: list[int] = Field(default_factory=list)
+    origin: TripleOrigin = "extracted"
+
+    @model_validator(mode="after")
+    def _one_object(self) -> TripleWrite:
+        if (self.object_entity_id is None) == (self.object_literal is None):
+            raise ValueError("exactly one of object_entity_id and object_literal must be set")
+        return self
+
+
+class TripleRow(BaseModel):
+    """A triple as read back, with entity names resolved (object_name is the literal for
+    literal objects)."""
+
+    id: int
+    user_id: str
+    memory_type: TripleType
+    segment_id: int | None = None
+    scale_seconds: int | None = None
+    subject_entity_id: int
+    subject_name: str
+    predicate: str
+    object_entity_id: int | None = None
+    object_literal: str | None = None
+    object_name: str
+    valid_from: AwareDatetime
+    invalidated_at: AwareDatetime | None = None
+    replaced_by: int | None = None
+    evidence_segment_ids: list[int] = Field(default_factory=list)
+    origin: TripleOrigin = "extracted"
+    created_at: AwareDatetime
+
+    @property
+    def object_is_literal(self) -> bool:
+        return self.object_entity_id is None
+
+    def as_list(self) -> list[str]:
+        return [self.subject_name, self.predicate, self.object_name]
+
+
+class GraphTriple(BaseModel):
+    """What a graph builder needs of one triple (episodic ones carry their segment's window)."""
+
+    id: int
+    subject_entity_id: int
+    subject_name: str
+    predicate: str
+    object_entity_id: int | None = None
+    object_name: str
+    object_is_literal: bool
+    segment_id: int | None = None
+    scale_seconds: int | None = None
+    window_start: AwareDatetime | None = None
+    window_end: AwareDatetime | None = None
+
+
+# --- frames and audio ----------------------------------------------------------------------
+
+
+class FrameRow(BaseModel):
+    """A stored frame (its bytes are in the blob store under blob_key)."""
+
+    user_id: str
+    session_id: str | None = None
+    captured_at: AwareDatetime
+    seq: int | None = None
+    blob_key: str = Field(min_length=1)
+    content_type: str = "image/jpeg"
+    late: bool = False
+
+
+class FrameRecord(FrameRow):
+    id: int
+
+
+class AudioChunkRow(BaseModel):
+    user_id: str
+    session_id: str | None = None
+    started_at: AwareDatetime
+    duration_ms: int = Field(ge=0)
+    sample_rate: int | None = None
+    codec: str = "wav"
+    blob_key: str = Field(min_length=1)
+    late: bool = False
+
+
+class AudioChunkRecord(AudioChunkRow):
+    id: int
+
+
+# --- forgetting ----------------------------------------------------------------------------
+
+
+class ForgetResult(BaseModel):
+    """Rows deleted per table, and blob keys the caller must delete from the blob store."""
+
+    counts: dict[str, int]
+    frame_blob_keys: list[str] = Field(default_factory=list)
+    audio_blob_keys: list[str] = Field(default_factory=list)
+
+    @property
+    def blob_keys(self) -> list[str]:
+        return [*self.frame_blob_keys, *self.audio_blob_keys]

@@ -1,0 +1,249 @@
+"""Segments: one row per (user, scale, window), at every scale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from worldmm.models import ProcessingStatus, VisualStatus
+from worldmm.store._sql import fetch_dicts, fetch_one_dict
+from worldmm.store.errors import NotFoundError
+from worldmm.store.models import SegmentRow, SegmentWrite
+
+SEGMENT_COLUMNS = (
+    "id, user_id, session_id, scale_seconds, window_start, window_end, partial, caption,"
+    " transcript, parent_segment_id, processing_status, visual_status, error, attempts,"
+    " source_topic, source_partition, source_offset_first, source_offset_last,"
+    " model_versions, prompt_versions, created_at, updated_at"
+)
+
+
+def upsert_segment(conn: psycopg.Connection, seg: SegmentWrite) -> int:
+    """Insert or overwrite the segment of (user, scale, window_start); return its id.
+
+    A replay of the same window overwrites its text, status and provenance, keeps its id and
+    parent link (unless a new parent is given), and counts one more attempt.
+    """
+    row = conn.execute(
+        "INSERT INTO segments (user_id, session_id, scale_seconds, window_start, window_end,"
+        " partial, caption, transcript, parent_segment_id, processing_status, visual_status,"
+        " error, attempts, source_topic, source_partition, source_offset_first,"
+        " source_offset_last, model_versions, prompt_versions)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT ON CONSTRAINT segments_window_key DO UPDATE SET"
+        " session_id = COALESCE(EXCLUDED.session_id, segments.session_id),"
+        " window_end = EXCLUDED.window_end, partial = EXCLUDED.partial,"
+        " caption = EXCLUDED.caption, transcript = EXCLUDED.transcript,"
+        " parent_segment_id = COALESCE(EXCLUDED.parent_segment_id, segments.parent_segment_id),"
+        " processing_status = EXCLUDED.processing_status,"
+        " visual_status = EXCLUDED.visual_status, error = EXCLUDED.error,"
+        " attempts = segments.attempts + 1,"
+        " source_topic = EXCLUDED.source_topic, source_partition = EXCLUDED.source_partition,"
+        " source_offset_first = EXCLUDED.source_offset_first,"
+        " source_offset_last = EXCLUDED.source_offset_last,"
+        " model_versions = EXCLUDED.model_versions, prompt_versions = EXCLUDED.prompt_versions,"
+        " updated_at = now()"
+        " RETURNING id",
+        (
+            seg.user_id, seg.session_id, seg.scale_seconds, seg.window_start, seg.window_end,
+            seg.partial, seg.caption, seg.transcript, seg.parent_segment_id,
+            seg.processing_status, seg.visual_status, seg.error, seg.source_topic,
+            seg.source_partition, seg.source_offset_first, seg.source_offset_last,
+            Jsonb(seg.model_versions), Jsonb(seg.prompt_versions),
+        ),
+    ).fetchone()
+    assert row is not None  # INSERT .. ON CONFLICT DO UPDATE always returns the row
+    return int(row[0])
+
+
+def set_segment_status(
+    conn: psycopg.Connection,
+    segment_id: int,
+    status: ProcessingStatus,
+    error: str | None = None,
+    *,
+    user_id: str | None = None,
+) -> None:
+    """Set processing status (and error text; cleared when None). NotFoundError if absent."""
+    _update_one(
+        conn,
+        "UPDATE segments SET processing_status = %s, error = %s, updated_at = now()",
+        (status, error),
+        segment_id,
+        user_id,
+    )
+
+
+def set_visual_status(
+    conn: psycopg.Connection,
+    segment_id: int,
+    status: VisualStatus,
+    error: str | None = None,
+    *,
+    user_id: str | None = None,
+) -> None:
+    """Set the visual embedding status; an error text is kept in ``error`` when given."""
+    _update_one(
+        conn,
+        "UPDATE segments SET visual_status = %s, error = COALESCE(%s, error), updated_at = now()",
+        (status, error),
+        segment_id,
+        user_id,
+    )
+
+
+def _update_one(
+    conn: psycopg.Connection,
+    update: str,
+    params: tuple,
+    segment_id: int,
+    user_id: str | None,
+) -> None:
+    where = " WHERE id = %s" + (" AND user_id = %s" if user_id is not None else "")
+    args = (*params, segment_id) + ((user_id,) if user_id is not None else ())
+    cur = conn.execute(update + where, args)
+    if cur.rowcount != 1:
+        raise NotFoundError(f"no segment {segment_id}")
+
+
+def link_children(conn: psycopg.Connection, parent_id: int, child_ids: Sequence[int]) -> int:
+    """Point child segments at their parent (same user enforced); return how many changed."""
+    if not child_ids:
+        return 0
+    cur = conn.execute(
+        "UPDATE segments c SET parent_segment_id = p.id, updated_at = now()"
+        " FROM segments p WHERE p.id = %s AND c.user_id = p.user_id AND c.id = ANY(%s)"
+        " AND c.scale_seconds < p.scale_seconds",
+        (parent_id, list(child_ids)),
+    )
+    return cur.rowcount
+
+
+def get_segment(conn: psycopg.Connection, user_id: str, segment_id: int) -> SegmentRow | None:
+    row = fetch_one_dict(
+        conn,
+        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE user_id = %s AND id = %s",
+        (user_id, segment_id),
+    )
+    return SegmentRow.model_validate(row) if row else None
+
+
+def get_segments(
+    conn: psycopg.Connection, user_id: str, segment_ids: Sequence[int]
+) -> list[SegmentRow]:
+    """Segments by id (only this user's), in window order."""
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE user_id = %s AND id = ANY(%s)"
+        " ORDER BY window_start, scale_seconds",
+        (user_id, list(segment_ids)),
+    )
+    return [SegmentRow.model_validate(r) for r in rows]
+
+
+def get_segment_by_window(
+    conn: psycopg.Connection, user_id: str, scale_seconds: int, window_start: datetime
+) -> SegmentRow | None:
+    row = fetch_one_dict(
+        conn,
+        f"SELECT {SEGMENT_COLUMNS} FROM segments"
+        " WHERE user_id = %s AND scale_seconds = %s AND window_start = %s",
+        (user_id, scale_seconds, window_start),
+    )
+    return SegmentRow.model_validate(row) if row else None
+
+
+def list_segments(
+    conn: psycopg.Connection,
+    user_id: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    scale: int | None = None,
+    as_of: datetime | None = None,
+    limit: int = 1000,
+    *,
+    statuses: Sequence[ProcessingStatus] | None = None,
+    descending: bool = False,
+) -> list[SegmentRow]:
+    """Segments overlapping [start, end), oldest first (or newest first if descending).
+
+    as_of: only segments that existed at that event time (window_end <= as_of).
+    """
+    where, args = ["user_id = %s"], [user_id]
+    if start is not None:
+        where.append("window_end > %s")
+        args.append(start)
+    if end is not None:
+        where.append("window_start < %s")
+        args.append(end)
+    if scale is not None:
+        where.append("scale_seconds = %s")
+        args.append(scale)
+    if as_of is not None:
+        where.append("window_end <= %s")
+        args.append(as_of)
+    if statuses is not None:
+        where.append("processing_status = ANY(%s)")
+        args.append(list(statuses))
+    order = "DESC" if descending else "ASC"
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {' AND '.join(where)}"
+        f" ORDER BY window_start {order}, scale_seconds ASC LIMIT %s",
+        (*args, limit),
+    )
+    return [SegmentRow.model_validate(r) for r in rows]
+
+
+def children_of(conn: psycopg.Connection, user_id: str, parent_id: int) -> list[SegmentRow]:
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE user_id = %s AND parent_segment_id = %s"
+        " ORDER BY window_start",
+        (user_id, parent_id),
+    )
+    return [SegmentRow.model_validate(r) for r in rows]
+
+
+def segments_needing_work(
+    conn: psycopg.Connection,
+    user_id: str,
+    session_id: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    statuses: Sequence[ProcessingStatus] = ("pending", "failed"),
+    visual: bool = False,
+    *,
+    max_attempts: int | None = None,
+    limit: int = 10000,
+) -> list[SegmentRow]:
+    """Segments to retry, oldest first: processing status in ``statuses``, or with
+    ``visual=True`` those whose visual embedding is pending or failed."""
+    if visual:
+        where = ["user_id = %s", "visual_status IN ('pending', 'failed')"]
+        args: list = [user_id]
+    else:
+        where = ["user_id = %s", "processing_status = ANY(%s)"]
+        args = [user_id, list(statuses)]
+    if session_id is not None:
+        where.append("session_id = %s")
+        args.append(session_id)
+    if start is not None:
+        where.append("window_end > %s")
+        args.append(start)
+    if end is not None:
+        where.append("window_start < %s")
+        args.append(end)
+    if max_attempts is not None:
+        where.append("attempts < %s")
+        args.append(max_attempts)
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {' AND '.join(where)}"
+        " ORDER BY window_start, scale_seconds LIMIT %s",
+        (*args, limit),
+    )
+    return [SegmentRow.model_validate(r) for r in rows]

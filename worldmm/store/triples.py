@@ -1,0 +1,296 @@
+"""Triples: episodic facts of a segment, and semantic facts kept consistent by consolidation.
+
+Time is event time. An episodic triple exists at T when its segment does (valid_from is the
+segment's window end). A semantic triple is active at T when valid_from <= T and it was not
+invalidated at or before T. Without ``as_of``, "active" means not invalidated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from worldmm.models import TripleType
+from worldmm.store._sql import as_vector, fetch_dicts, knn_dicts, vec_cast
+from worldmm.store.errors import NotFoundError
+from worldmm.store.models import GraphTriple, TripleRow, TripleWrite
+
+_TRIPLE_SELECT = (
+    "SELECT t.id, t.user_id, t.memory_type, t.segment_id, t.scale_seconds,"
+    " t.subject_entity_id, COALESCE(s.canonical_name, s.surface_form) AS subject_name,"
+    " t.predicate, t.object_entity_id, t.object_literal,"
+    " COALESCE(o.canonical_name, o.surface_form, t.object_literal) AS object_name,"
+    " t.valid_from, t.invalidated_at, t.replaced_by, t.evidence_segment_ids, t.origin,"
+    " t.created_at"
+)
+_TRIPLE_JOINS = (
+    " JOIN entities s ON s.id = t.subject_entity_id"
+    " LEFT JOIN entities o ON o.id = t.object_entity_id"
+)
+
+_INSERT = (
+    "INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds, subject_entity_id,"
+    " predicate, object_entity_id, object_literal, embedding, valid_from,"
+    " evidence_segment_ids, origin)"
+    " VALUES (%(u)s, %(mt)s, %(seg)s, %(scale)s, %(subj)s, %(pred)s, %(obj)s, %(lit)s,"
+    " %(emb)s{cast}, %(vf)s, %(ev)s, %(origin)s)"
+    " ON CONFLICT ON CONSTRAINT triples_natural_key DO UPDATE SET"
+    " embedding = EXCLUDED.embedding,"
+    " evidence_segment_ids = ARRAY(SELECT DISTINCT x FROM"
+    "   unnest(triples.evidence_segment_ids || EXCLUDED.evidence_segment_ids) AS x ORDER BY x)"
+    " RETURNING id"
+)
+
+
+def _memory_type(value: str) -> TripleType:
+    # inlined into SQL (so the planner can use the per-type partial HNSW index): whitelist it
+    if value not in ("episodic", "semantic"):
+        raise ValueError(f"memory_type must be 'episodic' or 'semantic', got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _canonical_ids(
+    conn: psycopg.Connection, user_id: str, ids: set[int]
+) -> dict[int, int]:
+    rows = conn.execute(
+        "SELECT id, COALESCE(canonical_entity_id, id) FROM entities"
+        " WHERE user_id = %s AND id = ANY(%s)",
+        (user_id, sorted(ids)),
+    ).fetchall()
+    mapping = {int(a): int(b) for a, b in rows}
+    missing = ids - mapping.keys()
+    if missing:
+        raise NotFoundError(f"no entities {sorted(missing)} for this user")
+    return mapping
+
+
+def insert_triples(
+    conn: psycopg.Connection,
+    user_id: str,
+    segment_id: int | None,
+    memory_type: TripleType,
+    rows: Sequence[TripleWrite],
+) -> list[int]:
+    """Insert triples of one segment; return their ids in order. Idempotent: a triple with the
+    same (segment, type, subject, predicate, object) returns the existing id and merges its
+    evidence. Entity ids given for aliases are stored as their canonical entity.
+
+    Episodic triples need a segment and take its window end as valid_from. Semantic triples
+    default to it; without a segment (an explicit "remember this") valid_from is required.
+    """
+    memory_type = _memory_type(memory_type)
+    if not rows:
+        return []
+    scale, window_end = None, None
+    if segment_id is not None:
+        seg = conn.execute(
+            "SELECT scale_seconds, window_end FROM segments WHERE user_id = %s AND id = %s",
+            (user_id, segment_id),
+        ).fetchone()
+        if seg is None:
+            raise NotFoundError(f"no segment {segment_id} for this user")
+        scale, window_end = seg
+    elif memory_type == "episodic":
+        raise ValueError("episodic triples need a segment")
+    entity_ids = {r.subject_entity_id for r in rows} | {
+        r.object_entity_id for r in rows if r.object_entity_id is not None
+    }
+    canonical = _canonical_ids(conn, user_id, entity_ids)
+    params: list[dict[str, Any]] = []
+    cast = None
+    for r in rows:
+        valid_from = window_end if memory_type == "episodic" else (r.valid_from or window_end)
+        if valid_from is None:
+            raise ValueError("a semantic triple without a segment needs valid_from")
+        evidence = r.evidence_segment_ids or ([segment_id] if segment_id is not None else [])
+        cast = cast or vec_cast(r.embedding)
+        params.append(
+            {
+                "u": user_id, "mt": memory_type, "seg": segment_id, "scale": scale,
+                "subj": canonical[r.subject_entity_id], "pred": r.predicate.strip(),
+                "obj": canonical[r.object_entity_id] if r.object_entity_id is not None else None,
+                "lit": r.object_literal, "emb": r.embedding, "vf": valid_from,
+                "ev": sorted(set(evidence)), "origin": r.origin,
+            }
+        )
+    ids: list[int] = []
+    with conn.cursor() as cur:
+        cur.executemany(_INSERT.format(cast=cast), params, returning=True)
+        while True:
+            row = cur.fetchone()
+            assert row is not None  # ON CONFLICT DO UPDATE always returns the row
+            ids.append(int(row[0]))
+            if not cur.nextset():
+                break
+    return ids
+
+
+def _as_of_clause(memory_type: TripleType, as_of: datetime | None) -> str:
+    """SQL condition (on alias t) for 'exists / is active at as_of' (params: %(as_of)s)."""
+    if memory_type == "episodic":
+        return "TRUE" if as_of is None else "t.valid_from <= %(as_of)s"
+    if as_of is None:
+        return "t.invalidated_at IS NULL"
+    return (
+        "t.valid_from <= %(as_of)s AND (t.invalidated_at IS NULL OR t.invalidated_at > %(as_of)s)"
+    )
+
+
+def _knn_triples(
+    conn: psycopg.Connection,
+    user_id: str,
+    memory_type: TripleType,
+    embedding: Sequence[float] | np.ndarray,
+    k: int,
+    *,
+    min_cosine: float = -1.0,
+    scale: int | None = None,
+    as_of: datetime | None = None,
+) -> list[tuple[TripleRow, float]]:
+    memory_type = _memory_type(memory_type)
+    q = as_vector(embedding)
+    cast = vec_cast(q)
+    where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
+    where.append(_as_of_clause(memory_type, as_of))
+    if scale is not None:
+        where.append("t.scale_seconds = %(scale)s")
+    rows = knn_dicts(
+        conn,
+        "WITH nearest AS MATERIALIZED ("
+        f" SELECT t.id, t.embedding <=> %(q)s{cast} AS distance FROM triples t"
+        f" WHERE {' AND '.join(where)}"
+        f" ORDER BY t.embedding <=> %(q)s{cast} LIMIT %(k)s)"
+        f" {_TRIPLE_SELECT}, n.distance FROM nearest n JOIN triples t ON t.id = n.id"
+        f" {_TRIPLE_JOINS} WHERE n.distance <= %(maxd)s ORDER BY n.distance, t.id",
+        {"q": q, "u": user_id, "k": k, "scale": scale, "as_of": as_of, "maxd": 1.0 - min_cosine},
+    )
+    return [(TripleRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
+
+
+def similar_active_semantic_triples(
+    conn: psycopg.Connection,
+    user_id: str,
+    embedding: Sequence[float] | np.ndarray,
+    min_cosine: float,
+    k: int,
+    as_of: datetime | None = None,
+) -> list[tuple[TripleRow, float]]:
+    """Consolidation candidates: active semantic triples with cosine >= min_cosine, best first."""
+    return _knn_triples(
+        conn, user_id, "semantic", embedding, k, min_cosine=min_cosine, as_of=as_of
+    )
+
+
+def top_triples_by_cosine(
+    conn: psycopg.Connection,
+    user_id: str,
+    memory_type: TripleType,
+    embedding: Sequence[float] | np.ndarray,
+    k: int,
+    scale: int | None = None,
+    as_of: datetime | None = None,
+) -> list[tuple[TripleRow, float]]:
+    """The k triples nearest the query (episodic: optionally of one scale; semantic: active
+    ones only), best first, with their cosine similarity."""
+    return _knn_triples(conn, user_id, memory_type, embedding, k, scale=scale, as_of=as_of)
+
+
+def invalidate_triples(
+    conn: psycopg.Connection,
+    user_id: str,
+    ids: Sequence[int],
+    at: datetime,
+    replaced_by: int | None,
+) -> int:
+    """Soft-delete active semantic triples at event time ``at`` (never before their
+    valid_from), pointing at the triple that replaced them; return how many changed.
+    A triple is never marked as replaced by itself."""
+    if not ids:
+        return 0
+    cur = conn.execute(
+        "UPDATE triples SET invalidated_at = GREATEST(%s, valid_from), replaced_by = %s"
+        " WHERE user_id = %s AND memory_type = 'semantic' AND invalidated_at IS NULL"
+        " AND id = ANY(%s) AND id IS DISTINCT FROM %s",
+        (at, replaced_by, user_id, list(ids), replaced_by),
+    )
+    return cur.rowcount
+
+
+def get_triples(conn: psycopg.Connection, user_id: str, ids: Sequence[int]) -> list[TripleRow]:
+    rows = fetch_dicts(
+        conn,
+        f"{_TRIPLE_SELECT} FROM triples t {_TRIPLE_JOINS}"
+        " WHERE t.user_id = %s AND t.id = ANY(%s) ORDER BY t.id",
+        (user_id, list(ids)),
+    )
+    return [TripleRow.model_validate(r) for r in rows]
+
+
+def triples_for_segments(
+    conn: psycopg.Connection, user_id: str, segment_ids: Sequence[int]
+) -> list[TripleRow]:
+    """Triples (either type) extracted from these segments, in segment then id order."""
+    rows = fetch_dicts(
+        conn,
+        f"{_TRIPLE_SELECT} FROM triples t {_TRIPLE_JOINS}"
+        " WHERE t.user_id = %s AND t.segment_id = ANY(%s) ORDER BY t.segment_id, t.id",
+        (user_id, list(segment_ids)),
+    )
+    return [TripleRow.model_validate(r) for r in rows]
+
+
+def triples_for_graph(
+    conn: psycopg.Connection,
+    user_id: str,
+    memory_type: TripleType,
+    scale: int | None = None,
+    as_of: datetime | None = None,
+) -> list[GraphTriple]:
+    """Every triple a graph of this memory (and scale) holds at ``as_of`` (default: now):
+    episodic with their segment's window, semantic only while active."""
+    memory_type = _memory_type(memory_type)
+    where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
+    where.append(_as_of_clause(memory_type, as_of))
+    if scale is not None:
+        where.append("t.scale_seconds = %(scale)s")
+    rows = fetch_dicts(
+        conn,
+        "SELECT t.id, t.subject_entity_id,"
+        " COALESCE(s.canonical_name, s.surface_form) AS subject_name, t.predicate,"
+        " t.object_entity_id,"
+        " COALESCE(o.canonical_name, o.surface_form, t.object_literal) AS object_name,"
+        " t.object_entity_id IS NULL AS object_is_literal, t.segment_id, t.scale_seconds,"
+        " g.window_start, g.window_end"
+        f" FROM triples t {_TRIPLE_JOINS} LEFT JOIN segments g ON g.id = t.segment_id"
+        f" WHERE {' AND '.join(where)} ORDER BY t.id",
+        {"u": user_id, "scale": scale, "as_of": as_of},
+    )
+    return [GraphTriple.model_validate(r) for r in rows]
+
+
+def list_semantic(
+    conn: psycopg.Connection,
+    user_id: str,
+    history: bool = False,
+    as_of: datetime | None = None,
+    *,
+    limit: int | None = None,
+) -> list[TripleRow]:
+    """Semantic facts, oldest first: active ones (at ``as_of`` or now), or with
+    ``history=True`` every version including invalidated ones (known by ``as_of``)."""
+    if history:
+        clause = "TRUE" if as_of is None else "t.valid_from <= %(as_of)s"
+    else:
+        clause = _as_of_clause("semantic", as_of)
+    rows = fetch_dicts(
+        conn,
+        f"{_TRIPLE_SELECT} FROM triples t {_TRIPLE_JOINS}"
+        f" WHERE t.user_id = %(u)s AND t.memory_type = 'semantic' AND {clause}"
+        " ORDER BY t.valid_from, t.id LIMIT %(limit)s",
+        {"u": user_id, "as_of": as_of, "limit": limit},
+    )
+    return [TripleRow.model_validate(r) for r in rows]

@@ -1,0 +1,92 @@
+"""Visual memory: one clip embedding per segment, searched by cosine within one user."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import psycopg
+
+from worldmm.store._sql import as_vector, knn_dicts, vec_cast
+from worldmm.store.errors import NotFoundError
+from worldmm.store.models import SegmentRow
+from worldmm.store.segments import SEGMENT_COLUMNS
+
+_SEG_COLUMNS = ", ".join(f"g.{c.strip()}" for c in SEGMENT_COLUMNS.split(","))
+
+
+def upsert_visual_embedding(
+    conn: psycopg.Connection,
+    user_id: str,
+    segment_id: int,
+    embedding: Sequence[float] | np.ndarray,
+) -> int:
+    """Store (or replace) the segment's clip embedding, mark its visual status complete and
+    return the embedding row's id. NotFoundError if the segment is not this user's."""
+    q = as_vector(embedding)
+    row = conn.execute(
+        "INSERT INTO visual_embeddings (user_id, segment_id, window_start, window_end, embedding)"
+        f" SELECT user_id, id, window_start, window_end, %s{vec_cast(q)} FROM segments"
+        " WHERE user_id = %s AND id = %s"
+        " ON CONFLICT ON CONSTRAINT visual_embeddings_segment_key DO UPDATE SET"
+        " embedding = EXCLUDED.embedding, window_start = EXCLUDED.window_start,"
+        " window_end = EXCLUDED.window_end, updated_at = now()"
+        " RETURNING id",
+        (q, user_id, segment_id),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no segment {segment_id} for this user")
+    conn.execute(
+        "UPDATE segments SET visual_status = 'complete', updated_at = now()"
+        " WHERE user_id = %s AND id = %s",
+        (user_id, segment_id),
+    )
+    return int(row[0])
+
+
+def search_visual(
+    conn: psycopg.Connection,
+    user_id: str,
+    embedding: Sequence[float] | np.ndarray,
+    k: int,
+    as_of: datetime | None = None,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[tuple[SegmentRow, float]]:
+    """This user's k clips nearest the query (cosine, best first) with their segments;
+    as_of hides clips whose window had not ended; start/end restrict to overlapping windows."""
+    q = as_vector(embedding)
+    cast = vec_cast(q)
+    where = ["v.user_id = %(u)s"]
+    if as_of is not None:
+        where.append("v.window_end <= %(as_of)s")
+    if start is not None:
+        where.append("v.window_end > %(start)s")
+    if end is not None:
+        where.append("v.window_start < %(end)s")
+    rows = knn_dicts(
+        conn,
+        "WITH nearest AS MATERIALIZED ("
+        f" SELECT v.segment_id, v.embedding <=> %(q)s{cast} AS distance"
+        f" FROM visual_embeddings v WHERE {' AND '.join(where)}"
+        f" ORDER BY v.embedding <=> %(q)s{cast} LIMIT %(k)s)"
+        f" SELECT {_SEG_COLUMNS}, n.distance FROM nearest n"
+        " JOIN segments g ON g.id = n.segment_id ORDER BY n.distance, g.id",
+        {"q": q, "u": user_id, "k": k, "as_of": as_of, "start": start, "end": end},
+    )
+    return [(SegmentRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
+
+
+def get_visual_embedding(
+    conn: psycopg.Connection, user_id: str, segment_id: int
+) -> np.ndarray | None:
+    row = conn.execute(
+        "SELECT embedding FROM visual_embeddings WHERE user_id = %s AND segment_id = %s",
+        (user_id, segment_id),
+    ).fetchone()
+    if row is None:
+        return None
+    value = row[0]
+    return value.to_numpy() if hasattr(value, "to_numpy") else np.asarray(value)
