@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real local embedder, loaded once per test session."""
+    from worldmm.embed.local import MiniLMEmbedder
+
+    return MiniLMEmbedder()

@@ -1,0 +1,183 @@
+"""The offline provider on real inputs: a drawn frame with text, spoken or written transcripts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.fixtures.media import make_frame_jpeg
+from worldmm.llm import AgentRound, build_roles
+from worldmm.llm.offline import OfflineRoles
+from worldmm.llm.schemas import AgentAction
+from worldmm.models import Triple
+from worldmm.settings import load_settings
+
+TRANSCRIPT = "Lucia: we should buy eggs and flour for the cake.\nJake: I will pay at Hema."
+
+
+@pytest.fixture(scope="module")
+def roles(minilm) -> OfflineRoles:
+    built = build_roles(load_settings(llm_provider="offline"), minilm)
+    assert isinstance(built, OfflineRoles)
+    return built
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="module")
+def frame_caption(roles) -> str:
+    frames = [make_frame_jpeg("BAKERY"), make_frame_jpeg("BAKERY", color=(190, 40, 40))]
+    return run(roles.caption(frames, TRANSCRIPT))
+
+
+def test_label_and_versions(roles):
+    assert roles.label == "offline"
+    assert roles.versions["caption"].endswith("offline-v1")
+    assert {"caption", "ner", "response", "reasoning_agent"} <= roles.versions.keys()
+
+
+def test_caption_reads_the_frame_and_the_transcript(frame_caption):
+    assert "BAKERY" in frame_caption  # OCR of the drawn text
+    assert "red" in frame_caption and "blue" in frame_caption  # dominant colours
+    assert 'Lucia said: "we should buy eggs and flour for the cake"' in frame_caption
+    assert frame_caption.startswith("I ")
+
+
+def test_caption_of_dark_frame_without_speech_is_still_a_sentence(roles):
+    caption = run(roles.caption([make_frame_jpeg("", color=(5, 5, 5))], ""))
+    assert "dim" in caption and "nothing was said" in caption
+
+
+def test_ner_and_triples_on_the_caption(roles, frame_caption):
+    entities = run(roles.ner(frame_caption))
+    assert {"I", "BAKERY", "Lucia", "Jake", "Hema"} <= set(entities)
+    triples = run(roles.episodic_triples(frame_caption, entities))
+    assert triples and all(isinstance(t, Triple) for t in triples)
+    facts = {tuple(t.as_list()) for t in triples}
+    assert ("I", "saw text reading", "BAKERY") in facts
+    assert any(t.subject == "Lucia" and t.object == "cake" for t in triples)
+
+
+def test_ner_triples_from_plain_sentences(roles):
+    text = "I picked up my phone and walked to the kitchen table. Then Jake handed me the red cup."
+    triples = {tuple(t.as_list()) for t in run(roles.episodic_triples(text, run(roles.ner(text))))}
+    assert ("I", "picked up", "phone") in triples
+    assert ("I", "walked to", "kitchen table") in triples
+    assert ("Jake", "handed", "red cup") in triples
+
+
+def test_merge_is_extractive_ordered_and_shorter(roles):
+    captions = [
+        f"I was at the desk at minute {i}. I typed a report about {topic}."
+        for i, topic in enumerate(["budgets", "hiring", "travel", "budgets", "the garden", "taxes"])
+    ] + ["I was at the desk at minute 0. I typed a report about budgets."]  # a repeat
+    summary = run(roles.merge_captions(captions, 180))
+    sentences = [s.strip() + "." for s in summary.split(".") if s.strip()]
+    all_sentences = [s.strip() + "." for c in captions for s in c.split(".") if s.strip()]
+    assert 0 < len(sentences) <= 6
+    assert all(s in all_sentences for s in sentences)
+    positions = [all_sentences.index(s) for s in sentences]
+    assert positions == sorted(positions)
+    longer = run(roles.merge_captions(captions * 3, 3600))
+    assert len(longer) >= len(summary)
+
+
+def test_semantic_triples_with_aligned_evidence(roles):
+    summary = "Lucia likes strawberry cake. I usually drink coffee after lunch with Jake."
+    episodic = [
+        Triple(subject="I", predicate="talks with", object="Jake"),
+        Triple(subject="Lucia", predicate="eats", object="strawberry cake"),
+        Triple(subject="I", predicate="walks with", object="Jake"),
+    ]
+    result = run(roles.semantic_triples(summary, episodic))
+    facts = {tuple(t.as_list()) for t in result.semantic_triples}
+    assert ("Lucia", "likes", "strawberry cake") in facts
+    assert ("I", "usually drink", "coffee") in facts
+    assert ("I", "often deals with", "Jake") in facts
+    assert len(result.episodic_evidence) == len(result.semantic_triples)
+    by_fact = dict(zip(map(tuple, (t.as_list() for t in result.semantic_triples)),
+                       result.episodic_evidence, strict=True))
+    assert by_fact[("Lucia", "likes", "strawberry cake")] == [1]
+    assert by_fact[("I", "often deals with", "Jake")] == [0, 2]
+
+
+def test_consolidation_removes_duplicates_and_conflicts_only(roles):
+    new = Triple(subject="Lucia", predicate="likes", object="strawberry cake")
+    candidates = [
+        Triple(subject="Jake", predicate="owns", object="a blue bicycle"),
+        Triple(subject="Lucia", predicate="dislikes", object="strawberry cake"),
+        Triple(subject="Lucia", predicate="likes", object="strawberry cakes"),
+    ]
+    decision = run(roles.consolidate(new, candidates))
+    assert decision.updated_triple == new
+    assert sorted(decision.triples_to_remove) == [1, 2]
+    assert run(roles.consolidate(new, [])).triples_to_remove == []
+
+
+def test_entity_confirm(roles):
+    assert run(roles.entity_confirm("Lucia", "Lucia Chen", "Lucia said hi"))
+    assert not run(roles.entity_confirm("Lucia", "Jake", "Lucia said hi"))
+
+
+def test_rerank_prefers_the_relevant_passage(roles):
+    candidates = [
+        ("a", "I watered the plants on the balcony."),
+        ("b", "I bought milk and eggs at the Hema supermarket."),
+        ("c", "Jake fixed the bicycle chain."),
+    ]
+    assert run(roles.rerank("where did I buy eggs", candidates, 2))[0] == "b"
+    assert len(run(roles.rerank("where did I buy eggs", candidates, 2))) == 2
+    assert run(roles.rerank("x", [], 3)) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "memory"),
+    [
+        ("What does Lucia usually eat for breakfast?", "semantic"),
+        ("Who is Jake's friend?", "semantic"),
+        ("What colour was the cup on the table?", "visual"),
+        ("Where did I leave the keys?", "episodic"),
+    ],
+)
+def test_agent_routes_first_search(roles, question, memory):
+    action = run(roles.agent_step(question, []))
+    assert action == AgentAction(action="SEARCH", memory_type=memory, query=question)
+
+
+def test_agent_answers_after_results_and_always_terminates(roles):
+    q = "Where did I leave the keys?"
+    found = [AgentRound(memory_type="episodic", query=q, results_text="[10:02] I put keys down.")]
+    assert run(roles.agent_step(q, found)).action == "ANSWER"
+    rounds: list[AgentRound] = []
+    for _ in range(10):
+        action = run(roles.agent_step(q, rounds))
+        if action.action == "ANSWER":
+            break
+        rounds.append(
+            AgentRound(memory_type=action.memory_type, query=action.query, results_text="")
+        )
+    assert action.action == "ANSWER"
+    assert [r.memory_type for r in rounds] == ["episodic", "semantic", "visual"]
+
+
+def test_respond_multiple_choice_cites_evidence(roles):
+    context = (
+        "[DAY1 11:02] I walked to the fridge and took out the milk.\n"
+        "[DAY1 11:05] Lucia and I bought flour at the supermarket."
+    )
+    choices = ["A. flour", "B. a bicycle", "C. shoes", "D. a lamp"]
+    answer = run(roles.respond("What did Lucia and I buy?", context, choices))
+    assert answer.startswith("A. flour")
+    assert "Lucia and I bought flour at the supermarket" in answer and "offline" in answer
+    unlabelled = run(roles.respond("What did Lucia and I buy?", context, ["shoes", "flour"]))
+    assert unlabelled.startswith("B. flour")
+
+
+def test_respond_free_form_and_empty_context(roles):
+    context = "I parked the car on level 3. I bought a newspaper."
+    answer = run(roles.respond("Where did I park the car?", context, None))
+    assert "parked the car on level 3" in answer and "offline" in answer
+    assert "nothing" in run(roles.respond("Where?", "", None))

@@ -1,0 +1,58 @@
+"""OpenAI (or OpenAI-compatible) embeddings: batched requests with the ``dimensions`` parameter."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from worldmm import metrics
+from worldmm.embed.base import EmbeddingDimensionError, l2_normalise
+from worldmm.llm.errors import ModelCallError
+
+
+class OpenAIEmbedder:
+    """Synchronous client (embedders are called from worker threads and sync code)."""
+
+    def __init__(
+        self,
+        client,  # openai.OpenAI
+        model: str,
+        dim: int,
+        *,
+        batch_size: int = 256,
+        send_dimensions: bool = True,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._batch_size = batch_size
+        self._send_dimensions = send_dimensions
+        self.dim = dim
+        self.name = f"openai:{model}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import openai
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows: list[list[float]] = []
+        started = time.perf_counter()
+        for i in range(0, len(texts), self._batch_size):
+            chunk = [t if t.strip() else " " for t in texts[i : i + self._batch_size]]
+            extra = {"dimensions": self.dim} if self._send_dimensions else {}
+            try:
+                reply = self._client.embeddings.create(model=self._model, input=chunk, **extra)
+            except openai.OpenAIError as exc:
+                metrics.EMBED_ERRORS.labels(backend="openai").inc()
+                raise ModelCallError(f"embedding call failed: {exc}", role="embed") from exc
+            ordered = sorted(reply.data, key=lambda d: d.index)
+            rows.extend(d.embedding for d in ordered)
+        matrix = np.asarray(rows, dtype=np.float32)
+        if matrix.shape != (len(texts), self.dim):
+            raise EmbeddingDimensionError(
+                f"{self.name} returned shape {matrix.shape}, expected ({len(texts)}, {self.dim}); "
+                "check WORLDMM_TEXT_EMBED_DIM and WORLDMM_EMBED_MODEL"
+            )
+        metrics.EMBED_LATENCY.labels(backend="openai").observe(time.perf_counter() - started)
+        metrics.EMBED_TEXTS.labels(backend="openai").inc(len(texts))
+        return l2_normalise(matrix)

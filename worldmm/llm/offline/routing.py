@@ -1,0 +1,51 @@
+"""Rule-based routing of the offline retrieval agent."""
+
+from __future__ import annotations
+
+import re
+
+from worldmm.llm.schemas import AgentAction, AgentRound
+from worldmm.models import MemoryType
+
+_SEMANTIC = re.compile(
+    r"\b(usually|often|always|never|habit|habits|routine|typically|tend|tends|prefer|prefers|"
+    r"preference|favou?rite|like to|likes|enjoy|enjoys|love|loves|hate|hates|dislike|dislikes|"
+    r"relationship|related|friend|friends|partner|colleague|roommate|who is|role|job|works as|"
+    r"personality|generally|every (?:day|morning|evening|week))\b",
+    re.IGNORECASE,
+)
+_VISUAL = re.compile(
+    r"\b(colou?r|colou?rs|look like|looks like|looked like|appearance|wearing|wore|wear|shape|"
+    r"pattern|what did .* look|red|blue|green|yellow|black|white|purple|pink|orange|brown|grey|"
+    r"gray|bright|dark|logo|picture|photo)\b",
+    re.IGNORECASE,
+)
+_NO_RESULTS = re.compile(r"^\s*(?:\(?no (?:results|matches|memory)|nothing found)", re.IGNORECASE)
+_ORDER: tuple[MemoryType, ...] = ("episodic", "semantic", "visual")
+
+
+def route(question: str) -> MemoryType:
+    """Habits and relations → semantic; looks and colours → visual; otherwise episodic."""
+    if _SEMANTIC.search(question):
+        return "semantic"
+    if _VISUAL.search(question):
+        return "visual"
+    return "episodic"
+
+
+def has_results(round_: AgentRound) -> bool:
+    text = round_.results_text.strip()
+    return bool(text) and not _NO_RESULTS.match(text)
+
+
+def next_action(question: str, rounds: list[AgentRound], max_rounds: int) -> AgentAction:
+    """Search the routed memory first; answer once any round found something; otherwise try
+    the remaining memories in turn. Ends after every memory was tried or ``max_rounds``."""
+    if rounds and (has_results(rounds[-1]) or len(rounds) >= max_rounds):
+        return AgentAction(action="ANSWER")
+    tried = {r.memory_type for r in rounds}
+    first = route(question)
+    for memory in (first, *_ORDER):
+        if memory not in tried:
+            return AgentAction(action="SEARCH", memory_type=memory, query=question.strip())
+    return AgentAction(action="ANSWER")

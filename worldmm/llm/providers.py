@@ -1,0 +1,55 @@
+"""OpenAI SDK clients for the configured provider (OpenAI, or any compatible server by URL)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import openai
+
+    from worldmm.settings import Settings
+
+
+class ProviderConfigError(ValueError):
+    """The provider settings cannot work (no key for OpenAI, no URL for a compatible server)."""
+
+
+def _key_and_url(settings: Settings, base_url: str | None = None) -> tuple[str, str | None]:
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    url = base_url or settings.llm_base_url
+    if settings.llm_provider == "compatible" and not url:
+        raise ProviderConfigError(
+            "WORLDMM_LLM_PROVIDER=compatible needs WORLDMM_LLM_BASE_URL (e.g. http://host:8000/v1)"
+        )
+    if not key:
+        if settings.llm_provider == "openai" and not base_url:
+            raise ProviderConfigError(
+                "WORLDMM_LLM_PROVIDER=openai needs WORLDMM_OPENAI_API_KEY "
+                "(or use WORLDMM_LLM_PROVIDER=offline)"
+            )
+        key = "unused"  # local servers accept any key; the SDK insists on one
+    return key, url
+
+
+def provider_label(settings: Settings) -> str:
+    return "openai" if settings.llm_provider == "openai" else "compatible"
+
+
+def async_openai_client(settings: Settings, *, base_url: str | None = None) -> openai.AsyncOpenAI:
+    """Async client with SDK retries off: our dispatcher retries and records each attempt."""
+    import openai
+
+    key, url = _key_and_url(settings, base_url)
+    return openai.AsyncOpenAI(
+        api_key=key, base_url=url, max_retries=0, timeout=settings.llm_timeout_s
+    )
+
+
+def sync_openai_client(settings: Settings, *, base_url: str | None = None) -> openai.OpenAI:
+    import openai
+
+    key, url = _key_and_url(settings, base_url)
+    return openai.OpenAI(
+        api_key=key, base_url=url, max_retries=settings.llm_max_retries,
+        timeout=settings.llm_timeout_s,
+    )

@@ -1,0 +1,57 @@
+"""The model roles every part calls. Nothing outside ``worldmm.llm`` talks to a model API."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from worldmm.llm.schemas import AgentAction, AgentRound, ConsolidationDecision, SemanticExtraction
+from worldmm.models import Triple
+
+if TYPE_CHECKING:
+    from worldmm.embed.base import TextEmbedder
+    from worldmm.settings import Settings
+
+
+@runtime_checkable
+class ModelRoles(Protocol):
+    """``label`` names the provider ("offline", "openai:gpt-5-mini"); ``versions`` maps each
+    role to the prompt (or rule set) version to store with its outputs."""
+
+    label: str
+    versions: dict[str, str]
+
+    async def caption(self, frames: Sequence[bytes], transcript: str) -> str: ...
+
+    async def ner(self, text: str) -> list[str]: ...
+
+    async def episodic_triples(self, text: str, entities: list[str]) -> list[Triple]: ...
+
+    async def merge_captions(self, captions: list[str], level_seconds: int) -> str: ...
+
+    async def semantic_triples(
+        self, summary: str, episodic: list[Triple]
+    ) -> SemanticExtraction: ...
+
+    async def consolidate(self, new: Triple, candidates: list[Triple]) -> ConsolidationDecision: ...
+
+    async def entity_confirm(self, surface: str, candidate: str, context: str) -> bool: ...
+
+    async def rerank(
+        self, query: str, candidates: list[tuple[str, str]], keep: int
+    ) -> list[str]: ...
+
+    async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction: ...
+
+    async def respond(self, question: str, context: str, choices: list[str] | None) -> str: ...
+
+
+def build_roles(settings: Settings, embedder: TextEmbedder) -> ModelRoles:
+    """Offline rules when ``llm_provider == "offline"``, otherwise prompts over the LLM client."""
+    if settings.llm_provider == "offline":
+        from worldmm.llm.offline import OfflineRoles
+
+        return OfflineRoles(embedder, max_rounds=settings.agent_max_rounds)
+    from worldmm.llm.remote import build_remote_roles
+
+    return build_remote_roles(settings)

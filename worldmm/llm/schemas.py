@@ -1,0 +1,159 @@
+"""Pydantic shapes of every role's reply (wire models) and of what roles return to callers.
+
+Wire models mirror the JSON the prompts ask for (triples as ``[s, p, o]`` lists); the public
+models (``SemanticExtraction``, ``ConsolidationDecision``, ``AgentAction``) carry ``Triple``s.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from worldmm.models import MemoryType, Triple
+
+WireTriple = tuple[str, str, str]
+
+_LITERAL_RE = re.compile(
+    r"^(?:[\d\s:.,/%$€£-]+(?:am|pm|h|min|s|kg|g|km|m|cm|l|ml)?|"
+    r"(?:day\s*\d+|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b.*|"
+    r"\d+\s+\w+.*(?:street|st|road|rd|avenue|ave|lane|way)\.?)$",
+    re.IGNORECASE,
+)
+
+
+def looks_literal(value: str) -> bool:
+    """Times, dates, quantities and street addresses are leaf values, never entities."""
+    return bool(_LITERAL_RE.match(value.strip()))
+
+
+def to_triple(wire: WireTriple) -> Triple:
+    s, p, o = wire
+    return Triple(subject=s, predicate=p, object=o, object_is_literal=looks_literal(o))
+
+
+def to_wire(triple: Triple) -> list[str]:
+    return triple.as_list()
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+def _no_blank_parts(triples: list[WireTriple]) -> list[WireTriple]:
+    for t in triples:
+        if any(not part.strip() for part in t):
+            raise ValueError(f"triple with an empty part: {list(t)}")
+    return triples
+
+
+# --- wire models, one per role ---------------------------------------------------------
+class CaptionReply(_Wire):
+    caption: str = Field(min_length=1)
+
+
+class NerReply(_Wire):
+    named_entities: list[str]
+
+
+class TriplesReply(_Wire):
+    triples: list[WireTriple]
+
+    _check = field_validator("triples")(_no_blank_parts)
+
+
+class MergeReply(_Wire):
+    summary: str = Field(min_length=1)
+
+
+class SemanticReply(_Wire):
+    semantic_triples: list[WireTriple]
+    episodic_evidence: list[list[int]]
+
+    _check = field_validator("semantic_triples")(_no_blank_parts)
+
+    @model_validator(mode="after")
+    def _aligned(self) -> SemanticReply:
+        if len(self.episodic_evidence) != len(self.semantic_triples):
+            raise ValueError(
+                f"episodic_evidence has {len(self.episodic_evidence)} entries, "
+                f"semantic_triples has {len(self.semantic_triples)}; they must align"
+            )
+        return self
+
+
+class ConsolidationReply(_Wire):
+    updated_triple: WireTriple
+    triples_to_remove: list[int]
+
+
+class RerankReply(_Wire):
+    ranked_ids: list[str]
+
+
+class EntityConfirmReply(_Wire):
+    same_entity: bool
+
+
+class ResponseReply(_Wire):
+    answer: str = Field(min_length=1)
+
+
+class AgentAction(_Wire):
+    """One decision of the retrieval agent: search one memory, or answer."""
+
+    action: Literal["SEARCH", "ANSWER"]
+    memory_type: MemoryType | None = None
+    query: str | None = None
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _upper(cls, v: object) -> object:
+        return v.upper().strip() if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _search_needs_target(self) -> AgentAction:
+        if self.action == "SEARCH" and (not self.memory_type or not (self.query or "").strip()):
+            raise ValueError("a SEARCH action needs memory_type and a non-empty query")
+        if self.action == "ANSWER":
+            self.memory_type = None
+            self.query = None
+        return self
+
+
+# --- public results ----------------------------------------------------------------------
+class SemanticExtraction(BaseModel):
+    """Semantic triples and, aligned by position, indices of the episodic triples behind each."""
+
+    semantic_triples: list[Triple]
+    episodic_evidence: list[list[int]]
+
+
+class ConsolidationDecision(BaseModel):
+    """The (possibly revised) new triple and indices of candidates it replaces."""
+
+    updated_triple: Triple
+    triples_to_remove: list[int]
+
+
+class AgentRound(BaseModel):
+    """One finished retrieval round as the agent sees it next time."""
+
+    memory_type: MemoryType
+    query: str
+    results_text: str
+
+
+ROLE_REPLIES: dict[str, type[BaseModel]] = {
+    "caption": CaptionReply,
+    "ner": NerReply,
+    "episodic_triples": TriplesReply,
+    "merge_captions": MergeReply,
+    "semantic_triples": SemanticReply,
+    "consolidation": ConsolidationReply,
+    "cross_scale_rerank": RerankReply,
+    "reasoning_agent": AgentAction,
+    "response": ResponseReply,
+    "entity_confirm": EntityConfirmReply,
+}

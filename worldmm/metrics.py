@@ -1,0 +1,62 @@
+"""Prometheus metrics of the whole system (one module so names stay unique and documented).
+
+Other parts add their metrics here. All live in the default registry, which the services
+expose on ``/metrics``.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 60, 120, 300)
+
+# --- model layer ------------------------------------------------------------------------
+LLM_REQUESTS = Counter(
+    "worldmm_llm_requests_total",
+    "LLM calls by role, provider, dispatch mode and outcome (ok, error, parse_error).",
+    ["role", "provider", "dispatch", "outcome"],
+)
+LLM_LATENCY = Histogram(
+    "worldmm_llm_latency_seconds",
+    "Wall time of one LLM call including retries (direct) or batch turnaround (batch).",
+    ["role", "provider", "dispatch"],
+    buckets=_LATENCY_BUCKETS + (600, 1800, 3600, 86400),
+)
+LLM_TOKENS = Counter(
+    "worldmm_llm_tokens_total",
+    "Tokens used, by role and kind (prompt, completion).",
+    ["role", "provider", "kind"],
+)
+LLM_RETRIES = Counter(
+    "worldmm_llm_retries_total",
+    "Retried LLM attempts by reason (rate_limit, server_error, timeout, connection, repair).",
+    ["role", "provider", "reason"],
+)
+LLM_BATCHES = Counter(
+    "worldmm_llm_batches_total",
+    "Batch API jobs by final status (completed, failed, expired, cancelled).",
+    ["provider", "status"],
+)
+LLM_BATCH_LINES_RETRIED = Counter(
+    "worldmm_llm_batch_lines_retried_total",
+    "Batch lines that failed and were retried directly.",
+    ["provider"],
+)
+EMBED_LATENCY = Histogram(
+    "worldmm_embed_latency_seconds", "Wall time of one embed() call.", ["backend"],
+    buckets=_LATENCY_BUCKETS,
+)
+EMBED_TEXTS = Counter("worldmm_embed_texts_total", "Texts embedded.", ["backend"])
+EMBED_ERRORS = Counter("worldmm_embed_errors_total", "Failed embedding calls.", ["backend"])
+ASR_LATENCY = Histogram(
+    "worldmm_asr_latency_seconds", "Wall time of one transcription.", ["backend"],
+    buckets=_LATENCY_BUCKETS,
+)
+ASR_AUDIO_SECONDS = Counter(
+    "worldmm_asr_audio_seconds_total", "Seconds of audio transcribed.", ["backend"]
+)
+ASR_ERRORS = Counter(
+    "worldmm_asr_errors_total",
+    "Failed transcriptions by reason (decode, api).",
+    ["backend", "reason"],
+)
