@@ -1,0 +1,38 @@
+"""Binary COPY for synthetic loads."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from psycopg.types.json import Jsonb
+
+from worldmm.store import segments, visual
+from worldmm.store.bulk import copy_rows
+
+from .conftest import T0, unit_vector
+
+pytestmark = pytest.mark.integration
+
+
+def test_copy_segments_and_vectors(conn, user_id) -> None:
+    n = 50
+    rows = [
+        (user_id, 30, T0 + timedelta(seconds=30 * i), T0 + timedelta(seconds=30 * (i + 1)),
+         f"caption {i}", "complete", Jsonb({"caption": "bulk"}))
+        for i in range(n)
+    ]
+    cols = ("user_id", "scale_seconds", "window_start", "window_end", "caption",
+            "processing_status", "model_versions")
+    assert copy_rows(conn, "segments", cols, rows) == n
+    segs = segments.list_segments(conn, user_id, limit=n + 1)
+    assert [s.caption for s in segs] == [f"caption {i}" for i in range(n)]
+    assert segs[0].model_versions == {"caption": "bulk"}
+    vrows = [(user_id, s.id, s.window_start, s.window_end, unit_vector(1536, i))
+             for i, s in enumerate(segs)]
+    copy_rows(conn, "visual_embeddings",
+              ("user_id", "segment_id", "window_start", "window_end", "embedding"), vrows)
+    hits = visual.search_visual(conn, user_id, unit_vector(1536, 7), 3)
+    assert hits[0][0].id == segs[7].id and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ValueError, match="no columns"):
+        copy_rows(conn, "segments", ("nope",), [])
