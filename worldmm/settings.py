@@ -96,6 +96,18 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one LLM call.")
     llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429/5xx/timeout.")
     llm_batch_poll_s: float = Field(default=10.0, gt=0, description="Batch API poll interval.")
+    llm_batch_flush_s: float = Field(
+        default=5.0, gt=0, description="Batch dispatch: collect requests this long per job."
+    )
+    llm_batch_max_lines: int = Field(
+        default=1000, ge=1, le=50000, description="Batch dispatch: most requests in one job."
+    )
+    llm_reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="reasoning_effort sent with each call (unset: not sent)."
+    )
+    llm_max_completion_tokens: int = Field(
+        default=4096, ge=16, description="max_completion_tokens of one LLM call."
+    )
 
     asr_backend: Literal["local", "openai", "none"] = Field(
         default="local", description="local faster-whisper, a Whisper API, or none."

@@ -9,3 +9,6 @@ def minilm():
     from worldmm.embed.local import MiniLMEmbedder
 
     return MiniLMEmbedder()
+
+
+from tests.fakes.fixtures import fake_openai  # noqa: E402,F401

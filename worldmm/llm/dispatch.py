@@ -1,0 +1,162 @@
+"""Direct dispatch: async calls with bounded concurrency, timeouts and retries with backoff.
+
+One ``DirectDispatcher`` serves any number of event loops (the query service's loop, the
+ingest worker's loop thread, tests' ``asyncio.run``): the SDK client and the semaphore are
+made per loop, because both bind to the loop that first uses them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+import openai
+
+from worldmm import metrics
+from worldmm.llm.errors import ModelCallError
+from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
+
+T = TypeVar("T")
+
+
+class Dispatcher(Protocol):
+    name: str
+
+    async def complete(self, request: ChatRequest) -> ChatResult: ...
+
+
+def retry_reason(exc: BaseException) -> str | None:
+    """Why an error is worth retrying, or None when it is not (4xx other than 429)."""
+    if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, openai.APIStatusError):
+        return "server_error" if exc.status_code >= 500 else None
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection"
+    return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class PerLoop:
+    """One object per running event loop, made on first use by ``factory``."""
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._items: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def get(self):
+        loop = asyncio.get_running_loop()
+        item = self._items.get(loop)
+        if item is None:
+            item = self._factory()
+            self._items[loop] = item
+        return item
+
+
+class RetryPolicy:
+    def __init__(
+        self, max_retries: int, base_s: float = 0.5, max_s: float = 30.0, seed: int | None = None
+    ) -> None:
+        self.max_retries = max_retries
+        self.base_s = base_s
+        self.max_s = max_s
+        self._random = random.Random(seed)
+
+    def delay(self, attempt: int, exc: BaseException) -> float:
+        hinted = _retry_after(exc)
+        if hinted is not None:
+            return min(hinted, self.max_s)
+        # Exponential backoff with full jitter, so retrying callers spread out.
+        return self._random.uniform(0, min(self.max_s, self.base_s * 2**attempt))
+
+    async def run(
+        self, call: Callable[[], Awaitable[T]], *, role: str, provider: str
+    ) -> T:
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except Exception as exc:
+                reason = retry_reason(exc)
+                if reason is None or attempt >= self.max_retries:
+                    status = getattr(exc, "status_code", None)
+                    raise ModelCallError(
+                        f"{role}: model call failed after {attempt + 1} attempt(s): "
+                        f"{type(exc).__name__}: {exc}",
+                        role=role,
+                        status=status,
+                    ) from exc
+                metrics.LLM_RETRIES.labels(role=role, provider=provider, reason=reason).inc()
+                await asyncio.sleep(self.delay(attempt, exc))
+                attempt += 1
+
+
+class DirectDispatcher:
+    name = "direct"
+
+    def __init__(
+        self,
+        client_factory: Callable[[], openai.AsyncOpenAI],
+        *,
+        provider: str,
+        concurrency: int,
+        timeout_s: float,
+        retry: RetryPolicy,
+    ) -> None:
+        self._clients = PerLoop(client_factory)
+        self._semaphores = PerLoop(lambda: asyncio.Semaphore(concurrency))
+        self.provider = provider
+        self.timeout_s = timeout_s
+        self.retry = retry
+
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client of the running loop (the batch dispatcher shares it)."""
+        return self._clients.get()
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        client = self._clients.get()
+        started = time.perf_counter()
+
+        async def once() -> ChatResult:
+            async with self._semaphores.get():
+                reply = await client.chat.completions.create(
+                    **request.body(), timeout=self.timeout_s
+                )
+            return result_from_body(reply.model_dump(), time.perf_counter() - started)
+
+        labels = {"role": request.role, "provider": self.provider, "dispatch": self.name}
+        try:
+            result = await self.retry.run(once, role=request.role, provider=self.provider)
+        except ModelCallError:
+            metrics.LLM_REQUESTS.labels(**labels, outcome="error").inc()
+            raise
+        record_success(request, result, self.provider, self.name)
+        return result
+
+
+def record_success(request: ChatRequest, result: ChatResult, provider: str, dispatch: str) -> None:
+    metrics.LLM_REQUESTS.labels(
+        role=request.role, provider=provider, dispatch=dispatch, outcome="ok"
+    ).inc()
+    metrics.LLM_LATENCY.labels(role=request.role, provider=provider, dispatch=dispatch).observe(
+        result.latency_s
+    )
+    tokens = metrics.LLM_TOKENS
+    tokens.labels(role=request.role, provider=provider, kind="prompt").inc(result.prompt_tokens)
+    tokens.labels(role=request.role, provider=provider, kind="completion").inc(
+        result.completion_tokens
+    )

@@ -1,0 +1,259 @@
+"""Model roles over an LLM API: render the role's prompt, dispatch, parse, repair once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import BaseModel
+
+from worldmm import metrics
+from worldmm.llm import schemas as s
+from worldmm.llm.dispatch import DirectDispatcher, Dispatcher, RetryPolicy
+from worldmm.llm.errors import ParseError
+from worldmm.llm.parsing import parse_reply
+from worldmm.llm.prompts import ROLES, load_prompt
+from worldmm.llm.request import ChatRequest, build_request
+from worldmm.models import Triple
+
+if TYPE_CHECKING:
+    from worldmm.settings import Settings
+
+M = TypeVar("M", bound=BaseModel)
+
+_LEVEL_LABELS = {180: "3 minutes", 600: "10 minutes", 3600: "1 hour"}
+
+
+def merge_parameters(level_seconds: int) -> dict[str, object]:
+    """Prompt parameters of a merge level: a label and a word budget growing with the span."""
+    if level_seconds % 3600 == 0:
+        label = f"{level_seconds // 3600} hour" + ("s" if level_seconds > 3600 else "")
+    else:
+        label = _LEVEL_LABELS.get(level_seconds, f"{level_seconds // 60} minutes")
+    max_words = 150 if level_seconds <= 180 else 250 if level_seconds <= 600 else 450
+    return {"level_label": label, "max_words": max_words}
+
+
+def _numbered(lines: Sequence[str]) -> str:
+    return "\n".join(f"{i}. {line}" for i, line in enumerate(lines)) or "(none)"
+
+
+class RemoteRoles:
+    """Construction roles go through ``construction`` (direct or batch); query-time roles
+    (rerank, agent, response) always go direct; repairs go direct too."""
+
+    def __init__(
+        self,
+        *,
+        construction: Dispatcher,
+        direct: DirectDispatcher,
+        construction_model: str,
+        agent_model: str,
+        label: str,
+        max_rounds: int = 5,
+        max_completion_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+    ) -> None:
+        self._construction = construction
+        self._direct = direct
+        self._construction_model = construction_model
+        self._agent_model = agent_model
+        self._max_rounds = max_rounds
+        self._max_tokens = max_completion_tokens
+        self._effort = reasoning_effort
+        self.label = label
+        self.versions = {role: load_prompt(role).version for role in ROLES}
+
+    async def _ask(
+        self,
+        role: str,
+        reply_model: type[M],
+        *,
+        agent: bool = False,
+        images: Sequence[bytes] = (),
+        **variables: object,
+    ) -> M:
+        prompt = load_prompt(role).render(**variables)
+        request = build_request(
+            role,
+            self._agent_model if agent else self._construction_model,
+            prompt,
+            images,
+            max_completion_tokens=self._max_tokens,
+            reasoning_effort=self._effort,
+        )
+        dispatcher = self._direct if agent or role == "cross_scale_rerank" else self._construction
+        result = await dispatcher.complete(request)
+        try:
+            return parse_reply(reply_model, result.text, role=role)
+        except ParseError as first:
+            return await self._repair(request, first, reply_model)
+
+    async def _repair(self, request: ChatRequest, first: ParseError, reply_model: type[M]) -> M:
+        provider = self._direct.provider
+        metrics.LLM_RETRIES.labels(role=request.role, provider=provider, reason="repair").inc()
+        result = await self._direct.complete(request.with_repair(first.raw, str(first)))
+        try:
+            return parse_reply(reply_model, result.text, role=request.role)
+        except ParseError as second:
+            metrics.LLM_REQUESTS.labels(
+                role=request.role, provider=provider, dispatch="direct", outcome="parse_error"
+            ).inc()
+            raise ParseError(
+                f"{request.role}: unusable reply after one repair: {second}",
+                role=request.role,
+                raw=second.raw,
+            ) from second
+
+    # --- roles ----------------------------------------------------------------------------------
+    async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
+        reply = await self._ask(
+            "caption",
+            s.CaptionReply,
+            images=frames,
+            frame_count=len(frames),
+            transcript=transcript.strip() or "(nothing was said)",
+        )
+        return reply.caption.strip()
+
+    async def ner(self, text: str) -> list[str]:
+        reply = await self._ask("ner", s.NerReply, text=text)
+        return list(dict.fromkeys(e.strip() for e in reply.named_entities if e.strip()))
+
+    async def episodic_triples(self, text: str, entities: list[str]) -> list[Triple]:
+        reply = await self._ask(
+            "episodic_triples", s.TriplesReply, text=text, entities=json.dumps(entities)
+        )
+        return [s.to_triple(t) for t in reply.triples]
+
+    async def merge_captions(self, captions: list[str], level_seconds: int) -> str:
+        reply = await self._ask(
+            "merge_captions",
+            s.MergeReply,
+            captions=_numbered(captions),
+            count=len(captions),
+            **merge_parameters(level_seconds),
+        )
+        return reply.summary.strip()
+
+    async def semantic_triples(self, summary: str, episodic: list[Triple]) -> s.SemanticExtraction:
+        reply = await self._ask(
+            "semantic_triples",
+            s.SemanticReply,
+            summary=summary,
+            episodic=_numbered([json.dumps(t.as_list()) for t in episodic]),
+        )
+        evidence = [
+            sorted({i for i in ids if 0 <= i < len(episodic)}) for ids in reply.episodic_evidence
+        ]
+        return s.SemanticExtraction(
+            semantic_triples=[s.to_triple(t) for t in reply.semantic_triples],
+            episodic_evidence=evidence,
+        )
+
+    async def consolidate(self, new: Triple, candidates: list[Triple]) -> s.ConsolidationDecision:
+        if not candidates:
+            return s.ConsolidationDecision(updated_triple=new, triples_to_remove=[])
+        reply = await self._ask(
+            "consolidation",
+            s.ConsolidationReply,
+            new_triple=json.dumps(new.as_list()),
+            candidates=_numbered([json.dumps(t.as_list()) for t in candidates]),
+        )
+        remove = sorted({i for i in reply.triples_to_remove if 0 <= i < len(candidates)})
+        return s.ConsolidationDecision(
+            updated_triple=s.to_triple(reply.updated_triple), triples_to_remove=remove
+        )
+
+    async def entity_confirm(self, surface: str, candidate: str, context: str) -> bool:
+        reply = await self._ask(
+            "entity_confirm",
+            s.EntityConfirmReply,
+            surface=surface,
+            candidate=candidate,
+            context=context,
+        )
+        return reply.same_entity
+
+    async def rerank(self, query: str, candidates: list[tuple[str, str]], keep: int) -> list[str]:
+        if not candidates:
+            return []
+        reply = await self._ask(
+            "cross_scale_rerank",
+            s.RerankReply,
+            query=query,
+            keep=keep,
+            candidates="\n".join(f"[{cid}] {text}" for cid, text in candidates),
+        )
+        known = {cid for cid, _ in candidates}
+        # Unknown ids (hallucinated) are dropped; the model's order is kept.
+        return [cid for cid in dict.fromkeys(reply.ranked_ids) if cid in known][:keep]
+
+    async def agent_step(self, question: str, rounds: list[s.AgentRound]) -> s.AgentAction:
+        if len(rounds) >= self._max_rounds:
+            return s.AgentAction(action="ANSWER")
+        history = (
+            "\n\n".join(
+                f"Step {i + 1}: searched {r.memory_type} for {r.query!r}\nResults:\n"
+                f"{r.results_text.strip() or '(no results)'}"
+                for i, r in enumerate(rounds)
+            )
+            or "(none yet)"
+        )
+        return await self._ask(
+            "reasoning_agent",
+            s.AgentAction,
+            agent=True,
+            question=question,
+            rounds=history,
+            max_rounds=self._max_rounds,
+        )
+
+    async def respond(self, question: str, context: str, choices: list[str] | None) -> str:
+        shown = "Choices:\n" + "\n".join(choices) if choices else ""
+        reply = await self._ask(
+            "response",
+            s.ResponseReply,
+            agent=True,
+            question=question,
+            context=context.strip() or "(nothing retrieved)",
+            choices=shown,
+        )
+        return reply.answer.strip()
+
+
+def build_remote_roles(settings: Settings) -> RemoteRoles:
+    from worldmm.llm.batch import BatchDispatcher
+    from worldmm.llm.providers import async_openai_client, provider_label
+
+    async_openai_client(settings)  # fail now, not at the first call, on a bad provider config
+    provider = provider_label(settings)
+    direct = DirectDispatcher(
+        lambda: async_openai_client(settings),
+        provider=provider,
+        concurrency=settings.llm_concurrency,
+        timeout_s=settings.llm_timeout_s,
+        retry=RetryPolicy(settings.llm_max_retries),
+    )
+    construction: Dispatcher = direct
+    if settings.llm_dispatch == "batch":
+        construction = BatchDispatcher(
+            direct,
+            poll_s=settings.llm_batch_poll_s,
+            flush_s=settings.llm_batch_flush_s,
+            max_lines=settings.llm_batch_max_lines,
+        )
+    models = settings.llm_construction_model
+    if settings.llm_agent_model != models:
+        models = f"{models}+{settings.llm_agent_model}"
+    return RemoteRoles(
+        construction=construction,
+        direct=direct,
+        construction_model=settings.llm_construction_model,
+        agent_model=settings.llm_agent_model,
+        label=f"{provider}:{models}",
+        max_rounds=settings.agent_max_rounds,
+        max_completion_tokens=settings.llm_max_completion_tokens,
+        reasoning_effort=settings.llm_reasoning_effort,
+    )
