@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import igraph as ig
 import numpy as np
 
-from worldmm.graph.types import segment_node
+from worldmm.graph.types import GraphTriple, entity_node, literal_node, segment_node
 
 DEFAULT_DAMPING = 0.85
 DEFAULT_SEGMENT_WEIGHT = 0.05
@@ -43,6 +43,18 @@ def segments_per_vertex(graph: ig.Graph) -> np.ndarray:
     np.add.at(counts, a[is_segment[b] & ~is_segment[a]], 1.0)
     np.add.at(counts, b[is_segment[a] & ~is_segment[b]], 1.0)
     return counts
+
+
+def fact_seed_scores(facts: list[tuple[GraphTriple, float]]) -> dict[str, float]:
+    """Vertex-name scores from matched facts: subject and object each get the fact's score
+    (negative cosines count as 0)."""
+    scores: dict[str, float] = {}
+    for t, raw in facts:
+        score = max(0.0, raw)
+        obj = literal_node(t.subject, t.object) if t.object_is_literal else entity_node(t.object)
+        for name in (entity_node(t.subject), obj):
+            scores[name] = scores.get(name, 0.0) + score
+    return scores
 
 
 def seed_vector(

@@ -1,0 +1,137 @@
+"""The adaptive retrieval loop (paper §3.2–3.3).
+
+Up to ``max_rounds`` times the agent role picks a memory and a query, or answers. An
+unparsable step is asked again once; a second failure (or any other model failure) ends the
+search and the response role answers from what was found so far. After ``max_rounds``
+searches the answer is forced. The response role always sees every round.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
+
+from worldmm.agent.result import AgentResult, RoundRecord, StopReason
+from worldmm.llm.errors import ModelCallError, ParseError
+from worldmm.llm.roles import ModelRoles
+from worldmm.llm.schemas import AgentAction, AgentRound
+from worldmm.memory.retrieval import SEARCHES, RetrievalDeps, RetrievalResult, Search
+from worldmm.models import MemoryType
+
+log = logging.getLogger(__name__)
+
+Retriever = Callable[[str], Awaitable[RetrievalResult]]
+
+
+def render_context(rounds: Sequence[RoundRecord]) -> str:
+    """Everything retrieved, round by round, as the response role reads it."""
+    if not rounds:
+        return "(nothing was retrieved)"
+    blocks = []
+    for i, r in enumerate(rounds, 1):
+        header = f"Search {i}: {r.memory_type} memory, query {r.query!r}"
+        blocks.append(f"{header}\n{r.as_result().as_text()}")
+    return "\n\n".join(blocks)
+
+
+async def next_action(
+    roles: ModelRoles, question: str, history: list[AgentRound]
+) -> AgentAction | StopReason:
+    """The agent's next step; an unparsable reply is asked again once."""
+    for attempt in (1, 2):
+        try:
+            return await roles.agent_step(question, history)
+        except ParseError as exc:
+            log.warning("agent.step_unparsable attempt=%d error=%s", attempt, exc)
+        except ModelCallError as exc:
+            log.warning("agent.step_failed error=%s", exc)
+            return "model_error"
+    return "parse_error"
+
+
+async def run_agent(
+    roles: ModelRoles,
+    retrievers: Mapping[MemoryType, Retriever],
+    question: str,
+    *,
+    choices: list[str] | None = None,
+    max_rounds: int = 5,
+) -> AgentResult:
+    rounds: list[RoundRecord] = []
+    history: list[AgentRound] = []
+    seen: dict[tuple[str, str], RoundRecord] = {}
+    stopped: StopReason = "max_rounds"
+    while len(rounds) < max_rounds:
+        action = await next_action(roles, question, history)
+        if isinstance(action, str):
+            stopped = action
+            break
+        if action.action == "ANSWER":
+            stopped = "answer"
+            break
+        assert action.memory_type is not None and action.query is not None  # schema-checked
+        key = (action.memory_type, " ".join(action.query.split()).casefold())
+        if key in seen:
+            record = seen[key].model_copy(update={"repeated": True})
+        else:
+            record = RoundRecord.of(await _retrieve(retrievers, action.memory_type, action.query))
+            seen[key] = record
+        log.info(
+            "agent.round n=%d memory=%s hits=%d repeated=%s",
+            len(rounds) + 1,
+            record.memory_type,
+            len(record.results),
+            record.repeated,
+        )
+        rounds.append(record)
+        history.append(
+            AgentRound(
+                memory_type=record.memory_type,
+                query=record.query,
+                results_text=record.as_result().as_text(),
+            )
+        )
+    answer = await roles.respond(question, render_context(rounds), choices)
+    return AgentResult.assemble(answer, rounds, roles.label, stopped)
+
+
+async def _retrieve(
+    retrievers: Mapping[MemoryType, Retriever], memory: MemoryType, query: str
+) -> RetrievalResult:
+    retriever = retrievers.get(memory)
+    if retriever is None:
+        return RetrievalResult(
+            memory_type=memory, query=query, hits=[], note=f"{memory} memory is not available here"
+        )
+    return await retriever(query)
+
+
+async def answer_question(
+    deps: RetrievalDeps,
+    user_id: str,
+    question: str,
+    *,
+    choices: list[str] | None = None,
+    as_of: datetime | None = None,
+    searches: Mapping[MemoryType, Search] = SEARCHES,
+) -> AgentResult:
+    """Run the agent over one user's memory; ``as_of`` limits every search."""
+    retrievers: dict[MemoryType, Retriever] = {
+        memory: functools.partial(_bound, fn, deps, user_id, as_of)
+        for memory, fn in searches.items()
+    }
+    return await run_agent(
+        deps.roles,
+        retrievers,
+        question,
+        choices=choices,
+        max_rounds=deps.settings.agent_max_rounds,
+    )
+
+
+async def _bound(
+    fn: Search, deps: RetrievalDeps, user_id: str, as_of: datetime | None, query: str
+) -> RetrievalResult:
+    return await fn(deps, user_id, query, as_of)

@@ -1,0 +1,92 @@
+"""What the retrieval agent returns: the answer and everything it was grounded on."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel
+
+from worldmm.memory.retrieval.results import FrameHit, RetrievalResult, SegmentHit, TripleHit
+from worldmm.models import MemoryType
+
+StopReason = Literal["answer", "max_rounds", "parse_error", "model_error"]
+
+
+class RoundRecord(BaseModel):
+    """One search the agent made. ``repeated``: the same search was asked again and the
+    earlier results were reused instead of searching twice."""
+
+    memory_type: MemoryType
+    query: str
+    results: list[SegmentHit] | list[TripleHit] | list[FrameHit]
+    note: str | None = None
+    repeated: bool = False
+
+    @classmethod
+    def of(cls, result: RetrievalResult, repeated: bool = False) -> RoundRecord:
+        return cls(
+            memory_type=result.memory_type,
+            query=result.query,
+            results=result.hits,
+            note=result.note,
+            repeated=repeated,
+        )
+
+    def as_result(self) -> RetrievalResult:
+        return RetrievalResult(
+            memory_type=self.memory_type, query=self.query, hits=self.results, note=self.note
+        )
+
+
+class Evidence(BaseModel):
+    """A passage the answer may rest on, with its time range."""
+
+    segment_id: int
+    scale: int
+    start: AwareDatetime
+    end: AwareDatetime
+    text: str
+
+
+class AgentResult(BaseModel):
+    answer: str
+    rounds: list[RoundRecord]
+    evidence: list[Evidence]  # distinct segments over all rounds, in order of retrieval
+    triples: list[TripleHit]  # distinct semantic facts over all rounds
+    frames: list[str]  # distinct frame blob keys over all rounds
+    label: str  # which model provider answered ("offline", "openai:gpt-5", ...)
+    stopped: StopReason  # why the search loop ended
+
+    @classmethod
+    def assemble(
+        cls, answer: str, rounds: list[RoundRecord], label: str, stopped: StopReason
+    ) -> AgentResult:
+        evidence: dict[int, Evidence] = {}
+        triples: dict[int, TripleHit] = {}
+        frames: dict[str, None] = {}
+        for r in rounds:
+            for hit in r.results:
+                if isinstance(hit, SegmentHit):
+                    evidence.setdefault(
+                        hit.segment_id,
+                        Evidence(
+                            segment_id=hit.segment_id,
+                            scale=hit.scale,
+                            start=hit.start,
+                            end=hit.end,
+                            text=hit.text,
+                        ),
+                    )
+                elif isinstance(hit, TripleHit):
+                    triples.setdefault(hit.triple_id, hit)
+                else:
+                    frames.setdefault(hit.key, None)
+        return cls(
+            answer=answer,
+            rounds=rounds,
+            evidence=list(evidence.values()),
+            triples=list(triples.values()),
+            frames=list(frames),
+            label=label,
+            stopped=stopped,
+        )

@@ -1,0 +1,111 @@
+"""The PostgreSQL adapter of :class:`MemoryReader`: one pooled connection per call, rows
+mapped to the graph layer's shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+
+from worldmm.graph.types import GraphMemoryType, GraphTriple
+from worldmm.memory.retrieval.deps import ClipMatch, FrameRef
+from worldmm.models import SegmentRecord
+from worldmm.store import entities as entity_repo
+from worldmm.store import frames as frame_repo
+from worldmm.store import segments as segment_repo
+from worldmm.store import triples as triple_repo
+from worldmm.store import visual as visual_repo
+from worldmm.store.db import Database
+from worldmm.store.models import GraphTriple as StoreGraphTriple
+from worldmm.store.models import TripleRow
+
+
+def from_graph_row(row: StoreGraphTriple) -> GraphTriple:
+    return GraphTriple(
+        triple_id=row.id,
+        subject=row.subject_name,
+        predicate=row.predicate,
+        object=row.object_name,
+        object_is_literal=row.object_is_literal,
+        segment_id=row.segment_id,
+        scale=row.scale_seconds,
+    )
+
+
+def from_triple_row(row: TripleRow) -> GraphTriple:
+    return GraphTriple(
+        triple_id=row.id,
+        subject=row.subject_name,
+        predicate=row.predicate,
+        object=row.object_name,
+        object_is_literal=row.object_is_literal,
+        segment_id=row.segment_id,
+        scale=row.scale_seconds,
+        valid_from=row.valid_from,
+        invalidated_at=row.invalidated_at,
+    )
+
+
+class PgMemoryReader:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def triples_for_graph(
+        self,
+        user_id: str,
+        memory_type: GraphMemoryType,
+        scale: int | None = None,
+        as_of: datetime | None = None,
+    ) -> list[GraphTriple]:
+        with self._db.connection() as conn:
+            rows = triple_repo.triples_for_graph(conn, user_id, memory_type, scale, as_of)
+        return [from_graph_row(r) for r in rows]
+
+    def top_triples(
+        self,
+        user_id: str,
+        memory_type: GraphMemoryType,
+        embedding: np.ndarray,
+        k: int,
+        scale: int | None = None,
+        as_of: datetime | None = None,
+    ) -> list[tuple[GraphTriple, float]]:
+        with self._db.connection() as conn:
+            rows = triple_repo.top_triples_by_cosine(
+                conn, user_id, memory_type, embedding, k, scale=scale, as_of=as_of
+            )
+        return [(from_triple_row(r), score) for r, score in rows]
+
+    def triples_by_id(self, user_id: str, ids: Sequence[int]) -> list[GraphTriple]:
+        with self._db.connection() as conn:
+            rows = triple_repo.get_triples(conn, user_id, list(ids))
+        return [from_triple_row(r) for r in rows]
+
+    def nearest_entities(
+        self, user_id: str, embedding: np.ndarray, min_cosine: float, k: int
+    ) -> list[tuple[str, float]]:
+        with self._db.connection() as conn:
+            rows = entity_repo.nearest_canonical_entities(conn, user_id, embedding, min_cosine, k)
+        return [(entity.name, score) for entity, score in rows]
+
+    def segments(self, user_id: str, ids: Sequence[int]) -> list[SegmentRecord]:
+        if not ids:
+            return []
+        with self._db.connection() as conn:
+            return list(segment_repo.get_segments(conn, user_id, list(ids)))
+
+    def search_visual(
+        self, user_id: str, embedding: np.ndarray, k: int, as_of: datetime | None = None
+    ) -> list[ClipMatch]:
+        with self._db.connection() as conn:
+            rows = visual_repo.search_visual(conn, user_id, embedding, k, as_of)
+        return [
+            ClipMatch(segment_id=s.id, start=s.window_start, end=s.window_end, score=score)
+            for s, score in rows
+        ]
+
+    def frames(self, user_id: str, start: datetime, end: datetime, limit: int) -> list[FrameRef]:
+        with self._db.connection() as conn:
+            rows = frame_repo.list_frames(conn, user_id, start, end, limit)
+        return [FrameRef(key=f.blob_key, ts=f.captured_at) for f in rows]

@@ -1,0 +1,86 @@
+"""What the retrievers return, and how results read as text for the agent and the responder."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import AwareDatetime, BaseModel
+
+from worldmm.models import MemoryType
+
+NO_RESULTS = "(no results)"
+
+
+class SegmentHit(BaseModel):
+    """An episodic passage: a caption (30 s) or summary (coarser scales) with its window."""
+
+    segment_id: int
+    scale: int
+    start: AwareDatetime
+    end: AwareDatetime
+    text: str
+    score: float
+
+
+class TripleHit(BaseModel):
+    """A semantic fact; ``invalidated_at`` is as of the query (None while active)."""
+
+    triple_id: int
+    subject: str
+    predicate: str
+    object: str
+    score: float
+    valid_from: AwareDatetime | None = None
+    invalidated_at: AwareDatetime | None = None
+
+
+class FrameHit(BaseModel):
+    """A stored frame (bytes in the blob store under ``key``)."""
+
+    key: str
+    ts: AwareDatetime
+    segment_id: int | None = None
+    score: float | None = None
+
+
+Hit = SegmentHit | TripleHit | FrameHit
+
+
+class RetrievalResult(BaseModel):
+    """One search of one memory. ``note`` says why results are missing or degraded
+    (e.g. the visual encoder is unavailable) — it is shown to the agent, never raised."""
+
+    memory_type: MemoryType
+    query: str
+    hits: list[SegmentHit] | list[TripleHit] | list[FrameHit]
+    note: str | None = None
+
+    def as_text(self) -> str:
+        lines = [hit_line(h) for h in self.hits]
+        if not lines:
+            lines = [NO_RESULTS + (f" {self.note}" if self.note else "")]
+        elif self.note:
+            lines.append(f"({self.note})")
+        return "\n".join(lines)
+
+
+def _ts(value: datetime) -> str:
+    return value.isoformat(timespec="seconds")
+
+
+def scale_label(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
+
+
+def hit_line(hit: Hit) -> str:
+    if isinstance(hit, SegmentHit):
+        return f"[{_ts(hit.start)} to {_ts(hit.end)}, {scale_label(hit.scale)}] {hit.text}"
+    if isinstance(hit, TripleHit):
+        since = f" (since {_ts(hit.valid_from)})" if hit.valid_from else ""
+        return f"- {hit.subject} {hit.predicate} {hit.object}.{since}"
+    where = f" (segment {hit.segment_id})" if hit.segment_id is not None else ""
+    return f"frame {hit.key} at {_ts(hit.ts)}{where}"
