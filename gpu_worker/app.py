@@ -14,7 +14,6 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, Field
-from starlette.formparsers import MultiPartException
 
 from gpu_worker.backends.base import EncoderBackend
 from gpu_worker.batching import DynamicBatcher, QueueFull
@@ -186,12 +185,8 @@ async def _read_frames(request: Request, config: WorkerConfig) -> list[bytes]:
     """Frames from multipart ``frames`` parts or a JSON body ``{"frames": [base64, ...]}``."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
-        try:
-            form = await request.form(
-                max_files=config.max_frames, max_part_size=config.max_frame_bytes
-            )
-        except MultiPartException as exc:
-            raise InvalidInput(f"bad multipart body: {exc.message}") from None
+        # Starlette answers a malformed body or too many parts with 400 and its message.
+        form = await request.form(max_files=config.max_frames, max_part_size=config.max_frame_bytes)
         parts = form.getlist("frames")
         if any(isinstance(p, str) for p in parts):
             raise InvalidInput("multipart 'frames' parts must be files")

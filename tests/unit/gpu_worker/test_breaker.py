@@ -1,0 +1,59 @@
+from worldmm.encoder.breaker import BreakerState, CircuitBreaker
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_opens_after_n_consecutive_failures_then_half_opens():
+    clock = Clock()
+    breaker = CircuitBreaker(3, 10.0, clock=clock)
+    for _ in range(2):
+        assert breaker.allow()
+        breaker.record_failure()
+    assert breaker.state is BreakerState.CLOSED
+    breaker.record_failure()
+    assert breaker.state is BreakerState.OPEN
+    assert not breaker.allow()
+    assert breaker.retry_in() == 10.0
+    clock.now += 10.0
+    assert breaker.state is BreakerState.HALF_OPEN
+    assert breaker.allow()  # one trial call
+    assert not breaker.allow()  # and only one
+    breaker.record_success()
+    assert breaker.state is BreakerState.CLOSED
+    assert breaker.allow()
+
+
+def test_a_failed_trial_reopens_for_a_full_period():
+    clock = Clock()
+    breaker = CircuitBreaker(1, 5.0, clock=clock)
+    breaker.record_failure()
+    clock.now += 5.0
+    assert breaker.allow()
+    breaker.record_failure()
+    assert breaker.state is BreakerState.OPEN
+    clock.now += 4.9
+    assert not breaker.allow()
+
+
+def test_success_resets_the_failure_count():
+    breaker = CircuitBreaker(2, 5.0, clock=Clock())
+    breaker.record_failure()
+    breaker.record_success()
+    breaker.record_failure()
+    assert breaker.state is BreakerState.CLOSED
+
+
+def test_abandoned_trial_frees_the_slot():
+    clock = Clock()
+    breaker = CircuitBreaker(1, 1.0, clock=clock)
+    breaker.record_failure()
+    clock.now += 1.0
+    assert breaker.allow()
+    breaker.abandon()
+    assert breaker.allow()
