@@ -1,0 +1,179 @@
+"""Memory construction as a Bytewax step that never blocks the worker.
+
+Each closed window is submitted to one asyncio loop running in a thread (one per process,
+shared by every worker and user) with at most ``llm_concurrency`` windows in flight; finished
+results are emitted from ``on_batch``/``on_notify`` and the step asks to be woken every
+``POLL`` while work is in flight; ``on_eof`` waits for the rest. A coarse window waits until
+every child it merges has finished. ``snapshot()`` returns the *inputs* of unfinished work,
+resubmitted on resume: Bytewax snapshots state and input offsets at the same epoch, so those
+windows would otherwise be lost after a crash (the writes are idempotent, so redoing is safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from bytewax.operators import StatefulBatchLogic
+
+from worldmm.memory.construct import WindowOutcome, process_window, record_late
+from worldmm.memory.deps import IngestDeps
+from worldmm.memory.windows import (
+    BASE_S,
+    BaseWindow,
+    CoarseWindow,
+    LateItem,
+    WindowEvent,
+    WindowId,
+)
+
+log = logging.getLogger("worldmm.dataflow.construct")
+POLL = timedelta(milliseconds=20)
+
+
+Process = Callable[[IngestDeps, WindowEvent], Awaitable[WindowOutcome]]
+
+
+class AsyncRunner:
+    """One event loop in a daemon thread; coroutines in, concurrent futures out."""
+
+    def __init__(self, deps: IngestDeps, concurrency: int, process: Process | None = None) -> None:
+        self.deps = deps
+        self.process = process or run_event
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_default_executor(cf.ThreadPoolExecutor(concurrency + 4, "worldmm-io"))
+        self._gate: asyncio.Semaphore | None = None
+        self._concurrency = concurrency
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="worldmm-async", daemon=True
+        )
+        self.thread.start()
+
+    async def _gated(self, event: WindowEvent) -> WindowOutcome:
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self._concurrency)
+        async with self._gate:
+            return await self.process(self.deps, event)
+
+    def submit(self, event: WindowEvent) -> cf.Future[WindowOutcome]:
+        return asyncio.run_coroutine_threadsafe(self._gated(event), self.loop)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+async def run_event(deps: IngestDeps, event: WindowEvent) -> WindowOutcome:
+    if isinstance(event, LateItem):
+        await asyncio.to_thread(record_late, deps, event.user_id, event.item)
+        return WindowOutcome(event.user_id, BASE_S, event.window_start_ms, "late")
+    return await process_window(deps, event)
+
+
+@dataclass
+class ConstructState:
+    """Picklable: the windows not finished yet (inputs, not futures) and finished children
+    that a waiting parent still needs."""
+
+    unfinished: list[WindowEvent] = field(default_factory=list)
+    done: set[WindowId] = field(default_factory=set)
+
+
+class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructState]):
+    def __init__(self, runner: Callable[[], AsyncRunner], resume: ConstructState | None) -> None:
+        self.runner = runner
+        self.done: set[WindowId] = set(resume.done) if resume else set()
+        self.running: list[tuple[WindowEvent, cf.Future[WindowOutcome]]] = []
+        self.waiting: list[CoarseWindow] = []
+        for event in resume.unfinished if resume else []:
+            self._accept(event)
+
+    # -- scheduling -------------------------------------------------------------------
+
+    def _accept(self, event: WindowEvent) -> None:
+        if isinstance(event, CoarseWindow) and not self._ready(event):
+            self.waiting.append(event)
+        else:
+            self.running.append((event, self.runner().submit(event)))
+
+    def _ready(self, event: CoarseWindow) -> bool:
+        return all(child in self.done for child in event.children)
+
+    def _harvest(self) -> list[WindowOutcome]:
+        out: list[WindowOutcome] = []
+        still = []
+        for event, fut in self.running:
+            if not fut.done():
+                still.append((event, fut))
+                continue
+            exc = fut.exception()
+            if exc is not None:  # process_window records its own failures; this is a bug
+                outcome = WindowOutcome(
+                    event.user_id,
+                    _scale(event),
+                    _start(event),
+                    "failed",
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+            else:
+                outcome = fut.result()
+            if not isinstance(event, LateItem):
+                self.done.add(event.wid)
+            out.append(outcome)
+        self.running = still
+        ready = [w for w in self.waiting if self._ready(w)]
+        if ready:
+            self.waiting = [w for w in self.waiting if not self._ready(w)]
+            for w in ready:
+                self.done.difference_update(w.children)  # each child has one parent
+                self.running.append((w, self.runner().submit(w)))
+        return out
+
+    # -- Bytewax hooks ------------------------------------------------------------------
+
+    def on_batch(self, values: list[WindowEvent]) -> tuple[Iterable[WindowOutcome], bool]:
+        for event in values:
+            self._accept(event)
+        return self._harvest(), self.RETAIN
+
+    def on_notify(self) -> tuple[Iterable[WindowOutcome], bool]:
+        return self._harvest(), self.RETAIN
+
+    def on_eof(self) -> tuple[Iterable[WindowOutcome], bool]:
+        out = self._harvest()
+        while self.running:
+            cf.wait([f for _, f in self.running], return_when=cf.FIRST_COMPLETED)
+            out += self._harvest()
+        if self.waiting:  # parents whose children never arrive stay for the next run
+            log.warning("eof_with_waiting_windows count=%d", len(self.waiting))
+        return out, self.RETAIN
+
+    def notify_at(self) -> datetime | None:
+        return datetime.now(UTC) + POLL if self.running else None
+
+    def snapshot(self) -> ConstructState:
+        unfinished = [e for e, _ in self.running] + list(self.waiting)
+        return ConstructState(unfinished, set(self.done))
+
+
+def _scale(event: WindowEvent) -> int:
+    return event.scale_s if isinstance(event, CoarseWindow) else BASE_S
+
+
+def _start(event: WindowEvent) -> int:
+    return event.window_start_ms if isinstance(event, LateItem) else event.start_ms
+
+
+def construct_builder(runner: Callable[[], AsyncRunner]):
+    def build(resume: ConstructState | None) -> ConstructLogic:
+        return ConstructLogic(runner, resume)
+
+    return build
+
+
+__all__ = ["AsyncRunner", "ConstructLogic", "ConstructState", "BaseWindow", "construct_builder"]

@@ -1,0 +1,298 @@
+"""The ingest dataflow: Kafka frames/audio/control → windows → memory in PostgreSQL.
+
+    python -m bytewax.run dataflows.ingest:flow            # settings from WORLDMM_* env
+    worldmm dataflow --workers 2 --recovery-dir /var/lib/worldmm/recovery
+
+Steps (DESIGN.md §3): ``decode`` (invalid → ``dlq`` with a reason; the flow never crashes
+on input) → ``store_blob`` (every frame and audio chunk, idempotent keys) → ``key_user`` →
+``windows`` (event-time cascade per user, worldmm.memory.windows) → ``construct``
+(concurrent model calls, writes) → ``report`` (log + metrics) and window failures → ``dlq``.
+The module attribute ``flow`` is built on first access, so importing reads no config.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import bytewax.operators as op
+from bytewax.dataflow import Dataflow, Stream
+from bytewax.inputs import Source
+from bytewax.outputs import DynamicSink, Sink, StatelessSinkPartition
+
+from connectors import codec
+from connectors.blobstore import audio_key, frame_key
+from connectors.dlq import DlqRecord, message_dlq_record, window_dlq_record
+from dataflows.construct_step import AsyncRunner, Process, construct_builder, run_event
+from dataflows.window_step import window_builder
+from worldmm.memory.construct import WindowOutcome
+from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.deps import IngestDeps, build_ingest_deps
+from worldmm.memory.windows import Item, SessionEnd, WindowConfig, ms_to_dt
+from worldmm.settings import Settings, load_settings
+
+log = logging.getLogger("worldmm.dataflow.ingest")
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """One input record, independent of the Kafka client (tests build these directly)."""
+
+    kind: str  # frames | audio | control
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    session_id: str
+    ts_ms: int
+
+
+class _Shared:
+    """Per-process lazily built dependencies + async runner (shared by worker threads)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        deps_factory: Callable[[Settings], IngestDeps],
+        process: Process = run_event,
+    ) -> None:
+        self.settings = settings
+        self.deps_factory = deps_factory
+        self.process = process
+        self._lock = threading.Lock()
+        self._deps: IngestDeps | None = None
+        self._runner: AsyncRunner | None = None
+
+    def deps(self) -> IngestDeps:
+        with self._lock:
+            if self._deps is None:
+                self._deps = self.deps_factory(self.settings)
+            return self._deps
+
+    def runner(self) -> AsyncRunner:
+        deps = self.deps()
+        with self._lock:
+            if self._runner is None:
+                self._runner = AsyncRunner(deps, self.settings.llm_concurrency, self.process)
+            return self._runner
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+        if self._deps is not None:
+            self._deps.close()
+
+
+# --- steps (plain functions, unit-testable) -------------------------------------------------
+
+
+def decode_record(
+    rec: RawRecord, limits: codec.CodecLimits, now: Callable[[], datetime]
+) -> codec.Message | DlqRecord:
+    try:
+        return codec.decode(rec.kind, rec.key, rec.value, rec.headers, now=now(), limits=limits)
+    except codec.InvalidMessage as exc:
+        return _dlq_for(rec, exc.reason, exc.detail, now())
+
+
+def _dlq_for(rec: RawRecord, reason: str, detail: str, at: datetime) -> DlqRecord:
+    return message_dlq_record(
+        reason=reason,
+        source_topic=rec.topic,
+        source_partition=rec.partition,
+        source_offset=rec.offset,
+        key=rec.key,
+        value=rec.value,
+        headers=rec.headers,
+        failed_at=at,
+        detail=detail,
+    )
+
+
+def to_window_input(
+    msg: codec.Message, blobs_of: Callable[[], Any]
+) -> tuple[str, Item | SessionEnd | SessionStart]:
+    """Store the capture's bytes (idempotent key) and keep only a small reference."""
+    if isinstance(msg, codec.ControlMessage):
+        if msg.event == "session_end":
+            return msg.user_id, SessionEnd(msg.session_id, msg.ts_ms)
+        return msg.user_id, SessionStart(msg.session_id, msg.ts_ms)
+    blobs = blobs_of()
+    if isinstance(msg, codec.FrameMessage):
+        key = frame_key(msg.user_id, msg.session_id, msg.ts, msg.seq)
+        blobs.put(key, msg.jpeg)
+        ref = CaptureRef(key, seq=msg.seq)
+        return msg.user_id, Item("frames", key, msg.session_id, msg.ts_ms, msg.ts_ms, ref)
+    key = audio_key(msg.user_id, msg.session_id, msg.ts)
+    blobs.put(key, codec.as_wav(msg))
+    ref = CaptureRef(
+        key, sample_rate=msg.sample_rate, duration_ms=msg.duration_ms, content_type="audio/wav"
+    )
+    end = msg.ts_ms + msg.duration_ms
+    return msg.user_id, Item("audio", key, msg.session_id, msg.ts_ms, end, ref)
+
+
+def outcome_dlq(outcome: WindowOutcome, now: datetime) -> DlqRecord:
+    return window_dlq_record(
+        reason="window_failed",
+        user_id=outcome.user_id,
+        scale_seconds=outcome.scale_s,
+        window_start=ms_to_dt(outcome.start_ms),
+        failed_at=now,
+        error=outcome.error or "",
+        extra={"attempts": outcome.attempts, "segment_id": outcome.segment_id},
+    )
+
+
+# --- sinks --------------------------------------------------------------------------------
+
+
+class _LogPartition(StatelessSinkPartition[WindowOutcome]):
+    def write_batch(self, items: list[WindowOutcome]) -> None:
+        for o in items:
+            log.info(
+                "window_%s user=%s scale=%s start=%s partial=%s segment=%s attempts=%s "
+                "duration_s=%.2f counts=%s error=%s",
+                o.status,
+                o.user_id,
+                o.scale_s,
+                ms_to_dt(o.start_ms).isoformat(),
+                o.partial,
+                o.segment_id,
+                o.attempts,
+                o.duration_s,
+                o.counts,
+                o.error,
+            )
+
+
+class LogSink(DynamicSink[WindowOutcome]):
+    """Structured log line per finished window (the data itself is already in PostgreSQL)."""
+
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _LogPartition:
+        return _LogPartition()
+
+
+def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -> None:
+    from bytewax.connectors.kafka import KafkaSinkMessage
+    from bytewax.connectors.kafka import operators as kop
+
+    from connectors.topics import topic_names
+
+    msgs = op.map(
+        f"{step_id}_msg",
+        up,
+        lambda r: KafkaSinkMessage(key=r.key, value=r.value, headers=list(r.headers)),
+    )
+    kop.output(step_id, msgs, brokers=[settings.kafka_brokers], topic=topic_names(settings)["dlq"])
+
+
+def _kafka_input(flow: Dataflow, settings: Settings, tail: bool) -> Stream[RawRecord]:
+    from bytewax.connectors.kafka import KafkaSource, KafkaSourceMessage
+
+    from connectors.topics import topic_names
+
+    names = topic_names(settings)
+    kinds = {names[k]: k for k in ("frames", "audio", "control")}
+    source = KafkaSource(
+        [settings.kafka_brokers],
+        list(kinds),
+        tail=tail,
+        raise_on_errors=False,
+        batch_size=500,
+    )
+    raw = op.input("kafka_in", flow, source)
+
+    def to_raw(m: Any) -> RawRecord | None:
+        if not isinstance(m, KafkaSourceMessage):
+            log.error("kafka_error error=%s", getattr(m, "err", m))
+            return None
+        return RawRecord(
+            kinds[m.topic], m.topic, m.key, m.value, list(m.headers or []), m.partition, m.offset
+        )
+
+    return op.filter_map("kafka_records", raw, to_raw)
+
+
+# --- the flow -------------------------------------------------------------------------------
+
+
+def build_flow(
+    settings: Settings,
+    *,
+    source: Source[RawRecord] | None = None,
+    dlq_sink: Sink[DlqRecord] | None = None,
+    report_sink: Sink[WindowOutcome] | None = None,
+    deps_factory: Callable[[Settings], IngestDeps] = build_ingest_deps,
+    process: Process = run_event,
+    clock: Callable[[], float] = time.time,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    tail: bool = True,
+    flow_id: str = "worldmm_ingest",
+) -> Dataflow:
+    """The ingest flow. Kafka in/out by default; tests pass a source, sinks and fake deps.
+
+    ``tail=False`` reads the topics to their current end and then stops (after finishing
+    every window that end closes): bounded replays and tests stop deterministically.
+    """
+    shared = _Shared(settings, deps_factory, process)
+    limits = codec.CodecLimits.from_settings(settings)
+    flow = Dataflow(flow_id)
+    if source is not None:
+        records = op.input("records_in", flow, source)
+    else:
+        records = _kafka_input(flow, settings, tail)
+
+    decoded = op.map("decode", records, lambda r: (r, decode_record(r, limits, now)))
+    split = op.branch("valid", decoded, lambda pair: not isinstance(pair[1], DlqRecord))
+    bad = op.map("bad_records", split.falses, lambda pair: pair[1])
+
+    def store(pair: tuple[RawRecord, codec.Message]) -> tuple[str, Any] | DlqRecord:
+        rec, msg = pair
+        try:
+            return to_window_input(msg, lambda: shared.deps().blobs)
+        except OSError as exc:  # blob store down/full: keep the record for a retry
+            return _dlq_for(rec, "blob_store_failed", str(exc), now())
+
+    stored = op.map("store_blob", split.trues, store)
+    stored_split = op.branch("stored", stored, lambda x: not isinstance(x, DlqRecord))
+    windowed_in = op.filter(
+        "drop_session_start", stored_split.trues, lambda pair: not isinstance(pair[1], SessionStart)
+    )
+    keyed = op.key_on("key_user", windowed_in, lambda pair: pair[0])
+    windows = op.stateful_batch(
+        "windows", keyed, window_builder(WindowConfig.from_settings(settings), clock)
+    )
+    outcomes = op.key_rm(
+        "outcomes", op.stateful_batch("construct", windows, construct_builder(shared.runner))
+    )
+    failed = op.filter("failed_windows", outcomes, lambda o: o.status == "failed")
+    window_dlq = op.map("window_dlq", failed, lambda o: outcome_dlq(o, now()))
+    dlq = op.merge("dlq_records", bad, stored_split.falses, window_dlq)
+
+    if dlq_sink is not None:
+        op.output("dlq_out", dlq, dlq_sink)
+    else:
+        _kafka_dlq_output("dlq_out", dlq, settings)
+    op.output("report", outcomes, report_sink or LogSink())
+    return flow
+
+
+def __getattr__(name: str) -> Dataflow:
+    """``dataflows.ingest:flow`` for ``python -m bytewax.run``: built from WORLDMM_* settings
+    when first asked for (importing the module reads nothing)."""
+    if name == "flow":
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+        return build_flow(load_settings())
+    raise AttributeError(name)

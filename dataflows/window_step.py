@@ -1,0 +1,54 @@
+"""The per-user window cascade as a Bytewax stateful step (the logic is worldmm.memory.windows).
+
+Wall time comes from an injected ``clock`` (epoch seconds) so tests control it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+from bytewax.operators import StatefulBatchLogic
+
+from worldmm.memory.windows import Item, SessionEnd, UserWindows, WindowConfig, WindowEvent
+
+Clock = Callable[[], float]
+
+
+UserInput = tuple[str, Item | SessionEnd]
+"""(user id, item or session end): Bytewax builders never see the key, so values carry it."""
+
+
+class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
+    def __init__(self, state: UserWindows | None, config: WindowConfig, clock: Clock) -> None:
+        self.state = state
+        self.config = config
+        self.clock = clock
+
+    def on_batch(self, values: list[UserInput]) -> tuple[Iterable[WindowEvent], bool]:
+        if self.state is None:
+            self.state = UserWindows(values[0][0], self.config)
+        return self.state.ingest([v for _, v in values], self.clock()), self.RETAIN
+
+    def on_notify(self) -> tuple[Iterable[WindowEvent], bool]:
+        return (self.state.tick(self.clock()) if self.state else []), self.RETAIN
+
+    def on_eof(self) -> tuple[Iterable[WindowEvent], bool]:
+        return (self.state.eof(self.clock()) if self.state else []), self.RETAIN
+
+    def notify_at(self) -> datetime | None:
+        wake = self.state.next_wake(self.clock()) if self.state else None
+        return None if wake is None else datetime.fromtimestamp(wake, tz=UTC)
+
+    def snapshot(self) -> UserWindows | None:
+        return copy.deepcopy(self.state)
+
+
+def window_builder(config: WindowConfig, clock: Clock):
+    """Builder for ``op.stateful_batch``: a fresh or resumed state per user key."""
+
+    def build(resume: UserWindows | None) -> WindowLogic:
+        return WindowLogic(resume, config, clock)
+
+    return build

@@ -1,0 +1,429 @@
+"""Memory construction for one closed window: plain async functions over :class:`IngestDeps`.
+
+* 30 s (:func:`build_base_segment`): audio → ASR; frames sampled uniformly (the same frames go
+  to the captioner and the visual encoder); caption → NER → episodic triples → entity
+  resolution → visual embedding; then one transaction writes segment, captures, entities,
+  triples and embedding. Audio-only windows become segments from their transcript.
+* 3 min / 10 min / 1 h (:func:`build_summary_segment`): merge the children's captions, then
+  episodic triples of the summary, parent links; at 10 min also semantic triples and
+  consolidation.
+
+Every write is keyed by (user, scale, window start), so a replayed window overwrites itself.
+:func:`process_window` wraps either with the status protocol: a ``pending`` row first, then
+``complete``; after ``window_max_attempts`` failures the row is ``failed`` with the error and
+the caller records it in the DLQ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from worldmm.memory.consolidation import consolidate_semantic
+from worldmm.memory.construct_inputs import AudioPiece, CaptureRef, sample_uniform, window_audio
+from worldmm.memory.deps import IngestDeps
+from worldmm.memory.entity_resolution import (
+    EntityResolution,
+    apply_resolutions,
+    resolve_entities,
+    surface_key,
+)
+from worldmm.memory.windows import (
+    BASE_S,
+    TEN_MIN_S,
+    BaseWindow,
+    CoarseWindow,
+    children_of,
+    ms_to_dt,
+)
+from worldmm.models import Triple
+from worldmm.store import frames as frame_store
+from worldmm.store import segments as segment_store
+from worldmm.store import triples as triple_store
+from worldmm.store import users as user_store
+from worldmm.store import visual as visual_store
+from worldmm.store.models import AudioChunkRow, FrameRow, SegmentRow, SegmentWrite, TripleWrite
+
+log = logging.getLogger("worldmm.memory.construct")
+
+Window = BaseWindow | CoarseWindow
+
+
+@dataclass
+class WindowOutcome:
+    """What became of one window (the flow logs it, counts it, and DLQs failures)."""
+
+    user_id: str
+    scale_s: int
+    start_ms: int
+    status: Literal["complete", "failed", "late"]
+    partial: bool = False
+    segment_id: int | None = None
+    visual_status: str = "none"
+    error: str | None = None
+    attempts: int = 1
+    counts: dict[str, int] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.user_id}/{self.scale_s}/{self.start_ms}"
+
+
+# --- shared pieces ---------------------------------------------------------------------
+
+
+@dataclass
+class TextMemory:
+    """Entities and episodic triples extracted from one text, resolved, ready to write."""
+
+    triples: list[Triple]
+    resolutions: dict[str, EntityResolution]
+    embeddings: np.ndarray
+
+
+async def extract_text_memory(deps: IngestDeps, user_id: str, text: str) -> TextMemory:
+    """NER → episodic triples → entity resolution (triple subjects/objects included)."""
+    if not text.strip():
+        return TextMemory([], {}, np.zeros((0, deps.embedder.dim), dtype=np.float32))
+    entities = await deps.roles.ner(text)
+    triples = await deps.roles.episodic_triples(text, entities) if entities else []
+    surfaces = list(entities)
+    for t in triples:
+        surfaces.append(t.subject)
+        if not t.object_is_literal:
+            surfaces.append(t.object)
+    resolutions = await resolve_entities(deps, user_id, surfaces, text)
+    texts = [f"{t.subject} {t.predicate} {t.object}" for t in triples]
+    embeddings = (
+        await asyncio.to_thread(deps.embedder.embed, texts)
+        if texts
+        else np.zeros((0, deps.embedder.dim), dtype=np.float32)
+    )
+    return TextMemory(triples, resolutions, embeddings)
+
+
+def _triple_rows(mem: TextMemory, ids: dict[str, int]) -> list[TripleWrite]:
+    rows = []
+    for t, emb in zip(mem.triples, mem.embeddings, strict=True):
+        rows.append(
+            TripleWrite(
+                subject_entity_id=ids[surface_key(t.subject)],
+                predicate=t.predicate,
+                object_entity_id=None if t.object_is_literal else ids[surface_key(t.object)],
+                object_literal=t.object if t.object_is_literal else None,
+                embedding=emb,
+            )
+        )
+    return rows
+
+
+def _versions(deps: IngestDeps, roles: list[str]) -> tuple[dict, dict]:
+    versions = getattr(deps.roles, "versions", {}) or {}
+    prompts = {r: versions[r] for r in roles if r in versions}
+    return {"llm": getattr(deps.roles, "label", "?"), "embed": deps.embedder.name}, prompts
+
+
+def _segment(window: Window, **fields) -> SegmentWrite:
+    scale = BASE_S if isinstance(window, BaseWindow) else window.scale_s
+    return SegmentWrite(
+        user_id=window.user_id,
+        session_id=window.session_id,
+        scale_seconds=scale,
+        window_start=ms_to_dt(window.start_ms),
+        window_end=ms_to_dt(window.end_ms),
+        partial=window.partial,
+        **fields,
+    )
+
+
+# --- 30 s ------------------------------------------------------------------------------
+
+
+async def build_base_segment(deps: IngestDeps, window: BaseWindow) -> WindowOutcome:
+    """Turn one closed 30 s window into its segment, entities, triples and clip embedding."""
+    settings = deps.settings
+    frames = [i for i in window.items if i.kind == "frames"]
+    audio = [i for i in window.items if i.kind == "audio"]
+    sampled = sample_uniform(frames, settings.frames_per_window)
+    jpegs = await asyncio.gather(
+        *(asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in sampled)
+    )
+    transcript = await _transcribe(deps, window, audio)
+
+    if jpegs:
+        caption = await deps.roles.caption(list(jpegs), transcript)
+    else:
+        caption = f"(audio only) {transcript}" if transcript else ""
+    mem = await extract_text_memory(deps, window.user_id, caption)
+
+    visual, visual_status, visual_error = None, "none", None
+    if jpegs and deps.encoder is not None:
+        visual, visual_status, visual_error = await _encode(deps, list(jpegs))
+
+    models, prompts = _versions(deps, ["caption", "ner", "episodic_triples", "entity_confirm"])
+    seg = _segment(
+        window,
+        caption=caption or None,
+        transcript=transcript or None,
+        processing_status="complete",
+        visual_status=visual_status,
+        error=visual_error,
+        model_versions=models,
+        prompt_versions=prompts,
+    )
+    segment_id = await asyncio.to_thread(_write_base, deps, window, seg, mem, visual, frames, audio)
+    return WindowOutcome(
+        window.user_id,
+        BASE_S,
+        window.start_ms,
+        "complete",
+        partial=window.partial,
+        segment_id=segment_id,
+        visual_status=visual_status,
+        counts={
+            "frames": len(frames),
+            "sampled": len(jpegs),
+            "audio_chunks": len(audio),
+            "entities": len(mem.resolutions),
+            "triples": len(mem.triples),
+        },
+    )
+
+
+async def _transcribe(deps: IngestDeps, window: BaseWindow, audio: list) -> str:
+    if not audio or deps.transcriber is None:
+        return ""
+    wavs = await asyncio.gather(*(asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in audio))
+    pieces = [AudioPiece(i.ts_ms, w) for i, w in zip(audio, wavs, strict=True)]
+    wav, rate = window_audio(pieces, window.start_ms, window.end_ms)
+    if not wav:
+        return ""
+    result = await asyncio.to_thread(
+        deps.transcriber.transcribe, wav, content_type="audio/wav", sample_rate=rate
+    )
+    return (getattr(result, "text", result) or "").strip()
+
+
+async def _encode(deps: IngestDeps, jpegs: list[bytes]):
+    from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
+
+    assert deps.encoder is not None
+    try:
+        return await deps.encoder.encode_video(jpegs), "complete", None
+    except EncoderUnavailable as exc:
+        # Text memory must not wait for the GPU: retried later (visual_status pending).
+        log.warning("encoder_unavailable error=%s", exc)
+        return None, "pending", None
+    except EncoderRejected as exc:
+        return None, "failed", f"visual: {exc}"
+
+
+def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual, frames, audio) -> int:
+    user = window.user_id
+    with deps.db.transaction() as conn:
+        user_store.ensure_user(conn, user)
+        if window.session_id:
+            user_store.upsert_session(conn, user, window.session_id)
+        segment_id = segment_store.upsert_segment(conn, seg)
+        for i in frames:
+            frame_store.insert_frame(
+                conn,
+                FrameRow(
+                    user_id=user,
+                    session_id=i.session_id,
+                    captured_at=ms_to_dt(i.ts_ms),
+                    seq=i.ref.seq,
+                    blob_key=i.ref.blob_key,
+                ),
+            )
+        for i in audio:
+            frame_store.insert_audio_chunk(conn, audio_row(user, i))
+        ids = apply_resolutions(conn, user, mem.resolutions)
+        triple_store.insert_triples(conn, user, segment_id, "episodic", _triple_rows(mem, ids))
+        if visual is not None:
+            visual_store.upsert_visual_embedding(conn, user, segment_id, visual)
+    return segment_id
+
+
+def audio_row(user_id: str, item, *, late: bool = False) -> AudioChunkRow:
+    ref: CaptureRef = item.ref
+    return AudioChunkRow(
+        user_id=user_id,
+        session_id=item.session_id,
+        started_at=ms_to_dt(item.ts_ms),
+        duration_ms=item.end_ms - item.ts_ms,
+        sample_rate=ref.sample_rate,
+        codec="wav",
+        blob_key=ref.blob_key,
+        late=late,
+    )
+
+
+def record_late(deps: IngestDeps, user_id: str, item) -> None:
+    """Keep a capture that missed its window (timestamp retrieval still finds it)."""
+    with deps.db.transaction() as conn:
+        user_store.ensure_user(conn, user_id)
+        if item.kind == "frames":
+            frame_store.insert_frame(
+                conn,
+                FrameRow(
+                    user_id=user_id,
+                    session_id=item.session_id,
+                    captured_at=ms_to_dt(item.ts_ms),
+                    seq=item.ref.seq,
+                    blob_key=item.ref.blob_key,
+                    late=True,
+                ),
+            )
+        else:
+            frame_store.insert_audio_chunk(conn, audio_row(user_id, item, late=True))
+
+
+# --- 3 min / 10 min / 1 h ----------------------------------------------------------------
+
+
+async def build_summary_segment(deps: IngestDeps, window: CoarseWindow) -> WindowOutcome:
+    """Merge the children's captions into this window's summary and extract its memory."""
+    children = await asyncio.to_thread(load_children, deps, window)
+    captions = [c.caption for c in children if c.processing_status == "complete" and c.caption]
+    summary = await deps.roles.merge_captions(captions, window.scale_s) if captions else ""
+    mem = await extract_text_memory(deps, window.user_id, summary)
+    models, prompts = _versions(deps, ["merge_captions", "ner", "episodic_triples"])
+    failed_children = [c.id for c in children if c.processing_status == "failed"]
+    seg = _segment(
+        window,
+        caption=summary or None,
+        processing_status="complete",
+        error=f"children failed: {failed_children}" if failed_children else None,
+        model_versions=models,
+        prompt_versions=prompts,
+    )
+    segment_id = await asyncio.to_thread(_write_summary, deps, window, seg, mem, children)
+    counts = {
+        "children": len(children),
+        "entities": len(mem.resolutions),
+        "triples": len(mem.triples),
+    }
+    if window.scale_s == TEN_MIN_S and summary:
+        extraction = await deps.roles.semantic_triples(summary, mem.triples)
+        async with deps.user_lock(window.user_id):  # consolidations of a user never interleave
+            stats = await consolidate_semantic(
+                deps,
+                window.user_id,
+                segment_id,
+                ms_to_dt(window.end_ms),
+                extraction.semantic_triples,
+                summary,
+            )
+        counts.update(
+            semantic=len(extraction.semantic_triples),
+            semantic_updated=stats.updated,
+            semantic_invalidated=stats.invalidated,
+        )
+    return WindowOutcome(
+        window.user_id,
+        window.scale_s,
+        window.start_ms,
+        "complete",
+        partial=window.partial,
+        segment_id=segment_id,
+        counts=counts,
+    )
+
+
+def load_children(deps: IngestDeps, window: CoarseWindow) -> list[SegmentRow]:
+    """Every stored child of the window (a re-closed window also sees earlier sessions')."""
+    wanted = {(s, ms_to_dt(start)) for s, start in children_of(window.wid)}
+    with deps.db.connection() as conn:
+        rows = segment_store.list_segments(
+            conn, window.user_id, ms_to_dt(window.start_ms), ms_to_dt(window.end_ms)
+        )
+    return [r for r in rows if (r.scale_seconds, r.window_start) in wanted]
+
+
+def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -> int:
+    user = window.user_id
+    with deps.db.transaction() as conn:
+        user_store.ensure_user(conn, user)
+        segment_id = segment_store.upsert_segment(conn, seg)
+        segment_store.link_children(conn, segment_id, [c.id for c in children])
+        ids = apply_resolutions(conn, user, mem.resolutions)
+        triple_store.insert_triples(conn, user, segment_id, "episodic", _triple_rows(mem, ids))
+    return segment_id
+
+
+# --- the status protocol -------------------------------------------------------------------
+
+
+async def process_window(deps: IngestDeps, window: Window) -> WindowOutcome:
+    """pending → complete, or failed (with the error) after ``window_max_attempts`` tries."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.to_thread(_mark_pending, deps, window)
+    attempts = deps.settings.window_max_attempts
+    error = ""
+    for attempt in range(1, attempts + 1):
+        try:
+            if isinstance(window, BaseWindow):
+                outcome = await build_base_segment(deps, window)
+            else:
+                outcome = await build_summary_segment(deps, window)
+            outcome.attempts = attempt
+            outcome.duration_s = loop.time() - started
+            return outcome
+        except Exception as exc:  # noqa: BLE001 - recorded on the segment and in the DLQ
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning(
+                "window_failed user=%s scale=%s start=%s attempt=%d error=%s",
+                window.user_id,
+                _scale(window),
+                window.start_ms,
+                attempt,
+                error,
+            )
+    segment_id = await asyncio.to_thread(_mark_failed, deps, window, error)
+    return WindowOutcome(
+        window.user_id,
+        _scale(window),
+        window.start_ms,
+        "failed",
+        partial=window.partial,
+        segment_id=segment_id,
+        error=error,
+        attempts=attempts,
+        duration_s=loop.time() - started,
+    )
+
+
+def _scale(window: Window) -> int:
+    return BASE_S if isinstance(window, BaseWindow) else window.scale_s
+
+
+def _mark_pending(deps: IngestDeps, window: Window) -> None:
+    with deps.db.transaction() as conn:
+        user_store.ensure_user(conn, window.user_id)
+        existing = segment_store.get_segment_by_window(
+            conn, window.user_id, _scale(window), ms_to_dt(window.start_ms)
+        )
+        if existing is None:
+            segment_store.upsert_segment(conn, _segment(window, processing_status="pending"))
+        else:
+            segment_store.set_segment_status(conn, existing.id, "pending", None)
+
+
+def _mark_failed(deps: IngestDeps, window: Window, error: str) -> int:
+    with deps.db.transaction() as conn:
+        existing = segment_store.get_segment_by_window(
+            conn, window.user_id, _scale(window), ms_to_dt(window.start_ms)
+        )
+        if existing is None:
+            return segment_store.upsert_segment(
+                conn, _segment(window, processing_status="failed", error=error)
+            )
+        segment_store.set_segment_status(conn, existing.id, "failed", error[:2000])
+        return existing.id

@@ -1,0 +1,122 @@
+"""Caption-level ingest: windows whose captions already exist (benchmarks such as EgoLife).
+
+Skips ASR, captioning and the visual encoder; everything after the caption (NER, triples,
+entity resolution, the 3 min / 10 min / 1 h merges, semantic consolidation) runs through the
+same code as the live flow, and the window cascade comes from the same pure logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+
+from worldmm.memory.construct import (
+    WindowOutcome,
+    _segment,
+    _triple_rows,
+    _versions,
+    build_summary_segment,
+    extract_text_memory,
+)
+from worldmm.memory.deps import IngestDeps
+from worldmm.memory.windows import (
+    BASE_S,
+    BaseWindow,
+    CoarseWindow,
+    Item,
+    SessionEnd,
+    UserWindows,
+    WindowConfig,
+    align,
+    dt_to_ms,
+)
+from worldmm.store import segments as segment_store
+from worldmm.store import triples as triple_store
+from worldmm.store import users as user_store
+
+CaptionWindow = tuple[datetime, datetime, str, str]
+"""(window start, window end, caption text, transcript text)."""
+
+
+async def ingest_caption_windows(
+    deps: IngestDeps,
+    user_id: str,
+    windows: Sequence[CaptionWindow],
+    *,
+    session_id: str = "captions",
+    concurrency: int | None = None,
+) -> list[WindowOutcome]:
+    """Build 30 s segments from given captions, then every coarser level above them.
+
+    The input ends with a session end at the last window's end, so the trailing coarse
+    windows are flushed (partial when they did not run to their end).
+    """
+    if not windows:
+        return []
+    gate = asyncio.Semaphore(concurrency or deps.settings.llm_concurrency)
+    state = UserWindows(user_id, WindowConfig(allowed_lateness_s=0))
+    text: dict[int, tuple[str, str]] = {}
+    items: list[Item | SessionEnd] = []
+    for start, _end, caption, transcript in windows:
+        start_ms = align(dt_to_ms(start), BASE_S)
+        text[start_ms] = (caption, transcript)
+        for kind in ("frames", "audio"):  # both streams present: nothing waits on idleness
+            items.append(Item(kind, f"c{start_ms}", session_id, start_ms, start_ms + 1))
+    last_end = max(dt_to_ms(end) for _s, end, _c, _t in windows)
+    items.append(SessionEnd(session_id, last_end))
+    events = state.ingest(items, 0.0) + state.eof(0.0)
+
+    async def one_base(w: BaseWindow) -> WindowOutcome:
+        async with gate:
+            caption, transcript = text[w.start_ms]
+            return await build_caption_segment(deps, w, caption, transcript)
+
+    async def one_coarse(w: CoarseWindow) -> WindowOutcome:
+        async with gate:
+            return await build_summary_segment(deps, w)
+
+    bases = [e for e in events if isinstance(e, BaseWindow)]
+    outcomes = list(await asyncio.gather(*(one_base(w) for w in bases)))
+    for scale in (180, 600, 3600):  # each level after the one below it is written
+        level = [e for e in events if isinstance(e, CoarseWindow) and e.scale_s == scale]
+        outcomes += await asyncio.gather(*(one_coarse(w) for w in level))
+    return outcomes
+
+
+async def build_caption_segment(
+    deps: IngestDeps, window: BaseWindow, caption: str, transcript: str
+) -> WindowOutcome:
+    mem = await extract_text_memory(deps, window.user_id, caption)
+    models, prompts = _versions(deps, ["ner", "episodic_triples", "entity_confirm"])
+    seg = _segment(
+        window,
+        caption=caption or None,
+        transcript=transcript or None,
+        processing_status="complete",
+        model_versions={**models, "caption": "given"},
+        prompt_versions=prompts,
+    )
+
+    def write() -> int:
+        from worldmm.memory.entity_resolution import apply_resolutions
+
+        with deps.db.transaction() as conn:
+            user_store.ensure_user(conn, window.user_id)
+            user_store.upsert_session(conn, window.user_id, window.session_id or "captions")
+            segment_id = segment_store.upsert_segment(conn, seg)
+            ids = apply_resolutions(conn, window.user_id, mem.resolutions)
+            rows = _triple_rows(mem, ids)
+            triple_store.insert_triples(conn, window.user_id, segment_id, "episodic", rows)
+        return segment_id
+
+    segment_id = await asyncio.to_thread(write)
+    return WindowOutcome(
+        window.user_id,
+        BASE_S,
+        window.start_ms,
+        "complete",
+        partial=window.partial,
+        segment_id=segment_id,
+        counts={"entities": len(mem.resolutions), "triples": len(mem.triples)},
+    )
