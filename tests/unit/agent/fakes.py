@@ -157,8 +157,10 @@ class FakeReader:
 
     def _rows(self, user, memory_type, scale, as_of):
         return [
-            t for m, t in self.triples.get(user, [])
-            if m == memory_type and (scale is None or t.scale == scale)
+            t
+            for m, t in self.triples.get(user, [])
+            if m == memory_type
+            and (scale is None or t.scale == scale)
             and self._exists(user, m, t, as_of)
         ]
 
@@ -183,8 +185,9 @@ class FakeReader:
 
     def nearest_entities(self, user_id, embedding, min_cosine, k):
         self.calls.append(("nearest_entities", user_id, None))
-        scored = [(n, float(self.embedder.vector(n) @ embedding))
-                  for n in self.entities.get(user_id, [])]
+        scored = [
+            (n, float(self.embedder.vector(n) @ embedding)) for n in self.entities.get(user_id, [])
+        ]
         return sorted([p for p in scored if p[1] >= min_cosine], key=lambda p: -p[1])[:k]
 
     def segments(self, user_id, ids):
@@ -195,8 +198,12 @@ class FakeReader:
         self.calls.append(("search_visual", user_id, as_of))
         clips = [c for c in self.clips.get(user_id, []) if as_of is None or c.end <= as_of]
         scored = sorted(clips, key=lambda c: -float(c.vector @ embedding))[:k]
-        return [ClipMatch(segment_id=c.segment_id, start=c.start, end=c.end,
-                          score=float(c.vector @ embedding)) for c in scored]
+        return [
+            ClipMatch(
+                segment_id=c.segment_id, start=c.start, end=c.end, score=float(c.vector @ embedding)
+            )
+            for c in scored
+        ]
 
     def frames(self, user_id, start, end, limit):
         self.calls.append(("frames", user_id, None))

@@ -55,14 +55,28 @@ class MemoryCache:
 
 def seg(i: int, scale: int, start: float, text: str) -> SegmentRecord:
     return SegmentRecord(
-        id=i, user_id=USER, session_id="s", scale_seconds=scale, window_start=at(start),
-        window_end=at(start + scale), caption=text, processing_status="complete",
+        id=i,
+        user_id=USER,
+        session_id="s",
+        scale_seconds=scale,
+        window_start=at(start),
+        window_end=at(start + scale),
+        caption=text,
+        processing_status="complete",
     )
 
 
 def tri(tid, s, p, o, segment=None, scale=None, literal=False, **kw) -> GraphTriple:
-    return GraphTriple(triple_id=tid, subject=s, predicate=p, object=o, object_is_literal=literal,
-                       segment_id=segment, scale=scale, **kw)
+    return GraphTriple(
+        triple_id=tid,
+        subject=s,
+        predicate=p,
+        object=o,
+        object_is_literal=literal,
+        segment_id=segment,
+        scale=scale,
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -79,11 +93,16 @@ def world():
     for s in segments:
         reader.add_segment(USER, s)
     episodic = [
-        tri(1, "Kate", "hands", "red cup", 1, 30), tri(2, "I", "stand in", "kitchen", 1, 30),
-        tri(3, "Alex", "reads", "book", 2, 30), tri(4, "Alex", "sits on", "sofa", 2, 30),
-        tri(5, "I", "wash", "red cup", 3, 30), tri(6, "I", "stand at", "sink", 3, 30),
-        tri(7, "Kate", "drives to", "work", 5, 30), tri(8, "Kate", "drives", "blue car", 5, 30),
-        tri(9, "Kate", "is in", "kitchen", 4, 180), tri(10, "Alex", "is in", "kitchen", 4, 180),
+        tri(1, "Kate", "hands", "red cup", 1, 30),
+        tri(2, "I", "stand in", "kitchen", 1, 30),
+        tri(3, "Alex", "reads", "book", 2, 30),
+        tri(4, "Alex", "sits on", "sofa", 2, 30),
+        tri(5, "I", "wash", "red cup", 3, 30),
+        tri(6, "I", "stand at", "sink", 3, 30),
+        tri(7, "Kate", "drives to", "work", 5, 30),
+        tri(8, "Kate", "drives", "blue car", 5, 30),
+        tri(9, "Kate", "is in", "kitchen", 4, 180),
+        tri(10, "Alex", "is in", "kitchen", 4, 180),
     ]
     for t in episodic:
         reader.add_triple(USER, "episodic", t)
@@ -104,13 +123,16 @@ def world():
         Clip(5, at(3600), at(3630), emb.vector("blue car road")),
     ]
     reader.frame_rows[USER] = [FrameRef(key=f"f/{i:04d}.jpg", ts=at(i * 0.5)) for i in range(240)]
-    reader.frame_rows[USER] += [
-        FrameRef(key=f"g/{i:04d}.jpg", ts=at(3600 + i)) for i in range(30)
-    ]
+    reader.frame_rows[USER] += [FrameRef(key=f"g/{i:04d}.jpg", ts=at(3600 + i)) for i in range(30)]
     roles = ScriptedRoles()
     deps = RetrievalDeps(
-        db=None, roles=roles, embedder=emb, encoder=FakeEncoder(emb), cache=NullCache(),
-        settings=Settings(database_url=None, redis_url=None), store=reader,
+        db=None,
+        roles=roles,
+        embedder=emb,
+        encoder=FakeEncoder(emb),
+        cache=NullCache(),
+        settings=Settings(database_url=None, redis_url=None),
+        store=reader,
     )
     return deps, reader, roles
 
@@ -127,7 +149,7 @@ def test_episodic_finds_the_segment_of_the_named_entity_and_fact(world):
     assert result.hits[0].segment_id == 1
     assert result.hits[0].text.startswith("Kate hands me")
     assert len(result.hits) <= deps.settings.rerank_keep
-    (query, candidates, keep), = roles.rerank_calls
+    ((query, candidates, keep),) = roles.rerank_calls
     assert keep == 3 and query == "Which red cup did Kate hand me?"
     # candidates come from both scales and respect each scale's top-k
     scales = {h.split(", ")[1].split("]")[0] for _, h in candidates}
@@ -276,8 +298,9 @@ def test_visual_time_range_mode_needs_no_encoder(world):
     assert [h.ts for h in result.hits] == [at(i) for i in range(10)]
     long = run(search_visual(deps, USER, "2025-05-01T10:00:00Z - 2025-05-01T10:02:00Z"))
     assert len(long.hits) == MAX_RANGE_FRAMES
-    capped = run(search_visual(deps, USER, "2025-05-01T10:00:00Z to 2025-05-01T11:00:00Z",
-                               as_of=at(5)))
+    capped = run(
+        search_visual(deps, USER, "2025-05-01T10:00:00Z to 2025-05-01T11:00:00Z", as_of=at(5))
+    )
     assert capped.hits and all(h.ts < at(5) for h in capped.hits)
 
 
@@ -292,7 +315,9 @@ def test_parse_time_range_forms():
 
 def test_thin_frames_bins():
     frames = [FrameRef(key=str(i), ts=at(i / 4)) for i in range(40)]  # 10 s at 4 fps
-    assert [f.key for f in thin_frames(frames, at(0), at(10), 100)] == [str(i) for i in range(0, 40, 4)]
+    assert [f.key for f in thin_frames(frames, at(0), at(10), 100)] == [
+        str(i) for i in range(0, 40, 4)
+    ]
     assert len(thin_frames(frames, at(0), at(10), 5)) == 5
     assert thin_frames([], at(0), at(1), 5) == []
 
@@ -307,5 +332,11 @@ def test_search_dispatches_by_memory_type(world):
 
 def test_deps_need_a_database_or_a_reader():
     with pytest.raises(ValueError, match="Database"):
-        RetrievalDeps(db=None, roles=ScriptedRoles(), embedder=HashEmbedder(), encoder=None,
-                      cache=NullCache(), settings=Settings())
+        RetrievalDeps(
+            db=None,
+            roles=ScriptedRoles(),
+            embedder=HashEmbedder(),
+            encoder=None,
+            cache=NullCache(),
+            settings=Settings(),
+        )

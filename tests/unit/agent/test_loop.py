@@ -1,0 +1,253 @@
+"""The adaptive loop with a scripted ModelRoles and recording retrievers."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from tests.unit.agent.fakes import (
+    HashEmbedder,
+    ScriptedRoles,
+    call_error,
+    parse_error,
+    search,
+)
+from worldmm.agent import AgentResult, answer_question, render_context, run_agent
+from worldmm.graph.cache import NullCache
+from worldmm.llm.schemas import AgentAction
+from worldmm.memory.retrieval import (
+    FrameHit,
+    RetrievalDeps,
+    RetrievalResult,
+    SegmentHit,
+    TripleHit,
+)
+from worldmm.settings import Settings
+
+T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)
+ANSWER = AgentAction(action="ANSWER")
+
+
+def seg_hit(i: int) -> SegmentHit:
+    return SegmentHit(
+        segment_id=i,
+        scale=30,
+        start=T0 + timedelta(seconds=30 * i),
+        end=T0 + timedelta(seconds=30 * i + 30),
+        text=f"Passage {i} text.",
+        score=0.5,
+    )
+
+
+class Recorder:
+    """One fake retriever per memory, each returning fixed hits and recording queries."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def for_memory(self, memory: str):
+        async def retrieve(query: str) -> RetrievalResult:
+            self.calls.append((memory, query))
+            if memory == "episodic":
+                hits = [seg_hit(1), seg_hit(2)]
+            elif memory == "semantic":
+                hits = [
+                    TripleHit(
+                        triple_id=7, subject="I", predicate="likes", object="coffee", score=1.0
+                    )
+                ]
+            else:
+                hits = [FrameHit(key="f/1.jpg", ts=T0, segment_id=1, score=0.3)]
+            return RetrievalResult(memory_type=memory, query=query, hits=hits)
+
+        return retrieve
+
+    def all(self):
+        return {m: self.for_memory(m) for m in ("episodic", "semantic", "visual")}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_search_dispatches_to_the_chosen_memory_with_the_chosen_query():
+    rec = Recorder()
+    roles = ScriptedRoles(
+        [
+            search("semantic", "coffee habit"),
+            search("visual", "red cup"),
+            search("episodic", "kitchen"),
+            ANSWER,
+        ]
+    )
+    result = run(run_agent(roles, rec.all(), "What do I drink?", max_rounds=5))
+    assert rec.calls == [
+        ("semantic", "coffee habit"),
+        ("visual", "red cup"),
+        ("episodic", "kitchen"),
+    ]
+    assert [(r.memory_type, r.query) for r in result.rounds] == rec.calls
+    assert result.stopped == "answer"
+    assert len(roles.steps_seen) == 4  # three searches and the ANSWER step
+
+
+def test_each_step_sees_the_results_of_earlier_rounds():
+    rec = Recorder()
+    roles = ScriptedRoles([search("semantic", "coffee"), search("episodic", "morning"), ANSWER])
+    run(run_agent(roles, rec.all(), "q"))
+    assert roles.steps_seen[0] == []
+    first = roles.steps_seen[1][0]
+    assert (first.memory_type, first.query) == ("semantic", "coffee")
+    assert "I likes coffee" in first.results_text
+    assert [r.memory_type for r in roles.steps_seen[2]] == ["semantic", "episodic"]
+
+
+def test_answer_first_means_no_search_and_the_responder_still_answers():
+    rec = Recorder()
+    roles = ScriptedRoles([ANSWER])
+    result = run(run_agent(roles, rec.all(), "hello?", choices=["A. yes", "B. no"]))
+    assert rec.calls == [] and result.rounds == []
+    assert result.stopped == "answer"
+    ((question, context, choices),) = roles.respond_calls
+    assert (question, choices) == ("hello?", ["A. yes", "B. no"])
+    assert context == "(nothing was retrieved)"
+    assert result.answer.startswith("answer to 'hello?'")
+    assert result.label == "scripted"
+
+
+def test_max_rounds_forces_the_answer():
+    rec = Recorder()
+    roles = ScriptedRoles([search("episodic", f"query {i}") for i in range(10)])
+    result = run(run_agent(roles, rec.all(), "q", max_rounds=3))
+    assert len(result.rounds) == 3 and len(rec.calls) == 3
+    assert len(roles.steps_seen) == 3  # not asked a fourth time
+    assert result.stopped == "max_rounds"
+    assert len(roles.respond_calls) == 1
+
+
+def test_unparsable_step_is_retried_once():
+    rec = Recorder()
+    roles = ScriptedRoles([parse_error(), search("semantic", "coffee"), ANSWER])
+    result = run(run_agent(roles, rec.all(), "q"))
+    assert rec.calls == [("semantic", "coffee")]
+    assert result.stopped == "answer"
+
+
+def test_second_unparsable_step_ends_the_search_and_answers():
+    rec = Recorder()
+    roles = ScriptedRoles(
+        [search("episodic", "a"), parse_error(), parse_error(), search("episodic", "never")]
+    )
+    result = run(run_agent(roles, rec.all(), "q"))
+    assert rec.calls == [("episodic", "a")]
+    assert result.stopped == "parse_error"
+    assert "Passage 1 text." in roles.respond_calls[0][1]
+    assert result.evidence[0].segment_id == 1
+
+
+def test_failed_step_call_answers_from_what_was_found():
+    rec = Recorder()
+    roles = ScriptedRoles([search("visual", "cup"), call_error()])
+    result = run(run_agent(roles, rec.all(), "q"))
+    assert result.stopped == "model_error"
+    assert result.frames == ["f/1.jpg"]
+
+
+def test_repeated_search_reuses_results_without_searching_again():
+    rec = Recorder()
+    roles = ScriptedRoles([search("episodic", "Kitchen"), search("episodic", " kitchen "), ANSWER])
+    result = run(run_agent(roles, rec.all(), "q"))
+    assert rec.calls == [("episodic", "Kitchen")]
+    assert [r.repeated for r in result.rounds] == [False, True]
+    assert result.rounds[1].results == result.rounds[0].results
+
+
+def test_result_collects_distinct_evidence_triples_and_frames_and_survives_json():
+    rec = Recorder()
+    roles = ScriptedRoles(
+        [
+            search("episodic", "a"),
+            search("episodic", "b"),
+            search("semantic", "c"),
+            search("visual", "d"),
+            ANSWER,
+        ]
+    )
+    result = run(run_agent(roles, rec.all(), "q"))
+    assert [e.segment_id for e in result.evidence] == [1, 2]
+    assert [t.triple_id for t in result.triples] == [7]
+    assert result.frames == ["f/1.jpg"]
+    back = AgentResult.model_validate_json(result.model_dump_json())
+    assert back == result
+    assert isinstance(back.rounds[2].results[0], TripleHit)
+    assert isinstance(back.rounds[3].results[0], FrameHit)
+
+
+def test_render_context_lists_every_round():
+    rec = Recorder()
+    roles = ScriptedRoles([search("episodic", "a"), search("visual", "d"), ANSWER])
+    result = run(run_agent(roles, rec.all(), "q"))
+    text = render_context(result.rounds)
+    assert "Search 1: episodic memory, query 'a'" in text
+    assert "Passage 2 text." in text
+    assert "frame f/1.jpg at 2025-05-01T10:00:00+00:00" in text
+
+
+def test_answer_question_passes_user_and_as_of_to_every_search():
+    seen: list[tuple[str, str, str, datetime | None]] = []
+
+    def fake(memory):
+        async def fn(deps, user_id, query, as_of):
+            seen.append((memory, user_id, query, as_of))
+            return RetrievalResult(memory_type=memory, query=query, hits=[])
+
+        return fn
+
+    roles = ScriptedRoles(
+        [search("episodic", "x"), search("semantic", "y"), search("visual", "z"), ANSWER]
+    )
+    deps = RetrievalDeps(
+        db=None,
+        roles=roles,
+        embedder=HashEmbedder(),
+        encoder=None,
+        cache=NullCache(),
+        settings=Settings(agent_max_rounds=5),
+        store=object(),
+    )
+    cutoff = T0 + timedelta(hours=1)
+    result = run(
+        answer_question(
+            deps,
+            "u-42",
+            "q",
+            as_of=cutoff,
+            searches={m: fake(m) for m in ("episodic", "semantic", "visual")},
+        )
+    )
+    assert seen == [
+        ("episodic", "u-42", "x", cutoff),
+        ("semantic", "u-42", "y", cutoff),
+        ("visual", "u-42", "z", cutoff),
+    ]
+    assert result.stopped == "answer"
+    assert "(no results)" in roles.respond_calls[0][1]
+
+
+def test_answer_question_uses_settings_max_rounds():
+    roles = ScriptedRoles([search("episodic", f"q{i}") for i in range(10)])
+
+    async def fn(deps, user_id, query, as_of):
+        return RetrievalResult(memory_type="episodic", query=query, hits=[])
+
+    deps = RetrievalDeps(
+        db=None,
+        roles=roles,
+        embedder=HashEmbedder(),
+        encoder=None,
+        cache=NullCache(),
+        settings=Settings(agent_max_rounds=2),
+        store=object(),
+    )
+    result = run(answer_question(deps, "u", "q", searches={"episodic": fn}))
+    assert len(result.rounds) == 2 and result.stopped == "max_rounds"
