@@ -1,0 +1,32 @@
+"""POST /v1/users/{user_id}/query: the retrieval agent over one user's memory."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from query_api.auth import AuthorizedUser
+from query_api.deps import Deps
+from query_api.ops.query import run_query
+from query_api.routes.common import USER_ERRORS
+from query_api.schemas import ErrorOut, QueryRequest, QueryResponse
+
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["query"])
+
+
+@router.post(
+    "/query",
+    response_model=QueryResponse,
+    summary="Ask a question about the past",
+    description=(
+        "Runs the retrieval agent: up to `max_rounds` searches of episodic, semantic or "
+        "visual memory, then an answer from everything found. The reply carries the "
+        "rounds, the segments (with time ranges), semantic facts and frame URLs the answer "
+        "rests on. With `as_of`, only memory that existed at that time is used."
+    ),
+    responses={
+        **USER_ERRORS,
+        502: {"model": ErrorOut, "description": "A model call failed; retry later"},
+    },
+)
+async def query(user_id: AuthorizedUser, body: QueryRequest, deps: Deps) -> QueryResponse:
+    return await run_query(deps, user_id, body)

@@ -1,0 +1,221 @@
+"""Request and response bodies of the query API (the wire contract, documented in OpenAPI)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from worldmm.models import SCALES, MemoryType
+
+# The same characters the ingest path accepts in ids (connectors.codec.SAFE_ID_RE), so every
+# user that can stream can be queried and blob prefixes stay safe path segments.
+USER_ID_PATTERN = r"^[A-Za-z0-9_.@-]{1,128}$"
+USER_ID_RE = re.compile(USER_ID_PATTERN)
+MAX_QUESTION_CHARS = 2000
+MAX_CHOICES = 10
+MAX_CHOICE_CHARS = 500
+MAX_NOTE_CHARS = 4000
+MAX_PAGE = 500
+DEFAULT_PAGE = 100
+
+UserId = Annotated[
+    str,
+    Field(
+        pattern=USER_ID_PATTERN,
+        description="1-128 characters of A-Z a-z 0-9 _ . @ - (not '.' or '..').",
+        examples=["alice"],
+    ),
+]
+Scale = Literal[30, 180, 600, 3600]
+assert set(Scale.__args__) == set(SCALES)  # type: ignore[attr-defined]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value.strip()
+
+
+# --- users -----------------------------------------------------------------------------
+class CreateUserRequest(_Body):
+    user_id: UserId
+
+    @field_validator("user_id")
+    @classmethod
+    def _no_dots(cls, v: str) -> str:
+        if v in (".", ".."):
+            raise ValueError("'.' and '..' are not user ids")
+        return v
+
+
+class CreateUserResponse(BaseModel):
+    user_id: str
+    api_key: str = Field(description="The user's bearer key. Shown once; only a hash is kept.")
+
+
+class PurgeResponse(BaseModel):
+    user_id: str
+    rows_deleted: dict[str, int] = Field(description="Rows removed per table.")
+    blobs_deleted: int
+    cache_keys_deleted: int
+
+
+# --- query -----------------------------------------------------------------------------
+class QueryRequest(_Body):
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, description="A question about the past."
+    )
+    choices: list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE_CHARS)]] | None = (
+        Field(
+            default=None,
+            max_length=MAX_CHOICES,
+            description="Multiple-choice options; the answer is then one of them.",
+        )
+    )
+    as_of: AwareDatetime | None = Field(
+        default=None,
+        description="Answer only from memory that existed at this time (ISO 8601 with zone).",
+    )
+    max_rounds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Retrieval rounds (1 to the server's WORLDMM_AGENT_MAX_ROUNDS).",
+    )
+
+    _question = field_validator("question")(_not_blank)
+
+
+class RoundOut(BaseModel):
+    memory_type: MemoryType
+    query: str
+    results: list[dict[str, Any]] = Field(
+        description="Hits of this search: segments, semantic triples or frames."
+    )
+    note: str | None = Field(default=None, description="Why results are missing or degraded.")
+    repeated: bool = Field(default=False, description="Same search as an earlier round.")
+
+
+class EvidenceOut(BaseModel):
+    segment_id: int
+    scale: int
+    start: AwareDatetime
+    end: AwareDatetime
+    text: str
+
+
+class TripleOut(BaseModel):
+    triple_id: int
+    subject: str
+    predicate: str
+    object: str
+    valid_from: AwareDatetime | None = None
+    invalidated_at: AwareDatetime | None = None
+
+
+class QueryResponse(BaseModel):
+    answer: str
+    provider: str = Field(description="Which model provider answered, e.g. 'offline'.")
+    as_of: AwareDatetime | None = None
+    stopped: str = Field(
+        description="Why the search ended: answer, max_rounds, parse_error or model_error."
+    )
+    rounds: list[RoundOut]
+    evidence: list[EvidenceOut] = Field(description="Episodic segments the answer drew on.")
+    triples: list[TripleOut] = Field(default_factory=list, description="Semantic facts used.")
+    frames: list[str] = Field(description="URLs of the frames retrieved (JPEG).")
+
+
+# --- reading memory --------------------------------------------------------------------
+class SegmentOut(BaseModel):
+    id: int
+    scale: int
+    start: AwareDatetime
+    end: AwareDatetime
+    partial: bool
+    session_id: str | None = None
+    caption: str | None = None
+    transcript: str | None = None
+    parent_segment_id: int | None = None
+    processing_status: str
+    visual_status: str
+    note: bool = Field(description="True for an explicit 'remember this' note.")
+
+
+class SegmentPage(BaseModel):
+    items: list[SegmentOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null at end.")
+
+
+class FrameOut(BaseModel):
+    key: str
+    ts: AwareDatetime
+    session_id: str | None = None
+    seq: int | None = None
+    url: str
+
+
+class FramePage(BaseModel):
+    items: list[FrameOut]
+    next_cursor: str | None
+
+
+class SemanticFactOut(BaseModel):
+    id: int
+    subject: str
+    predicate: str
+    object: str
+    valid_from: AwareDatetime
+    invalidated_at: AwareDatetime | None = None
+    replaced_by: int | None = None
+    origin: str
+    evidence_segment_ids: list[int]
+
+
+class SemanticList(BaseModel):
+    items: list[SemanticFactOut]
+
+
+# --- writing memory --------------------------------------------------------------------
+class RememberRequest(_Body):
+    text: str = Field(min_length=1, max_length=MAX_NOTE_CHARS, description="What to remember.")
+    at: AwareDatetime | None = Field(default=None, description="When it was true (default: now).")
+
+    _text = field_validator("text")(_not_blank)
+
+
+class RememberResponse(BaseModel):
+    segment_id: int
+    start: AwareDatetime
+    end: AwareDatetime
+    entities: list[str]
+    episodic_triples: list[list[str]]
+    semantic_triples: list[list[str]]
+    construction: str = Field(description="Which code built the memory (shared or local).")
+
+
+class ForgetResponse(BaseModel):
+    user_id: str
+    start: AwareDatetime
+    end: AwareDatetime
+    rows_deleted: dict[str, int]
+    blobs_deleted: int
+
+
+# --- health ----------------------------------------------------------------------------
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    checks: dict[str, str] = Field(description="Each dependency: 'ok' or why it failed.")
+
+
+class ErrorOut(BaseModel):
+    detail: str
