@@ -1,0 +1,263 @@
+"""Retrievers and the agent over the real store (PostgreSQL + pgvector) and the Redis cache."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import redis
+
+from tests.unit.agent.fakes import FakeEncoder, HashEmbedder, ScriptedRoles, search
+from worldmm.agent import answer_question
+from worldmm.graph.cache import GraphCache, cache_key
+from worldmm.llm.schemas import AgentAction
+from worldmm.memory.retrieval import (
+    RetrievalDeps,
+    search_episodic,
+    search_semantic,
+    search_visual,
+)
+from worldmm.store import entities, frames, segments, triples, users, visual
+from worldmm.store.db import Database
+from worldmm.store.models import FrameRow, SegmentWrite, TripleWrite
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+class Memory:
+    """Writes a small memory for one user through the store's own repository functions."""
+
+    def __init__(self, db: Database, user_id: str, text: HashEmbedder, vis: HashEmbedder):
+        self.db, self.user, self.text, self.vis = db, user_id, text, vis
+        self.seg_ids: dict[str, int] = {}
+        self.triple_ids: dict[str, int] = {}
+
+    def _entity(self, conn, name: str) -> int:
+        return entities.insert_canonical_entity(conn, self.user, name, self.text.vector(name)).id
+
+    def segment(self, label, scale, start, caption, facts, clip_text=None, frame_count=0):
+        with self.db.transaction() as conn:
+            users.ensure_user(conn, self.user)
+            sid = segments.upsert_segment(
+                conn,
+                SegmentWrite(
+                    user_id=self.user,
+                    session_id="s1",
+                    scale_seconds=scale,
+                    window_start=at(start),
+                    window_end=at(start + scale),
+                    caption=caption,
+                    processing_status="complete",
+                ),
+            )
+            rows = []
+            for s, p, o, literal in facts:
+                rows.append(
+                    TripleWrite(
+                        subject_entity_id=self._entity(conn, s),
+                        predicate=p,
+                        object_entity_id=None if literal else self._entity(conn, o),
+                        object_literal=o if literal else None,
+                        embedding=self.text.vector(f"{s} {p} {o}"),
+                    )
+                )
+            triples.insert_triples(conn, self.user, sid, "episodic", rows)
+            if clip_text:
+                visual.upsert_visual_embedding(conn, self.user, sid, self.vis.vector(clip_text))
+            for i in range(frame_count):
+                frames.insert_frame(
+                    conn,
+                    FrameRow(
+                        user_id=self.user,
+                        session_id="s1",
+                        captured_at=at(start + i * 0.5),
+                        seq=i,
+                        blob_key=f"{self.user}/frames/{start + i * 0.5:.1f}.jpg",
+                    ),
+                )
+        self.seg_ids[label] = sid
+
+    def fact(self, label, s, p, o, since, literal=False):
+        with self.db.transaction() as conn:
+            users.ensure_user(conn, self.user)
+            (tid,) = triples.insert_triples(
+                conn,
+                self.user,
+                None,
+                "semantic",
+                [
+                    TripleWrite(
+                        subject_entity_id=self._entity(conn, s),
+                        predicate=p,
+                        object_entity_id=None if literal else self._entity(conn, o),
+                        object_literal=o if literal else None,
+                        embedding=self.text.vector(f"{s} {p} {o}"),
+                        valid_from=since,
+                    )
+                ],
+            )
+        self.triple_ids[label] = tid
+
+    def remove(self, label, when):
+        with self.db.transaction() as conn:
+            triples.invalidate_triples(conn, self.user, [self.triple_ids[label]], when, None)
+
+
+@pytest.fixture
+def db(settings):
+    database = Database(settings.database_url, max_size=4)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def memory(db, user_id, settings):
+    text, vis = HashEmbedder(settings.text_embed_dim), HashEmbedder(settings.visual_embed_dim)
+    m = Memory(db, user_id, text, vis)
+    m.segment(
+        "cup",
+        30,
+        0,
+        "Kate hands me a red cup in the kitchen.",
+        [("Kate", "hands", "red cup", False), ("I", "stand in", "kitchen", False)],
+        clip_text="red cup kitchen",
+        frame_count=60,
+    )
+    m.segment(
+        "book",
+        30,
+        30,
+        "Alex reads a book on the sofa.",
+        [("Alex", "reads", "book", False), ("Alex", "sits on", "sofa", False)],
+        clip_text="book sofa",
+    )
+    m.segment(
+        "morning",
+        180,
+        0,
+        "A morning in the kitchen with Kate and Alex.",
+        [("Kate", "is in", "kitchen", False), ("Alex", "is in", "kitchen", False)],
+    )
+    m.segment(
+        "drive",
+        30,
+        3600,
+        "Kate drives to work in a blue car at 11:00.",
+        [("Kate", "drives to", "work", False), ("Kate", "leaves at", "11:00", True)],
+        clip_text="blue car road",
+    )
+    m.fact("coffee", "I", "likes", "coffee", at(0))
+    m.fact("tea", "I", "likes", "tea", at(0))
+    m.fact("friend", "Kate", "is friend of", "I", at(0))
+    m.fact("tennis", "Alex", "plays", "tennis", at(0))
+    m.remove("tea", at(1800))
+    return m
+
+
+@pytest.fixture
+def deps(db, settings, memory):
+    cache = GraphCache.from_url(settings.redis_url, ttl_s=300)
+    roles = ScriptedRoles()
+    d = RetrievalDeps(
+        db=db,
+        roles=roles,
+        embedder=memory.text,
+        encoder=FakeEncoder(memory.vis),
+        cache=cache,
+        settings=settings,
+    )
+    yield d
+    cache.close()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_episodic_over_the_store(deps, memory, user_id):
+    result = run(search_episodic(deps, user_id, "Which red cup did Kate hand me?"))
+    assert result.hits[0].segment_id == memory.seg_ids["cup"]
+    assert result.hits[0].start == at(0) and result.hits[0].end == at(30)
+    assert result.hits[0].text.startswith("Kate hands me")
+    scales = {int(c[1].split(", ")[1].split()[0]) for c in deps.roles.rerank_calls[0][1]}
+    assert scales == {30, 3}  # "30 s" and "3 min" candidates went to the reranker
+
+
+def test_episodic_as_of_and_user_isolation(deps, memory, user_id):
+    now = run(search_episodic(deps, user_id, "Kate drives to work in a blue car"))
+    assert memory.seg_ids["drive"] in [h.segment_id for h in now.hits]
+    past = run(search_episodic(deps, user_id, "Kate drives to work in a blue car", as_of=at(600)))
+    assert memory.seg_ids["drive"] not in [h.segment_id for h in past.hits]
+    assert past.hits and all(h.end <= at(600) for h in past.hits)
+    other = run(search_episodic(deps, user_id + "-other", "Kate drives to work"))
+    assert other.hits == []
+
+
+def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, user_id, settings):
+    raw = redis.Redis.from_url(settings.redis_url)
+    try:
+        run(search_episodic(deps, user_id, "red cup"))
+        run(search_semantic(deps, user_id, "coffee"))
+        keys = {k.decode() for k in raw.keys(f"worldmm:graph:{user_id}:*")}
+        assert cache_key(user_id, "semantic") in keys
+        assert {cache_key(user_id, "episodic", s) for s in (30, 180, 600, 3600)} <= keys
+        before = {k: raw.get(k) for k in keys}
+        # a new triple in the 30 s graph: the writer invalidates exactly that key
+        memory.segment(
+            "sink", 30, 60, "I wash the red cup at the sink.", [("I", "wash", "red cup", False)]
+        )
+        deps.cache.invalidate(user_id, "episodic", 30)
+        changed = [k for k in keys if raw.get(k) != before[k]]
+        assert changed == [cache_key(user_id, "episodic", 30)]
+        result = run(search_episodic(deps, user_id, "I wash the red cup at the sink"))
+        assert memory.seg_ids["sink"] in [h.segment_id for h in result.hits]
+        assert raw.get(cache_key(user_id, "episodic", 30)).startswith(b"WMG1")  # re-cached
+    finally:
+        raw.close()
+
+
+def test_semantic_over_the_store(deps, memory, user_id):
+    now = run(search_semantic(deps, user_id, "what do I like"))
+    facts = {(h.subject, h.predicate, h.object) for h in now.hits}
+    assert ("I", "likes", "coffee") in facts
+    assert ("I", "likes", "tea") not in facts
+    assert all(h.valid_from == at(0) for h in now.hits)
+    past = run(search_semantic(deps, user_id, "what do I like", as_of=at(900)))
+    assert ("I", "likes", "tea") in {(h.subject, h.predicate, h.object) for h in past.hits}
+    assert all(h.invalidated_at is None for h in past.hits)
+
+
+def test_visual_over_the_store(deps, memory, user_id):
+    feature = run(search_visual(deps, user_id, "red cup kitchen"))
+    assert feature.hits[0].segment_id == memory.seg_ids["cup"]
+    assert feature.hits[0].key.startswith(f"{user_id}/frames/")
+    assert 1 <= sum(h.segment_id == memory.seg_ids["cup"] for h in feature.hits) <= 4
+    past = run(search_visual(deps, user_id, "blue car road", as_of=at(600)))
+    assert memory.seg_ids["drive"] not in {h.segment_id for h in past.hits}
+    window = run(search_visual(deps, user_id, "2025-05-01T10:00:00Z to 2025-05-01T10:00:20Z"))
+    assert [h.ts for h in window.hits] == [at(i) for i in range(20)]
+
+
+def test_agent_over_the_store(deps, memory, user_id):
+    deps.roles.script = [
+        search("episodic", "Kate red cup"),
+        search("semantic", "I like"),
+        search("visual", "red cup kitchen"),
+        AgentAction(action="ANSWER"),
+    ]
+    result = run(answer_question(deps, user_id, "What did Kate give me?", as_of=at(3000)))
+    assert result.stopped == "answer"
+    assert [r.memory_type for r in result.rounds] == ["episodic", "semantic", "visual"]
+    assert memory.seg_ids["cup"] in [e.segment_id for e in result.evidence]
+    assert memory.seg_ids["drive"] not in [e.segment_id for e in result.evidence]
+    assert ("I", "likes", "tea") not in {
+        (t.subject, t.predicate, t.object) for t in result.triples
+    }  # removed at 1800 < 3000
+    assert result.frames and all(k.startswith(f"{user_id}/") for k in result.frames)
