@@ -1,0 +1,1 @@
+"""Benchmarks (``worldmm bench ...``; each module also runs as ``python -m bench.<name>``)."""
