@@ -21,11 +21,13 @@ def _key_and_url(settings: Settings, base_url: str | None = None) -> tuple[str, 
         raise ProviderConfigError(
             "WORLDMM_LLM_PROVIDER=compatible needs WORLDMM_LLM_BASE_URL (e.g. http://host:8000/v1)"
         )
+    if settings.llm_provider != "compatible" and not base_url:
+        url = None  # api.openai.com
     if not key:
-        if settings.llm_provider == "openai" and not base_url:
+        if url is None:
             raise ProviderConfigError(
-                "WORLDMM_LLM_PROVIDER=openai needs WORLDMM_OPENAI_API_KEY "
-                "(or use WORLDMM_LLM_PROVIDER=offline)"
+                "calling api.openai.com needs WORLDMM_OPENAI_API_KEY "
+                "(or use the offline provider / local backends)"
             )
         key = "unused"  # local servers accept any key; the SDK insists on one
     return key, url

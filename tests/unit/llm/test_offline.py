@@ -98,8 +98,13 @@ def test_semantic_triples_with_aligned_evidence(roles):
     assert ("I", "usually drink", "coffee") in facts
     assert ("I", "often deals with", "Jake") in facts
     assert len(result.episodic_evidence) == len(result.semantic_triples)
-    by_fact = dict(zip(map(tuple, (t.as_list() for t in result.semantic_triples)),
-                       result.episodic_evidence, strict=True))
+    by_fact = dict(
+        zip(
+            map(tuple, (t.as_list() for t in result.semantic_triples)),
+            result.episodic_evidence,
+            strict=True,
+        )
+    )
     assert by_fact[("Lucia", "likes", "strawberry cake")] == [1]
     assert by_fact[("I", "often deals with", "Jake")] == [0, 2]
 
@@ -181,3 +186,34 @@ def test_respond_free_form_and_empty_context(roles):
     answer = run(roles.respond("Where did I park the car?", context, None))
     assert "parked the car on level 3" in answer and "offline" in answer
     assert "nothing" in run(roles.respond("Where?", "", None))
+
+
+def test_every_role_on_a_real_frame_and_speech(roles):
+    """Speech (espeak-ng) → local Whisper → offline caption with the drawn frame → all roles."""
+    from tests.fixtures.media import make_speech_wav, require_espeak
+    from worldmm.asr.local import LocalWhisperTranscriber
+
+    require_espeak()
+    transcript = LocalWhisperTranscriber().transcribe(
+        make_speech_wav("Lucia wants to buy strawberries at the market.")
+    )
+    assert "strawberr" in transcript.text.lower()
+    frames = [make_frame_jpeg("MARKET"), make_frame_jpeg("FRUIT", color=(40, 150, 60))]
+    caption = run(roles.caption(frames, transcript.text))
+    assert "MARKET" in caption and "FRUIT" in caption and "strawberr" in caption.lower()
+    entities = run(roles.ner(caption))
+    triples = run(roles.episodic_triples(caption, entities))
+    summary = run(roles.merge_captions([caption, "I usually shop at the market with Lucia."], 180))
+    extraction = run(roles.semantic_triples(summary, triples))
+    assert entities and triples and summary
+    assert len(extraction.episodic_evidence) == len(extraction.semantic_triples) > 0
+    decision = run(roles.consolidate(extraction.semantic_triples[0], triples))
+    assert all(0 <= i < len(triples) for i in decision.triples_to_remove)
+    ranked = run(roles.rerank("strawberries", [("s1", caption), ("s2", "I slept.")], 1))
+    assert ranked == ["s1"]
+    action = run(roles.agent_step("What fruit did Lucia want?", []))
+    assert action.action == "SEARCH" and action.memory_type == "episodic"
+    answer = run(
+        roles.respond("What fruit did Lucia want?", caption, ["A. bananas", "B. strawberries"])
+    )
+    assert answer.startswith("B. strawberries")
