@@ -3,6 +3,10 @@
 Keys: ``worldmm:graph:{user_id}:{memory_type}`` (semantic) and
 ``worldmm:graph:{user_id}:{memory_type}:{scale}`` (episodic, one per scale).
 
+Cached graphs also carry the ``fingerprint`` of the rows they were built from, so a reader
+can tell a stale graph even when a writer forgot to invalidate (see retrieval.graphs), and
+replace it by passing the hit's token to ``put``.
+
 Race-free invalidation: ``invalidate`` overwrites exactly one key with a short tombstone
 (``TOMB`` + random nonce) instead of deleting it. A reader remembers what it saw (the
 tombstone, or "absent") before rebuilding from the database and stores its graph only if the
@@ -52,7 +56,9 @@ def cache_key(user_id: str, memory_type: str, scale: int | None = None) -> str:
 @dataclass(frozen=True)
 class CacheRead:
     graph: ig.Graph | None  # None on a miss
-    token: bytes  # what the key held on a miss (b"" = absent); pass it back to ``put``
+    # What the key held (b"" = absent, a tombstone, or the prefix of the graph returned);
+    # pass it back to ``put`` to replace exactly that state and nothing newer.
+    token: bytes
 
 
 class GraphCacheLike(Protocol):
@@ -113,7 +119,7 @@ class GraphCache:
             return CacheRead(None, b"")
         if data.startswith(MAGIC):
             try:
-                return CacheRead(loads(data), b"")
+                return CacheRead(loads(data), bytes(data[:_PROBE_BYTES]))
             except GraphFormatError as exc:
                 log.warning("graph_cache.corrupt key=%s error=%s", key, exc)
                 return CacheRead(None, _UNKNOWN)

@@ -219,6 +219,12 @@ def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, u
         result = run(search_episodic(deps, user_id, "I wash the red cup at the sink"))
         assert memory.seg_ids["sink"] in [h.segment_id for h in result.hits]
         assert raw.get(cache_key(user_id, "episodic", 30)).startswith(b"WMG1")  # re-cached
+        # a writer that forgets to invalidate: the fingerprint check still rebuilds
+        memory.segment(
+            "towel", 30, 90, "I dry the red cup with a towel.", [("I", "dry", "red cup", False)]
+        )
+        result = run(search_episodic(deps, user_id, "I dry the red cup with a towel"))
+        assert memory.seg_ids["towel"] in [h.segment_id for h in result.hits]
     finally:
         raw.close()
 

@@ -135,6 +135,7 @@ class FakeReader:
         self.frame_rows: dict[str, list[FrameRef]] = {}
         self.calls: list[tuple[str, str, datetime | None]] = []  # (method, user, as_of)
         self.graph_reads = 0
+        self.fingerprint_override: str | None = None  # freeze it to test stale-cache paths
 
     # --- fixtures-side helpers -----------------------------------------------------------
     def add_segment(self, user: str, seg: SegmentRecord) -> None:
@@ -168,6 +169,13 @@ class FakeReader:
         self.calls.append(("triples_for_graph", user_id, as_of))
         self.graph_reads += 1
         return self._rows(user_id, memory_type, scale, as_of)
+
+    def graph_fingerprint(self, user_id, memory_type, scale=None):
+        self.calls.append(("graph_fingerprint", user_id, None))
+        if self.fingerprint_override is not None:
+            return self.fingerprint_override
+        rows = self._rows(user_id, memory_type, scale, None)
+        return f"{len(rows)}:{max((t.triple_id for t in rows), default=0)}"
 
     def top_triples(self, user_id, memory_type, embedding, k, scale=None, as_of=None):
         self.calls.append(("top_triples", user_id, as_of))

@@ -41,7 +41,8 @@ class MemoryCache:
         self.puts = 0
 
     def get(self, user_id, memory_type, scale=None):
-        return CacheRead(self.store.get((user_id, memory_type, scale)), b"")
+        graph = self.store.get((user_id, memory_type, scale))
+        return CacheRead(graph, b"" if graph is None else b"graph")
 
     def put(self, user_id, memory_type, scale, graph, token):
         self.puts += 1
@@ -217,6 +218,20 @@ def test_graph_cache_used_now_and_bypassed_for_as_of(world):
     assert deps.cache.puts == puts  # a graph of the past is never cached
 
 
+def test_stale_cached_graph_is_rebuilt_even_without_invalidation(world):
+    deps, reader, roles = world
+    deps.cache = MemoryCache()
+    first = run(search_episodic(deps, USER, "I wash the red cup at the sink"))
+    reads = reader.graph_reads
+    # a new 30 s segment is written and nobody invalidates the cache
+    reader.add_segment(USER, seg(6, 30, 90, "I dry the red cup with a towel."))
+    reader.add_triple(USER, "episodic", tri(11, "I", "dry", "red cup", 6, 30))
+    again = run(search_episodic(deps, USER, "I dry the red cup with a towel"))
+    assert reader.graph_reads == reads + 1  # only the 30 s graph changed and was rebuilt
+    assert 6 in [h.segment_id for h in again.hits]
+    assert 6 not in [h.segment_id for h in first.hits]
+
+
 # --- semantic ---------------------------------------------------------------------------------
 def test_semantic_returns_facts_around_the_matching_ones(world):
     deps, reader, roles = world
@@ -251,8 +266,9 @@ def test_semantic_as_of_sees_a_fact_removed_later(world):
 def test_semantic_drops_a_fact_removed_after_its_graph_was_cached(world):
     deps, reader, roles = world
     deps.cache = MemoryCache()
+    reader.fingerprint_override = "frozen"  # a change the fingerprint cannot see
     run(search_semantic(deps, USER, "I likes coffee"))  # caches the graph
-    # consolidation removes the coffee fact but (bug elsewhere) the cache keeps the old graph
+    # consolidation removes the coffee fact, the cached graph still has it
     reader.triples[USER] = [
         (m, t.model_copy(update={"invalidated_at": at(100)}) if t.triple_id == 20 else t)
         for m, t in reader.triples[USER]

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from worldmm.graph.build import build_episodic_graph, build_graph, build_semantic_graph
-from worldmm.graph.ppr import personalized_pagerank, seed_vector, segments_per_vertex
+from worldmm.graph.ppr import (
+    fact_seed_scores,
+    personalized_pagerank,
+    seed_vector,
+    segments_per_vertex,
+)
 from worldmm.graph.scoring import edge_scores, top_segments, top_triples
 from worldmm.graph.serialize import GraphFormatError, dumps, loads
 from worldmm.graph.types import GraphTriple, entity_node, literal_node, segment_node
@@ -260,6 +265,27 @@ def test_serialise_round_trip_keeps_structure_and_attributes():
     )
     sem = build_semantic_graph([t(5, "a", "r", "b")])
     assert loads(dumps(sem)).es["triple_id"] == [5]
+
+
+def test_serialise_keeps_the_fingerprint_and_never_repeats_a_prefix():
+    g = build_semantic_graph([t(1, "a", "r", "b")])
+    g["fingerprint"] = "1:1"
+    one, two = dumps(g), dumps(g)
+    assert loads(one)["fingerprint"] == "1:1"
+    assert one[:64] != two[:64]
+
+
+def test_fact_seed_scores_sum_per_vertex_and_ignore_negative_cosines():
+    facts = [
+        (t(1, "Kate", "hands", "cup"), 0.8),
+        (t(2, "Kate", "leaves at", "11:00", literal=True), 0.5),
+        (t(3, "Alex", "reads", "book"), -0.2),
+    ]
+    scores = fact_seed_scores(facts)
+    assert scores[entity_node("kate")] == pytest.approx(1.3)
+    assert scores[literal_node("Kate", "11:00")] == pytest.approx(0.5)
+    assert scores[entity_node("cup")] == pytest.approx(0.8)
+    assert scores[entity_node("alex")] == 0.0
 
 
 def test_loads_rejects_foreign_and_corrupt_bytes():

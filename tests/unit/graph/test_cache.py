@@ -109,6 +109,16 @@ def test_build_racing_an_invalidation_is_not_cached(cache):
     assert cache.get(user, "semantic").graph.ecount() == 2
 
 
+def test_a_stale_hit_can_be_replaced_only_if_unchanged(cache):
+    user = uuid.uuid4().hex
+    cache.put(user, "semantic", None, _graph(1), b"")
+    hit = cache.get(user, "semantic")
+    assert hit.graph is not None and hit.token.startswith(b"WMG1")
+    assert cache.put(user, "semantic", None, _graph(2), hit.token)  # replaces that graph
+    assert not cache.put(user, "semantic", None, _graph(3), hit.token)  # not a newer one
+    assert cache.get(user, "semantic").graph.ecount() == 2
+
+
 def test_absent_key_filled_by_another_reader_is_not_overwritten(cache):
     user = uuid.uuid4().hex
     first, second = cache.get(user, "semantic"), cache.get(user, "semantic")

@@ -52,6 +52,12 @@ class MemoryReader(Protocol):
         as_of: datetime | None = None,
     ) -> list[GraphTriple]: ...
 
+    def graph_fingerprint(
+        self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
+    ) -> str:
+        """Changes whenever the rows of the current graph change (cache freshness check)."""
+        ...
+
     def top_triples(
         self,
         user_id: str,

@@ -1,7 +1,10 @@
 """Get a user's memory graph: from the cache, or rebuilt from the store (and cached).
 
-``as_of`` queries bypass the cache in both directions: the cached graph is the current one,
-and a graph of the past must never be served as the present.
+A cached graph is used only while its ``fingerprint`` (count and highest id of its rows,
+read before the rows) still matches the store: writers invalidate the key on a new triple,
+and this check keeps the cache correct even when one does not. ``as_of`` queries bypass the
+cache in both directions: the cached graph is the current one, and a graph of the past must
+never be served as the present.
 """
 
 from __future__ import annotations
@@ -28,17 +31,24 @@ def load_graph(
     scale: int | None = None,
     as_of: datetime | None = None,
 ) -> ig.Graph:
-    token = b""
-    if as_of is None:
+    cacheable = as_of is None and not isinstance(cache, NullCache)
+    token, fingerprint = b"", None
+    if cacheable:
+        fingerprint = reader.graph_fingerprint(user_id, memory_type, scale)
         read = cache.get(user_id, memory_type, scale)
-        if read.graph is not None:
-            log.debug("retrieval.graph_cache_hit type=%s scale=%s", memory_type, scale)
-            return read.graph
         token = read.token
+        if read.graph is not None:
+            if _fingerprint(read.graph) == fingerprint:
+                log.debug("retrieval.graph_cache_hit type=%s scale=%s", memory_type, scale)
+                return read.graph
+            log.info("retrieval.graph_cache_stale type=%s scale=%s", memory_type, scale)
     started = time.perf_counter()
     rows = reader.triples_for_graph(user_id, memory_type, scale=scale, as_of=as_of)
     graph = build_graph(memory_type, rows, as_of=as_of)
-    stored = as_of is None and cache.put(user_id, memory_type, scale, graph, token)
+    stored = False
+    if cacheable:
+        graph["fingerprint"] = fingerprint
+        stored = cache.put(user_id, memory_type, scale, graph, token)
     log.info(
         "retrieval.graph_built type=%s scale=%s triples=%d vertices=%d ms=%.1f cached=%s",
         memory_type,
@@ -49,3 +59,7 @@ def load_graph(
         stored,
     )
     return graph
+
+
+def _fingerprint(graph: ig.Graph) -> str | None:
+    return graph["fingerprint"] if "fingerprint" in graph.attributes() else None

@@ -62,6 +62,27 @@ class PgMemoryReader:
             rows = triple_repo.triples_for_graph(conn, user_id, memory_type, scale, as_of)
         return [from_graph_row(r) for r in rows]
 
+    def graph_fingerprint(
+        self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
+    ) -> str:
+        """Count and highest id of the rows the current graph is built from: any insert,
+        soft delete or forget changes it. (One indexed aggregate; belongs in worldmm.store
+        once the store offers it.)"""
+        where = ["user_id = %s", "memory_type = %s"]
+        args: list[object] = [user_id, memory_type]
+        if memory_type == "semantic":
+            where.append("invalidated_at IS NULL")
+        if scale is not None:
+            where.append("scale_seconds = %s")
+            args.append(scale)
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"SELECT count(*), coalesce(max(id), 0) FROM triples WHERE {' AND '.join(where)}",
+                args,
+            ).fetchone()
+        assert row is not None  # an aggregate always returns one row
+        return f"{row[0]}:{row[1]}"
+
     def top_triples(
         self,
         user_id: str,
