@@ -64,6 +64,7 @@ def nearest_canonical_entities(
         f" ORDER BY embedding <=> %(q)s{cast} LIMIT %(k)s)"
         " SELECT * FROM nearest WHERE distance <= %(maxd)s ORDER BY distance",
         {"q": q, "u": user_id, "k": k, "maxd": 1.0 - min_cosine},
+        k=k,
     )
     return [(EntityRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 

@@ -167,6 +167,7 @@ def _knn_triples(
         f" {_TRIPLE_SELECT}, n.distance FROM nearest n JOIN triples t ON t.id = n.id"
         f" {_TRIPLE_JOINS} WHERE n.distance <= %(maxd)s ORDER BY n.distance, t.id",
         {"q": q, "u": user_id, "k": k, "scale": scale, "as_of": as_of, "maxd": 1.0 - min_cosine},
+        k=k,
     )
     return [(TripleRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 

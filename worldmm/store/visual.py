@@ -75,6 +75,7 @@ def search_visual(
         f" SELECT {_SEG_COLUMNS}, n.distance FROM nearest n"
         " JOIN segments g ON g.id = n.segment_id ORDER BY n.distance, g.id",
         {"q": q, "u": user_id, "k": k, "as_of": as_of, "start": start, "end": end},
+        k=k,
     )
     return [(SegmentRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 

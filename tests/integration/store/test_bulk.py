@@ -36,3 +36,31 @@ def test_copy_segments_and_vectors(conn, user_id) -> None:
     assert hits[0][0].id == segs[7].id and hits[0][1] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError, match="no columns"):
         copy_rows(conn, "segments", ("nope",), [])
+
+
+def test_vector_indexes_dropped_and_rebuilt(fresh_database_url) -> None:
+    from worldmm.settings import load_settings
+    from worldmm.store.bulk import vector_indexes_dropped
+    from worldmm.store.db import Database
+    from worldmm.store.migrate import apply_migrations
+    from worldmm.store.users import ensure_user
+
+    url = fresh_database_url()
+    apply_migrations(url, load_settings())
+    db = Database(url, max_size=1)
+    hnsw = (
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'visual_embeddings'"
+        " AND indexdef ILIKE '%%hnsw%%'"
+    )
+    try:
+        with db.transaction() as conn:
+            ensure_user(conn, "u")
+            with vector_indexes_dropped(conn, ["visual_embeddings"]) as dropped:
+                assert dropped == ["visual_embeddings_hnsw"]
+                assert conn.execute(hnsw).fetchall() == []
+                copy_rows(conn, "segments", ("user_id", "scale_seconds", "window_start",
+                                             "window_end"),
+                          [("u", 30, T0, T0 + timedelta(seconds=30))])
+            assert conn.execute(hnsw).fetchall() == [("visual_embeddings_hnsw",)]
+    finally:
+        db.close()
