@@ -1,0 +1,146 @@
+"""The WorldMM method: caption-level ingest into the real memory, then episodic retrieval.
+
+Ingest goes through :func:`worldmm.memory.construct_captions.ingest_caption_windows` (the same
+NER, triples, entity resolution, merges and consolidation as live ingest; only the captioner is
+skipped). It is called one clock hour at a time: coarse windows (3 min / 10 min / 1 h) never
+straddle an hour, so this equals one call over the whole week and gives a progress step per hour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import groupby
+
+from bench.egolife.data import Window
+from bench.egolife.truth import Ranked
+from worldmm.memory.deps import IngestDeps
+from worldmm.memory.retrieval import RetrievalDeps, search_episodic
+
+SCALE_COUNTS_SQL = (
+    "SELECT scale_seconds, processing_status, count(*) FROM segments WHERE user_id = %s"
+    " GROUP BY 1, 2 ORDER BY 1, 2"
+)
+TRIPLE_COUNTS_SQL = (
+    "SELECT memory_type, (invalidated_at IS NULL) AS active, count(*) FROM triples"
+    " WHERE user_id = %s GROUP BY 1, 2 ORDER BY 1, 2"
+)
+ENTITY_COUNTS_SQL = (
+    "SELECT (canonical_entity_id IS NULL) AS canonical, count(*) FROM entities"
+    " WHERE user_id = %s GROUP BY 1"
+)
+
+
+def caption_input(window: Window, speech_in_caption: bool) -> tuple[datetime, datetime, str, str]:
+    """A window as the caption-level entry point takes it. A live captioner is given the
+    window's transcript and reports what was said, so by default the caption text carries the
+    transcript lines after the visual ones (the transcript column gets them as well)."""
+    caption = window.text if speech_in_caption else window.caption
+    return (window.start, window.end, caption, window.transcript)
+
+
+def hour_key(window: Window) -> datetime:
+    return window.start.replace(minute=0, second=0, microsecond=0)
+
+
+@dataclass
+class IngestReport:
+    seconds: float = 0.0
+    windows: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)  # "<scale>:<status>" -> count
+    errors: list[str] = field(default_factory=list)  # first few failure messages
+
+    def as_dict(self) -> dict:
+        return {
+            "seconds": round(self.seconds, 2),
+            "windows": self.windows,
+            "windows_per_s": round(self.windows / self.seconds, 3) if self.seconds else None,
+            "outcomes": self.outcomes,
+            "errors": self.errors,
+        }
+
+
+async def ingest_windows(
+    deps: IngestDeps,
+    user_id: str,
+    windows: Sequence[Window],
+    *,
+    speech_in_caption: bool = True,
+    on_hour: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Ingest ``windows`` (sorted) hour by hour; ``on_hour(n)`` after each hour's n windows."""
+    from worldmm.memory.construct_captions import ingest_caption_windows
+
+    report = IngestReport()
+    started = time.perf_counter()
+    for _hour, group in groupby(sorted(windows, key=lambda w: w.start), key=hour_key):
+        batch = [caption_input(w, speech_in_caption) for w in group]
+        for out in await ingest_caption_windows(deps, user_id, batch):
+            key = f"{out.scale_s}:{out.status}"
+            report.outcomes[key] = report.outcomes.get(key, 0) + 1
+            if out.error and len(report.errors) < 5:
+                report.errors.append(f"{out.key}: {out.error}")
+        report.windows += len(batch)
+        if on_hour:
+            on_hour(len(batch))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def memory_counts(deps: IngestDeps, user_id: str) -> dict:
+    """Row counts of the user's memory: per table, segments per scale and status, triples
+    per memory type (active / invalidated), canonical entities and aliases."""
+    from worldmm.store.purge import count_user_rows
+
+    with deps.db.connection() as conn:
+        tables = count_user_rows(conn, user_id)
+        segs = conn.execute(SCALE_COUNTS_SQL, (user_id,)).fetchall()
+        trips = conn.execute(TRIPLE_COUNTS_SQL, (user_id,)).fetchall()
+        ents = conn.execute(ENTITY_COUNTS_SQL, (user_id,)).fetchall()
+    return {
+        "tables": tables,
+        "segments": {f"{scale}s:{status}": n for scale, status, n in segs},
+        "triples": {f"{kind}:{'active' if active else 'invalidated'}": n
+                    for kind, active, n in trips},
+        "entities": {"canonical" if canonical else "alias": n for canonical, n in ents},
+    }
+
+
+def base_segment_count(deps: IngestDeps, user_id: str) -> int:
+    with deps.db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM segments WHERE user_id = %s AND scale_seconds = 30",
+            (user_id,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def purge(deps: IngestDeps, user_id: str) -> dict[str, int]:
+    from worldmm.store.purge import purge_user
+
+    with deps.db.transaction() as conn:
+        return purge_user(conn, user_id)
+
+
+def retrieval_deps(deps: IngestDeps) -> RetrievalDeps:
+    """Retrieval over the same pool and models as ingest. No graph cache: every benchmark
+    query carries ``as_of``, and as-of graphs are always rebuilt from the store."""
+    from worldmm.graph.cache import NullCache
+
+    return RetrievalDeps(db=deps.db, roles=deps.roles, embedder=deps.embedder, encoder=None,
+                         cache=NullCache(), settings=deps.settings)
+
+
+async def search(
+    deps: RetrievalDeps, user_id: str, query: str, as_of: datetime
+) -> list[Ranked]:
+    """The episodic retriever's final (reranked) segments, in its order."""
+    result = await search_episodic(deps, user_id, query, as_of=as_of)
+    return [Ranked(start=h.start, end=h.end, scale=h.scale) for h in result.hits]
+
+
+def search_sync(deps: RetrievalDeps, user_id: str, query: str, as_of: datetime) -> list[Ranked]:
+    return asyncio.run(search(deps, user_id, query, as_of))

@@ -1,0 +1,63 @@
+"""The benchmark figure: overall hit@1 / hit@3 / tIoU per method, and hit@3 per question type."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+METRICS = ("hit@1", "hit@3", "tiou")
+COLOURS = {"worldmm": "#1f77b4", "bm25": "#ff7f0e", "dense": "#2ca02c"}
+
+
+def days_label(days: list[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5"."""
+    runs: list[list[int]] = []
+    for d in sorted(days):
+        if runs and d == runs[-1][-1] + 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "none"
+
+
+def _bars(ax, groups: list[str], methods: list[str], value) -> None:
+    width = 0.8 / max(1, len(methods))
+    for j, method in enumerate(methods):
+        xs = [i + (j - (len(methods) - 1) / 2) * width for i in range(len(groups))]
+        ys = [value(method, g) for g in groups]
+        bars = ax.bar(xs, ys, width, label=method, color=COLOURS.get(method))
+        ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylim(0, 1.05)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def plot_report(report: dict, path: Path) -> Path:
+    """Draw the report's ``methods`` block to ``path`` (PNG, Agg backend: no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(report["methods"])
+    types = sorted({t for m in methods for t in report["methods"][m]["by_type"]})
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 1.7]})
+    _bars(left, list(METRICS), methods,
+          lambda m, metric: report["methods"][m]["overall"][metric])
+    left.set_title(f"overall ({report['questions']} questions)")
+    left.legend(loc="upper right", fontsize=8)
+
+    def by_type(m: str, t: str) -> float:
+        return report["methods"][m]["by_type"].get(t, {}).get("hit@3", 0.0)
+
+    _bars(right, types, methods, by_type)
+    counts = {t: report["methods"][methods[0]]["by_type"].get(t, {}).get("n", 0) for t in types}
+    right.set_xticks(range(len(types)), [f"{t}\n(n={counts[t]})" for t in types], fontsize=8)
+    right.set_title("hit@3 by question type")
+    fig.suptitle(f"EgoLife A1_JAKE retrieval — days {days_label(report.get('days') or [])}, "
+                 f"{report.get('windows', '?')} windows of 30 s")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
