@@ -180,3 +180,19 @@ def test_dlq_producer_round_trip(settings, topics):
     entry = parse_dlq_record(rec.key, rec.value, rec.headers)
     assert entry.reason == "bad_jpeg" and entry.source_offset == 17
     assert (entry.key, entry.value, entry.original_headers) == (key, value, headers)
+
+
+def test_dlq_keeps_the_failure_when_the_payload_is_too_large(settings, topics):
+    dlq = DlqProducer(settings.kafka_brokers, topics["dlq"], message_max_bytes=2000)
+    dlq.send(
+        message_dlq_record(
+            reason="payload_too_large", source_topic=topics["frames"], source_partition=0,
+            source_offset=1, key=b"u1", value=b"\0" * 10_000, headers=[("seq", b"1")],
+            failed_at=datetime.now(UTC),
+        )
+    )  # fmt: skip
+    dlq.flush()
+    (rec,) = consume_all(settings.kafka_brokers, topics["dlq"], timeout=30)
+    entry = parse_dlq_record(rec.key, rec.value, rec.headers)
+    assert entry.reason == "payload_too_large" and entry.value is None
+    assert entry.payload_dropped == 10_000 and entry.original_headers == [("seq", b"1")]

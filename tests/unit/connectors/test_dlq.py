@@ -10,7 +10,6 @@ import pytest
 from connectors import codec
 from connectors.dlq import (
     DlqMessageEntry,
-    DlqProducer,
     DlqWindowEntry,
     message_dlq_record,
     parse_dlq_record,
@@ -108,22 +107,3 @@ def test_parse_rejects_foreign_records():
         parse_dlq_record(b"k", b"v", [("x", b"1")])
     with pytest.raises(ValueError, match="malformed"):
         parse_dlq_record(b"k", b"v", [("dlq_kind", b"window"), ("reason", b"r")])
-
-
-def test_producer_drops_payload_too_large_for_the_client_but_keeps_the_failure():
-    # No broker needed: librdkafka refuses an oversize message synchronously.
-    producer = DlqProducer("127.0.0.1:1", "dlq", message_max_bytes=2000)
-    rec = message_dlq_record(
-        reason="payload_too_large",
-        source_topic="frames",
-        source_partition=0,
-        source_offset=1,
-        key=b"u1",
-        value=b"\0" * 10_000,
-        headers=[],
-        failed_at=NOW,
-    )
-    producer.send(rec)
-    assert producer.sent == 1
-    assert len(producer.producer) == 1  # queued (the stripped copy)
-    producer.producer.purge()
