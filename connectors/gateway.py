@@ -398,9 +398,9 @@ def run_gateway(
             end = max(end, at)
             if on_item is not None:
                 on_item(kind)
-    except GatewayInputError:
-        # The input broke midway: what was sent is valid, so close the session where it
-        # stopped (the flow then flushes those windows) before reporting the error.
+    except (GatewayInputError, KeyboardInterrupt):
+        # The input broke (or the user stopped us) midway: what was sent is valid, so close
+        # the session where it stopped (the flow then flushes those windows), then re-raise.
         producer.end_session(user, session, end)
         producer.flush(flush_timeout)
         raise

@@ -150,6 +150,9 @@ def gateway(
         except DeliveryError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted: the session was ended where it stopped", err=True)
+            raise typer.Exit(130) from None
         bar.update(f_task, total=stats.frames, completed=stats.frames)
     typer.echo(
         f"sent {stats.frames} frames, {stats.audio_chunks} audio chunks, {stats.control} control "
