@@ -95,7 +95,8 @@ async def _measure(url: str, batch: int, rounds: int, text_rounds: int, clips: l
         {"files": [("frames", (f"{i}.jpg", f, "image/jpeg")) for i, f in enumerate(clip)]}
         for clip in clips
     ]
-    limits = httpx.Limits(max_connections=batch * 2)
+    # Drop idle connections before uvicorn does (5 s): reusing one it just closed is a ReadError.
+    limits = httpx.Limits(max_connections=batch * 2, keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
         pick = [video_payloads[i % len(video_payloads)] for i in range(batch)]
         texts = [{"json": {"text": QUERIES[i % len(QUERIES)]}} for i in range(batch)]

@@ -39,7 +39,12 @@ class HttpVisualEncoder:
         self.backoff_s = backoff_s
         self.breaker = breaker or CircuitBreaker(5, 30.0)
         self._client = httpx.AsyncClient(
-            base_url=self.base_url, timeout=httpx.Timeout(timeout_s), transport=transport
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout_s),
+            # Expire idle connections before servers do (uvicorn: 5 s), so a POST never goes
+            # out on a connection the server has just closed.
+            limits=httpx.Limits(keepalive_expiry=2.0),
+            transport=transport,
         )
 
     async def encode_video(self, frames: list[bytes]) -> np.ndarray:
