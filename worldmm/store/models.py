@@ -162,6 +162,8 @@ class GraphTriple(BaseModel):
     scale_seconds: int | None = None
     window_start: AwareDatetime | None = None
     window_end: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None
+    invalidated_at: AwareDatetime | None = None
 
 
 # --- frames and audio ----------------------------------------------------------------------

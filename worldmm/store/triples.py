@@ -265,7 +265,7 @@ def triples_for_graph(
         " t.object_entity_id,"
         " COALESCE(o.canonical_name, o.surface_form, t.object_literal) AS object_name,"
         " t.object_entity_id IS NULL AS object_is_literal, t.segment_id, t.scale_seconds,"
-        " g.window_start, g.window_end"
+        " g.window_start, g.window_end, t.valid_from, t.invalidated_at"
         f" FROM triples t {_TRIPLE_JOINS} LEFT JOIN segments g ON g.id = t.segment_id"
         f" WHERE {' AND '.join(where)} ORDER BY t.id",
         {"u": user_id, "scale": scale, "as_of": as_of},
@@ -295,3 +295,20 @@ def list_semantic(
         {"u": user_id, "as_of": as_of, "limit": limit},
     )
     return [TripleRow.model_validate(r) for r in rows]
+
+
+def triples_fingerprint(
+    conn: psycopg.Connection, user_id: str, memory_type: TripleType, scale: int | None = None
+) -> str:
+    """A cheap version stamp of the triples a graph is built from: any insert, soft delete
+    or deletion (forget) of this user's triples of that type (and scale) changes it."""
+    memory_type = _memory_type(memory_type)
+    where = "user_id = %s AND memory_type = %s" + (" AND scale_seconds = %s" if scale else "")
+    args: tuple = (user_id, memory_type) + ((scale,) if scale else ())
+    row = conn.execute(
+        "SELECT count(*), COALESCE(max(id), 0), count(invalidated_at) FROM triples"
+        f" WHERE {where}",
+        args,
+    ).fetchone()
+    assert row is not None  # an aggregate always returns one row
+    return f"{row[0]}:{row[1]}:{row[2]}"

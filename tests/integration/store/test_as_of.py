@@ -86,3 +86,25 @@ def test_similar_semantic_threshold(conn, user_id) -> None:
         for lit, emb in (("cats", base), ("rain", unit_vector(DIM, 8)))])
     hits = triples.similar_active_semantic_triples(conn, user_id, base, 0.6, 20)
     assert [(t.id, round(c, 3)) for t, c in hits] == [(ids[0], 1.0)]
+
+
+def test_fingerprint_changes_on_insert_invalidate_and_forget(conn, user_id) -> None:
+    from worldmm.store.purge import forget_range
+
+    seg = make_segment(conn, user_id, T0, scale=600)
+    me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
+    seen = [triples.triples_fingerprint(conn, user_id, "semantic")]
+    (a,) = triples.insert_triples(conn, user_id, seg, "semantic", [TripleWrite(
+        subject_entity_id=me.id, predicate="likes", object_literal="tea",
+        embedding=unit_vector(DIM, 2))])
+    seen.append(triples.triples_fingerprint(conn, user_id, "semantic"))
+    triples.invalidate_triples(conn, user_id, [a], T0 + 700 * S, None)
+    seen.append(triples.triples_fingerprint(conn, user_id, "semantic"))
+    forget_range(conn, user_id, T0, T0 + 60 * S)
+    seen.append(triples.triples_fingerprint(conn, user_id, "semantic"))
+    # every change moves the stamp on (the empty state may repeat: same content, same graph)
+    assert all(a != b for a, b in zip(seen, seen[1:], strict=False)), seen
+    assert len(set(seen[:3])) == 3
+    assert triples.triples_fingerprint(conn, user_id, "episodic", scale=30) == "0:0:0"
+    graph = triples.triples_for_graph(conn, user_id, "semantic")
+    assert graph == []
