@@ -13,6 +13,9 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from worldmm.settings import Settings
+from worldmm.store.migrate import check_schema
+
 
 def configure_connection(conn: psycopg.Connection) -> None:
     """Register pgvector's types (values come back as ``Vector``/``HalfVector``)."""
@@ -55,6 +58,11 @@ class Database:
         """One transaction: every write in the block commits together or not at all."""
         with self.pool.connection() as conn, conn.transaction():
             yield conn
+
+    def check_schema(self, settings: Settings) -> None:
+        """Raise SchemaError unless the database is fully migrated for these settings."""
+        with self.connection() as conn:
+            check_schema(conn, settings)
 
     def close(self) -> None:
         self.pool.close()

@@ -129,6 +129,24 @@ def insert_triples(
     return ids
 
 
+def replace_episodic_triples(
+    conn: psycopg.Connection,
+    user_id: str,
+    segment_id: int,
+    rows: Sequence[TripleWrite],
+) -> list[int]:
+    """Make ``rows`` the segment's episodic triples: insert them (idempotently, unchanged
+    triples keep their ids) and delete the segment's other episodic triples, e.g. those a
+    previous run of a replayed window extracted from a different caption."""
+    ids = insert_triples(conn, user_id, segment_id, "episodic", rows)
+    conn.execute(
+        "DELETE FROM triples WHERE user_id = %s AND segment_id = %s"
+        " AND memory_type = 'episodic' AND NOT (id = ANY(%s))",
+        (user_id, segment_id, ids),
+    )
+    return ids
+
+
 def _as_of_clause(memory_type: TripleType, as_of: datetime | None) -> str:
     """SQL condition (on alias t) for 'exists / is active at as_of' (params: %(as_of)s)."""
     if memory_type == "episodic":

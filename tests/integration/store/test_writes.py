@@ -171,3 +171,27 @@ def test_frames_and_audio_idempotent(conn, user_id) -> None:
                                       T0 + timedelta(seconds=3))
     assert [c.blob_key for c in chunks] == ["a/1.wav"]
     assert frames.list_audio_chunks(conn, user_id, T0 + timedelta(seconds=2)) == []
+
+
+def test_replace_episodic_triples_drops_stale_ones(conn, user_id) -> None:
+    seg = make_segment(conn, user_id, T0)
+    a = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
+
+    def row(lit: str, seed: int) -> TripleWrite:
+        return TripleWrite(subject_entity_id=a.id, predicate="holds", object_literal=lit,
+                           embedding=unit_vector(DIM, seed))
+
+    first = triples.replace_episodic_triples(conn, user_id, seg, [row("cup", 2), row("pen", 3)])
+    second = triples.replace_episodic_triples(conn, user_id, seg, [row("cup", 2), row("key", 4)])
+    assert second[0] == first[0] and second[1] not in first
+    left = triples.triples_for_segments(conn, user_id, [seg])
+    assert sorted(t.object_name for t in left) == ["cup", "key"]
+
+
+def test_database_check_schema(database, stack) -> None:
+    from worldmm.settings import load_settings
+    from worldmm.store.migrate import SchemaError
+
+    database.check_schema(load_settings())
+    with pytest.raises(SchemaError):
+        database.check_schema(load_settings(visual_embed_dim=512))
