@@ -15,9 +15,7 @@ ENTITY_COLUMNS = "id, user_id, canonical_entity_id, surface_form, canonical_name
 _E_COLUMNS = ", ".join(f"e.{c.strip()}" for c in ENTITY_COLUMNS.split(","))
 
 
-def _canonical_of_surface(
-    conn: psycopg.Connection, user_id: str, surface: str
-) -> EntityRow | None:
+def _canonical_of_surface(conn: psycopg.Connection, user_id: str, surface: str) -> EntityRow | None:
     # the row with this surface, or, if it is an alias, its canonical row
     row = fetch_one_dict(
         conn,

@@ -25,8 +25,13 @@ def insert_frame(conn: psycopg.Connection, frame: FrameRow) -> int:
         " late = frames.late AND EXCLUDED.late"
         " RETURNING id",
         (
-            frame.user_id, frame.session_id, frame.captured_at, frame.seq, frame.blob_key,
-            frame.content_type, frame.late,
+            frame.user_id,
+            frame.session_id,
+            frame.captured_at,
+            frame.seq,
+            frame.blob_key,
+            frame.content_type,
+            frame.late,
         ),
     ).fetchone()
     assert row is not None
@@ -66,8 +71,14 @@ def insert_audio_chunk(conn: psycopg.Connection, chunk: AudioChunkRow) -> int:
         " late = audio_chunks.late AND EXCLUDED.late"
         " RETURNING id",
         (
-            chunk.user_id, chunk.session_id, chunk.started_at, chunk.duration_ms,
-            chunk.sample_rate, chunk.codec, chunk.blob_key, chunk.late,
+            chunk.user_id,
+            chunk.session_id,
+            chunk.started_at,
+            chunk.duration_ms,
+            chunk.sample_rate,
+            chunk.codec,
+            chunk.blob_key,
+            chunk.late,
         ),
     ).fetchone()
     assert row is not None

@@ -53,9 +53,7 @@ def _memory_type(value: str) -> TripleType:
     return value  # type: ignore[return-value]
 
 
-def _canonical_ids(
-    conn: psycopg.Connection, user_id: str, ids: set[int]
-) -> dict[int, int]:
+def _canonical_ids(conn: psycopg.Connection, user_id: str, ids: set[int]) -> dict[int, int]:
     rows = conn.execute(
         "SELECT id, COALESCE(canonical_entity_id, id) FROM entities"
         " WHERE user_id = %s AND id = ANY(%s)",
@@ -110,11 +108,18 @@ def insert_triples(
         cast = cast or vec_cast(r.embedding)
         params.append(
             {
-                "u": user_id, "mt": memory_type, "seg": segment_id, "scale": scale,
-                "subj": canonical[r.subject_entity_id], "pred": r.predicate.strip(),
+                "u": user_id,
+                "mt": memory_type,
+                "seg": segment_id,
+                "scale": scale,
+                "subj": canonical[r.subject_entity_id],
+                "pred": r.predicate.strip(),
                 "obj": canonical[r.object_entity_id] if r.object_entity_id is not None else None,
-                "lit": r.object_literal, "emb": r.embedding, "vf": valid_from,
-                "ev": sorted(set(evidence)), "origin": r.origin,
+                "lit": r.object_literal,
+                "emb": r.embedding,
+                "vf": valid_from,
+                "ev": sorted(set(evidence)),
+                "origin": r.origin,
             }
         )
     ids: list[int] = []
@@ -199,9 +204,7 @@ def similar_active_semantic_triples(
     as_of: datetime | None = None,
 ) -> list[tuple[TripleRow, float]]:
     """Consolidation candidates: active semantic triples with cosine >= min_cosine, best first."""
-    return _knn_triples(
-        conn, user_id, "semantic", embedding, k, min_cosine=min_cosine, as_of=as_of
-    )
+    return _knn_triples(conn, user_id, "semantic", embedding, k, min_cosine=min_cosine, as_of=as_of)
 
 
 def top_triples_by_cosine(
@@ -324,8 +327,7 @@ def triples_fingerprint(
     where = "user_id = %s AND memory_type = %s" + (" AND scale_seconds = %s" if scale else "")
     args: tuple = (user_id, memory_type) + ((scale,) if scale else ())
     row = conn.execute(
-        "SELECT count(*), COALESCE(max(id), 0), count(invalidated_at) FROM triples"
-        f" WHERE {where}",
+        f"SELECT count(*), COALESCE(max(id), 0), count(invalidated_at) FROM triples WHERE {where}",
         args,
     ).fetchone()
     assert row is not None  # an aggregate always returns one row

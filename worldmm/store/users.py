@@ -68,8 +68,7 @@ def rotate_api_key(conn: psycopg.Connection, user_id: str) -> str:
     """Replace the user's key with a new one and return it; the old key stops working."""
     key = new_api_key()
     row = conn.execute(
-        "UPDATE users SET api_key_hash = %s, api_key_rotated_at = now() WHERE id = %s"
-        " RETURNING id",
+        "UPDATE users SET api_key_hash = %s, api_key_rotated_at = now() WHERE id = %s RETURNING id",
         (hash_api_key(key), user_id),
     ).fetchone()
     if row is None:

@@ -17,42 +17,77 @@ S = timedelta(seconds=1)
 
 
 def test_segments_and_episodic_triples_exist_once_their_window_ends(conn, user_id) -> None:
-    early = make_segment(conn, user_id, T0)                       # ends T0+30
-    late = make_segment(conn, user_id, T0 + 60 * S)               # ends T0+90
+    early = make_segment(conn, user_id, T0)  # ends T0+30
+    late = make_segment(conn, user_id, T0 + 60 * S)  # ends T0+90
     e = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
     for seg, seed in ((early, 2), (late, 3)):
-        triples.insert_triples(conn, user_id, seg, "episodic", [TripleWrite(
-            subject_entity_id=e.id, predicate=f"did {seed}", object_literal="x",
-            embedding=unit_vector(DIM, seed))])
+        triples.insert_triples(
+            conn,
+            user_id,
+            seg,
+            "episodic",
+            [
+                TripleWrite(
+                    subject_entity_id=e.id,
+                    predicate=f"did {seed}",
+                    object_literal="x",
+                    embedding=unit_vector(DIM, seed),
+                )
+            ],
+        )
     visual.upsert_visual_embedding(conn, user_id, early, unit_vector(1536, 1))
     visual.upsert_visual_embedding(conn, user_id, late, unit_vector(1536, 2))
     t = T0 + 60 * S  # the late window has started but not ended
     assert [s.id for s in segments.list_segments(conn, user_id, as_of=t)] == [early]
-    assert [s.id for s in segments.list_segments(conn, user_id, as_of=T0 + 90 * S)] == [
-        early, late]
+    assert [s.id for s in segments.list_segments(conn, user_id, as_of=T0 + 90 * S)] == [early, late]
     graph = triples.triples_for_graph(conn, user_id, "episodic", as_of=t)
     assert [g.segment_id for g in graph] == [early]
     assert graph[0].window_end == T0 + 30 * S
-    top = triples.top_triples_by_cosine(conn, user_id, "episodic", unit_vector(DIM, 3), 5,
-                                        as_of=t)
+    top = triples.top_triples_by_cosine(conn, user_id, "episodic", unit_vector(DIM, 3), 5, as_of=t)
     assert [tr.segment_id for tr, _ in top] == [early]
-    assert [s.id for s, _ in visual.search_visual(conn, user_id, unit_vector(1536, 2), 5,
-                                                  as_of=t)] == [early]
-    assert triples.top_triples_by_cosine(conn, user_id, "episodic", unit_vector(DIM, 3), 5,
-                                         scale=180) == []
+    assert [
+        s.id for s, _ in visual.search_visual(conn, user_id, unit_vector(1536, 2), 5, as_of=t)
+    ] == [early]
+    assert (
+        triples.top_triples_by_cosine(conn, user_id, "episodic", unit_vector(DIM, 3), 5, scale=180)
+        == []
+    )
 
 
 def test_semantic_validity_window(conn, user_id) -> None:
-    seg1 = make_segment(conn, user_id, T0, scale=600)             # ends T0+600
-    seg2 = make_segment(conn, user_id, T0 + 600 * S, scale=600)   # ends T0+1200
+    seg1 = make_segment(conn, user_id, T0, scale=600)  # ends T0+600
+    seg2 = make_segment(conn, user_id, T0 + 600 * S, scale=600)  # ends T0+1200
     me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
-    (old,) = triples.insert_triples(conn, user_id, seg1, "semantic", [TripleWrite(
-        subject_entity_id=me.id, predicate="drinks", object_literal="coffee",
-        embedding=unit_vector(DIM, 2))])
-    (new,) = triples.insert_triples(conn, user_id, seg2, "semantic", [TripleWrite(
-        subject_entity_id=me.id, predicate="drinks", object_literal="tea",
-        embedding=unit_vector(DIM, 3), evidence_segment_ids=[seg1, seg2],
-        origin="consolidated")])
+    (old,) = triples.insert_triples(
+        conn,
+        user_id,
+        seg1,
+        "semantic",
+        [
+            TripleWrite(
+                subject_entity_id=me.id,
+                predicate="drinks",
+                object_literal="coffee",
+                embedding=unit_vector(DIM, 2),
+            )
+        ],
+    )
+    (new,) = triples.insert_triples(
+        conn,
+        user_id,
+        seg2,
+        "semantic",
+        [
+            TripleWrite(
+                subject_entity_id=me.id,
+                predicate="drinks",
+                object_literal="tea",
+                embedding=unit_vector(DIM, 3),
+                evidence_segment_ids=[seg1, seg2],
+                origin="consolidated",
+            )
+        ],
+    )
     assert triples.invalidate_triples(conn, user_id, [old, new], T0 + 1200 * S, new) == 1
     # invalidating again changes nothing (idempotent)
     assert triples.invalidate_triples(conn, user_id, [old], T0 + 1300 * S, new) == 0
@@ -60,17 +95,18 @@ def test_semantic_validity_window(conn, user_id) -> None:
     def active(at):
         return [t.object_name for t in triples.list_semantic(conn, user_id, as_of=at)]
 
-    assert active(T0 + 599 * S) == []                    # nothing known yet
-    assert active(T0 + 600 * S) == ["coffee"]            # valid from the window end
+    assert active(T0 + 599 * S) == []  # nothing known yet
+    assert active(T0 + 600 * S) == ["coffee"]  # valid from the window end
     assert active(T0 + 1199 * S) == ["coffee"]
-    assert active(T0 + 1200 * S) == ["tea"]              # replaced at the summary's end
+    assert active(T0 + 1200 * S) == ["tea"]  # replaced at the summary's end
     assert active(None) == ["tea"]
     history = triples.list_semantic(conn, user_id, history=True)
     assert [(t.object_name, t.replaced_by) for t in history] == [("coffee", new), ("tea", None)]
     assert history[0].invalidated_at == T0 + 1200 * S
     for at, want in ((T0 + 900 * S, [old]), (None, [new])):
-        sims = triples.similar_active_semantic_triples(conn, user_id, unit_vector(DIM, 2), -1, 5,
-                                                       as_of=at)
+        sims = triples.similar_active_semantic_triples(
+            conn, user_id, unit_vector(DIM, 2), -1, 5, as_of=at
+        )
         assert [t.id for t, _ in sims] == want
         graph = triples.triples_for_graph(conn, user_id, "semantic", as_of=at)
         assert [g.id for g in graph] == want
@@ -80,10 +116,18 @@ def test_similar_semantic_threshold(conn, user_id) -> None:
     seg = make_segment(conn, user_id, T0, scale=600)
     me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
     base = unit_vector(DIM, 7)
-    ids = triples.insert_triples(conn, user_id, seg, "semantic", [
-        TripleWrite(subject_entity_id=me.id, predicate="likes", object_literal=lit,
-                    embedding=emb)
-        for lit, emb in (("cats", base), ("rain", unit_vector(DIM, 8)))])
+    ids = triples.insert_triples(
+        conn,
+        user_id,
+        seg,
+        "semantic",
+        [
+            TripleWrite(
+                subject_entity_id=me.id, predicate="likes", object_literal=lit, embedding=emb
+            )
+            for lit, emb in (("cats", base), ("rain", unit_vector(DIM, 8)))
+        ],
+    )
     hits = triples.similar_active_semantic_triples(conn, user_id, base, 0.6, 20)
     assert [(t.id, round(c, 3)) for t, c in hits] == [(ids[0], 1.0)]
 
@@ -94,9 +138,20 @@ def test_fingerprint_changes_on_insert_invalidate_and_forget(conn, user_id) -> N
     seg = make_segment(conn, user_id, T0, scale=600)
     me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
     seen = [triples.triples_fingerprint(conn, user_id, "semantic")]
-    (a,) = triples.insert_triples(conn, user_id, seg, "semantic", [TripleWrite(
-        subject_entity_id=me.id, predicate="likes", object_literal="tea",
-        embedding=unit_vector(DIM, 2))])
+    (a,) = triples.insert_triples(
+        conn,
+        user_id,
+        seg,
+        "semantic",
+        [
+            TripleWrite(
+                subject_entity_id=me.id,
+                predicate="likes",
+                object_literal="tea",
+                embedding=unit_vector(DIM, 2),
+            )
+        ],
+    )
     seen.append(triples.triples_fingerprint(conn, user_id, "semantic"))
     triples.invalidate_triples(conn, user_id, [a], T0 + 700 * S, None)
     seen.append(triples.triples_fingerprint(conn, user_id, "semantic"))

@@ -19,8 +19,12 @@ def _fill(conn, user: str, name: str) -> dict:
     """Same vectors for every user, so only the user filter can tell their rows apart."""
     seg = make_segment(conn, user, T0)
     e = entities.insert_canonical_entity(conn, user, name, unit_vector(DIM, 1))
-    row = TripleWrite(subject_entity_id=e.id, predicate="likes", object_literal="tea",
-                      embedding=unit_vector(DIM, 2))
+    row = TripleWrite(
+        subject_entity_id=e.id,
+        predicate="likes",
+        object_literal="tea",
+        embedding=unit_vector(DIM, 2),
+    )
     (ep,) = triples.insert_triples(conn, user, seg, "episodic", [row])
     (se,) = triples.insert_triples(conn, user, seg, "semantic", [row])
     visual.upsert_visual_embedding(conn, user, seg, unit_vector(VDIM, 3))
@@ -59,8 +63,12 @@ def test_reads_by_id_are_user_scoped(conn, user_id, other_user) -> None:
 def test_cannot_reference_another_users_rows(conn, user_id, other_user) -> None:
     theirs = _fill(conn, other_user, "Carol")
     mine = make_segment(conn, user_id, T0)
-    row = TripleWrite(subject_entity_id=theirs["entity"], predicate="knows",
-                      object_literal="x", embedding=unit_vector(DIM, 2))
+    row = TripleWrite(
+        subject_entity_id=theirs["entity"],
+        predicate="knows",
+        object_literal="x",
+        embedding=unit_vector(DIM, 2),
+    )
     with pytest.raises(NotFoundError):
         triples.insert_triples(conn, user_id, mine, "episodic", [row])
     with pytest.raises(NotFoundError):

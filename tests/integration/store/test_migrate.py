@@ -33,7 +33,10 @@ def test_apply_twice_second_is_noop(fresh_database_url) -> None:
             "SELECT params FROM schema_migrations ORDER BY version LIMIT 1"
         ).fetchone()
         assert params == {
-            "text_dim": "384", "text_vec": "vector", "visual_dim": "1536", "visual_vec": "vector"
+            "text_dim": "384",
+            "text_vec": "vector",
+            "visual_dim": "1536",
+            "visual_vec": "vector",
         }
 
 

@@ -28,26 +28,68 @@ def _populate(conn, user: str) -> dict:
     alice = entities.insert_canonical_entity(conn, user, "Alice", unit_vector(DIM, 1))
     entities.insert_alias(conn, user, "Al", alice.id, unit_vector(DIM, 1))
     bob = entities.insert_canonical_entity(conn, user, "Bob", unit_vector(DIM, 2))
-    (ep_a,) = triples.insert_triples(conn, user, seg_a, "episodic", [TripleWrite(
-        subject_entity_id=alice.id, predicate="meets", object_entity_id=bob.id,
-        embedding=unit_vector(DIM, 3))])
-    (ep_b,) = triples.insert_triples(conn, user, seg_b, "episodic", [TripleWrite(
-        subject_entity_id=bob.id, predicate="reads", object_literal="a book",
-        embedding=unit_vector(DIM, 4))])
+    (ep_a,) = triples.insert_triples(
+        conn,
+        user,
+        seg_a,
+        "episodic",
+        [
+            TripleWrite(
+                subject_entity_id=alice.id,
+                predicate="meets",
+                object_entity_id=bob.id,
+                embedding=unit_vector(DIM, 3),
+            )
+        ],
+    )
+    (ep_b,) = triples.insert_triples(
+        conn,
+        user,
+        seg_b,
+        "episodic",
+        [
+            TripleWrite(
+                subject_entity_id=bob.id,
+                predicate="reads",
+                object_literal="a book",
+                embedding=unit_vector(DIM, 4),
+            )
+        ],
+    )
     # a semantic fact from window B that cites window A as evidence
-    (sem,) = triples.insert_triples(conn, user, seg_b, "semantic", [TripleWrite(
-        subject_entity_id=alice.id, predicate="is friends with", object_entity_id=bob.id,
-        embedding=unit_vector(DIM, 5), evidence_segment_ids=[seg_a, seg_b])])
+    (sem,) = triples.insert_triples(
+        conn,
+        user,
+        seg_b,
+        "semantic",
+        [
+            TripleWrite(
+                subject_entity_id=alice.id,
+                predicate="is friends with",
+                object_entity_id=bob.id,
+                embedding=unit_vector(DIM, 5),
+                evidence_segment_ids=[seg_a, seg_b],
+            )
+        ],
+    )
     visual.upsert_visual_embedding(conn, user, seg_a, unit_vector(1536, 1))
     visual.upsert_visual_embedding(conn, user, seg_b, unit_vector(1536, 2))
-    audit.insert_consolidation_audit(conn, user, {"new": sem}, "add", {"ids": [sem]},
-                                     segment_id=seg_a)
+    audit.insert_consolidation_audit(
+        conn, user, {"new": sem}, "add", {"ids": [sem]}, segment_id=seg_a
+    )
     for i, t in enumerate((T0 + 5 * S, T0 + 305 * S)):
-        frames.insert_frame(conn, FrameRow(user_id=user, session_id="s1", captured_at=t,
-                                           seq=i, blob_key=f"{user}/f{i}.jpg"))
-        frames.insert_audio_chunk(conn, AudioChunkRow(user_id=user, started_at=t,
-                                                      duration_ms=4000,
-                                                      blob_key=f"{user}/a{i}.wav"))
+        frames.insert_frame(
+            conn,
+            FrameRow(
+                user_id=user, session_id="s1", captured_at=t, seq=i, blob_key=f"{user}/f{i}.jpg"
+            ),
+        )
+        frames.insert_audio_chunk(
+            conn,
+            AudioChunkRow(
+                user_id=user, started_at=t, duration_ms=4000, blob_key=f"{user}/a{i}.wav"
+            ),
+        )
     return {"a": seg_a, "b": seg_b, "parent": parent, "ep_b": ep_b, "bob": bob.id}
 
 
@@ -61,8 +103,16 @@ def test_purge_leaves_no_row_of_the_user(conn, other_user) -> None:
     assert counts["users"] == 1 and counts["segments"] == 3 and counts["frames"] == 2
     tables = purge.user_tables(conn)
     # every table with a user_id column is covered, including any added later
-    assert {"segments", "entities", "triples", "visual_embeddings", "frames", "audio_chunks",
-            "consolidation_audit", "sessions"} <= set(tables)
+    assert {
+        "segments",
+        "entities",
+        "triples",
+        "visual_embeddings",
+        "frames",
+        "audio_chunks",
+        "consolidation_audit",
+        "sessions",
+    } <= set(tables)
     assert all(n == 0 for n in purge.count_user_rows(conn, user).values())
     assert purge.count_user_rows(conn, other_user) == before_other
     assert purge.purge_user(conn, user)["users"] == 0

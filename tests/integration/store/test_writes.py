@@ -24,10 +24,18 @@ def _count(conn: psycopg.Connection, table: str, user_id: str) -> int:
 
 def test_segment_replay_overwrites_and_keeps_id(conn, user_id) -> None:
     write = SegmentWrite(
-        user_id=user_id, session_id="s1", scale_seconds=30, window_start=T0,
-        window_end=T0 + timedelta(seconds=30), caption="first", processing_status="pending",
-        source_topic="worldmm.frames", source_partition=0, source_offset_first=10,
-        source_offset_last=20, model_versions={"caption": "m1"},
+        user_id=user_id,
+        session_id="s1",
+        scale_seconds=30,
+        window_start=T0,
+        window_end=T0 + timedelta(seconds=30),
+        caption="first",
+        processing_status="pending",
+        source_topic="worldmm.frames",
+        source_partition=0,
+        source_offset_first=10,
+        source_offset_last=20,
+        model_versions={"caption": "m1"},
     )
     first = segments.upsert_segment(conn, write)
     second = segments.upsert_segment(
@@ -91,10 +99,18 @@ def test_triples_replay_leaves_one_row_and_merges_evidence(conn, user_id) -> Non
     a = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
     b = entities.insert_canonical_entity(conn, user_id, "Bob", unit_vector(DIM, 2))
     rows = [
-        TripleWrite(subject_entity_id=a.id, predicate="talks to", object_entity_id=b.id,
-                    embedding=unit_vector(DIM, 3)),
-        TripleWrite(subject_entity_id=a.id, predicate="arrived at", object_literal="9:00 AM",
-                    embedding=unit_vector(DIM, 4)),
+        TripleWrite(
+            subject_entity_id=a.id,
+            predicate="talks to",
+            object_entity_id=b.id,
+            embedding=unit_vector(DIM, 3),
+        ),
+        TripleWrite(
+            subject_entity_id=a.id,
+            predicate="arrived at",
+            object_literal="9:00 AM",
+            embedding=unit_vector(DIM, 4),
+        ),
     ]
     first = triples.insert_triples(conn, user_id, seg, "episodic", rows)
     again = triples.insert_triples(conn, user_id, seg, "episodic", rows)
@@ -134,9 +150,20 @@ def test_entities_idempotent_and_alias_resolution(conn, user_id) -> None:
     kate_row = conn.execute(
         "SELECT id FROM entities WHERE user_id = %s AND surface_form = 'Kate'", (user_id,)
     ).fetchone()[0]
-    (tid,) = triples.insert_triples(conn, user_id, seg, "episodic", [TripleWrite(
-        subject_entity_id=kate_row, predicate="cooks", object_literal="pasta",
-        embedding=unit_vector(DIM, 5))])
+    (tid,) = triples.insert_triples(
+        conn,
+        user_id,
+        seg,
+        "episodic",
+        [
+            TripleWrite(
+                subject_entity_id=kate_row,
+                predicate="cooks",
+                object_literal="pasta",
+                embedding=unit_vector(DIM, 5),
+            )
+        ],
+    )
     assert triples.get_triples(conn, user_id, [tid])[0].subject_entity_id == kat.id
 
 
@@ -154,21 +181,26 @@ def test_nearest_canonical_entities_threshold(conn, user_id) -> None:
 
 
 def test_frames_and_audio_idempotent(conn, user_id) -> None:
-    f = FrameRow(user_id=user_id, session_id="s", captured_at=T0, seq=1, blob_key="f/1.jpg",
-                 late=True)
+    f = FrameRow(
+        user_id=user_id, session_id="s", captured_at=T0, seq=1, blob_key="f/1.jpg", late=True
+    )
     assert frames.insert_frame(conn, f) == frames.insert_frame(conn, f)
     frames.insert_frame(conn, f.model_copy(update={"late": False}))
-    frames.insert_frame(conn, FrameRow(user_id=user_id, captured_at=T0 + timedelta(seconds=5),
-                                       seq=2, blob_key="f/2.jpg"))
+    frames.insert_frame(
+        conn,
+        FrameRow(user_id=user_id, captured_at=T0 + timedelta(seconds=5), seq=2, blob_key="f/2.jpg"),
+    )
     got = frames.list_frames(conn, user_id, T0, T0 + timedelta(seconds=5))
     assert [(x.blob_key, x.late) for x in got] == [("f/1.jpg", False)]
     assert _count(conn, "frames", user_id) == 2
-    a = AudioChunkRow(user_id=user_id, started_at=T0, duration_ms=2000, sample_rate=16000,
-                      blob_key="a/1.wav")
+    a = AudioChunkRow(
+        user_id=user_id, started_at=T0, duration_ms=2000, sample_rate=16000, blob_key="a/1.wav"
+    )
     assert frames.insert_audio_chunk(conn, a) == frames.insert_audio_chunk(conn, a)
     # overlap: a chunk from T0 to T0+2s is in [T0+1s, T0+3s)
-    chunks = frames.list_audio_chunks(conn, user_id, T0 + timedelta(seconds=1),
-                                      T0 + timedelta(seconds=3))
+    chunks = frames.list_audio_chunks(
+        conn, user_id, T0 + timedelta(seconds=1), T0 + timedelta(seconds=3)
+    )
     assert [c.blob_key for c in chunks] == ["a/1.wav"]
     assert frames.list_audio_chunks(conn, user_id, T0 + timedelta(seconds=2)) == []
 
@@ -178,8 +210,12 @@ def test_replace_episodic_triples_drops_stale_ones(conn, user_id) -> None:
     a = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
 
     def row(lit: str, seed: int) -> TripleWrite:
-        return TripleWrite(subject_entity_id=a.id, predicate="holds", object_literal=lit,
-                           embedding=unit_vector(DIM, seed))
+        return TripleWrite(
+            subject_entity_id=a.id,
+            predicate="holds",
+            object_literal=lit,
+            embedding=unit_vector(DIM, seed),
+        )
 
     first = triples.replace_episodic_triples(conn, user_id, seg, [row("cup", 2), row("pen", 3)])
     second = triples.replace_episodic_triples(conn, user_id, seg, [row("cup", 2), row("key", 4)])

@@ -18,8 +18,10 @@ from worldmm.store.migrate import (
 
 
 def test_render_substitutes_and_leaves_sql_braces() -> None:
-    out = render("x {text_vec}({text_dim}) DEFAULT '{}' j '{\"a\": 1}'", {
-        "text_vec": "vector", "text_dim": "384"})
+    out = render(
+        "x {text_vec}({text_dim}) DEFAULT '{}' j '{\"a\": 1}'",
+        {"text_vec": "vector", "text_dim": "384"},
+    )
     assert out == "x vector(384) DEFAULT '{}' j '{\"a\": 1}'"
 
 
@@ -43,7 +45,10 @@ def test_vector_type_too_large() -> None:
 def test_template_params_from_settings() -> None:
     params = template_params(load_settings(text_embed_dim=3072, visual_embed_dim=1536))
     assert params == {
-        "text_dim": "3072", "text_vec": "halfvec", "visual_dim": "1536", "visual_vec": "vector"
+        "text_dim": "3072",
+        "text_vec": "halfvec",
+        "visual_dim": "1536",
+        "visual_vec": "vector",
     }
 
 

@@ -33,8 +33,12 @@ def test_segment_write_window_order_and_timezone() -> None:
     with pytest.raises(ValidationError, match="after"):
         SegmentWrite(user_id="u", scale_seconds=30, window_start=T0, window_end=T0)
     with pytest.raises(ValidationError):
-        SegmentWrite(user_id="u", scale_seconds=30, window_start=T0.replace(tzinfo=None),
-                     window_end=T0.replace(tzinfo=None) + timedelta(seconds=30))
+        SegmentWrite(
+            user_id="u",
+            scale_seconds=30,
+            window_start=T0.replace(tzinfo=None),
+            window_end=T0.replace(tzinfo=None) + timedelta(seconds=30),
+        )
 
 
 def test_api_keys_are_random_and_hashed() -> None:
