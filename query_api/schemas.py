@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from worldmm.models import SCALES, MemoryType
+from worldmm.models import MemoryType
 
 # The same characters the ingest path accepts in ids (connectors.codec.SAFE_ID_RE), so every
 # user that can stream can be queried and blob prefixes stay safe path segments.
@@ -28,8 +28,6 @@ UserId = Annotated[
         examples=["alice"],
     ),
 ]
-Scale = Literal[30, 180, 600, 3600]
-assert set(Scale.__args__) == set(SCALES)  # type: ignore[attr-defined]
 
 
 class _Body(BaseModel):

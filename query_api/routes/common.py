@@ -7,6 +7,7 @@ from datetime import datetime
 from fastapi import HTTPException, status
 
 from query_api.schemas import ErrorOut
+from worldmm.models import SCALES
 
 USER_ERRORS: dict[int | str, dict] = {
     401: {"model": ErrorOut, "description": "Missing or invalid API key"},
@@ -20,4 +21,12 @@ def check_range(start: datetime | None, end: datetime | None) -> None:
     if start is not None and end is not None and start > end:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must not be after 'to'"
+        )
+
+
+def check_scale(scale: int | None) -> None:
+    if scale is not None and scale not in SCALES:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"scale must be one of {', '.join(map(str, SCALES))} (seconds), got {scale}",
         )

@@ -15,7 +15,7 @@ from query_api.deps import Deps
 from query_api.ops.forget import forget
 from query_api.ops.query import frame_url
 from query_api.ops.remember import is_note, remember
-from query_api.routes.common import USER_ERRORS, check_range
+from query_api.routes.common import USER_ERRORS, check_range, check_scale
 from query_api.schemas import (
     DEFAULT_PAGE,
     MAX_PAGE,
@@ -25,13 +25,13 @@ from query_api.schemas import (
     FramePage,
     RememberRequest,
     RememberResponse,
-    Scale,
     SegmentOut,
     SegmentPage,
     SemanticFactOut,
     SemanticList,
 )
 from query_api.store_local import decode_cursor, encode_cursor, page_frames, page_segments
+from worldmm.models import SCALES
 from worldmm.store.models import SegmentRow
 from worldmm.store.segments import get_segment
 from worldmm.store.triples import list_semantic
@@ -84,12 +84,16 @@ def list_segments(
     deps: Deps,
     start: From = None,
     end: To = None,
-    scale: Annotated[Scale | None, Query(description="30, 180, 600 or 3600 seconds.")] = None,
+    scale: Annotated[
+        int | None,
+        Query(description="30, 180, 600 or 3600 seconds.", json_schema_extra={"enum": SCALES}),
+    ] = None,
     as_of: AsOf = None,
     limit: Limit = DEFAULT_PAGE,
     cursor: Cursor = None,
 ) -> SegmentPage:
     check_range(start, end)
+    check_scale(scale)
     after = decode_cursor(cursor) if cursor else None
     with deps.db.connection() as conn:
         rows = page_segments(

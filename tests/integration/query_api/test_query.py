@@ -73,7 +73,7 @@ def test_as_of_hides_later_memory(client, api_deps, make_user):
 def test_remember_then_query_finds_it_and_forget_removes_it(client, make_user):
     a = make_user()
     at = BASE + timedelta(days=1)
-    note = "My bike lock code is 4711 and Marta keeps the spare key in the garage."
+    note = "My bike lock code is 4711. My sister Marta lives in Porto."
     r = client.post(
         f"/v1/users/{a.user_id}/memories", json={"text": note, "at": iso(at)}, headers=a.headers
     )
@@ -81,6 +81,10 @@ def test_remember_then_query_finds_it_and_forget_removes_it(client, make_user):
     made = r.json()
     assert made["end"] == "2025-03-02T09:00:00Z"
     assert made["episodic_triples"], made  # the note became graph memory, not only text
+    assert made["semantic_triples"], made
+    facts = client.get(f"/v1/users/{a.user_id}/semantic", headers=a.headers).json()["items"]
+    assert {f["origin"] for f in facts} == {"remembered"}
+    assert any("Porto" in f["object"] for f in facts), facts
 
     seg = client.get(f"/v1/users/{a.user_id}/segments/{made['segment_id']}", headers=a.headers)
     assert seg.status_code == 200 and seg.json()["note"] is True
@@ -112,7 +116,7 @@ def test_remember_then_query_finds_it_and_forget_removes_it(client, make_user):
     facts = client.get(
         f"/v1/users/{a.user_id}/semantic", params={"history": True}, headers=a.headers
     )
-    assert "4711" not in facts.text
+    assert "4711" not in facts.text and facts.json()["items"] == []
     assert client.get(
         f"/v1/users/{a.user_id}/segments/{made['segment_id']}", headers=a.headers
     ).status_code == 404

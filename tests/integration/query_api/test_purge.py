@@ -1,0 +1,99 @@
+"""Purging a user leaves nothing of them in PostgreSQL, the blob store or Redis."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+import redis
+
+from connectors.blobstore import audio_key, frame_key, user_prefixes
+from query_api.ops.forget import user_cache_pattern
+from tests.integration.query_api.conftest import ADMIN, seed_segment
+from worldmm.store import frames as frame_store
+from worldmm.store import users as user_store
+from worldmm.store import visual as visual_store
+from worldmm.store.models import AudioChunkRow, FrameRow
+from worldmm.store.purge import count_user_rows
+
+pytestmark = pytest.mark.integration
+
+BASE = datetime(2025, 4, 2, 8, 0, tzinfo=UTC)
+JPEG = b"\xff\xd8\xff\xe0" + b"not really a jpeg" + b"\xff\xd9"
+
+
+def fill_memory(client, deps, user) -> None:
+    """Something in every table and store: segment, triples, entities, clip embedding,
+    frame + audio rows and blobs, a note (semantic facts, audit rows), cached graphs."""
+    seg = seed_segment(
+        deps, user.user_id, BASE, BASE + timedelta(seconds=30),
+        "I parked the car on level 3 next to Jonas.",
+        [("I", "parked", "car"), ("car", "next to", "Jonas")],
+    )
+    with deps.db.transaction() as conn:
+        user_store.upsert_session(conn, user.user_id, "s1", started_at=BASE)
+        visual_store.upsert_visual_embedding(
+            conn, user.user_id, seg, np.full(deps.settings.visual_embed_dim, 0.1, np.float32)
+        )
+        fkey = frame_key(user.user_id, "s1", BASE + timedelta(seconds=3), 0)
+        frame_store.insert_frame(conn, FrameRow(
+            user_id=user.user_id, session_id="s1", captured_at=BASE + timedelta(seconds=3), seq=0,
+            blob_key=fkey,
+        ))
+        akey = audio_key(user.user_id, "s1", BASE)
+        frame_store.insert_audio_chunk(conn, AudioChunkRow(
+            user_id=user.user_id, session_id="s1", started_at=BASE, duration_ms=5000,
+            blob_key=akey,
+        ))
+    deps.blobs.put(fkey, JPEG)
+    deps.blobs.put(akey, b"RIFF....WAVE")
+    r = client.post(
+        f"/v1/users/{user.user_id}/memories",
+        json={"text": "Jonas lives in Hamburg and loves sailing.", "at": BASE.isoformat()},
+        headers=user.headers,
+    )
+    assert r.status_code == 201, r.text
+    r = client.post(
+        f"/v1/users/{user.user_id}/query", json={"question": "Where did I park the car?"},
+        headers=user.headers,
+    )
+    assert r.status_code == 200, r.text
+
+
+def snapshot(deps, rds, user_id):
+    with deps.db.connection() as conn:
+        rows = count_user_rows(conn, user_id)
+    blobs = [k for p in user_prefixes(user_id) for k in deps.blobs.list(p)]
+    keys = sorted(rds.scan_iter(match=user_cache_pattern(user_id)))
+    return rows, blobs, keys
+
+
+def test_purge_removes_everything_of_one_user_only(client, api_deps, api_settings, make_user):
+    a, b = make_user(), make_user()
+    fill_memory(client, api_deps, a)
+    fill_memory(client, api_deps, b)
+    rds = redis.Redis.from_url(api_settings.redis_url)
+    a_rows, a_blobs, a_keys = snapshot(api_deps, rds, a.user_id)
+    b_before = snapshot(api_deps, rds, b.user_id)
+    # the purge has something to remove everywhere
+    assert all(n > 0 for n in a_rows.values()), sorted(a_rows.items())
+    assert len(a_blobs) == 2 and a_keys
+
+    r = client.delete(f"/v1/users/{a.user_id}", headers=ADMIN)
+    assert r.status_code == 200, r.text
+    assert r.json()["blobs_deleted"] == 2
+    assert r.json()["rows_deleted"]["segments"] == a_rows["segments"]
+
+    rows, blobs, keys = snapshot(api_deps, rds, a.user_id)
+    assert set(rows) == set(a_rows)  # every table with a user_id column was counted
+    assert all(n == 0 for n in rows.values()), rows
+    assert blobs == [] and keys == []
+    assert snapshot(api_deps, rds, b.user_id) == b_before
+    assert client.get(f"/v1/users/{b.user_id}/segments", headers=b.headers).json()["items"]
+
+    # the user is gone: their key no longer works, the admin sees an unknown user
+    assert client.get(f"/v1/users/{a.user_id}/segments", headers=a.headers).status_code == 401
+    assert client.get(f"/v1/users/{a.user_id}/segments", headers=ADMIN).status_code == 404
+    assert client.delete(f"/v1/users/{a.user_id}", headers=ADMIN).status_code == 404
+    rds.close()

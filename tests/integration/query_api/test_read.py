@@ -1,0 +1,113 @@
+"""Reading memory: segment pages, single segments, frames (list + JPEG bytes), semantic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from connectors.blobstore import frame_key
+from tests.integration.query_api.conftest import ADMIN, seed_segment
+from worldmm.store import frames as frame_store
+from worldmm.store.models import FrameRow
+
+pytestmark = pytest.mark.integration
+
+BASE = datetime(2025, 5, 6, 14, 0, tzinfo=UTC)
+
+
+def test_segments_page_by_cursor_and_filter_by_range_and_scale(client, api_deps, make_user):
+    a = make_user()
+    ids = [
+        seed_segment(api_deps, a.user_id, BASE + timedelta(seconds=30 * i),
+                     BASE + timedelta(seconds=30 * (i + 1)), f"moment {i}", [])
+        for i in range(7)
+    ]
+    hour = seed_segment(api_deps, a.user_id, BASE, BASE + timedelta(hours=1), "the hour", [],
+                        scale=3600)
+    url = f"/v1/users/{a.user_id}/segments"
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 3, "scale": 30} | ({"cursor": cursor} if cursor else {})
+        page = client.get(url, params=params, headers=a.headers).json()
+        seen += [s["id"] for s in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == ids
+    window = client.get(
+        url,
+        params={"from": (BASE + timedelta(seconds=60)).isoformat(),
+                "to": (BASE + timedelta(seconds=120)).isoformat()},
+        headers=a.headers,
+    ).json()["items"]
+    assert [s["id"] for s in window] == [hour, ids[2], ids[3]]  # overlap, oldest first
+    one = client.get(f"{url}/{ids[4]}", headers=a.headers)
+    assert one.status_code == 200
+    assert one.json()["caption"] == "moment 4" and one.json()["note"] is False
+
+    b = make_user()  # another user's segment id is simply not there
+    assert client.get(f"/v1/users/{b.user_id}/segments/{ids[4]}", headers=b.headers).status_code \
+        == 404
+
+
+def test_frames_list_and_bytes_only_for_their_owner(client, api_deps, make_user):
+    a, b = make_user(), make_user()
+    keys = []
+    with api_deps.db.transaction() as conn:
+        for i in range(3):
+            ts = BASE + timedelta(seconds=i)
+            key = frame_key(a.user_id, "glasses-1", ts, i)
+            api_deps.blobs.put(key, b"\xff\xd8" + bytes([i]) * 10 + b"\xff\xd9")
+            frame_store.insert_frame(conn, FrameRow(
+                user_id=a.user_id, session_id="glasses-1", captured_at=ts, seq=i, blob_key=key))
+            keys.append(key)
+    url = f"/v1/users/{a.user_id}/frames"
+    page1 = client.get(url, params={"limit": 2}, headers=a.headers).json()
+    page2 = client.get(url, params={"limit": 2, "cursor": page1["next_cursor"]},
+                       headers=a.headers).json()
+    assert [f["key"] for f in page1["items"] + page2["items"]] == keys
+    assert page2["next_cursor"] is None
+    ranged = client.get(url, params={"from": (BASE + timedelta(seconds=1)).isoformat(),
+                                     "to": (BASE + timedelta(seconds=2)).isoformat()},
+                        headers=a.headers).json()["items"]
+    assert [f["key"] for f in ranged] == [keys[1]]
+
+    jpeg = client.get(ranged[0]["url"], headers=a.headers)
+    assert jpeg.status_code == 200
+    assert jpeg.headers["content-type"] == "image/jpeg"
+    assert jpeg.content == b"\xff\xd8" + b"\x01" * 10 + b"\xff\xd9"
+    # B may not read A's frame, not even through B's own routes
+    assert client.get(ranged[0]["url"], headers=b.headers).status_code == 403
+    stolen = ranged[0]["url"].replace(f"/v1/users/{a.user_id}/", f"/v1/users/{b.user_id}/")
+    assert client.get(stolen, headers=b.headers).status_code == 404
+    for bad in ("frames/../../etc/passwd", f"frames/{a.user_id}/glasses-1/nope.jpg",
+                f"audio/{a.user_id}/glasses-1/1.wav"):
+        assert client.get(f"{url}/{bad}", headers=a.headers).status_code == 404, bad
+
+
+def test_health_readiness_and_metrics(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["checks"] == {"database": "ok", "schema": "ok", "redis": "ok"}
+    client.get("/v1/users/someone/segments", headers=ADMIN)  # a 404 to count
+    text = client.get("/metrics").text
+    assert 'route="/v1/users/{user_id}/segments",status="404"' in text
+    assert "worldmm_api_request_seconds_bucket" in text
+    assert "/v1/users/someone" not in text  # labels carry route templates, never user ids
+
+
+def test_openapi_documents_every_route_with_models(client):
+    spec = client.get("/openapi.json").json()
+    paths = spec["paths"]
+    query = paths["/v1/users/{user_id}/query"]["post"]
+    assert query["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "QueryResponse")
+    assert {"401", "403", "404", "422", "502"} <= set(query["responses"])
+    for path in ("/v1/users", "/v1/users/{user_id}", "/v1/users/{user_id}/segments",
+                 "/v1/users/{user_id}/segments/{segment_id}", "/v1/users/{user_id}/frames",
+                 "/v1/users/{user_id}/frames/{key}", "/v1/users/{user_id}/semantic",
+                 "/v1/users/{user_id}/memories", "/healthz", "/readyz", "/metrics"):
+        assert path in paths, path
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
