@@ -109,13 +109,22 @@ def memory_counts(deps: IngestDeps, user_id: str) -> dict:
     }
 
 
-def base_segment_count(deps: IngestDeps, user_id: str) -> int:
+def stored_base_starts(deps: IngestDeps, user_id: str) -> set[datetime]:
+    """Starts of the user's complete 30 s segments."""
     with deps.db.connection() as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM segments WHERE user_id = %s AND scale_seconds = 30",
+        rows = conn.execute(
+            "SELECT window_start FROM segments WHERE user_id = %s AND scale_seconds = 30"
+            " AND processing_status = 'complete'",
             (user_id,),
-        ).fetchone()
-    return int(row[0]) if row else 0
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def missing_hours(windows: Sequence[Window], stored: set[datetime]) -> list[Window]:
+    """The windows of every clock hour that is not fully stored yet. A partly stored hour is
+    redone whole (writes are idempotent) so its 3 min / 10 min / 1 h levels see every child."""
+    todo = {hour_key(w) for w in windows if w.start not in stored}
+    return [w for w in windows if hour_key(w) in todo]
 
 
 def purge(deps: IngestDeps, user_id: str) -> dict[str, int]:

@@ -165,22 +165,23 @@ def run_worldmm(
     from bench.egolife import memory_method as mm
 
     info: dict = {"user_id": cfg.user_id}
-    existing = mm.base_segment_count(deps, cfg.user_id)
-    if cfg.reuse and existing:
-        console.print(f"reusing the memory of {cfg.user_id} ({existing} 30 s segments)")
-        info["ingest"] = {"reused": True, "windows": existing}
-        if existing != len(windows):
-            console.print(f"[yellow]warning: {existing} stored 30 s segments, "
-                          f"{len(windows)} windows selected (a different --days?)")
-    else:
-        if existing:
-            purged = mm.purge(deps, cfg.user_id)
-            console.print(f"purged the previous memory of {cfg.user_id}: {purged}")
-        task = progress.add_task("ingest (caption-level)", total=len(windows))
+    stored = mm.stored_base_starts(deps, cfg.user_id)
+    todo = list(windows)
+    if cfg.reuse:
+        todo = mm.missing_hours(windows, stored)
+        console.print(f"reusing the memory of {cfg.user_id}: {len(stored)} 30 s segments "
+                      f"stored, {len(todo)} of {len(windows)} windows to ingest")
+    elif stored:
+        purged = mm.purge(deps, cfg.user_id)
+        console.print(f"purged the previous memory of {cfg.user_id}: {purged}")
+    if todo:
+        task = progress.add_task("ingest (caption-level)", total=len(todo))
         report = asyncio.run(mm.ingest_windows(
-            deps, cfg.user_id, windows, speech_in_caption=cfg.speech_in_caption,
+            deps, cfg.user_id, todo, speech_in_caption=cfg.speech_in_caption,
             on_hour=lambda n: progress.advance(task, n)))
-        info["ingest"] = {"reused": False, **report.as_dict()}
+        info["ingest"] = {"reused_windows": len(windows) - len(todo), **report.as_dict()}
+    else:
+        info["ingest"] = {"reused_windows": len(windows), "windows": 0}
     info["rows"] = mm.memory_counts(deps, cfg.user_id)
     rdeps = mm.retrieval_deps(deps)
 

@@ -51,7 +51,8 @@ def egolife(
     user_id: str = typer.Option(
         "egolife-A1_JAKE", "--user-id", help="Memory user id the week is ingested as."),
     reuse: bool = typer.Option(
-        False, "--reuse", help="Skip ingest when this user's memory already exists."),
+        False, "--reuse", help="Keep this user's stored memory and ingest only the hours "
+        "not stored yet (without it the user's memory is purged and the week ingested afresh)."),
     speech_in_caption: bool = typer.Option(
         True, "--speech-in-caption/--no-speech-in-caption",
         help="Give the transcript lines to the caption text too (as a live captioner would)."),
