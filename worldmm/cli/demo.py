@@ -12,10 +12,23 @@ def register(app: typer.Typer) -> None:
 
 
 def demo(
-    keep: bool = typer.Option(False, "--keep", help="Leave the stack running afterwards."),
+    keep: bool = typer.Option(
+        False, "--keep", help="Leave the stack and the query API running for exploration."
+    ),
+    minutes: float = typer.Option(
+        5.0, "--minutes", min=0.5, max=60.0, help="Length of the generated session."
+    ),
+    seed: int = typer.Option(7, "--seed", help="Seed of the generated session."),
+    stop: bool = typer.Option(
+        False, "--stop", help="Only stop what an earlier `demo --keep` left running."
+    ),
 ) -> None:
-    """Start the stack, migrate, and round-trip a message through Kafka into PostgreSQL."""
-    from worldmm.demo.smoke import run_smoke
+    """Stream a generated glasses session into memory and ask the query API about it."""
+    from worldmm.demo.run import DemoOptions, run_demo, stop_kept
 
     settings = settings_or_exit()
-    raise typer.Exit(run_smoke(settings, keep=keep, echo=typer.echo))
+    if stop:
+        stop_kept(settings, typer.echo)
+        return
+    result = run_demo(settings, DemoOptions(minutes=minutes, keep=keep, seed=seed))
+    raise typer.Exit(result.exit_code)

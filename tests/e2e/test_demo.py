@@ -1,0 +1,85 @@
+"""`worldmm demo` end to end, in-process, on a stack of its own in a temporary state dir
+(never the developer's .worldmm): a short session, its memory in PostgreSQL, the questions
+answered through the HTTP API, and nothing left running afterwards."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from rich.console import Console
+
+from worldmm.demo.run import DemoOptions, run_demo
+from worldmm.demo.script import expected_windows
+from worldmm.settings import load_settings
+from worldmm.stack.process import pid_alive
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.slow]
+
+MINUTES = 1.5
+
+
+@pytest.fixture
+def demo_state_dir():
+    # Not pytest's tmp dir: PostgreSQL runs as another OS user and must enter it.
+    path = Path(tempfile.mkdtemp(prefix="worldmm-demo-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_demo_runs_end_to_end_and_stops_everything(demo_state_dir: Path) -> None:
+    settings = load_settings(
+        state_dir=demo_state_dir,
+        kafka_brokers="",
+        database_url="",
+        redis_url="",
+        llm_provider="offline",
+        asr_backend="local",
+        embed_backend="local",
+        gpu_worker_url="",
+    )
+    out = io.StringIO()
+    console = Console(file=out, width=120, force_terminal=False)
+    result = run_demo(settings, DemoOptions(minutes=MINUTES, seed=3), console)
+    text = out.getvalue()
+
+    assert result.exit_code == 0, f"{result.failed_step}: {result.error}\n{text}"
+    for n in range(1, 7):
+        assert f"[{n}/6]" in text
+    assert {"kafka", "postgres", "redis", "dataflow", "api"} <= set(result.started_pids)
+
+    # the memory: one 30 s segment per 30 s of session, every level up to the hour
+    assert result.start is not None and result.start.minute % 10 == 0
+    expected = expected_windows(result.start, MINUTES * 60)
+    assert expected[30] == MINUTES * 60 / 30
+    assert result.segments == expected
+
+    # 3 questions (one per scene), answered offline, each grounded on episodic segments
+    # inside the session's hour, with the rounds the agent made
+    session_end = result.start + timedelta(minutes=MINUTES)
+    assert len(result.answers) == 3
+    for view in result.answers:
+        assert view.answer.strip()
+        assert view.provider == "offline"
+        assert view.rounds
+        assert view.evidence, view.question
+        for e in view.evidence:  # every range overlaps the session
+            assert e.start < e.end
+            assert e.start < session_end and e.end > result.start
+        assert view.question in text
+    assert "[offline]" in text
+
+    # afterwards nothing of ours runs: stack servers, dataflow and API are all gone
+    alive = {name: pid for name, pid in result.started_pids.items() if pid_alive(pid)}
+    assert alive == {}
+    assert not (demo_state_dir / "demo-api.pid").exists()
+    assert str(demo_state_dir) in text  # it says where the data is
+    assert list((demo_state_dir / "blobs" / "frames" / result.user_id).rglob("*.jpg"))
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(result.database_url, connect_timeout=2).close()
