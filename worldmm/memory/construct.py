@@ -244,7 +244,7 @@ def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual, frames, 
         for i in audio:
             frame_store.insert_audio_chunk(conn, audio_row(user, i))
         ids = apply_resolutions(conn, user, mem.resolutions)
-        triple_store.insert_triples(conn, user, segment_id, "episodic", _triple_rows(mem, ids))
+        triple_store.replace_episodic_triples(conn, user, segment_id, _triple_rows(mem, ids))
         if visual is not None:
             visual_store.upsert_visual_embedding(conn, user, segment_id, visual)
     return segment_id
@@ -353,7 +353,7 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
         segment_id = segment_store.upsert_segment(conn, seg)
         segment_store.link_children(conn, segment_id, [c.id for c in children])
         ids = apply_resolutions(conn, user, mem.resolutions)
-        triple_store.insert_triples(conn, user, segment_id, "episodic", _triple_rows(mem, ids))
+        triple_store.replace_episodic_triples(conn, user, segment_id, _triple_rows(mem, ids))
     return segment_id
 
 

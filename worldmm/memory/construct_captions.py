@@ -107,7 +107,7 @@ async def build_caption_segment(
             segment_id = segment_store.upsert_segment(conn, seg)
             ids = apply_resolutions(conn, window.user_id, mem.resolutions)
             rows = _triple_rows(mem, ids)
-            triple_store.insert_triples(conn, window.user_id, segment_id, "episodic", rows)
+            triple_store.replace_episodic_triples(conn, window.user_id, segment_id, rows)
         return segment_id
 
     segment_id = await asyncio.to_thread(write)

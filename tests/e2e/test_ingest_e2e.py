@@ -1,0 +1,115 @@
+"""End to end on the embedded stack with the offline providers: a generated 12-minute session
+goes gateway → Kafka → the ingest dataflow (in-process, reading to the end of the topics) →
+PostgreSQL, starting on a 10-minute boundary; the session end flushes the open windows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.slow]
+
+
+def _ten_minute_floor(ts: datetime) -> datetime:
+    return ts.replace(minute=ts.minute - ts.minute % 10, second=0, microsecond=0)
+
+
+def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp_path) -> None:
+    from bytewax.testing import TestingSink, run_main
+
+    from connectors.blobstore import LocalBlobStore
+    from connectors.gateway import GlassesProducer, plan_recording, run_gateway
+    from connectors.synthetic import generate_session
+    from connectors.topics import create_topics
+    from dataflows.ingest import build_flow
+    from worldmm.store.db import Database
+    from worldmm.store.frames import list_frames
+    from worldmm.store.segments import list_segments
+    from worldmm.store.triples import list_semantic, triples_for_segments
+    from worldmm.store.visual import get_visual_embedding
+
+    # The offline captioner and encoder read text from fewer frames here (their OCR is most of
+    # the CPU); the pipeline still samples and passes 16 frames per window.
+    settings = settings.model_copy(
+        update={"allowed_lateness_s": 5.0, "llm_concurrency": 8, "gpu_ocr_frames": 1}
+    )
+    create_topics(settings.kafka_brokers, settings)
+    start = _ten_minute_floor(datetime.now(UTC) - timedelta(minutes=25))
+    files = generate_session(tmp_path / "session", minutes=12, fps=1, start=start, seed=3)
+    plan = plan_recording(frames_dir=files.frames_dir, audio=files.audio_wav, fps=1, start=start)
+    with GlassesProducer(settings) as producer:
+        run_gateway(
+            producer,
+            user=user_id,
+            session="s1",
+            start=start,
+            frames=plan.frames,
+            audio=plan.audio,
+        )
+
+    outcomes: list = []
+
+    def deps_factory(s):
+        from worldmm.llm.offline import OfflineRoles
+        from worldmm.memory.deps import build_ingest_deps
+
+        deps = build_ingest_deps(s)
+        deps.roles = OfflineRoles(deps.embedder, ocr_frames=1)
+        return deps
+
+    flow = build_flow(
+        settings, tail=False, report_sink=TestingSink(outcomes), deps_factory=deps_factory
+    )
+    run_main(flow)
+
+    assert [o for o in outcomes if o.status == "failed"] == []
+    with Database(settings.database_url) as db, db.connection() as conn:
+        segs = list_segments(conn, user_id, limit=10_000)
+        by_scale = Counter(s.scale_seconds for s in segs)
+        assert by_scale == {30: 24, 180: 4, 600: 2, 3600: 1}
+        assert all(s.processing_status == "complete" for s in segs)
+        partial = {(s.scale_seconds, s.window_start - start) for s in segs if s.partial}
+        assert partial == {
+            (180, timedelta(minutes=10)),
+            (600, timedelta(minutes=10)),
+            (3600, _ten_minute_floor(start).replace(minute=0) - start),
+        }
+        # parent links: every window but the hour points at the window that merged it
+        ids = {s.id: s for s in segs}
+        for s in segs:
+            if s.scale_seconds == 3600:
+                assert s.parent_segment_id is None
+                continue
+            parent = ids[s.parent_segment_id]
+            assert parent.window_start <= s.window_start < parent.window_end
+            assert parent.scale_seconds > s.scale_seconds
+        bases = [s for s in segs if s.scale_seconds == 30]
+        assert all(s.caption for s in bases)
+        assert any(s.transcript for s in bases), "speech should be transcribed"
+        # episodic triples point at canonical entities
+        triples = triples_for_segments(conn, user_id, [s.id for s in segs])
+        assert len(triples) > 10
+        ent_ids = {t.subject_entity_id for t in triples} | {
+            t.object_entity_id for t in triples if t.object_entity_id is not None
+        }
+        canonical = conn.execute(
+            "SELECT count(*) FROM entities WHERE user_id = %s AND id = ANY(%s)"
+            " AND canonical_entity_id IS NULL",
+            (user_id, sorted(ent_ids)),
+        ).fetchone()[0]
+        assert canonical == len(ent_ids)
+        assert {s.scale_seconds for s in segs if any(t.segment_id == s.id for t in triples)} >= {
+            30,
+            180,
+            600,
+        }
+        assert list_semantic(conn, user_id, history=True)
+        assert all(get_visual_embedding(conn, user_id, s.id) is not None for s in bases)
+        assert all(s.visual_status == "complete" for s in bases)
+        frames = list_frames(conn, user_id, limit=10_000)
+        assert len(frames) == 720
+    blobs = LocalBlobStore(settings.resolved_blob_dir)
+    assert len(blobs.list(f"frames/{user_id}/s1/")) == 720
+    assert blobs.list(f"audio/{user_id}/s1/")
