@@ -16,7 +16,7 @@ class RoundsOutOfRange(ValueError):
 
 def frame_url(user_id: str, key: str) -> str:
     """The API path serving a frame's JPEG (keys hold '/', kept as path separators)."""
-    return f"/v1/users/{quote(user_id, safe='')}/frames/{quote(key, safe='/')}"
+    return f"/v1/users/{quote(user_id, safe='@')}/frames/{quote(key, safe='/@')}"
 
 
 def check_rounds(deps: ServiceDeps, max_rounds: int | None) -> int | None:

@@ -1,0 +1,88 @@
+"""Pure pieces of the query API: cursors, note windows, URLs, cache patterns, blob deletion,
+mapping an agent result onto the wire."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from connectors.blobstore import LocalBlobStore
+from query_api.ops.forget import delete_blobs, user_cache_pattern
+from query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
+from query_api.ops.remember import note_window
+from query_api.schemas import QueryRequest
+from query_api.store_local import CursorError, decode_cursor, encode_cursor
+from worldmm.agent import AgentResult, RoundRecord
+from worldmm.graph.cache import cache_key
+from worldmm.memory.retrieval import FrameHit, SegmentHit
+
+T = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
+
+
+def test_cursor_round_trips_and_rejects_forgeries():
+    ts = T + timedelta(microseconds=1234)
+    assert decode_cursor(encode_cursor(ts, 42)) == (ts, 42)
+    for bad in ("garbage!", "e30", encode_cursor(T, 1)[:-3], "WyIyMDI1LTAzLTAxVDEwOjAwOjAwIiwgMV0"):
+        with pytest.raises(CursorError):
+            decode_cursor(bad)  # the last one is a naive timestamp
+
+
+def test_note_window_ends_at_the_note_and_stays_off_the_ingest_grid():
+    start, end = note_window(T, set())  # T - 30 s is on the 30 s grid: nudged by 1 ms
+    assert end == T and start == T - timedelta(seconds=30) + timedelta(milliseconds=1)
+    again, _ = note_window(T, {start})
+    assert again == start + timedelta(milliseconds=1)
+    off = T + timedelta(seconds=7)
+    assert note_window(off, set()) == (off - timedelta(seconds=30), off)
+
+
+def test_frame_url_keeps_key_slashes_and_escapes_the_user():
+    url = frame_url("a@b", "frames/a@b/s 1/1-0.jpg")
+    assert url == "/v1/users/a@b/frames/frames/a@b/s%201/1-0.jpg"
+
+
+def test_cache_pattern_matches_the_cache_keys_of_that_user_only():
+    import fnmatch
+
+    pattern = user_cache_pattern("a:b*")
+    assert fnmatch.fnmatchcase(cache_key("a:b*", "episodic", 30), pattern)
+    assert fnmatch.fnmatchcase(cache_key("a:b*", "semantic"), pattern)
+    assert not fnmatch.fnmatchcase(cache_key("a:bc", "semantic"), pattern)
+    assert not fnmatch.fnmatchcase(cache_key("a", "semantic"), pattern)
+
+
+def test_delete_blobs_removes_exactly_the_given_keys(tmp_path):
+    store = LocalBlobStore(tmp_path)
+    keep = ["frames/u/s1/1000-0.jpg", "frames/u/s1/1000-10.jpg", "audio/u/s2/5.wav"]
+    drop = ["frames/u/s1/1000-1.jpg", "frames/u/s3/7-0.jpg", "frames/u/s3/8-0.jpg"]
+    for key in keep + drop:
+        store.put(key, key.encode())
+    assert delete_blobs(store, drop + ["frames/u/s9/404-0.jpg"]) == 3
+    assert sorted(store.list("frames/") + store.list("audio/")) == sorted(keep)
+
+
+def test_check_rounds_limits_to_the_server_setting():
+    deps = SimpleNamespace(settings=SimpleNamespace(agent_max_rounds=3))
+    assert check_rounds(deps, None) is None and check_rounds(deps, 3) == 3
+    for bad in (0, 4):
+        with pytest.raises(RoundsOutOfRange, match="between 1 and 3"):
+            check_rounds(deps, bad)
+
+
+def test_agent_result_maps_to_the_wire_with_frame_urls():
+    seg = SegmentHit(segment_id=7, scale=30, start=T, end=T + timedelta(seconds=30),
+                     text="I cooked rice.", score=0.5)
+    frame = FrameHit(key="frames/u1/s/1-0.jpg", ts=T, segment_id=7, score=0.2)
+    rounds = [
+        RoundRecord(memory_type="episodic", query="cooking", results=[seg]),
+        RoundRecord(memory_type="visual", query="rice pot", results=[frame]),
+    ]
+    result = AgentResult.assemble("Rice.", rounds, "offline", "answer")
+    out = to_response(result, "u1", QueryRequest(question="What did I cook?"))
+    assert out.answer == "Rice." and out.provider == "offline" and out.stopped == "answer"
+    assert [e.segment_id for e in out.evidence] == [7]
+    assert out.frames == ["/v1/users/u1/frames/frames/u1/s/1-0.jpg"]
+    assert out.rounds[1].results[0]["url"] == out.frames[0]
+    assert out.rounds[0].results[0]["text"] == "I cooked rice."
