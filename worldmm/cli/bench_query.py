@@ -1,9 +1,44 @@
-"""CLI: one benchmark command (see worldmm/cli/bench.py)."""
+"""CLI: ``worldmm bench query`` (registered on the bench sub-app by worldmm/cli/bench.py)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 
 def register(bench_app: typer.Typer) -> None:
-    """Not written yet: this benchmark's command is added by its issue."""
+    @bench_app.command("query")
+    def query(
+        out: Annotated[Path, typer.Option(help="Where to write the JSON result.")],
+        days: Annotated[float, typer.Option(help="Days of synthetic memory (whole hours).")] = 7.0,
+        queries: Annotated[int, typer.Option(help="Warm queries per memory type.")] = 50,
+        cold_queries: Annotated[int, typer.Option(help="Cold queries per memory type.")] = 10,
+        build_repeats: Annotated[int, typer.Option(help="Timed builds per graph.")] = 3,
+        seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
+        user: Annotated[str | None, typer.Option(help="User id to load (default: fresh).")] = None,
+        keep: Annotated[bool, typer.Option(help="Keep the loaded user afterwards.")] = False,
+        keep_indexes: Annotated[
+            bool, typer.Option(help="Load into live HNSW indexes (no drop and rebuild).")
+        ] = False,
+    ) -> None:
+        """Retrieval latency (p50/p95, warm and cold graph cache) over a synthetic week of one
+        user's memory, graph build time per scale and bulk-load rows/s; model time excluded."""
+        from bench.query import main
+
+        argv = [
+            "--out", str(out),
+            "--days", str(days),
+            "--queries", str(queries),
+            "--cold-queries", str(cold_queries),
+            "--build-repeats", str(build_repeats),
+            "--seed", str(seed),
+        ]
+        if user is not None:
+            argv += ["--user", user]
+        if keep:
+            argv.append("--keep")
+        if keep_indexes:
+            argv.append("--keep-indexes")
+        main(argv)

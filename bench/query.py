@@ -1,0 +1,465 @@
+"""Query benchmark: retrieval latency over a synthetic week of one user's memory.
+
+Loads a :class:`~bench.query_synth.SyntheticMemory` (a week: 24,360 segments over four scales,
+about 350k episodic triples, 3k semantic triples, 20k clip embeddings) with binary COPY, then
+measures, per memory type, the latency of ``worldmm.memory.retrieval.search`` with the graph
+cache warm (graphs in Redis) and cold (the user's graph keys invalidated before each query,
+so graphs are rebuilt from PostgreSQL), plus the time to fetch and build each graph. Run:
+
+    python -m bench.query --out query.json              # a week (the default)
+    python -m bench.query --days 1 --queries 20 --out day.json
+    worldmm bench query --out query.json
+
+Model time is excluded: NER, the reranker, the text embedder and the visual encoder are
+stand-ins that answer from a table the generator filled (no model runs), so the figures are
+store + graph cache + graph build + PageRank + Python around them. The user is purged at the
+end unless ``--keep``. Prints the JSON; ``--out`` also writes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.query_load import LoadReport, load_memory
+from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
+from worldmm.graph.build import build_graph
+from worldmm.graph.cache import CacheRead, GraphCache, NullCache, make_cache
+from worldmm.graph.serialize import dumps, loads
+from worldmm.models import SCALES
+from worldmm.settings import Settings
+
+MEMORY_TYPES = ("episodic", "semantic", "visual")
+Echo = Callable[[str], None]
+
+
+# --- stand-in models (no model time) ------------------------------------------------------
+
+
+class StubModels:
+    """NER, rerank, text embedder and visual encoder answering from the queries' tables.
+
+    Unknown texts raise: a benchmark query that reached a real model path would be a bug.
+    """
+
+    label = "bench-stub"
+    versions: dict[str, str] = {}
+    name = "bench-stub"
+
+    def __init__(self, queries: Sequence[Query], text_dim: int, visual_dim: int) -> None:
+        self.dim = text_dim
+        self.visual_dim = visual_dim
+        self._vectors: dict[str, np.ndarray] = {}
+        self._entities: dict[str, list[str]] = {}
+        self._visual: dict[str, np.ndarray] = {}
+        for q in queries:
+            self._vectors.update(q.vectors)
+            self._entities[q.text] = list(q.entities)
+            if q.visual_vector is not None:
+                self._visual[q.text] = q.visual_vector
+
+    # ModelRoles (the two roles retrieval calls)
+    async def ner(self, text: str) -> list[str]:
+        return list(self._entities[text])
+
+    async def rerank(self, query: str, candidates: list[tuple[str, str]], keep: int) -> list[str]:
+        return [cid for cid, _ in candidates[:keep]]
+
+    def __getattr__(self, role: str) -> Any:
+        raise AttributeError(f"the query benchmark's stand-in models have no {role!r}")
+
+    # TextEmbedder
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._vectors[t] for t in texts]).astype(np.float32)
+
+    # VisualEncoder (``dim`` is the text one; nothing reads the encoder's)
+    async def encode_text(self, text: str) -> np.ndarray:
+        return self._visual[text]
+
+    async def encode_video(self, frames: list[bytes]) -> np.ndarray:
+        raise NotImplementedError("the query benchmark encodes no video")
+
+
+class CountingCache:
+    """Wraps the graph cache and counts hits and misses (a warm run must hit)."""
+
+    def __init__(self, inner: GraphCache | NullCache) -> None:
+        self.inner = inner
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead:
+        read = self.inner.get(user_id, memory_type, scale)
+        if read.graph is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return read
+
+    def put(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
+        return self.inner.put(user_id, memory_type, scale, graph, token)
+
+    def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
+        return self.inner.invalidate(user_id, memory_type, scale)
+
+    def purge_user(self, user_id: str) -> int:
+        return self.inner.purge_user(user_id)
+
+    def take(self) -> dict[str, int]:
+        out = {"hits": self.hits, "misses": self.misses}
+        self.hits = self.misses = 0
+        return out
+
+
+# --- measurements --------------------------------------------------------------------------
+
+
+def summarise(samples_ms: Sequence[float]) -> dict[str, float | int]:
+    a = np.asarray(samples_ms, dtype=np.float64)
+    if a.size == 0:
+        return {"n": 0}
+    return {
+        "p50": round(float(np.percentile(a, 50)), 2),
+        "p95": round(float(np.percentile(a, 95)), 2),
+        "mean": round(float(a.mean()), 2),
+        "max": round(float(a.max()), 2),
+        "n": int(a.size),
+    }
+
+
+def graph_keys(memory_type: str) -> list[tuple[str, int | None]]:
+    if memory_type == "episodic":
+        return [("episodic", s) for s in SCALES]
+    if memory_type == "semantic":
+        return [("semantic", None)]
+    return []  # visual search builds no graph
+
+
+def measure_graph_builds(reader: Any, user_id: str, repeats: int) -> dict[str, dict[str, Any]]:
+    """Per graph (each episodic scale, semantic): median fetch and build time, size, and the
+    cost of the cached form (serialise, deserialise)."""
+    out: dict[str, dict[str, Any]] = {}
+    for memory_type, scale in [*graph_keys("episodic"), *graph_keys("semantic")]:
+        fetch, build, ser, de = [], [], [], []
+        for _ in range(max(1, repeats)):
+            t = time.perf_counter()
+            rows = reader.triples_for_graph(user_id, memory_type, scale=scale)
+            t1 = time.perf_counter()
+            graph = build_graph(memory_type, rows)
+            t2 = time.perf_counter()
+            payload = dumps(graph)
+            t3 = time.perf_counter()
+            loads(payload)
+            t4 = time.perf_counter()
+            fetch.append(t1 - t)
+            build.append(t2 - t1)
+            ser.append(t3 - t2)
+            de.append(t4 - t3)
+        ms = lambda xs: round(1000 * float(np.median(xs)), 1)  # noqa: E731
+        out[str(scale) if scale is not None else "semantic"] = {
+            "total_ms": round(ms(fetch) + ms(build), 1),
+            "fetch_ms": ms(fetch),
+            "build_ms": ms(build),
+            "serialise_ms": ms(ser),
+            "deserialise_ms": ms(de),
+            "cached_bytes": len(payload),
+            "triples": len(rows),
+            "vertices": graph.vcount(),
+            "edges": graph.ecount(),
+            "repeats": max(1, repeats),
+        }
+    return out
+
+
+async def _time_queries(
+    deps: Any, user_id: str, queries: Sequence[Query], before: Callable[[], None] | None
+) -> tuple[list[float], list[int]]:
+    from worldmm.memory.retrieval import search
+
+    times, hits = [], []
+    for q in queries:
+        if before is not None:
+            before()
+        t = time.perf_counter()
+        result = await search(deps, q.memory_type, user_id, q.text)  # type: ignore[arg-type]
+        times.append(1000 * (time.perf_counter() - t))
+        hits.append(len(result.hits))
+    return times, hits
+
+
+def measure_retrieval(
+    deps: Any, cache: CountingCache, user_id: str, queries: dict[str, list[Query]],
+    cold_n: int, echo: Echo,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Warm (cache primed by one untimed query) and cold (keys invalidated before each)."""
+    latency: dict[str, Any] = {}
+    detail: dict[str, Any] = {}
+    for memory_type in MEMORY_TYPES:
+        qs = queries[memory_type]
+        asyncio.run(_time_queries(deps, user_id, qs[:1], None))  # prime the cache
+        cache.take()
+        warm, warm_hits = asyncio.run(_time_queries(deps, user_id, qs, None))
+        warm_cache = cache.take()
+
+        def invalidate(memory_type: str = memory_type) -> None:
+            for mt, scale in graph_keys(memory_type):
+                cache.invalidate(user_id, mt, scale)
+
+        cold, cold_hits = asyncio.run(_time_queries(deps, user_id, qs[:cold_n], invalidate))
+        cold_cache = cache.take()
+        latency[memory_type] = {"warm": summarise(warm), "cold": summarise(cold)}
+        detail[memory_type] = {
+            "warm": {"cache": warm_cache, "mean_hits": float(np.mean(warm_hits))},
+            "cold": {"cache": cold_cache, "mean_hits": float(np.mean(cold_hits or [0]))},
+        }
+        echo(f"  {memory_type}: warm p50 {latency[memory_type]['warm'].get('p50')} ms,"
+             f" cold p50 {latency[memory_type]['cold'].get('p50')} ms")
+    return latency, detail
+
+
+# --- counts ---------------------------------------------------------------------------------
+
+
+def db_counts(conn: Any, user_id: str) -> dict[str, int]:
+    """The user's rows, keyed like :func:`bench.query_synth.expected_counts`."""
+    out: dict[str, int] = {f"segments_{s}": 0 for s in SCALES}
+    out.update({f"episodic_{s}": 0 for s in SCALES})
+    for scale, n in conn.execute(
+        "SELECT scale_seconds, count(*) FROM segments WHERE user_id = %s GROUP BY 1", (user_id,)
+    ).fetchall():
+        out[f"segments_{scale}"] = int(n)
+    out["segments"] = sum(out[f"segments_{s}"] for s in SCALES)
+    for scale, n in conn.execute(
+        "SELECT scale_seconds, count(*) FROM triples WHERE user_id = %s"
+        " AND memory_type = 'episodic' GROUP BY 1", (user_id,)
+    ).fetchall():
+        out[f"episodic_{scale}"] = int(n)
+    out["episodic"] = sum(out[f"episodic_{s}"] for s in SCALES)
+
+    def one(query: str) -> int:
+        return int(conn.execute(query, (user_id,)).fetchone()[0])
+
+    out["semantic"] = one(
+        "SELECT count(*) FROM triples WHERE user_id = %s AND memory_type = 'semantic'")
+    out["semantic_invalidated"] = one(
+        "SELECT count(*) FROM triples WHERE user_id = %s AND memory_type = 'semantic'"
+        " AND invalidated_at IS NOT NULL AND replaced_by IS NOT NULL")
+    out["entities_canonical"] = one(
+        "SELECT count(*) FROM entities WHERE user_id = %s AND canonical_entity_id IS NULL")
+    out["entities_alias"] = one(
+        "SELECT count(*) FROM entities WHERE user_id = %s AND canonical_entity_id IS NOT NULL")
+    out["visual"] = one("SELECT count(*) FROM visual_embeddings WHERE user_id = %s")
+    out["frames"] = one("SELECT count(*) FROM frames WHERE user_id = %s")
+    out["sessions"] = one("SELECT count(*) FROM sessions WHERE user_id = %s")
+    return out
+
+
+def machine_info(conn: Any) -> dict[str, Any]:
+    pg = conn.execute("SHOW server_version").fetchone()[0]
+    vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "postgres": pg,
+        "pgvector": vec[0] if vec else None,
+    }
+
+
+def _loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def run_benchmark(
+    settings: Settings,
+    cfg: SynthConfig,
+    *,
+    queries: int = 50,
+    cold_queries: int = 10,
+    build_repeats: int = 3,
+    user_id: str | None = None,
+    keep: bool = False,
+    drop_indexes: bool = True,
+    echo: Echo = lambda _: None,
+) -> dict[str, Any]:
+    """Generate, load, measure and (unless ``keep``) purge; return the JSON-ready result.
+    ``settings.database_url`` must point at a migrated database."""
+    from bench.query_synth import make_queries
+    from worldmm.memory.retrieval import RetrievalDeps
+    from worldmm.memory.retrieval.pg_reader import PgMemoryReader
+    from worldmm.store.db import Database
+    from worldmm.store.purge import purge_user
+    from worldmm.store.users import user_exists
+
+    if not settings.database_url:
+        raise ValueError("settings.database_url is not set")
+    user_id = user_id or f"bench-query-{uuid.uuid4().hex[:8]}"
+    result: dict[str, Any] = {
+        "benchmark": "query",
+        "user_id": user_id,
+        "config": {
+            "hours": cfg.hours, "days": round(cfg.hours / 24, 3), "seed": cfg.seed,
+            "queries_warm": queries, "queries_cold": min(cold_queries, queries),
+            "build_repeats": build_repeats, "drop_indexes": drop_indexes,
+            "triples_per_segment": {str(s): n for s, n in cfg.triples_per_segment},
+            "frames_per_segment": cfg.frames_per_segment,
+            "text_dim": cfg.text_dim, "visual_dim": cfg.visual_dim,
+            "episodic_top_k": settings.episodic_top_k, "semantic_top_k": settings.semantic_top_k,
+            "visual_top_k": settings.visual_top_k, "rerank_keep": settings.rerank_keep,
+        },
+        "loadavg": {"start": _loadavg()},
+    }
+    db = Database(settings.database_url, max_size=2)
+    inner_cache = make_cache(settings.redis_url)
+    cache = CountingCache(inner_cache)
+    loaded = False
+    try:
+        with db.connection() as conn:
+            result["machine"] = machine_info(conn)
+            if user_exists(conn, user_id):
+                raise ValueError(f"user {user_id!r} already exists; pick another --user")
+        echo(f"generating {cfg.hours} h of memory (seed {cfg.seed})")
+        t = time.perf_counter()
+        memory = SyntheticMemory(cfg)
+        _ = memory.episodic, memory.semantic
+        result["generate_s"] = round(time.perf_counter() - t, 2)
+        expected = expected_counts(cfg)
+        echo(f"loading {expected['segments']} segments, {expected['episodic']} episodic and"
+             f" {expected['semantic']} semantic triples, {expected['visual']} clip vectors")
+        with db.connection() as conn:
+            loaded = True
+            report: LoadReport = load_memory(conn, memory, user_id, drop_indexes=drop_indexes)
+            counts = db_counts(conn, user_id)
+        result["load"] = report.as_dict()
+        result["load_rows_per_s"] = round(report.total_rows / report.load_s)
+        result["rows"] = counts
+        result["expected_rows"] = expected
+        result["rows_match"] = counts == expected
+        result["loadavg"]["after_load"] = _loadavg()
+        echo(f"loaded {report.total_rows} rows in {report.load_s:.1f} s"
+             f" ({result['load_rows_per_s']} rows/s; rows match: {result['rows_match']})")
+
+        reader = PgMemoryReader(db)
+        echo("graph builds")
+        builds = measure_graph_builds(reader, user_id, build_repeats)
+        result["graph_build"] = builds
+        result["graph_build_ms"] = {k: v["total_ms"] for k, v in builds.items()}
+        echo("  " + ", ".join(f"{k}: {v} ms" for k, v in result["graph_build_ms"].items()))
+
+        qs = make_queries(memory, queries, seed=cfg.seed)
+        stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim,
+                          cfg.visual_dim)
+        deps = RetrievalDeps(db=db, roles=stub, embedder=stub, encoder=stub,  # type: ignore[arg-type]
+                             cache=cache, settings=settings)  # type: ignore[arg-type]
+        echo(f"retrieval: {queries} warm and {min(cold_queries, queries)} cold queries per type")
+        latency, detail = measure_retrieval(deps, cache, user_id, qs, cold_queries, echo)
+        result["retrieval_ms"] = latency
+        result["retrieval"] = detail
+        result["graph_cache"] = "redis" if isinstance(inner_cache, GraphCache) else "none"
+        result["loadavg"]["after_queries"] = _loadavg()
+    finally:
+        if loaded and not keep:
+            t = time.perf_counter()
+            with db.transaction() as conn:
+                purge_user(conn, user_id)
+            inner_cache.purge_user(user_id)
+            result["purge_s"] = round(time.perf_counter() - t, 2)
+        if isinstance(inner_cache, GraphCache):
+            inner_cache.close()
+        db.close()
+    result["kept"] = keep
+    result["loadavg"]["end"] = _loadavg()
+    return result
+
+
+def resolve_settings(settings: Settings, echo: Echo) -> tuple[Settings, bool]:
+    """Configured URLs, or the embedded stack (started if needed, then migrated). Returns the
+    settings with both URLs set and whether this call started the stack."""
+    from worldmm import stack
+    from worldmm.store.migrate import apply_migrations
+
+    started = False
+    if not settings.database_url or not settings.redis_url:
+        try:
+            stack.resolve_urls(settings)
+        except stack.StackError:
+            echo(f"starting the embedded stack in {settings.resolved_state_dir}")
+            started = True
+        urls = stack.up(settings)
+        settings = settings.model_copy(update={
+            "database_url": settings.database_url or urls.database_url,
+            "redis_url": settings.redis_url or urls.redis_url,
+        })
+    apply_migrations(settings.database_url, settings)
+    return settings, started
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.query", description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="where to write the JSON result")
+    p.add_argument("--days", type=float, default=7.0, help="days of memory (whole hours)")
+    p.add_argument("--queries", type=int, default=50, help="warm queries per memory type")
+    p.add_argument("--cold-queries", type=int, default=10, help="cold queries per memory type")
+    p.add_argument("--build-repeats", type=int, default=3, help="graph builds per graph")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--user", default=None, help="user id to load (default: a fresh one)")
+    p.add_argument("--keep", action="store_true", help="keep the loaded user afterwards")
+    p.add_argument("--keep-indexes", action="store_true",
+                   help="load into live HNSW indexes instead of dropping and rebuilding them")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    from worldmm import stack
+    from worldmm.settings import load_settings
+
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+
+    def echo(msg: str) -> None:
+        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    base = load_settings()
+    settings, started = resolve_settings(base, echo)
+    try:
+        result = run_benchmark(
+            settings,
+            SynthConfig(hours=hours_of(args.days), seed=args.seed),
+            queries=args.queries,
+            cold_queries=args.cold_queries,
+            build_repeats=args.build_repeats,
+            user_id=args.user,
+            keep=args.keep,
+            drop_indexes=not args.keep_indexes,
+            echo=echo,
+        )
+    finally:
+        if started and not args.keep:
+            stack.down(base)
+    result["command"] = "python -m bench.query " + " ".join(
+        argv if argv is not None else sys.argv[1:])
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    text = json.dumps(result, indent=2)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text + "\n")
+    print(text)
+    return result
+
+
+if __name__ == "__main__":
+    main()
