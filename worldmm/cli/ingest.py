@@ -17,6 +17,9 @@ from worldmm.settings import Settings
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     app.command("gateway")(gateway)
+    app.command("dataflow")(dataflow)
+    app.command("replay")(replay)
+    app.command("retrigger")(retrigger)
 
 
 # --- gateway ---------------------------------------------------------------------------------
@@ -161,3 +164,125 @@ def gateway(
 
 
 # --- (further ingest commands follow) --------------------------------------------------------
+
+
+def _flow_settings() -> Settings:
+    from worldmm.cli.common import settings_or_exit
+
+    settings = settings_or_exit()
+    updates: dict = {}
+    if not settings.kafka_brokers:
+        updates["kafka_brokers"] = _kafka_brokers(settings)
+    if not settings.database_url:
+        from worldmm import stack
+
+        try:
+            updates["database_url"] = stack.resolve_urls(settings).database_url
+        except stack.StackError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+    return settings.model_copy(update=updates) if updates else settings
+
+
+def dataflow(
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker threads per process."),
+    process_id: int | None = typer.Option(
+        None, "--process-id", "-i", help="This process's index in a cluster (with --addresses)."
+    ),
+    addresses: str | None = typer.Option(
+        None, "--addresses", "-a", help="All processes' host:port, separated by ';'."
+    ),
+    recovery_dir: Path | None = typer.Option(
+        None, "--recovery-dir", help="Bytewax recovery partitions (created when empty)."
+    ),
+    recovery_partitions: int = typer.Option(
+        1, "--recovery-partitions", min=1, help="Partitions to create in an empty recovery dir."
+    ),
+    to_end: bool = typer.Option(
+        False, "--to-end", help="Stop at the current end of the topics instead of tailing."
+    ),
+    epoch_s: float = typer.Option(10.0, "--epoch-s", min=0.1, help="Snapshot interval."),
+) -> None:
+    """Run the ingest dataflow (Kafka → windows → memory) until stopped."""
+    import logging
+    from datetime import timedelta
+
+    from bytewax._bytewax import cli_main
+    from bytewax.recovery import RecoveryConfig, init_db_dir
+
+    from dataflows.ingest import build_flow
+
+    settings = _flow_settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(name)s %(message)s")
+    recovery = None
+    if recovery_dir is not None:
+        recovery_dir.mkdir(parents=True, exist_ok=True)
+        if not any(recovery_dir.iterdir()):
+            init_db_dir(recovery_dir, recovery_partitions)
+        recovery = RecoveryConfig(str(recovery_dir))
+    addr_list = [a for a in (addresses or "").split(";") if a] or None
+    if (addr_list is None) != (process_id is None):
+        raise typer.BadParameter("--process-id and --addresses go together")
+    flow = build_flow(settings, tail=not to_end)
+    cli_main(
+        flow,
+        workers_per_process=workers,
+        process_id=process_id,
+        addresses=addr_list,
+        epoch_interval=timedelta(seconds=epoch_s),
+        recovery_config=recovery,
+    )
+
+
+def replay(
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker threads."),
+) -> None:
+    """Re-read the topics from the beginning to their current end and rebuild the memory
+    (every write is keyed by user + scale + window start, so this is idempotent)."""
+    import logging
+
+    from bytewax._bytewax import cli_main
+
+    from dataflows.ingest import build_flow
+
+    settings = _flow_settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(name)s %(message)s")
+    cli_main(build_flow(settings, tail=False, flow_id="worldmm_replay"),
+             workers_per_process=workers)
+
+
+def retrigger(
+    user: str = typer.Option(..., "--user", help="Whose windows to re-run."),
+    session: str | None = typer.Option(None, "--session", help="Only this session."),
+    start: str | None = typer.Option(None, "--start", help="From this time (ISO, with tz)."),
+    end: str | None = typer.Option(None, "--end", help="Until this time (ISO, with tz)."),
+    force: bool = typer.Option(
+        False, "--force", help="Re-run complete windows too (e.g. after a model change)."
+    ),
+) -> None:
+    """Re-run pending/failed windows (and pending clip embeddings) from stored captures."""
+    import asyncio
+
+    from worldmm.memory.construct_retry import retrigger as run_retrigger
+    from worldmm.memory.deps import build_ingest_deps
+
+    settings = _flow_settings()
+    deps = build_ingest_deps(settings)
+    try:
+        result = asyncio.run(
+            run_retrigger(
+                deps, user, session_id=session, start=_parse_start(start),
+                end=_parse_start(end), force=force,
+            )
+        )
+    finally:
+        deps.close()
+    failed = [o for o in result.windows if o.status == "failed"]
+    typer.echo(
+        f"re-ran {len(result.windows)} windows ({len(failed)} failed); clip embeddings: "
+        f"{result.visual_done} done, {result.visual_still_pending} still pending"
+    )
+    for o in failed:
+        typer.echo(f"  failed {o.key}: {o.error}", err=True)
+    if failed:
+        raise typer.Exit(1)

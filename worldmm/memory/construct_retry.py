@@ -1,0 +1,147 @@
+"""Re-run windows from what is stored: pending/failed segments (or all, with ``force``) and
+clip embeddings left pending while the encoder was down.
+
+A 30 s window is rebuilt from the frames and audio chunks recorded for its time range (late
+captures included, so a retrigger also folds in what arrived after the window closed); a
+coarse window re-merges its stored children. Writes are keyed by (user, scale, window
+start), so running this twice is harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+
+from worldmm.memory.construct import WindowOutcome, process_window
+from worldmm.memory.construct_inputs import CaptureRef, sample_uniform
+from worldmm.memory.deps import IngestDeps
+from worldmm.memory.windows import BASE_S, BaseWindow, CoarseWindow, Item, children_of, dt_to_ms
+from worldmm.store import frames as frame_store
+from worldmm.store import segments as segment_store
+from worldmm.store import visual as visual_store
+from worldmm.store.models import SegmentRow
+
+
+@dataclass
+class RetriggerResult:
+    windows: list[WindowOutcome]
+    visual_done: int = 0
+    visual_still_pending: int = 0
+
+
+def _select(
+    deps: IngestDeps,
+    user_id: str,
+    session_id: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    force: bool,
+) -> tuple[list[SegmentRow], list[SegmentRow]]:
+    with deps.db.connection() as conn:
+        if force:
+            rows = segment_store.list_segments(conn, user_id, start, end, limit=100_000)
+            rows = [r for r in rows if session_id is None or r.session_id == session_id]
+        else:
+            rows = segment_store.segments_needing_work(conn, user_id, session_id, start, end)
+        visual = segment_store.segments_needing_work(
+            conn, user_id, session_id, start, end, visual=True
+        )
+    return rows, [v for v in visual if v.scale_seconds == BASE_S]
+
+
+def base_window_from_store(deps: IngestDeps, seg: SegmentRow) -> BaseWindow:
+    with deps.db.connection() as conn:
+        frames = frame_store.list_frames(
+            conn, seg.user_id, seg.window_start, seg.window_end, limit=10_000
+        )
+        audio = frame_store.list_audio_chunks(conn, seg.user_id, seg.window_start, seg.window_end)
+    items = [
+        Item(
+            "frames",
+            f.blob_key,
+            f.session_id or "",
+            dt_to_ms(f.captured_at),
+            dt_to_ms(f.captured_at),
+            CaptureRef(f.blob_key, seq=f.seq),
+        )
+        for f in frames
+    ]
+    for a in audio:
+        t = dt_to_ms(a.started_at)
+        ref = CaptureRef(
+            a.blob_key,
+            sample_rate=a.sample_rate,
+            duration_ms=a.duration_ms,
+            content_type="audio/wav",
+        )
+        items.append(Item("audio", a.blob_key, a.session_id or "", t, t + a.duration_ms, ref))
+    return BaseWindow(
+        seg.user_id, dt_to_ms(seg.window_start), tuple(items), seg.partial, seg.session_id
+    )
+
+
+def coarse_window_from_store(seg: SegmentRow) -> CoarseWindow:
+    wid = (seg.scale_seconds, dt_to_ms(seg.window_start))
+    return CoarseWindow(
+        seg.user_id, seg.scale_seconds, wid[1], tuple(children_of(wid)), seg.partial, seg.session_id
+    )
+
+
+async def retrigger(
+    deps: IngestDeps,
+    user_id: str,
+    *,
+    session_id: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    force: bool = False,
+) -> RetriggerResult:
+    rows, visual = await asyncio.to_thread(_select, deps, user_id, session_id, start, end, force)
+    gate = asyncio.Semaphore(deps.settings.llm_concurrency)
+
+    async def run(window) -> WindowOutcome:
+        async with gate:
+            return await process_window(deps, window)
+
+    bases = [r for r in rows if r.scale_seconds == BASE_S]
+    windows = [await asyncio.to_thread(base_window_from_store, deps, r) for r in bases]
+    outcomes = list(await asyncio.gather(*(run(w) for w in windows)))
+    for scale in sorted({r.scale_seconds for r in rows if r.scale_seconds != BASE_S}):
+        level = [coarse_window_from_store(r) for r in rows if r.scale_seconds == scale]
+        outcomes += await asyncio.gather(*(run(w) for w in level))
+
+    redone = {(o.scale_s, o.start_ms) for o in outcomes}
+    result = RetriggerResult(outcomes)
+    for seg in visual:
+        if (BASE_S, dt_to_ms(seg.window_start)) in redone:
+            continue  # its rebuild already tried the encoder
+        if await _reencode(deps, seg):
+            result.visual_done += 1
+        else:
+            result.visual_still_pending += 1
+    return result
+
+
+async def _reencode(deps: IngestDeps, seg: SegmentRow) -> bool:
+    from worldmm.encoder.base import EncoderUnavailable
+
+    if deps.encoder is None:
+        return False
+    window = await asyncio.to_thread(base_window_from_store, deps, seg)
+    frames = [i for i in window.items if i.kind == "frames"]
+    sampled = sample_uniform(frames, deps.settings.frames_per_window)
+    jpegs = [await asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in sampled]
+    if not jpegs:
+        return False
+    try:
+        vec = await deps.encoder.encode_video(jpegs)
+    except EncoderUnavailable:
+        return False
+
+    def write() -> None:
+        with deps.db.transaction() as conn:
+            visual_store.upsert_visual_embedding(conn, seg.user_id, seg.id, vec)
+
+    await asyncio.to_thread(write)
+    return True
