@@ -1,0 +1,253 @@
+"""Memory construction against the real store (embedded PostgreSQL) with scripted model roles
+and an embedder whose similarities the test chooses."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from connectors.blobstore import LocalBlobStore
+from worldmm.encoder.base import EncoderUnavailable
+from worldmm.llm.schemas import ConsolidationDecision, SemanticExtraction
+from worldmm.memory.construct import process_window
+from worldmm.memory.construct_captions import ingest_caption_windows
+from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.deps import IngestDeps
+from worldmm.memory.entity_resolution import resolve_entities
+from worldmm.memory.windows import BaseWindow, Item, dt_to_ms
+from worldmm.models import Triple
+
+pytestmark = pytest.mark.integration
+
+T10 = datetime(2026, 5, 4, 9, 10, tzinfo=UTC)  # a 10 min boundary
+DIM = 384
+
+
+class Embedder:
+    """Unit vectors from a hash; names listed in ``near`` share most of a base direction."""
+
+    name = "test-hash"
+    dim = DIM
+
+    def __init__(self, near: dict[str, tuple[str, float]] | None = None) -> None:
+        self.near = near or {}  # text -> (other text, cosine wanted)
+
+    def _base(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.lower().encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(DIM)
+        return v / np.linalg.norm(v)
+
+    def _vec(self, text: str) -> np.ndarray:
+        if text in self.near:
+            other, cos = self.near[text]
+            a, b = self._base(other), self._base(text)
+            b = b - a * (a @ b)
+            b /= np.linalg.norm(b)
+            return cos * a + np.sqrt(1 - cos * cos) * b
+        return self._base(text)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
+
+
+class Roles:
+    """Scripted roles (the model layer's offline provider is exercised by the e2e test)."""
+
+    label = "scripted"
+    versions = {"caption": "t1"}
+
+    def __init__(self) -> None:
+        self.confirm: dict[tuple[str, str], bool] = {}
+        self.semantic: list[Triple] = []
+        self.decision: ConsolidationDecision | None = None
+        self.fail_caption = False
+
+    async def caption(self, frames, transcript):
+        if self.fail_caption:
+            raise RuntimeError("model down")
+        return f"Katrina holds a red mug. {len(frames)} frames."
+
+    async def ner(self, text):
+        return sorted({w.strip(".") for w in text.split() if w[:1].isupper()})
+
+    async def episodic_triples(self, text, entities):
+        return [Triple(subject=entities[0], predicate="holds", object="red mug")]
+
+    async def merge_captions(self, captions, level_seconds):
+        return " ".join(captions[:2])
+
+    async def semantic_triples(self, summary, episodic):
+        return SemanticExtraction(
+            semantic_triples=self.semantic, episodic_evidence=[[] for _ in self.semantic]
+        )
+
+    async def consolidate(self, new, candidates):
+        return self.decision or ConsolidationDecision(updated_triple=new, triples_to_remove=[])
+
+    async def entity_confirm(self, surface, candidate, context):
+        return self.confirm.get((surface, candidate), False)
+
+
+class Encoder:
+    dim = 1536
+
+    def __init__(self, up: bool = True) -> None:
+        self.up = up
+
+    async def encode_video(self, frames):
+        if not self.up:
+            raise EncoderUnavailable("gpu worker down")
+        v = np.ones(self.dim, dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+
+@pytest.fixture
+def deps(settings, tmp_path):
+    from worldmm.store.db import Database
+
+    s = settings.model_copy(update={"window_max_attempts": 2})
+    d = IngestDeps(
+        settings=s,
+        db=Database(s.database_url, max_size=4),
+        roles=Roles(),
+        embedder=Embedder(),
+        transcriber=None,
+        encoder=Encoder(),
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+    )
+    yield d
+    d.close()
+
+
+def _jpeg_window(deps: IngestDeps, user_id: str, start: datetime, n: int = 20) -> BaseWindow:
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 16), (0, 90, 200)).save(buf, format="JPEG")
+    items = []
+    for k in range(n):
+        ts = dt_to_ms(start) + k * 1500
+        key = f"frames/{user_id}/s1/{ts}-{k}.jpg"
+        deps.blobs.put(key, buf.getvalue())
+        items.append(Item("frames", key, "s1", ts, ts, CaptureRef(key, seq=k)))
+    return BaseWindow(user_id, dt_to_ms(start), tuple(items), False, "s1")
+
+
+def _segment(deps, user_id, scale, start):
+    from worldmm.store.segments import get_segment_by_window
+
+    with deps.db.connection() as conn:
+        return get_segment_by_window(conn, user_id, scale, start)
+
+
+def test_base_window_writes_everything_and_degrades_without_encoder(deps, user_id) -> None:
+    from worldmm.store.frames import list_frames
+    from worldmm.store.triples import triples_for_segments
+    from worldmm.store.visual import get_visual_embedding
+
+    out = asyncio.run(process_window(deps, _jpeg_window(deps, user_id, T10)))
+    assert out.status == "complete" and out.counts["sampled"] == 16 and out.counts["frames"] == 20
+    seg = _segment(deps, user_id, 30, T10)
+    assert seg.processing_status == "complete" and seg.visual_status == "complete"
+    assert seg.caption.endswith("16 frames.")  # the captioner got the 16 sampled frames
+    with deps.db.connection() as conn:
+        assert get_visual_embedding(conn, user_id, seg.id) is not None
+        assert len(list_frames(conn, user_id, limit=100)) == 20
+        (t,) = triples_for_segments(conn, user_id, [seg.id])
+        assert (t.subject_name, t.predicate, t.object_name) == ("Katrina", "holds", "red mug")
+
+    deps.encoder = Encoder(up=False)
+    later = T10 + timedelta(seconds=30)
+    out = asyncio.run(process_window(deps, _jpeg_window(deps, user_id, later)))
+    seg = _segment(deps, user_id, 30, later)
+    assert out.status == "complete" and seg.processing_status == "complete"
+    assert seg.visual_status == "pending"  # retried later; the text memory did not wait
+
+
+def test_model_failure_marks_the_segment_failed(deps, user_id) -> None:
+    deps.roles.fail_caption = True
+    out = asyncio.run(process_window(deps, _jpeg_window(deps, user_id, T10)))
+    assert out.status == "failed" and out.attempts == 2 and "model down" in out.error
+    seg = _segment(deps, user_id, 30, T10)
+    assert seg.processing_status == "failed" and "model down" in seg.error
+
+
+def test_entity_resolution_exact_alias_confirmed_or_new(deps, user_id) -> None:
+    from worldmm.store.entities import insert_canonical_entity
+    from worldmm.store.users import ensure_user
+
+    deps.embedder = Embedder(near={"Kat": ("Katrina", 0.8), "Katia": ("Katrina", 0.7)})
+    with deps.db.transaction() as conn:
+        ensure_user(conn, user_id)
+        insert_canonical_entity(conn, user_id, "Katrina", deps.embedder.embed(["Katrina"])[0])
+    deps.roles.confirm[("Kat", "Katrina")] = True
+    got = asyncio.run(resolve_entities(deps, user_id, ["katrina", "Kat", "Katia", "Bob"], "ctx"))
+    assert {k: r.action for k, r in got.items()} == {
+        "katrina": "existing",
+        "kat": "alias",
+        "katia": "new",
+        "bob": "new",
+    }
+    assert got["kat"].canonical_name == "Katrina" and got["kat"].similarity == pytest.approx(
+        0.8, abs=1e-3
+    )
+
+
+def test_semantic_consolidation_soft_deletes_with_provenance(deps, user_id) -> None:
+    from worldmm.store.audit import list_consolidation_audit
+    from worldmm.store.triples import list_semantic
+
+    old = Triple(subject="Lucia", predicate="likes", object="sweet desserts")
+    new = Triple(subject="Lucia", predicate="dislikes", object="overly sweet food")
+    deps.embedder = Embedder(
+        near={"Lucia dislikes overly sweet food": ("Lucia likes sweet desserts", 0.9)}
+    )
+    windows = [
+        (T10 + timedelta(seconds=30 * k), None, f"Lucia eats cake {k}.", "") for k in range(20)
+    ]
+    windows = [(s, s + timedelta(seconds=30), c, t) for s, _e, c, t in windows]
+    deps.roles.semantic = [old]
+    asyncio.run(ingest_caption_windows(deps, user_id, windows[:20]))  # first 10 min
+    deps.roles.semantic = [new]
+    deps.roles.decision = ConsolidationDecision(updated_triple=new, triples_to_remove=[0])
+    later = [(s + timedelta(minutes=10), e + timedelta(minutes=10), c, t) for s, e, c, t in windows]
+    asyncio.run(ingest_caption_windows(deps, user_id, later[:20]))
+
+    with deps.db.connection() as conn:
+        history = list_semantic(conn, user_id, history=True)
+        active = list_semantic(conn, user_id)
+        audit = list_consolidation_audit(conn, user_id)
+    assert [t.as_list() for t in active] == [new.as_list()]
+    (gone,) = [t for t in history if t.as_list() == old.as_list()]
+    assert gone.invalidated_at == T10 + timedelta(minutes=20)  # the event time of the update
+    assert gone.replaced_by == active[0].id
+    assert set(gone.evidence_segment_ids) <= set(active[0].evidence_segment_ids)
+    assert [a["decision"] for a in audit] == ["update", "insert"]
+
+
+def test_caption_windows_build_the_cascade(deps, user_id) -> None:
+    from worldmm.store.segments import list_segments
+
+    windows = [
+        (
+            T10 + timedelta(seconds=30 * k),
+            T10 + timedelta(seconds=30 * (k + 1)),
+            f"Ann cooks {k}.",
+            "",
+        )
+        for k in range(7)
+    ]
+    outcomes = asyncio.run(ingest_caption_windows(deps, user_id, windows))
+    assert all(o.status == "complete" for o in outcomes)
+    with deps.db.connection() as conn:
+        segs = list_segments(conn, user_id)
+    scales = sorted((s.scale_seconds, s.partial) for s in segs)
+    assert scales == [(30, False)] * 7 + [(180, False), (180, True), (600, True), (3600, True)]
+    ids = {s.id: s for s in segs}
+    for s in segs:
+        if s.scale_seconds == 30:
+            assert ids[s.parent_segment_id].scale_seconds == 180
