@@ -16,10 +16,10 @@ def _database_url(settings: Settings) -> str:
     """settings.database_url, else the embedded stack's URL (the stack must be up)."""
     if settings.database_url:
         return settings.database_url
-    from worldmm.stack import StackError, resolve_urls
+    from worldmm.stack import StackError, database_url
 
     try:
-        return resolve_urls(settings).database_url
+        return database_url(settings)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -87,7 +87,7 @@ def topics_create(
     if partitions is not None:
         settings = settings.model_copy(update={"topic_partitions": partitions})
     try:
-        brokers = stack.resolve_urls(settings).kafka_brokers
+        brokers = stack.kafka_brokers(settings)
     except stack.StackError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

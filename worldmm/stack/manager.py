@@ -82,30 +82,43 @@ def down(settings: Settings) -> dict[str, bool]:
     return {k: bool(v) for k, v in stopped.items()}
 
 
-def resolve_urls(settings: Settings) -> StackUrls:
-    """Where each service is: the configured URL, else the embedded server `up` recorded."""
-    state = _read_state(settings)
+_ENV_NAMES = {"kafka": "KAFKA_BROKERS", "postgres": "DATABASE_URL", "redis": "REDIS_URL"}
 
-    env_names = {"kafka": "KAFKA_BROKERS", "postgres": "DATABASE_URL", "redis": "REDIS_URL"}
 
-    def embedded(name: str, field: str) -> str:
-        try:
-            return str(state[name][field])
-        except KeyError:
-            raise StackError(
-                f"no {name} configured and the embedded stack is not running "
-                f"(state dir {settings.resolved_state_dir}): run `worldmm up` or set "
-                f"WORLDMM_{env_names[name]}"
-            ) from None
+def _embedded(settings: Settings, name: str, field: str) -> str:
+    try:
+        return str(_read_state(settings)[name][field])
+    except KeyError:
+        raise StackError(
+            f"no {name} configured and the embedded stack is not running "
+            f"(state dir {settings.resolved_state_dir}): run `worldmm up` or set "
+            f"WORLDMM_{_ENV_NAMES[name]}"
+        ) from None
 
+
+def kafka_brokers(settings: Settings) -> str:
+    """The configured brokers, else the embedded broker's address."""
+    return settings.kafka_brokers or _embedded(settings, "kafka", "brokers")
+
+
+def database_url(settings: Settings) -> str:
+    """The configured database URL, else the embedded server's."""
+    return settings.database_url or _embedded(settings, "postgres", "url")
+
+
+def redis_url(settings: Settings) -> str | None:
+    """The configured Redis URL, else the embedded server's; None when disabled ('none')."""
     if _redis_disabled(settings):
-        redis_url = None
-    else:
-        redis_url = settings.redis_url or embedded("redis", "url")
+        return None
+    return settings.redis_url or _embedded(settings, "redis", "url")
+
+
+def resolve_urls(settings: Settings) -> StackUrls:
+    """Where every service is; a command needing only one should call that one's resolver."""
     return StackUrls(
-        kafka_brokers=settings.kafka_brokers or embedded("kafka", "brokers"),
-        database_url=settings.database_url or embedded("postgres", "url"),
-        redis_url=redis_url,
+        kafka_brokers=kafka_brokers(settings),
+        database_url=database_url(settings),
+        redis_url=redis_url(settings),
     )
 
 
