@@ -20,6 +20,7 @@ from query_api.deps import ServiceDeps
 from query_api.ops.remember import invalidate_user_graphs
 from worldmm.graph.cache import cache_key
 from worldmm.store.purge import forget_range, purge_user
+from worldmm.store.users import user_exists
 
 log = logging.getLogger("query_api.forget")
 
@@ -83,13 +84,11 @@ def sweep_cache(client: redis.Redis | None, user_id: str) -> int:
 
 def purge(deps: ServiceDeps, user_id: str) -> PurgeOutcome | None:
     """Delete everything of the user; None when there is no such user."""
+    with deps.db.connection() as conn:
+        if not user_exists(conn, user_id):
+            return None  # and no tombstones written for a user that never was
     deps.cache.purge_user(user_id)  # tombstones: an in-flight rebuild cannot store old data
     with deps.db.transaction() as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM users WHERE id = %s FOR UPDATE", (user_id,)
-        ).fetchone()
-        if exists is None:
-            return None
         rows = purge_user(conn, user_id)
     blobs = 0
     try:

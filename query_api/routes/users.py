@@ -17,6 +17,7 @@ router = APIRouter(prefix="/v1/users", tags=["users (admin)"])
 _AUTH_ERRORS = {
     401: {"model": ErrorOut, "description": "Missing or invalid API key"},
     403: {"model": ErrorOut, "description": "Not the admin key"},
+    422: {"model": ErrorOut, "description": "Invalid input; the message says which"},
 }
 
 

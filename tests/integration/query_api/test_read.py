@@ -111,3 +111,23 @@ def test_openapi_documents_every_route_with_models(client):
                  "/v1/users/{user_id}/memories", "/healthz", "/readyz", "/metrics"):
         assert path in paths, path
     assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+
+
+def test_readiness_names_the_failed_dependency(api_settings, api_deps):
+    import dataclasses
+
+    import redis
+    from fastapi.testclient import TestClient
+
+    from query_api.app import create_app
+
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, socket_timeout=0.5)
+    deps = dataclasses.replace(api_deps, redis=dead, owned=[], _retrieval=None, _ingest=None)
+    with TestClient(create_app(api_settings, deps=deps)) as c:
+        r = c.get("/readyz")
+        assert r.status_code == 503
+        checks = r.json()["checks"]
+        assert checks["database"] == "ok" and checks["schema"] == "ok"
+        assert checks["redis"].startswith("ConnectionError")
+        assert c.get("/healthz").status_code == 200  # alive, just not ready
+    dead.close()
