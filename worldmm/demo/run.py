@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from pydantic import SecretStr
 from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -35,6 +36,7 @@ from worldmm.demo.script import (
     demo_script,
     expected_windows,
 )
+from worldmm.demo.speech import place_kept_speech
 from worldmm.models import SCALES
 from worldmm.settings import Settings
 
@@ -52,6 +54,7 @@ class DemoOptions:
     minutes: float = 5.0
     keep: bool = False
     seed: int = 7
+    kept_speech: bool = False  # use the kept recordings even when espeak-ng is there
     questions: int = 5  # at most; only those about scenes the session holds are asked
     ingest_timeout_s: float = 900.0
     api_ready_timeout_s: float = 180.0
@@ -155,10 +158,10 @@ class _Run:
         out_root = self.settings.resolved_state_dir / "demo"
         shutil.rmtree(out_root, ignore_errors=True)  # only the latest demo's input is kept
         out = out_root / self.result.session_id
-        speech = espeak_available()
+        speech = espeak_available() and not self.options.kept_speech
         if not speech:
-            self.note("[yellow]espeak-ng is missing: the session has no speech "
-                      "(`apt-get install espeak-ng` adds it)[/]")
+            self.note("speech: the recordings kept in worldmm/demo/speech/ "
+                      "(espeak-ng " + ("not used)" if espeak_available() else "is missing)"))
         with self._bar() as bar:
             task = bar.add_task("frames", total=total_s)
             files = generate_session(
@@ -171,6 +174,9 @@ class _Run:
                 audio=speech,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
+        if not speech:
+            wav = place_kept_speech(files.scenes, start, total_s, out / "audio.wav")
+            files = files.model_copy(update={"audio_wav": wav})
         end = start + timedelta(seconds=total_s)
         self.note(f"user {self.result.user_id}, session {self.result.session_id}: "
                   f"{start:%H:%M:%S}–{end:%H:%M:%S} UTC, {files.n_frames} frames, "
@@ -294,7 +300,8 @@ class _Run:
             if self.settings.admin_api_key is not None
             else secrets.token_urlsafe(24)
         )
-        self.settings = self.settings.model_copy(update={"admin_api_key": admin_key})
+        # model_copy does not validate: the key must already be a SecretStr
+        self.settings = self.settings.model_copy(update={"admin_api_key": SecretStr(admin_key)})
         host = self.settings.api_host
         port = procs.pick_port(host, self.settings.api_port)
         self.api = procs.start_api(self.settings, host, port, detached=self.options.keep)
@@ -442,7 +449,7 @@ def run_demo(
     try:
         with run.step(1, "Start the embedded stack, migrate, create topics"):
             run.stack_up()
-        with run.step(2, "Generate a glasses session (drawn frames, espeak-ng speech)"):
+        with run.step(2, "Generate a glasses session (drawn frames, spoken lines)"):
             files, questions = run.generate()
         with run.step(3, "Send it through the gateway to Kafka"):
             run.send(files)

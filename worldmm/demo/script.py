@@ -89,6 +89,11 @@ def demo_script(total_s: float) -> list[SceneSpec]:
     return [s.model_copy(update={"duration_s": length}) for s in _SCENES[:n]]
 
 
+def spoken_lines() -> list[str]:
+    """Every line any demo scene speaks (each has a kept recording, worldmm/demo/speech/)."""
+    return [line for scene in _SCENES for line in scene.speech]
+
+
 def demo_questions(n_scenes: int, limit: int = 5) -> list[DemoQuestion]:
     """The questions about scenes the session holds (at least one, at most ``limit``)."""
     return [q for q in QUESTIONS if q.scene < max(1, n_scenes)][:limit]
