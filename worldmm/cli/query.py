@@ -32,8 +32,14 @@ def serve(
     import uvicorn
 
     from query_api.app import create_app
+    from worldmm.stack import StackError, resolve_urls
 
     settings = settings_or_exit()
+    try:  # say what is missing before uvicorn starts (the app connects in its lifespan)
+        resolve_urls(settings.model_copy(update={"kafka_brokers": settings.kafka_brokers or "-"}))
+    except StackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
     if settings.admin_api_key is None:
         print(
             "warning: WORLDMM_ADMIN_API_KEY is not set: no one can create users or purge",
