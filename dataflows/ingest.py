@@ -28,6 +28,7 @@ from bytewax.outputs import DynamicSink, Sink, StatelessSinkPartition
 from connectors import codec
 from connectors.blobstore import audio_key, frame_key
 from connectors.dlq import DlqRecord, message_dlq_record, window_dlq_record
+from dataflows import metrics
 from dataflows.construct_step import AsyncRunner, Process, construct_builder, run_event
 from dataflows.window_step import window_builder
 from worldmm.memory.construct import WindowOutcome
@@ -155,12 +156,25 @@ def outcome_dlq(outcome: WindowOutcome, now: datetime) -> DlqRecord:
     )
 
 
+def _count_dlq(step_id: str, record: DlqRecord) -> None:
+    kind, reason = record.header("dlq_kind") or "?", record.header("reason") or "?"
+    metrics.DLQ_RECORDS.labels(kind, reason).inc()
+    log.warning("dlq kind=%s reason=%s detail=%s", kind, reason, record.header("detail"))
+
+
 # --- sinks --------------------------------------------------------------------------------
 
 
 class _LogPartition(StatelessSinkPartition[WindowOutcome]):
     def write_batch(self, items: list[WindowOutcome]) -> None:
+        now_ms = time.time() * 1000
         for o in items:
+            scale = str(o.scale_s)
+            metrics.WINDOWS.labels(scale, o.status).inc()
+            if o.status != "late":
+                metrics.WINDOW_DURATION.labels(scale).observe(o.duration_s)
+                lag_s = (now_ms - (o.start_ms + o.scale_s * 1000)) / 1000
+                metrics.WINDOW_LAG.labels(scale).observe(max(lag_s, 0.0))
             log.info(
                 "window_%s user=%s scale=%s start=%s partial=%s segment=%s attempts=%s "
                 "duration_s=%.2f counts=%s error=%s",
@@ -203,6 +217,8 @@ def _kafka_input(flow: Dataflow, settings: Settings, tail: bool) -> Stream[RawRe
 
     from connectors.topics import topic_names
 
+    if not settings.kafka_brokers:
+        raise ValueError("WORLDMM_KAFKA_BROKERS is not set (run `worldmm up` or point it at Kafka)")
     names = topic_names(settings)
     kinds = {names[k]: k for k in ("frames", "audio", "control")}
     source = KafkaSource(
@@ -280,6 +296,7 @@ def build_flow(
     failed = op.filter("failed_windows", outcomes, lambda o: o.status == "failed")
     window_dlq = op.map("window_dlq", failed, lambda o: outcome_dlq(o, now()))
     dlq = op.merge("dlq_records", bad, stored_split.falses, window_dlq)
+    dlq = op.inspect("count_dlq", dlq, _count_dlq)
 
     if dlq_sink is not None:
         op.output("dlq_out", dlq, dlq_sink)

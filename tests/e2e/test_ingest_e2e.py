@@ -49,6 +49,18 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
             audio=plan.audio,
         )
 
+    # malformed input beside the session: it must land on the DLQ topic, not stop the flow
+    from connectors import codec, kafka_io
+    from connectors.topics import topic_names
+
+    topics = topic_names(settings)
+    bad_key, _v, bad_headers = codec.encode_frame(user_id, "s1", start, 99_999, b"x")
+    kafka_io.produce_and_flush(
+        kafka_io.make_producer(settings.kafka_brokers),
+        topics["frames"],
+        [(bad_key, b"not a jpeg", bad_headers), (bad_key, b"\xff\xd8", [])],
+    )
+
     outcomes: list = []
 
     def deps_factory(s):
@@ -110,6 +122,8 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
         assert all(s.visual_status == "complete" for s in bases)
         frames = list_frames(conn, user_id, limit=10_000)
         assert len(frames) == 720
+    dlq = kafka_io.consume_all(settings.kafka_brokers, topics["dlq"])
+    assert sorted(r.header("reason") for r in dlq) == [codec.BAD_JPEG, codec.MISSING_HEADER]
     blobs = LocalBlobStore(settings.resolved_blob_dir)
     assert len(blobs.list(f"frames/{user_id}/s1/")) == 720
     assert blobs.list(f"audio/{user_id}/s1/")
