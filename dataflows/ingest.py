@@ -31,7 +31,7 @@ from connectors.dlq import DlqRecord, message_dlq_record, window_dlq_record
 from dataflows import metrics
 from dataflows.construct_step import AsyncRunner, Process, construct_builder, run_event
 from dataflows.window_step import window_builder
-from worldmm.memory.construct import WindowOutcome
+from worldmm.memory.construct import WindowOutcome, record_session
 from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.deps import IngestDeps, build_ingest_deps
 from worldmm.memory.windows import Item, SessionEnd, WindowConfig, ms_to_dt
@@ -252,6 +252,7 @@ def build_flow(
     report_sink: Sink[WindowOutcome] | None = None,
     deps_factory: Callable[[Settings], IngestDeps] = build_ingest_deps,
     process: Process = run_event,
+    session_writer: Callable[[IngestDeps, codec.ControlMessage], None] = record_session,
     clock: Callable[[], float] = time.time,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     tail: bool = True,
@@ -277,9 +278,11 @@ def build_flow(
     def store(pair: tuple[RawRecord, codec.Message]) -> tuple[str, Any] | DlqRecord:
         rec, msg = pair
         try:
+            if isinstance(msg, codec.ControlMessage):
+                session_writer(shared.deps(), msg)
             return to_window_input(msg, lambda: shared.deps().blobs)
-        except OSError as exc:  # blob store down/full: keep the record for a retry
-            return _dlq_for(rec, "blob_store_failed", str(exc), now())
+        except OSError as exc:  # blob store down or full: keep the record for a retry
+            return _dlq_for(rec, "store_failed", f"{type(exc).__name__}: {exc}", now())
 
     stored = op.map("store_blob", split.trues, store)
     stored_split = op.branch("stored", stored, lambda x: not isinstance(x, DlqRecord))

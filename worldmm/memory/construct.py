@@ -264,6 +264,15 @@ def audio_row(user_id: str, item, *, late: bool = False) -> AudioChunkRow:
     )
 
 
+def record_session(deps: IngestDeps, msg) -> None:
+    """A session start/end control message: the session's times in the store."""
+    start = msg.ts if msg.event == "session_start" else None
+    end = msg.ts if msg.event == "session_end" else None
+    with deps.db.transaction() as conn:
+        user_store.ensure_user(conn, msg.user_id)
+        user_store.upsert_session(conn, msg.user_id, msg.session_id, start, end)
+
+
 def record_late(deps: IngestDeps, user_id: str, item) -> None:
     """Keep a capture that missed its window (timestamp retrieval still finds it)."""
     with deps.db.transaction() as conn:

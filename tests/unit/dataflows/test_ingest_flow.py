@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bytewax.testing import TestingSink, TestingSource, run_main
+from bytewax.testing import TestingSink, TestingSource, cluster_main, run_main
 from PIL import Image
 
 from connectors import codec
@@ -94,7 +94,7 @@ class Recorder:
         )
 
 
-def run_flow(tmp_path: Path, records: list, recorder: Recorder, **settings_kw):
+def run_flow(tmp_path: Path, records: list, recorder: Recorder, workers: int = 1, **settings_kw):
     settings = load_settings(
         state_dir=tmp_path / "state",
         blob_dir=tmp_path / "blobs",
@@ -104,8 +104,10 @@ def run_flow(tmp_path: Path, records: list, recorder: Recorder, **settings_kw):
     )
     outcomes: list[WindowOutcome] = []
     dlq: list = []
+    sessions: list = []
     flow = build_flow(
         settings,
+        session_writer=lambda deps, msg: sessions.append((msg.user_id, msg.event)),
         source=TestingSource(records),
         dlq_sink=TestingSink(dlq),
         report_sink=TestingSink(outcomes),
@@ -113,7 +115,13 @@ def run_flow(tmp_path: Path, records: list, recorder: Recorder, **settings_kw):
         process=recorder,
         now=lambda: NOW,
     )
-    run_main(flow)
+    if workers == 1:
+        run_main(flow)
+    else:
+        cluster_main(flow, [], 0, worker_count_per_proc=workers)
+    assert sorted(set(sessions)) == sorted(
+        {(r.key.decode(), "session_end") for r in records if r.kind == "control" and r.key}
+    )
     return outcomes, dlq
 
 
@@ -169,12 +177,13 @@ def test_failed_window_goes_to_dlq_and_parent_still_runs(tmp_path: Path) -> None
     assert any(o.scale_s == 180 and o.status == "complete" for o in outcomes)
 
 
-@pytest.mark.parametrize("users", [3])
-def test_users_are_independent(tmp_path: Path, users: int) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_users_are_independent(tmp_path: Path, workers: int) -> None:
+    users = 3
     records = []
     for u in range(users):
         records += session_records(f"u{u}", minutes=1)
-    outcomes, _ = run_flow(tmp_path, records, Recorder(delay_s=0.01))
+    outcomes, _ = run_flow(tmp_path, records, Recorder(delay_s=0.01), workers=workers)
     for u in range(users):
         mine = [o for o in outcomes if o.user_id == f"u{u}" and o.scale_s == 30]
         assert len(mine) == 2

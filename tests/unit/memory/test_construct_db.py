@@ -251,3 +251,42 @@ def test_caption_windows_build_the_cascade(deps, user_id) -> None:
     for s in segs:
         if s.scale_seconds == 30:
             assert ids[s.parent_segment_id].scale_seconds == 180
+
+
+class Transcriber:
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def transcribe(self, audio_bytes, *, content_type, sample_rate):
+        import wave
+
+        with wave.open(io.BytesIO(audio_bytes)) as w:
+            self.seen.append(w.getnframes())
+
+        class T:
+            text = "Katrina says the Oven is hot"
+
+        return T()
+
+
+def test_audio_only_window_becomes_a_transcript_segment(deps, user_id) -> None:
+    from connectors.codec import wav_bytes
+    from worldmm.store.triples import triples_for_segments
+
+    deps.transcriber = Transcriber()
+    start = dt_to_ms(T10)
+    items = []
+    for k in range(7):  # 5 s chunks from 0 s to 35 s: the last one spills into the next window
+        ts = start + k * 5000
+        key = f"audio/{user_id}/s1/{ts}.wav"
+        deps.blobs.put(key, wav_bytes(b"\x01\x00" * 8000 * 5, 8000))
+        ref = CaptureRef(key, sample_rate=8000, duration_ms=5000, content_type="audio/wav")
+        items.append(Item("audio", key, "s1", ts, ts + 5000, ref))
+    out = asyncio.run(process_window(deps, BaseWindow(user_id, start, tuple(items), False, "s1")))
+    assert out.status == "complete" and out.visual_status == "none"
+    assert deps.transcriber.seen == [8000 * 30]  # exactly the window's 30 s went to ASR
+    seg = _segment(deps, user_id, 30, T10)
+    assert seg.transcript == "Katrina says the Oven is hot"
+    assert "Oven" in seg.caption and seg.visual_status == "none"
+    with deps.db.connection() as conn:
+        assert triples_for_segments(conn, user_id, [seg.id])
