@@ -91,22 +91,20 @@ def build_service_deps(settings: Settings) -> ServiceDeps:
     from worldmm.encoder import build_visual_encoder
     from worldmm.graph.cache import GraphCache, NullCache
     from worldmm.llm.roles import build_roles
-    from worldmm.stack import resolve_urls
+    from worldmm.stack import database_url, redis_url
     from worldmm.store.db import Database
 
-    # The query service never talks to Kafka; a placeholder keeps resolve_urls from
-    # demanding a broker in production deployments that only configure PG and Redis.
-    no_kafka = {"kafka_brokers": settings.kafka_brokers or "-"}
-    urls = resolve_urls(settings.model_copy(update=no_kafka))
-    db = Database(urls.database_url, max_size=8, name="worldmm-query")
+    # only PostgreSQL and Redis: the query service never talks to Kafka
+    db = Database(database_url(settings), max_size=8, name="worldmm-query")
     owned: list[object] = [db]
     try:
         embedder = build_embedder(settings)
         client = None
         cache: GraphCacheLike = NullCache()
-        if urls.redis_url:
+        cache_url = redis_url(settings)
+        if cache_url:
             client = redis_mod.Redis.from_url(
-                urls.redis_url, socket_timeout=1.0, socket_connect_timeout=1.0
+                cache_url, socket_timeout=1.0, socket_connect_timeout=1.0
             )
             owned.append(client)
             cache = GraphCache(client)

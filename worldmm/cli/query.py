@@ -32,11 +32,12 @@ def serve(
     import uvicorn
 
     from query_api.app import create_app
-    from worldmm.stack import StackError, resolve_urls
+    from worldmm.stack import StackError, database_url, redis_url
 
     settings = settings_or_exit()
     try:  # say what is missing before uvicorn starts (the app connects in its lifespan)
-        resolve_urls(settings.model_copy(update={"kafka_brokers": settings.kafka_brokers or "-"}))
+        database_url(settings)
+        redis_url(settings)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
