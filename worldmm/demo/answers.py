@@ -110,8 +110,10 @@ def render_answer(n: int, view: AnswerView, origin: datetime | None, max_evidenc
         text = " ".join(e.text.split())
         text = text if len(text) <= 90 else text[:87] + "..."
         lines.append(
-            Text(f"  {_scale(e.scale):>6}  {_clock(e.start, origin)} – {_clock(e.end, origin)}  "
-                 f"{text}")
+            Text(
+                f"  {_scale(e.scale):>6}  {_clock(e.start, origin)} – {_clock(e.end, origin)}  "
+                f"{text}"
+            )
         )
     if len(view.evidence) > max_evidence:
         lines.append(Text(f"  ... and {len(view.evidence) - max_evidence} more", style="dim"))

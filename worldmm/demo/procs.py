@@ -99,9 +99,7 @@ class Child:
                 self.proc.wait(timeout_s)
 
 
-def _spawn(
-    name: str, code: str, args: list[str], settings: Settings, *, detached: bool
-) -> Child:
+def _spawn(name: str, code: str, args: list[str], settings: Settings, *, detached: bool) -> Child:
     log_dir = settings.resolved_state_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_file = log_dir / f"demo-{name}.log"
@@ -140,9 +138,7 @@ def start_api(settings: Settings, host: str, port: int, *, detached: bool) -> Ch
     return child
 
 
-def wait_ready(
-    child: Child, probe: Callable[[], bool], *, timeout_s: float, what: str
-) -> None:
+def wait_ready(child: Child, probe: Callable[[], bool], *, timeout_s: float, what: str) -> None:
     """Poll ``probe`` until it holds; fail early when the child exits, or at the deadline."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

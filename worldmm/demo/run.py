@@ -109,7 +109,8 @@ class _Run:
         self.console.print(f"      [green]done[/] in {took:.1f}s")
 
     def note(self, text: str) -> None:
-        self.console.print(f"      {text}")
+        # soft_wrap: paths, URLs and commands stay whole lines (copyable) in any width
+        self.console.print(f"      {text}", soft_wrap=True)
 
     # --- [1] ---------------------------------------------------------------------------------
 
@@ -137,8 +138,10 @@ class _Run:
         )
         self.result.database_url = urls.database_url
         self.note(f"kafka {urls.kafka_brokers}, postgres {urls.database_url}")
-        self.note(f"redis {urls.redis_url or 'off'}" + ("" if self.stack_started else
-                                                        " (already running: left as it is)"))
+        self.note(
+            f"redis {urls.redis_url or 'off'}"
+            + ("" if self.stack_started else " (already running: left as it is)")
+        )
         apply_migrations(urls.database_url, self.settings)
         outcome = create_topics(urls.kafka_brokers, self.settings)
         self.note(f"topics {', '.join(sorted(outcome))}")
@@ -160,8 +163,10 @@ class _Run:
         out = out_root / self.result.session_id
         speech = espeak_available() and not self.options.kept_speech
         if not speech:
-            self.note("speech: the recordings kept in worldmm/demo/speech/ "
-                      "(espeak-ng " + ("not used)" if espeak_available() else "is missing)"))
+            self.note(
+                "speech: the recordings kept in worldmm/demo/speech/ "
+                "(espeak-ng " + ("not used)" if espeak_available() else "is missing)")
+            )
         with self._bar() as bar:
             task = bar.add_task("frames", total=total_s)
             files = generate_session(
@@ -178,9 +183,11 @@ class _Run:
             wav = place_kept_speech(files.scenes, start, total_s, out / "audio.wav")
             files = files.model_copy(update={"audio_wav": wav})
         end = start + timedelta(seconds=total_s)
-        self.note(f"user {self.result.user_id}, session {self.result.session_id}: "
-                  f"{start:%H:%M:%S}–{end:%H:%M:%S} UTC, {files.n_frames} frames, "
-                  f"{len(script)} scenes, in {out}")
+        self.note(
+            f"user {self.result.user_id}, session {self.result.session_id}: "
+            f"{start:%H:%M:%S}–{end:%H:%M:%S} UTC, {files.n_frames} frames, "
+            f"{len(script)} scenes, in {out}"
+        )
         for scene in files.scenes:
             said = " / ".join(line.text for line in scene.spoken)
             self.note(f"  {scene.start:%H:%M:%S} {scene.spec.sign:<15} {said}")
@@ -203,8 +210,9 @@ class _Run:
         with self._bar() as bar:
             tasks = {
                 "frames": bar.add_task("frames", total=plan.n_frames),
-                "audio": bar.add_task("audio ", total=plan.n_audio_chunks or None,
-                                      visible=bool(plan.n_audio_chunks)),
+                "audio": bar.add_task(
+                    "audio ", total=plan.n_audio_chunks or None, visible=bool(plan.n_audio_chunks)
+                ),
             }
             stats = run_gateway(
                 producer,
@@ -216,9 +224,11 @@ class _Run:
                 on_item=lambda kind: bar.advance(tasks[kind]),
             )
         del producer  # no client thread left behind
-        self.note(f"sent {stats.frames} frames, {stats.audio_chunks} audio chunks and "
-                  f"{stats.control} control messages ({stats.bytes_sent / 1e6:.1f} MB) "
-                  f"to {self.settings.topic('frames').rsplit('.', 1)[0]}.*")
+        self.note(
+            f"sent {stats.frames} frames, {stats.audio_chunks} audio chunks and "
+            f"{stats.control} control messages ({stats.bytes_sent / 1e6:.1f} MB) "
+            f"to {self.settings.topic('frames').rsplit('.', 1)[0]}.*"
+        )
 
     # --- [4] ---------------------------------------------------------------------------------
 
@@ -234,8 +244,10 @@ class _Run:
         self.start_api()
         deadline = time.monotonic() + self.options.ingest_timeout_s
         counts: dict[int, tuple[int, int]] = {}
-        with Database(self.settings.database_url, max_size=1, name="worldmm-demo") as db, \
-                self._counts_display(expected) as show:
+        with (
+            Database(self.settings.database_url, max_size=1, name="worldmm-demo") as db,
+            self._counts_display(expected) as show,
+        ):
             while True:
                 with db.connection() as conn:
                     counts = _segment_counts(conn, self.result.user_id)
@@ -250,14 +262,18 @@ class _Run:
                 time.sleep(1.0)
         code = self.dataflow.proc.returncode
         if code != 0:
-            raise StepFailed(f"the dataflow exited with code {code} (log "
-                             f"{self.dataflow.log_file}):\n{self.dataflow.log_tail()}")
+            raise StepFailed(
+                f"the dataflow exited with code {code} (log "
+                f"{self.dataflow.log_file}):\n{self.dataflow.log_tail()}"
+            )
         self.result.segments = {s: counts.get(s, (0, 0))[0] for s in SCALES}
         failed = {s: n - done for s, (done, n) in counts.items() if n > done}
         if failed or self.result.segments != expected:
-            raise StepFailed(f"segments per scale {self.result.segments}, expected {expected}"
-                             + (f"; not complete: {failed}" if failed else "")
-                             + f" (log {self.dataflow.log_file})")
+            raise StepFailed(
+                f"segments per scale {self.result.segments}, expected {expected}"
+                + (f"; not complete: {failed}" if failed else "")
+                + f" (log {self.dataflow.log_file})"
+            )
 
     @contextmanager
     def _counts_display(
@@ -265,8 +281,9 @@ class _Run:
     ) -> Iterator[Callable[[dict[int, tuple[int, int]]], None]]:
         """A live table on a terminal; elsewhere (logs, CI) one line per change."""
         if self.console.is_terminal:
-            with Live(self._counts_table({}, expected), console=self.console,
-                      refresh_per_second=4) as live:
+            with Live(
+                self._counts_table({}, expected), console=self.console, refresh_per_second=4
+            ) as live:
                 yield lambda counts: live.update(self._counts_table(counts, expected))
             return
         last: list[str] = []
@@ -281,8 +298,7 @@ class _Run:
 
         yield show
 
-    def _counts_table(self, counts: dict[int, tuple[int, int]],
-                      expected: dict[int, int]) -> Table:
+    def _counts_table(self, counts: dict[int, tuple[int, int]], expected: dict[int, int]) -> Table:
         table = Table(box=None, padding=(0, 2), show_edge=False)
         table.add_column("      scale")
         table.add_column("segments complete", justify="right")
@@ -307,8 +323,10 @@ class _Run:
         self.api = procs.start_api(self.settings, host, port, detached=self.options.keep)
         self.result.started_pids["api"] = self.api.pid
         self.result.api_url = f"http://{host}:{port}"
-        self.note(f"query API starting in the background: pid {self.api.pid}, "
-                  f"{self.result.api_url}, log {self.api.log_file}")
+        self.note(
+            f"query API starting in the background: pid {self.api.pid}, "
+            f"{self.result.api_url}, log {self.api.log_file}"
+        )
 
     def ask(self, questions: list[DemoQuestion]) -> None:
         import httpx
@@ -319,10 +337,15 @@ class _Run:
         admin_key = self.settings.admin_api_key.get_secret_value()  # type: ignore[union-attr]
         url = self.result.api_url
         with httpx.Client(base_url=url, timeout=self.options.query_timeout_s) as http:
-            procs.wait_ready(self.api, lambda: _ready(http), timeout_s=
-                             self.options.api_ready_timeout_s, what="the query API")
-            reply = http.post("/v1/users", json={"user_id": self.result.user_id},
-                              headers=_bearer(admin_key))
+            procs.wait_ready(
+                self.api,
+                lambda: _ready(http),
+                timeout_s=self.options.api_ready_timeout_s,
+                what="the query API",
+            )
+            reply = http.post(
+                "/v1/users", json={"user_id": self.result.user_id}, headers=_bearer(admin_key)
+            )
             _check(reply, "creating the demo user's API key")
             key = reply.json()["api_key"]
             self.result.api_key = key
@@ -332,8 +355,9 @@ class _Run:
                 if q.choices:
                     body["choices"] = q.choices
                 started = time.monotonic()
-                reply = http.post(f"/v1/users/{self.result.user_id}/query", json=body,
-                                  headers=_bearer(key))
+                reply = http.post(
+                    f"/v1/users/{self.result.user_id}/query", json=body, headers=_bearer(key)
+                )
                 _check(reply, f"question {i}")
                 view = AnswerView.from_reply(q, reply.json(), time.monotonic() - started)
                 self.result.answers.append(view)
@@ -355,30 +379,32 @@ class _Run:
 
     def where(self) -> None:
         s, r = self.settings, self.result
-        pg_data = self.stack_settings.postgres_data_parent / "postgres" / "data"
-        self.console.print(f"state dir   {s.resolved_state_dir.absolute()} (stack data, logs)")
+        lines = [f"state dir   {s.resolved_state_dir.absolute()} (stack data, logs)"]
         if not self.stack_settings.database_url:
-            self.console.print(f"postgres    {pg_data} (the memory of user {r.user_id})")
-        self.console.print(f"blob store  {s.resolved_blob_dir.absolute()}/frames/{r.user_id}/")
-        self.console.print(f"demo input  {(s.resolved_state_dir / 'demo').absolute()}")
+            pg_data = self.stack_settings.postgres_data_parent / "postgres" / "data"
+            lines.append(f"postgres    {pg_data} (the memory of user {r.user_id})")
+        lines.append(f"blob store  {s.resolved_blob_dir.absolute()}/frames/{r.user_id}/")
+        lines.append(f"demo input  {(s.resolved_state_dir / 'demo').absolute()}")
         if self.options.keep and r.failed_step is None and r.api_url:
             admin = s.admin_api_key.get_secret_value() if s.admin_api_key else ""
-            self.console.print(
-                f"\nThe stack and the query API (pid {r.started_pids.get('api')}) keep running."
-                f"\n  API        {r.api_url}/docs   database {s.database_url}"
-                f"\n  user key   {r.api_key}   (user {r.user_id})"
-                f"\n  admin key  {admin}"
-                f"\n  curl -s -X POST {r.api_url}/v1/users/{r.user_id}/query \\"
-                f"\n       -H 'Authorization: Bearer {r.api_key}' -H 'Content-Type: "
-                f"application/json' \\\n       -d '{{\"question\": \"Where did I put the "
-                f"mug?\"}}'"
-                f"\n  stop them: worldmm demo --stop"
-            )
+            body = '{"question": "Where did I put the mug?"}'
+            lines += [
+                f"\nThe stack and the query API (pid {r.started_pids.get('api')}) keep running.",
+                f"  API        {r.api_url}/docs   database {s.database_url}",
+                f"  user key   {r.api_key}   (user {r.user_id})",
+                f"  admin key  {admin}",
+                f"  curl -s -X POST {r.api_url}/v1/users/{r.user_id}/query \\",
+                f"       -H 'Authorization: Bearer {r.api_key}' \\",
+                f"       -H 'Content-Type: application/json' -d '{body}'",
+            ]
             if _has_ask_command():
-                self.console.print(
-                    f"  worldmm ask --url {r.api_url} --key {r.api_key} --user {r.user_id} "
-                    "'What did Alice say?'"
+                lines.append(
+                    f"  worldmm ask --api {r.api_url} --key {r.api_key} "
+                    f"--user {r.user_id} 'What did Alice say?'"
                 )
+            lines.append("  stop them: worldmm demo --stop")
+        for line in lines:  # soft_wrap: paths and commands stay whole (copyable)
+            self.console.print(line, soft_wrap=True, markup=False, highlight=False)
 
     def _bar(self) -> Progress:
         return Progress(
@@ -444,8 +470,10 @@ def run_demo(
     console = console or Console()
     run = _Run(demo_settings(settings), options, console)
     total_s = round(options.minutes * 60)
-    console.print(f"[bold]WorldMM Live demo[/]: a {total_s / 60:.1f}-minute glasses session "
-                  f"through Kafka, the dataflow and the query API")
+    console.print(
+        f"[bold]WorldMM Live demo[/]: a {total_s / 60:.1f}-minute glasses session "
+        f"through Kafka, the dataflow and the query API"
+    )
     try:
         with run.step(1, "Start the embedded stack, migrate, create topics"):
             run.stack_up()
@@ -467,8 +495,12 @@ def run_demo(
             run.result.failed_step = "setup"
             run.result.error = f"{type(exc).__name__}: {exc}"
     finally:
-        with _quiet_step(run, 6, "Stop what the demo started" + (
-                " (the stack and the API keep running)" if options.keep else "")):
+        with _quiet_step(
+            run,
+            6,
+            "Stop what the demo started"
+            + (" (the stack and the API keep running)" if options.keep else ""),
+        ):
             run.stop()
     if run.result.failed_step is not None:
         console.print(f"[bold red]FAILED[/] at {run.result.failed_step}: {run.result.error}")
@@ -501,5 +533,7 @@ def stop_kept(settings: Settings, echo: Callable[[str], None]) -> None:
     pid = procs.stop_kept_api(settings)
     echo(f"query API {'stopped (pid ' + str(pid) + ')' if pid else 'was not running'}")
     stopped = stack.down(settings)
-    echo("stack: " + ", ".join(f"{k} {'stopped' if v else 'not running'}"
-                               for k, v in stopped.items()))
+    echo(
+        "stack: "
+        + ", ".join(f"{k} {'stopped' if v else 'not running'}" for k, v in stopped.items())
+    )

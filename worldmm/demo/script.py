@@ -34,8 +34,8 @@ _SCENES: list[SceneSpec] = [
     SceneSpec(
         sign="PARKING LOT",
         objects=["car"],
-        notes=["Level 2 B"],
-        speech=["I parked the car on level two, spot B."],
+        notes=["LEVEL 2"],
+        speech=["I parked the car on level two."],
     ),
     SceneSpec(
         sign="HALLWAY",
@@ -72,9 +72,9 @@ QUESTIONS: list[DemoQuestion] = [
     ),
     DemoQuestion(
         question="Where did I park the car?",
-        choices=["Level 1, spot A", "Level 2, spot B", "Level 3, spot C"],
+        choices=["Level 1", "Level 2", "Level 3"],
         scene=3,
-        expect="Level 2, spot B",
+        expect="Level 2",
     ),
     DemoQuestion(question="Where did I leave my car keys?", scene=4, expect="in the white bowl"),
 ]

@@ -76,5 +76,5 @@ def test_kept_speech_is_placed_at_scene_times(tmp_path) -> None:
     with wave.open(str(wav), "rb") as w:
         track = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
     assert track.size == 90 * SAMPLE_RATE
-    assert np.abs(track[: SAMPLE_RATE]).max() == 0  # silence before the first line
+    assert np.abs(track[:SAMPLE_RATE]).max() == 0  # silence before the first line
     assert np.abs(track[2 * SAMPLE_RATE : 4 * SAMPLE_RATE]).max() > 1000
