@@ -12,12 +12,13 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from bench.egolife.data import WINDOW_S, Window
+from bench.egolife.data import WINDOW_S, Window, day_of
 from bench.egolife.truth import Ranked
 from worldmm.embed.base import TextEmbedder
 
@@ -120,8 +121,11 @@ class DenseSearch(_WindowSearch):
     ) -> None:
         super().__init__(windows)
         self._embedder = embedder
-        self._matrix = embed_texts([w.text for w in self.windows], embedder, on_progress,
-                                   cache_dir)
+        # one cached matrix per day, so a longer run reuses the days a shorter one embedded
+        parts = [embed_texts([w.text for w in day], embedder, on_progress, cache_dir)
+                 for _day, day in groupby(self.windows, key=lambda w: day_of(w.start))]
+        self._matrix = (np.vstack(parts) if parts
+                        else np.zeros((0, embedder.dim), dtype=np.float32))
 
     def search(self, query: str, as_of: datetime | None, k: int) -> list[Ranked]:
         return self.search_vector(self._embedder.embed([query])[0], as_of, k)

@@ -54,7 +54,7 @@ def plot_report(report: dict, path: Path) -> Path:
     counts = {t: report["methods"][methods[0]]["by_type"].get(t, {}).get("n", 0) for t in types}
     right.set_xticks(range(len(types)), [f"{t}\n(n={counts[t]})" for t in types], fontsize=8)
     right.set_title("hit@3 by question type")
-    fig.suptitle(f"EgoLife A1_JAKE retrieval — days {days_label(report.get('days') or [])}, "
+    fig.suptitle(f"EgoLife A1_JAKE retrieval — day(s) {days_label(report.get('days') or [])}, "
                  f"{report.get('windows', '?')} windows of 30 s")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -37,13 +37,13 @@ def egolife(
     out: Path = typer.Option(..., "--out", help="Where to write the JSON report."),
     sync_dir: Path | None = typer.Option(
         None, "--sync-dir", help="Folder of A1_JAKE_DAY*_*.json sync files "
-        "[default: ../shared/data/egolife/sync beside the checkout]."),
+        "(default: ../shared/data/egolife/sync beside the checkout)."),
     questions: Path | None = typer.Option(
         None, "--questions", help="EgoLifeQA-format question file "
-        "[default: ../shared/data/egolife/questions_dev.json beside the checkout]."),
+        "(default: ../shared/data/egolife/questions_dev.json beside the checkout)."),
     days: str | None = typer.Option(
         None, "--days", help="Days to ingest and questions to keep, e.g. 1-7, 1,3 or 2 "
-        "[default: every day in --sync-dir]."),
+        "(default: every day in --sync-dir)."),
     limit_questions: int | None = typer.Option(
         None, "--limit-questions", min=1, help="Ask only the first N selected questions."),
     methods: str = typer.Option(
@@ -57,7 +57,7 @@ def egolife(
         True, "--speech-in-caption/--no-speech-in-caption",
         help="Give the transcript lines to the caption text too (as a live captioner would)."),
     plot: Path | None = typer.Option(
-        None, "--plot", help="PNG figure path [default: --out with .png]."),
+        None, "--plot", help="PNG figure path (default: --out with .png)."),
 ) -> None:
     """EgoLife retrieval: WorldMM episodic memory vs BM25 and dense MiniLM; hit@1/3, tIoU."""
     run = _import_run()

@@ -62,16 +62,17 @@ def test_results_are_30s_windows_in_score_order(embedder):
     assert len({r.start for r in got}) == 3
 
 
-def test_dense_embedding_cache_is_reused(tmp_path, embedder):
-    first = DenseSearch(WINDOWS, embedder, cache_dir=tmp_path)
-    files = list(tmp_path.glob("dense-*.npy"))
-    assert len(files) == 1
+def test_dense_embedding_cache_is_kept_per_day_and_reused(tmp_path, embedder):
+    day2 = window(2880, "I water the plants again the next morning.")  # 24 h later
+    first = DenseSearch([*WINDOWS, day2], embedder, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("dense-*.npy"))) == 2  # one matrix per day
     seen: list[int] = []
     again = DenseSearch(WINDOWS, embedder, on_progress=seen.append, cache_dir=tmp_path)
-    assert seen == [len(WINDOWS)]
-    assert (again._matrix == first._matrix).all()
-    DenseSearch(WINDOWS[:2], embedder, cache_dir=tmp_path)  # other texts: another key
+    assert seen == [len(WINDOWS)]  # day 1 came from the cache in one step
+    assert (again._matrix == first._matrix[:3]).all()
     assert len(list(tmp_path.glob("dense-*.npy"))) == 2
+    DenseSearch(WINDOWS[:2], embedder, cache_dir=tmp_path)  # other texts: another key
+    assert len(list(tmp_path.glob("dense-*.npy"))) == 3
 
 
 def test_baselines_end_to_end_on_a_synthetic_sync_dir(tmp_path, embedder):
