@@ -91,16 +91,54 @@ class StubModels:
         raise NotImplementedError("the query benchmark encodes no video")
 
 
-class CountingCache:
-    """Wraps the graph cache and counts hits and misses (a warm run must hit)."""
+class Stopwatch:
+    """Seconds spent per named step, summed until taken."""
 
-    def __init__(self, inner: GraphCache | NullCache) -> None:
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        self.spent[name] = self.spent.get(name, 0.0) + seconds
+
+    def take(self) -> dict[str, float]:
+        out, self.spent = self.spent, {}
+        return out
+
+
+class TimingReader:
+    """Wraps a MemoryReader and times each method (where a query's store time goes)."""
+
+    def __init__(self, inner: Any, watch: Stopwatch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._inner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._watch.add(f"reader.{name}", time.perf_counter() - t)
+
+        return timed
+
+
+class CountingCache:
+    """Wraps the graph cache, counts hits and misses (a warm run must hit) and times reads
+    (Redis GET + deserialise) and writes (serialise + compare-and-set)."""
+
+    def __init__(self, inner: GraphCache | NullCache, watch: Stopwatch | None = None) -> None:
         self.inner = inner
+        self.watch = watch or Stopwatch()
         self.hits = 0
         self.misses = 0
 
     def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead:
+        t = time.perf_counter()
         read = self.inner.get(user_id, memory_type, scale)
+        self.watch.add("cache.get", time.perf_counter() - t)
         if read.graph is None:
             self.misses += 1
         else:
@@ -108,7 +146,11 @@ class CountingCache:
         return read
 
     def put(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
-        return self.inner.put(user_id, memory_type, scale, graph, token)
+        t = time.perf_counter()
+        try:
+            return self.inner.put(user_id, memory_type, scale, graph, token)
+        finally:
+            self.watch.add("cache.put", time.perf_counter() - t)
 
     def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
         return self.inner.invalidate(user_id, memory_type, scale)
@@ -136,6 +178,15 @@ def summarise(samples_ms: Sequence[float]) -> dict[str, float | int]:
         "max": round(float(a.max()), 2),
         "n": int(a.size),
     }
+
+
+def breakdown(spent_s: dict[str, float], times_ms: Sequence[float]) -> dict[str, float]:
+    """Mean milliseconds per query in each timed step; ``other`` is the rest (graph build
+    from fetched rows, PageRank, ranking, Python and thread hand-offs)."""
+    n = max(1, len(times_ms))
+    out = {k: round(1000 * v / n, 2) for k, v in sorted(spent_s.items())}
+    out["other"] = round(sum(times_ms) / n - sum(out.values()), 2)
+    return out
 
 
 def graph_keys(memory_type: str) -> list[tuple[str, int | None]]:
@@ -209,8 +260,10 @@ def measure_retrieval(
         qs = queries[memory_type]
         asyncio.run(_time_queries(deps, user_id, qs[:1], None))  # prime the cache
         cache.take()
+        cache.watch.take()
         warm, warm_hits = asyncio.run(_time_queries(deps, user_id, qs, None))
         warm_cache = cache.take()
+        warm_steps = breakdown(cache.watch.take(), warm)
 
         def invalidate(memory_type: str = memory_type) -> None:
             for mt, scale in graph_keys(memory_type):
@@ -218,10 +271,13 @@ def measure_retrieval(
 
         cold, cold_hits = asyncio.run(_time_queries(deps, user_id, qs[:cold_n], invalidate))
         cold_cache = cache.take()
+        cold_steps = breakdown(cache.watch.take(), cold)
         latency[memory_type] = {"warm": summarise(warm), "cold": summarise(cold)}
         detail[memory_type] = {
-            "warm": {"cache": warm_cache, "mean_hits": float(np.mean(warm_hits))},
-            "cold": {"cache": cold_cache, "mean_hits": float(np.mean(cold_hits or [0]))},
+            "warm": {"cache": warm_cache, "mean_hits": float(np.mean(warm_hits)),
+                     "mean_ms_per_step": warm_steps},
+            "cold": {"cache": cold_cache, "mean_hits": float(np.mean(cold_hits or [0])),
+                     "mean_ms_per_step": cold_steps},
         }
         echo(f"  {memory_type}: warm p50 {latency[memory_type]['warm'].get('p50')} ms,"
              f" cold p50 {latency[memory_type]['cold'].get('p50')} ms")
@@ -289,9 +345,9 @@ def run_benchmark(
     settings: Settings,
     cfg: SynthConfig,
     *,
-    queries: int = 50,
-    cold_queries: int = 10,
-    build_repeats: int = 3,
+    queries: int = 20,
+    cold_queries: int = 5,
+    build_repeats: int = 1,
     user_id: str | None = None,
     keep: bool = False,
     drop_indexes: bool = True,
@@ -347,6 +403,7 @@ def run_benchmark(
             counts = db_counts(conn, user_id)
         result["load"] = report.as_dict()
         result["load_rows_per_s"] = round(report.total_rows / report.load_s)
+        result["copy_rows_per_s"] = round(report.total_rows / sum(report.copy_s.values()))
         result["rows"] = counts
         result["expected_rows"] = expected
         result["rows_match"] = counts == expected
@@ -365,7 +422,8 @@ def run_benchmark(
         stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim,
                           cfg.visual_dim)
         deps = RetrievalDeps(db=db, roles=stub, embedder=stub, encoder=stub,  # type: ignore[arg-type]
-                             cache=cache, settings=settings)  # type: ignore[arg-type]
+                             cache=cache, settings=settings,  # type: ignore[arg-type]
+                             store=TimingReader(reader, cache.watch))
         echo(f"retrieval: {queries} warm and {min(cold_queries, queries)} cold queries per type")
         latency, detail = measure_retrieval(deps, cache, user_id, qs, cold_queries, echo)
         result["retrieval_ms"] = latency
@@ -413,9 +471,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.query", description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, required=True, help="where to write the JSON result")
     p.add_argument("--days", type=float, default=7.0, help="days of memory (whole hours)")
-    p.add_argument("--queries", type=int, default=50, help="warm queries per memory type")
-    p.add_argument("--cold-queries", type=int, default=10, help="cold queries per memory type")
-    p.add_argument("--build-repeats", type=int, default=3, help="graph builds per graph")
+    p.add_argument("--queries", type=int, default=20, help="warm queries per memory type")
+    p.add_argument("--cold-queries", type=int, default=5, help="cold queries per memory type")
+    p.add_argument("--build-repeats", type=int, default=1, help="graph builds per graph")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--user", default=None, help="user id to load (default: a fresh one)")
     p.add_argument("--keep", action="store_true", help="keep the loaded user afterwards")

@@ -13,9 +13,9 @@ def register(bench_app: typer.Typer) -> None:
     def query(
         out: Annotated[Path, typer.Option(help="Where to write the JSON result.")],
         days: Annotated[float, typer.Option(help="Days of synthetic memory (whole hours).")] = 7.0,
-        queries: Annotated[int, typer.Option(help="Warm queries per memory type.")] = 50,
-        cold_queries: Annotated[int, typer.Option(help="Cold queries per memory type.")] = 10,
-        build_repeats: Annotated[int, typer.Option(help="Timed builds per graph.")] = 3,
+        queries: Annotated[int, typer.Option(help="Warm queries per memory type.")] = 20,
+        cold_queries: Annotated[int, typer.Option(help="Cold queries per memory type.")] = 5,
+        build_repeats: Annotated[int, typer.Option(help="Timed builds per graph.")] = 1,
         seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
         user: Annotated[str | None, typer.Option(help="User id to load (default: fresh).")] = None,
         keep: Annotated[bool, typer.Option(help="Keep the loaded user afterwards.")] = False,
