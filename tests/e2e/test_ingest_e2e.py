@@ -21,7 +21,7 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
 
     from connectors.blobstore import LocalBlobStore
     from connectors.gateway import GlassesProducer, plan_recording, run_gateway
-    from connectors.synthetic import generate_session
+    from connectors.synthetic import DEFAULT_SCRIPT, generate_session
     from connectors.topics import create_topics
     from dataflows.ingest import build_flow
     from worldmm.store.db import Database
@@ -36,8 +36,21 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
         update={"allowed_lateness_s": 5.0, "llm_concurrency": 8, "gpu_ocr_frames": 1}
     )
     create_topics(settings.kafka_brokers, settings)
-    start = _ten_minute_floor(datetime.now(UTC) - timedelta(minutes=25))
-    files = generate_session(tmp_path / "session", minutes=12, fps=1, start=start, seed=3)
+    # A fixed start keeps the offline models' output (OCR of on-frame text, speech) the same
+    # on every run; the codec's age limit is widened for it.
+    start = datetime(2026, 5, 4, 9, 20, tzinfo=UTC)
+    settings = settings.model_copy(update={"max_past_age_s": 20 * 365 * 86400.0})
+    # Lasting statements (habits, preferences) give the 10 min summaries semantic content.
+    script = [s.model_copy() for s in DEFAULT_SCRIPT]
+    script[0] = script[0].model_copy(
+        update={"speech": [*script[0].speech, "I usually drink green tea every morning."]}
+    )
+    script[3] = script[3].model_copy(
+        update={"speech": [*script[3].speech, "Alice likes spicy noodles."]}
+    )
+    files = generate_session(
+        tmp_path / "session", minutes=12, fps=1, start=start, seed=3, script=script
+    )
     plan = plan_recording(frames_dir=files.frames_dir, audio=files.audio_wav, fps=1, start=start)
     with GlassesProducer(settings) as producer:
         run_gateway(
