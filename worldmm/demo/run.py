@@ -88,6 +88,7 @@ class _Run:
         self.console = console
         self.result = DemoResult()
         self.stack_started = False
+        self.own_topics = False  # topics under worldmm.demo.: earlier runs' may be deleted
         self.dataflow: procs.Child | None = None
         self.api: procs.Child | None = None
         self.t0 = time.monotonic()
@@ -143,6 +144,10 @@ class _Run:
             + ("" if self.stack_started else " (already running: left as it is)")
         )
         apply_migrations(urls.database_url, self.settings)
+        if self.own_topics:
+            old = delete_old_demo_topics(urls.kafka_brokers, self.settings.topic_prefix)
+            if old:
+                self.note(f"deleted {len(old)} topics of earlier demo runs")
         outcome = create_topics(urls.kafka_brokers, self.settings)
         self.note(f"topics {', '.join(sorted(outcome))}")
 
@@ -156,7 +161,6 @@ class _Run:
         start = aligned_start(total_s)
         self.result.start = start
         stamp = start.strftime("%Y%m%d-%H%M")
-        self.result.user_id = f"demo-{secrets.token_hex(3)}"
         self.result.session_id = f"s-{stamp}"
         out_root = self.settings.resolved_state_dir / "demo"
         shutil.rmtree(out_root, ignore_errors=True)  # only the latest demo's input is kept
@@ -451,13 +455,33 @@ def _check(reply, what: str) -> None:
         raise StepFailed(f"{what}: HTTP {reply.status_code} {reply.text[:300]}")
 
 
-def demo_settings(settings: Settings) -> Settings:
-    """The demo's own topics (unless a prefix was configured), so it never mixes with
-    other streams, and a short lateness: the whole session arrives at once."""
+def demo_settings(settings: Settings, run_id: str) -> Settings:
+    """Topics of this run only, ``worldmm.demo.<run>.*`` (unless a prefix was configured):
+    the dataflow reads its topics from the beginning, so it must not find earlier runs'
+    sessions there; and a short lateness, as the whole session arrives at once."""
     update: dict[str, object] = {"allowed_lateness_s": min(settings.allowed_lateness_s, 5.0)}
-    if settings.topic_prefix == Settings.model_fields["topic_prefix"].default:
-        update["topic_prefix"] = DEMO_TOPIC_PREFIX
+    if _own_topics(settings):
+        update["topic_prefix"] = f"{DEMO_TOPIC_PREFIX}{run_id}."
     return settings.model_copy(update=update)
+
+
+def _own_topics(settings: Settings) -> bool:
+    return settings.topic_prefix == Settings.model_fields["topic_prefix"].default
+
+
+def delete_old_demo_topics(brokers: str, keep_prefix: str, timeout_s: float = 30.0) -> list[str]:
+    """Delete the topics of earlier demo runs (their memory is in PostgreSQL already)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": brokers})
+    old = [
+        name
+        for name in admin.list_topics(timeout=timeout_s).topics
+        if name.startswith(DEMO_TOPIC_PREFIX) and not name.startswith(keep_prefix)
+    ]
+    for future in admin.delete_topics(old, operation_timeout=timeout_s).values() if old else ():
+        future.result(timeout_s)
+    return old
 
 
 def run_demo(
@@ -468,7 +492,10 @@ def run_demo(
     """Run the six steps; never raises for a failed step (see ``DemoResult.exit_code``)."""
     options = options or DemoOptions()
     console = console or Console()
-    run = _Run(demo_settings(settings), options, console)
+    run_id = secrets.token_hex(3)
+    run = _Run(demo_settings(settings, run_id), options, console)
+    run.result.user_id = f"demo-{run_id}"
+    run.own_topics = _own_topics(settings)
     total_s = round(options.minutes * 60)
     console.print(
         f"[bold]WorldMM Live demo[/]: a {total_s / 60:.1f}-minute glasses session "
@@ -529,7 +556,6 @@ def stop_kept(settings: Settings, echo: Callable[[str], None]) -> None:
     """``worldmm demo --stop``: stop the API a kept demo left running, then the stack."""
     from worldmm import stack
 
-    settings = demo_settings(settings)
     pid = procs.stop_kept_api(settings)
     echo(f"query API {'stopped (pid ' + str(pid) + ')' if pid else 'was not running'}")
     stopped = stack.down(settings)
