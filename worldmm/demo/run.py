@@ -56,7 +56,7 @@ class DemoOptions:
     seed: int = 7
     kept_speech: bool = False  # use the kept recordings even when espeak-ng is there
     questions: int = 5  # at most; only those about scenes the session holds are asked
-    ingest_timeout_s: float = 900.0
+    ingest_timeout_s: float | None = None  # None: 4 s per second of session, at least 600 s
     api_ready_timeout_s: float = 180.0
     query_timeout_s: float = 180.0
 
@@ -246,7 +246,8 @@ class _Run:
         self.note(f"dataflow pid {self.dataflow.pid}, log {self.dataflow.log_file}")
         # The API loads its models while the dataflow works; step 5 waits for it.
         self.start_api()
-        deadline = time.monotonic() + self.options.ingest_timeout_s
+        timeout_s = self.options.ingest_timeout_s or max(600.0, 4 * duration_s)
+        deadline = time.monotonic() + timeout_s
         counts: dict[int, tuple[int, int]] = {}
         with (
             Database(self.settings.database_url, max_size=1, name="worldmm-demo") as db,
@@ -260,7 +261,7 @@ class _Run:
                     break
                 if time.monotonic() > deadline:
                     raise StepFailed(
-                        f"the dataflow did not finish in {self.options.ingest_timeout_s:.0f}s "
+                        f"the dataflow did not finish in {timeout_s:.0f}s "
                         f"(log {self.dataflow.log_file})"
                     )
                 time.sleep(1.0)
