@@ -193,7 +193,12 @@ def dataflow(
         None, "--addresses", "-a", help="All processes' host:port, separated by ';'."
     ),
     recovery_dir: Path | None = typer.Option(
-        None, "--recovery-dir", help="Bytewax recovery partitions (created when empty)."
+        None,
+        "--recovery-dir",
+        help="Bytewax recovery partitions (created when empty). Default: STATE_DIR/recovery.",
+    ),
+    no_recovery: bool = typer.Option(
+        False, "--no-recovery", help="Run without snapshots (a restart re-reads every topic)."
     ),
     recovery_partitions: int = typer.Option(
         1, "--recovery-partitions", min=1, help="Partitions to create in an empty recovery dir."
@@ -215,7 +220,9 @@ def dataflow(
     settings = _flow_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(name)s %(message)s")
     recovery = None
-    if recovery_dir is not None:
+    if recovery_dir is None and not no_recovery:
+        recovery_dir = settings.resolved_state_dir / "recovery"
+    if recovery_dir is not None and not no_recovery:
         recovery_dir.mkdir(parents=True, exist_ok=True)
         if not any(recovery_dir.iterdir()):
             init_db_dir(recovery_dir, recovery_partitions)
