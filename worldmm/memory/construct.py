@@ -176,7 +176,7 @@ async def build_base_segment(deps: IngestDeps, window: BaseWindow) -> WindowOutc
         model_versions=models,
         prompt_versions=prompts,
     )
-    segment_id = await asyncio.to_thread(_write_base, deps, window, seg, mem, visual, frames, audio)
+    segment_id = await asyncio.to_thread(_write_base, deps, window, seg, mem, visual)
     return WindowOutcome(
         window.user_id,
         BASE_S,
@@ -223,26 +223,13 @@ async def _encode(deps: IngestDeps, jpegs: list[bytes]):
         return None, "failed", f"visual: {exc}"
 
 
-def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual, frames, audio) -> int:
+def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual) -> int:
     user = window.user_id
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, user)
         if window.session_id:
             user_store.upsert_session(conn, user, window.session_id)
         segment_id = segment_store.upsert_segment(conn, seg)
-        for i in frames:
-            frame_store.insert_frame(
-                conn,
-                FrameRow(
-                    user_id=user,
-                    session_id=i.session_id,
-                    captured_at=ms_to_dt(i.ts_ms),
-                    seq=i.ref.seq,
-                    blob_key=i.ref.blob_key,
-                ),
-            )
-        for i in audio:
-            frame_store.insert_audio_chunk(conn, audio_row(user, i))
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, _triple_rows(mem, ids))
         if visual is not None:
@@ -423,6 +410,29 @@ def _mark_pending(deps: IngestDeps, window: Window) -> None:
             segment_store.upsert_segment(conn, _segment(window, processing_status="pending"))
         else:
             segment_store.set_segment_status(conn, existing.id, "pending", None)
+        if isinstance(window, BaseWindow):
+            # Captures are recorded before any model runs: a failed window can be rebuilt
+            # from them, and timestamp retrieval finds its frames regardless.
+            _record_captures(conn, window)
+
+
+def _record_captures(conn, window: BaseWindow) -> None:
+    user = window.user_id
+    frames = [i for i in window.items if i.kind == "frames"]
+    audio = [i for i in window.items if i.kind == "audio"]
+    for i in frames:
+        frame_store.insert_frame(
+            conn,
+            FrameRow(
+                user_id=user,
+                session_id=i.session_id,
+                captured_at=ms_to_dt(i.ts_ms),
+                seq=i.ref.seq,
+                blob_key=i.ref.blob_key,
+            ),
+        )
+    for i in audio:
+        frame_store.insert_audio_chunk(conn, audio_row(user, i))
 
 
 def _mark_failed(deps: IngestDeps, window: Window, error: str) -> int:

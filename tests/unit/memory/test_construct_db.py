@@ -290,3 +290,28 @@ def test_audio_only_window_becomes_a_transcript_segment(deps, user_id) -> None:
     assert "Oven" in seg.caption and seg.visual_status == "none"
     with deps.db.connection() as conn:
         assert triples_for_segments(conn, user_id, [seg.id])
+
+
+def test_retrigger_reruns_failed_windows_and_pending_clips(deps, user_id) -> None:
+    from worldmm.memory.construct_retry import retrigger
+
+    w1 = _jpeg_window(deps, user_id, T10)
+    w2 = _jpeg_window(deps, user_id, T10 + timedelta(seconds=30))
+    deps.roles.fail_caption = True
+    asyncio.run(process_window(deps, w1))
+    deps.roles.fail_caption = False
+    deps.encoder = Encoder(up=False)
+    asyncio.run(process_window(deps, w2))
+    assert _segment(deps, user_id, 30, T10).processing_status == "failed"
+    second = T10 + timedelta(seconds=30)
+    assert _segment(deps, user_id, 30, second).visual_status == "pending"
+
+    deps.encoder = Encoder(up=True)
+    result = asyncio.run(retrigger(deps, user_id))
+    assert [(o.scale_s, o.status) for o in result.windows] == [(30, "complete")]
+    assert result.visual_done == 1 and result.visual_still_pending == 0
+    first = _segment(deps, user_id, 30, T10)
+    assert first.processing_status == "complete" and first.error is None
+    assert first.caption.endswith("16 frames.")  # rebuilt from the stored frames
+    assert _segment(deps, user_id, 30, T10 + timedelta(seconds=30)).visual_status == "complete"
+    assert asyncio.run(retrigger(deps, user_id)).windows == []  # nothing left to do
