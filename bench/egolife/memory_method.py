@@ -8,7 +8,6 @@ straddle an hour, so this equals one call over the whole week and gives a progre
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,7 +148,3 @@ async def search(
     """The episodic retriever's final (reranked) segments, in its order."""
     result = await search_episodic(deps, user_id, query, as_of=as_of)
     return [Ranked(start=h.start, end=h.end, scale=h.scale) for h in result.hits]
-
-
-def search_sync(deps: RetrievalDeps, user_id: str, query: str, as_of: datetime) -> list[Ranked]:
-    return asyncio.run(search(deps, user_id, query, as_of))
