@@ -158,6 +158,13 @@ class Settings(BaseSettings):
     gpu_ocr_frames: int = Field(
         default=4, ge=0, le=16, description="Frames per clip the offline encoder reads text from."
     )
+    offline_ocr_frames: int = Field(
+        default=4,
+        ge=0,
+        le=16,
+        description="Frames per window the offline captioner reads text from (OCR is most of "
+        "its CPU; tests and small machines lower it).",
+    )
 
     # --- memory and retrieval ------------------------------------------------------------
     entity_match_threshold: float = Field(default=0.6, ge=0, le=1, description="Entity cosine.")

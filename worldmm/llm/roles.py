@@ -51,7 +51,9 @@ def build_roles(settings: Settings, embedder: TextEmbedder) -> ModelRoles:
     if settings.llm_provider == "offline":
         from worldmm.llm.offline import OfflineRoles
 
-        return OfflineRoles(embedder, max_rounds=settings.agent_max_rounds)
+        return OfflineRoles(
+            embedder, max_rounds=settings.agent_max_rounds, ocr_frames=settings.offline_ocr_frames
+        )
     from worldmm.llm.remote import build_remote_roles
 
     return build_remote_roles(settings)
