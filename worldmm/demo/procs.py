@@ -22,24 +22,10 @@ from pydantic import SecretStr
 from worldmm.settings import ENV_PREFIX, Settings
 from worldmm.stack.process import pid_alive, read_pid
 
-# Reads the topics to their current end, finishes every window that end closes, exits 0.
-_DATAFLOW_CODE = """\
-import logging
-from bytewax.testing import run_main
-from dataflows.ingest import build_flow
-from worldmm.settings import load_settings
-logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-run_main(build_flow(load_settings(), tail=False))
-"""
-
-_API_CODE = """\
-import sys
-import uvicorn
-from query_api.app import create_app
-from worldmm.settings import load_settings
-uvicorn.run(create_app(load_settings()), host=sys.argv[1], port=int(sys.argv[2]),
-            log_level="warning")
-"""
+# The children are the same commands a user runs: the dataflow reads the topics to their
+# current end, finishes every window that end closes and exits 0; the API serves until stopped.
+_DATAFLOW_ARGS = ["dataflow", "--to-end", "--no-recovery"]
+_API_ARGS = ["serve", "--host", "{host}", "--port", "{port}"]
 
 API_PID_FILE = "demo-api.pid"
 
@@ -99,13 +85,13 @@ class Child:
                 self.proc.wait(timeout_s)
 
 
-def _spawn(name: str, code: str, args: list[str], settings: Settings, *, detached: bool) -> Child:
+def _spawn(name: str, args: list[str], settings: Settings, *, detached: bool) -> Child:
     log_dir = settings.resolved_state_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_file = log_dir / f"demo-{name}.log"
     with open(log_file, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-c", code, *args],
+            [sys.executable, "-m", "worldmm.cli", *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -117,7 +103,7 @@ def _spawn(name: str, code: str, args: list[str], settings: Settings, *, detache
 
 
 def start_dataflow(settings: Settings) -> Child:
-    return _spawn("dataflow", _DATAFLOW_CODE, [], settings, detached=False)
+    return _spawn("dataflow", _DATAFLOW_ARGS, settings, detached=False)
 
 
 def pick_port(host: str, preferred: int) -> int:
@@ -133,7 +119,8 @@ def pick_port(host: str, preferred: int) -> int:
 
 
 def start_api(settings: Settings, host: str, port: int, *, detached: bool) -> Child:
-    child = _spawn("api", _API_CODE, [host, str(port)], settings, detached=detached)
+    args = [a.format(host=host, port=port) for a in _API_ARGS]
+    child = _spawn("api", args, settings, detached=detached)
     (settings.resolved_state_dir / API_PID_FILE).write_text(f"{child.pid}\n")
     return child
 
