@@ -59,6 +59,28 @@ class SessionStart:
     ts_ms: int
 
 
+@dataclass(frozen=True)
+class ReplaySelection:
+    """Which valid messages a replay rebuilds: one user's (or everyone's) captures overlapping
+    [start_ms, end_ms). Control messages of the user always pass: a session end is what
+    flushes the last windows, wherever the range ends."""
+
+    user_id: str | None = None
+    start_ms: int | None = None
+    end_ms: int | None = None
+
+    def __call__(self, msg: codec.Message) -> bool:
+        if self.user_id is not None and msg.user_id != self.user_id:
+            return False
+        if isinstance(msg, codec.ControlMessage):
+            return True
+        first = msg.ts_ms
+        last = first + msg.duration_ms if isinstance(msg, codec.AudioMessage) else first + 1
+        if self.start_ms is not None and last <= self.start_ms:
+            return False
+        return self.end_ms is None or first < self.end_ms
+
+
 class _Shared:
     """Per-process lazily built dependencies + async runner (shared by worker threads)."""
 
@@ -162,6 +184,15 @@ def _count_dlq(step_id: str, record: DlqRecord) -> None:
     log.warning("dlq kind=%s reason=%s detail=%s", kind, reason, record.header("detail"))
 
 
+def _count_known_bad(step_id: str, record: DlqRecord) -> None:
+    log.info(
+        "bad_record_skipped reason=%s topic=%s offset=%s (already on the DLQ from the live run)",
+        record.header("reason"),
+        record.header("source_topic"),
+        record.header("source_offset"),
+    )
+
+
 # --- sinks --------------------------------------------------------------------------------
 
 
@@ -257,11 +288,17 @@ def build_flow(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     tail: bool = True,
     flow_id: str = "worldmm_ingest",
+    select: Callable[[codec.Message], bool] | None = None,
+    resend_bad_records: bool = True,
 ) -> Dataflow:
     """The ingest flow. Kafka in/out by default; tests pass a source, sinks and fake deps.
 
     ``tail=False`` reads the topics to their current end and then stops (after finishing
     every window that end closes): bounded replays and tests stop deterministically.
+    ``select`` keeps only the valid messages it accepts (a replay of one user or time range).
+    ``resend_bad_records=False`` counts and logs invalid input without producing it to the
+    DLQ again (a replay: the live flow already put those records there); window failures
+    always go to the DLQ.
     """
     shared = _Shared(settings, deps_factory, process)
     limits = codec.CodecLimits.from_settings(settings)
@@ -274,6 +311,9 @@ def build_flow(
     decoded = op.map("decode", records, lambda r: (r, decode_record(r, limits, now)))
     split = op.branch("valid", decoded, lambda pair: not isinstance(pair[1], DlqRecord))
     bad = op.map("bad_records", split.falses, lambda pair: pair[1])
+    valid = split.trues
+    if select is not None:
+        valid = op.filter("select", valid, lambda pair: select(pair[1]))
 
     def store(pair: tuple[RawRecord, codec.Message]) -> tuple[str, Any] | DlqRecord:
         rec, msg = pair
@@ -284,7 +324,7 @@ def build_flow(
         except OSError as exc:  # blob store down or full: keep the record for a retry
             return _dlq_for(rec, "store_failed", f"{type(exc).__name__}: {exc}", now())
 
-    stored = op.map("store_blob", split.trues, store)
+    stored = op.map("store_blob", valid, store)
     stored_split = op.branch("stored", stored, lambda x: not isinstance(x, DlqRecord))
     windowed_in = op.filter(
         "drop_session_start", stored_split.trues, lambda pair: not isinstance(pair[1], SessionStart)
@@ -298,7 +338,11 @@ def build_flow(
     )
     failed = op.filter("failed_windows", outcomes, lambda o: o.status == "failed")
     window_dlq = op.map("window_dlq", failed, lambda o: outcome_dlq(o, now()))
-    dlq = op.merge("dlq_records", bad, stored_split.falses, window_dlq)
+    if resend_bad_records:
+        dlq = op.merge("dlq_records", bad, stored_split.falses, window_dlq)
+    else:
+        op.inspect("count_known_bad", bad, _count_known_bad)
+        dlq = op.merge("dlq_records", stored_split.falses, window_dlq)
     dlq = op.inspect("count_dlq", dlq, _count_dlq)
 
     if dlq_sink is not None:

@@ -241,45 +241,114 @@ def dataflow(
     )
 
 
+# Replays read history the codec's live age limit would refuse; a century is "no limit".
+_REPLAY_MAX_AGE_S = 100 * 365 * 86400.0
+
+
+def _parse_time(value: str | None, hint: str) -> datetime | None:
+    try:
+        return _parse_start(value)
+    except typer.BadParameter as exc:
+        raise typer.BadParameter(exc.message, param_hint=hint) from None
+
+
+def _range(start: str | None, end: str | None) -> tuple[datetime | None, datetime | None]:
+    lo, hi = _parse_time(start, "--from"), _parse_time(end, "--to")
+    if lo is not None and hi is not None and hi <= lo:
+        raise typer.BadParameter("--to must be after --from", param_hint="--to")
+    return lo, hi
+
+
 def replay(
+    user: str | None = typer.Option(None, "--user", help="Only this user's memory."),
+    start: str | None = typer.Option(
+        None, "--from", "--start", help="Only captures from this time (ISO, with timezone)."
+    ),
+    end: str | None = typer.Option(
+        None, "--to", "--end", help="Only captures before this time (ISO, with timezone)."
+    ),
+    fresh: bool = typer.Option(
+        False,
+        "--fresh",
+        help="First delete the user's memory built from the range (needs --user; only when "
+        "the topics still hold that range: retention may have dropped it).",
+    ),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker threads."),
 ) -> None:
     """Re-read the topics from the beginning to their current end and rebuild the memory
-    (every write is keyed by user + scale + window start, so this is idempotent)."""
+    (every write is keyed by user + scale + window start, so this is idempotent). Invalid
+    records are counted, not sent to the DLQ again; failed windows are."""
     import logging
 
     from bytewax._bytewax import cli_main
 
-    from dataflows.ingest import build_flow
+    from connectors.codec import to_epoch_ms
+    from dataflows.ingest import ReplaySelection, build_flow
 
-    settings = _flow_settings()
+    lo, hi = _range(start, end)
+    if fresh and user is None:
+        raise typer.BadParameter("--fresh needs --user", param_hint="--fresh")
+    settings = _flow_settings().model_copy(update={"max_past_age_s": _REPLAY_MAX_AGE_S})
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(name)s %(message)s")
-    cli_main(build_flow(settings, tail=False, flow_id="worldmm_replay"),
-             workers_per_process=workers)
+    if fresh:
+        from worldmm.memory.construct_retry import forget_derived
+        from worldmm.store.db import Database
+
+        with Database(settings.database_url, max_size=1) as db:
+            counts = forget_derived(db, user, lo, hi)
+        typer.echo(f"deleted before the rebuild: {counts}")
+    selection = ReplaySelection(
+        user, None if lo is None else to_epoch_ms(lo), None if hi is None else to_epoch_ms(hi)
+    )
+    flow = build_flow(
+        settings,
+        tail=False,
+        flow_id="worldmm_replay",
+        select=selection,
+        resend_bad_records=False,
+    )
+    cli_main(flow, workers_per_process=workers)
 
 
 def retrigger(
     user: str = typer.Option(..., "--user", help="Whose windows to re-run."),
     session: str | None = typer.Option(None, "--session", help="Only this session."),
-    start: str | None = typer.Option(None, "--start", help="From this time (ISO, with tz)."),
-    end: str | None = typer.Option(None, "--end", help="Until this time (ISO, with tz)."),
+    start: str | None = typer.Option(
+        None, "--from", "--start", help="From this time (ISO, with timezone)."
+    ),
+    end: str | None = typer.Option(
+        None, "--to", "--end", help="Until this time (ISO, with timezone)."
+    ),
     force: bool = typer.Option(
         False, "--force", help="Re-run complete windows too (e.g. after a model change)."
     ),
+    visual: bool = typer.Option(
+        False,
+        "--visual",
+        help="Only encode the clip embeddings left pending (GPU worker was down); no window "
+        "is re-run.",
+    ),
 ) -> None:
-    """Re-run pending/failed windows (and pending clip embeddings) from stored captures."""
+    """Re-run pending/failed windows, their stored parents, and pending clip embeddings,
+    from stored captures."""
     import asyncio
 
     from worldmm.memory.construct_retry import retrigger as run_retrigger
     from worldmm.memory.deps import build_ingest_deps
 
+    lo, hi = _range(start, end)
     settings = _flow_settings()
     deps = build_ingest_deps(settings)
     try:
         result = asyncio.run(
             run_retrigger(
-                deps, user, session_id=session, start=_parse_start(start),
-                end=_parse_start(end), force=force,
+                deps,
+                user,
+                session_id=session,
+                start=lo,
+                end=hi,
+                force=force,
+                visual_only=visual,
             )
         )
     finally:
@@ -291,5 +360,5 @@ def retrigger(
     )
     for o in failed:
         typer.echo(f"  failed {o.key}: {o.error}", err=True)
-    if failed:
+    if failed or (visual and result.visual_still_pending):
         raise typer.Exit(1)

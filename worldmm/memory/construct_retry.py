@@ -3,8 +3,10 @@ clip embeddings left pending while the encoder was down.
 
 A 30 s window is rebuilt from the frames and audio chunks recorded for its time range (late
 captures included, so a retrigger also folds in what arrived after the window closed); a
-coarse window re-merges its stored children. Writes are keyed by (user, scale, window
-start), so running this twice is harmless.
+coarse window re-merges its stored children, and the stored ancestors of every window that
+was redone are re-merged too (a 3 min summary written while a child had failed must not stay
+without it). Writes are keyed by (user, scale, window start), so running this twice is
+harmless. ``visual_only`` leaves the windows alone and only encodes the pending clips.
 """
 
 from __future__ import annotations
@@ -12,15 +14,30 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from worldmm.memory.construct import WindowOutcome, process_window
 from worldmm.memory.construct_inputs import CaptureRef, sample_uniform
 from worldmm.memory.deps import IngestDeps
-from worldmm.memory.windows import BASE_S, BaseWindow, CoarseWindow, Item, children_of, dt_to_ms
+from worldmm.memory.windows import (
+    BASE_S,
+    BaseWindow,
+    CoarseWindow,
+    Item,
+    WindowId,
+    children_of,
+    dt_to_ms,
+    ms_to_dt,
+    parent_of,
+)
+from worldmm.models import SCALES
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
 from worldmm.store import visual as visual_store
 from worldmm.store.models import SegmentRow
+
+if TYPE_CHECKING:
+    from worldmm.store.db import Database
 
 
 @dataclass
@@ -37,9 +54,12 @@ def _select(
     start: datetime | None,
     end: datetime | None,
     force: bool,
+    visual_only: bool = False,
 ) -> tuple[list[SegmentRow], list[SegmentRow]]:
     with deps.db.connection() as conn:
-        if force:
+        if visual_only:
+            rows = []
+        elif force:
             rows = segment_store.list_segments(conn, user_id, start, end, limit=100_000)
             rows = [r for r in rows if session_id is None or r.session_id == session_id]
         else:
@@ -96,8 +116,11 @@ async def retrigger(
     start: datetime | None = None,
     end: datetime | None = None,
     force: bool = False,
+    visual_only: bool = False,
 ) -> RetriggerResult:
-    rows, visual = await asyncio.to_thread(_select, deps, user_id, session_id, start, end, force)
+    rows, visual = await asyncio.to_thread(
+        _select, deps, user_id, session_id, start, end, force, visual_only
+    )
     gate = asyncio.Semaphore(deps.settings.llm_concurrency)
 
     async def run(window) -> WindowOutcome:
@@ -107,11 +130,17 @@ async def retrigger(
     bases = [r for r in rows if r.scale_seconds == BASE_S]
     windows = [await asyncio.to_thread(base_window_from_store, deps, r) for r in bases]
     outcomes = list(await asyncio.gather(*(run(w) for w in windows)))
-    for scale in sorted({r.scale_seconds for r in rows if r.scale_seconds != BASE_S}):
-        level = [coarse_window_from_store(r) for r in rows if r.scale_seconds == scale]
+    coarse = {
+        (r.scale_seconds, dt_to_ms(r.window_start)): r for r in rows if r.scale_seconds != BASE_S
+    }
+    redone = {(BASE_S, w.start_ms) for w in windows}
+    for scale in SCALES[1:]:  # finest first: a parent merges its re-run children
+        wanted = {a for a in _ancestors(redone) if a[0] == scale} - set(coarse)
+        coarse.update(await asyncio.to_thread(_stored_windows, deps, user_id, wanted))
+        level = [coarse_window_from_store(r) for w, r in sorted(coarse.items()) if w[0] == scale]
         outcomes += await asyncio.gather(*(run(w) for w in level))
+        redone |= {(w.scale_s, w.start_ms) for w in level}
 
-    redone = {(o.scale_s, o.start_ms) for o in outcomes}
     result = RetriggerResult(outcomes)
     for seg in visual:
         if (BASE_S, dt_to_ms(seg.window_start)) in redone:
@@ -121,6 +150,44 @@ async def retrigger(
         else:
             result.visual_still_pending += 1
     return result
+
+
+def _ancestors(wids: set[WindowId]) -> set[WindowId]:
+    out: set[WindowId] = set()
+    for wid in wids:
+        parent = parent_of(wid)
+        while parent is not None:
+            out.add(parent)
+            parent = parent_of(parent)
+    return out
+
+
+def _stored_windows(
+    deps: IngestDeps, user_id: str, wids: set[WindowId]
+) -> dict[WindowId, SegmentRow]:
+    """The stored segments of these windows (an ancestor never written is not invented)."""
+    out: dict[WindowId, SegmentRow] = {}
+    with deps.db.connection() as conn:
+        for scale, start in sorted(wids):
+            row = segment_store.get_segment_by_window(conn, user_id, scale, ms_to_dt(start))
+            if row is not None:
+                out[(scale, start)] = row
+    return out
+
+
+def forget_derived(
+    db: Database, user_id: str, start: datetime | None, end: datetime | None
+) -> dict[str, int]:
+    """Delete the user's memory built from [start, end) (segments at every scale overlapping
+    it, their triples, clip embeddings and audit, entities nothing uses any more, and the
+    frame/audio rows) so that a replay rebuilds it from the topics. The blobs stay: the
+    replay stores them again under the same keys."""
+    from worldmm.store.purge import forget_range
+
+    lo = start or ms_to_dt(0)
+    hi = end or datetime(9999, 1, 1, tzinfo=lo.tzinfo)
+    with db.transaction() as conn:
+        return forget_range(conn, user_id, lo, hi).counts
 
 
 async def _reencode(deps: IngestDeps, seg: SegmentRow) -> bool:
