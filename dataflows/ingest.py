@@ -196,16 +196,19 @@ def _count_known_bad(step_id: str, record: DlqRecord) -> None:
 # --- sinks --------------------------------------------------------------------------------
 
 
+def _count_window(step_id: str, o: WindowOutcome) -> None:
+    """Metrics of every finished window (whatever sink reports it; late captures included)."""
+    scale = str(o.scale_s)
+    metrics.WINDOWS.labels(scale, o.status).inc()
+    if o.status != "late":
+        metrics.WINDOW_DURATION.labels(scale).observe(o.duration_s)
+        lag_s = (time.time() * 1000 - (o.start_ms + o.scale_s * 1000)) / 1000
+        metrics.WINDOW_LAG.labels(scale).observe(max(lag_s, 0.0))
+
+
 class _LogPartition(StatelessSinkPartition[WindowOutcome]):
     def write_batch(self, items: list[WindowOutcome]) -> None:
-        now_ms = time.time() * 1000
         for o in items:
-            scale = str(o.scale_s)
-            metrics.WINDOWS.labels(scale, o.status).inc()
-            if o.status != "late":
-                metrics.WINDOW_DURATION.labels(scale).observe(o.duration_s)
-                lag_s = (now_ms - (o.start_ms + o.scale_s * 1000)) / 1000
-                metrics.WINDOW_LAG.labels(scale).observe(max(lag_s, 0.0))
             log.info(
                 "window_%s user=%s scale=%s start=%s partial=%s segment=%s attempts=%s "
                 "duration_s=%.2f counts=%s error=%s",
@@ -349,6 +352,7 @@ def build_flow(
         op.output("dlq_out", dlq, dlq_sink)
     else:
         _kafka_dlq_output("dlq_out", dlq, settings)
+    outcomes = op.inspect("count_windows", outcomes, _count_window)
     op.output("report", outcomes, report_sink or LogSink())
     return flow
 
