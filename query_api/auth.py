@@ -16,8 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from query_api.deps import Deps, ServiceDeps
 from query_api.schemas import USER_ID_PATTERN
-from query_api.store_local import user_for_key
-from worldmm.store.users import user_exists, verify_api_key
+from worldmm.store.users import user_exists, user_for_key, verify_api_key
 
 _bearer = HTTPBearer(
     auto_error=False,

@@ -9,9 +9,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from query_api.cursors import CursorError
 from query_api.metrics import API_MODEL_ERRORS
 from query_api.ops.query import RoundsOutOfRange
-from query_api.store_local import CursorError
 from worldmm.llm.errors import ModelCallError
 from worldmm.store.errors import NotFoundError
 

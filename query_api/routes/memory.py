@@ -11,6 +11,7 @@ from pydantic import AwareDatetime
 
 from connectors.blobstore import BlobKeyError, BlobNotFound, validate_key
 from query_api.auth import AuthorizedUser
+from query_api.cursors import decode_cursor, encode_cursor
 from query_api.deps import Deps
 from query_api.ops.forget import forget
 from query_api.ops.query import frame_url
@@ -30,10 +31,10 @@ from query_api.schemas import (
     SemanticFactOut,
     SemanticList,
 )
-from query_api.store_local import decode_cursor, encode_cursor, page_frames, page_segments
 from worldmm.models import SCALES
+from worldmm.store import frames as frame_store
+from worldmm.store import segments as segment_store
 from worldmm.store.models import SegmentRow
-from worldmm.store.segments import get_segment
 from worldmm.store.triples import list_semantic
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["memory"], responses=USER_ERRORS)
@@ -96,15 +97,15 @@ def list_segments(
     check_scale(scale)
     after = decode_cursor(cursor) if cursor else None
     with deps.db.connection() as conn:
-        rows = page_segments(
-            conn, user_id, start=start, end=end, scale=scale, as_of=as_of, after=after,
-            limit=limit + 1,
+        rows = segment_store.list_segments(
+            conn, user_id, start=start, end=end, scale=scale, as_of=as_of, limit=limit + 1,
+            after=after,
         )
     more = len(rows) > limit
     rows = rows[:limit]
     return SegmentPage(
         items=[_segment_out(r) for r in rows],
-        next_cursor=encode_cursor(rows[-1].window_start, rows[-1].id) if more else None,
+        next_cursor=encode_cursor(rows[-1].window_start, rows[-1].scale_seconds) if more else None,
     )
 
 
@@ -119,7 +120,7 @@ def read_segment(
     deps: Deps,
 ) -> SegmentOut:
     with deps.db.connection() as conn:
-        row = get_segment(conn, user_id, segment_id)
+        row = segment_store.get_segment(conn, user_id, segment_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no segment {segment_id}")
     return _segment_out(row)
@@ -142,7 +143,9 @@ def list_frames(
     check_range(start, end)
     after = decode_cursor(cursor) if cursor else None
     with deps.db.connection() as conn:
-        rows = page_frames(conn, user_id, start=start, end=end, after=after, limit=limit + 1)
+        rows = frame_store.list_frames(
+            conn, user_id, start=start, end=end, limit=limit + 1, after=after
+        )
     more = len(rows) > limit
     rows = rows[:limit]
     return FramePage(

@@ -44,8 +44,14 @@ def list_frames(
     start: datetime | None = None,
     end: datetime | None = None,
     limit: int = 1000,
+    *,
+    after: tuple[datetime, int] | None = None,
 ) -> list[FrameRecord]:
-    """Frames captured in [start, end), in capture order."""
+    """Frames captured in [start, end), ordered by (captured_at, id).
+
+    after: a keyset cursor (captured_at, id): only frames strictly after it, so pages of
+    ``limit`` neither skip nor repeat a frame however many share a capture time.
+    """
     where, args = ["user_id = %s"], [user_id]
     if start is not None:
         where.append("captured_at >= %s")
@@ -53,10 +59,13 @@ def list_frames(
     if end is not None:
         where.append("captured_at < %s")
         args.append(end)
+    if after is not None:
+        where.append("(captured_at, id) > (%s, %s)")
+        args.extend(after)
     rows = fetch_dicts(
         conn,
         f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {' AND '.join(where)}"
-        " ORDER BY captured_at, seq NULLS LAST, id LIMIT %s",
+        " ORDER BY captured_at, id LIMIT %s",
         (*args, limit),
     )
     return [FrameRecord.model_validate(r) for r in rows]

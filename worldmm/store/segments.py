@@ -180,11 +180,17 @@ def list_segments(
     *,
     statuses: Sequence[ProcessingStatus] | None = None,
     descending: bool = False,
+    after: tuple[datetime, int] | None = None,
 ) -> list[SegmentRow]:
-    """Segments overlapping [start, end), oldest first (or newest first if descending).
+    """Segments overlapping [start, end), oldest first (or newest first if descending),
+    ordered by (window_start, scale_seconds): a user's unique key for a segment.
 
     as_of: only segments that existed at that event time (window_end <= as_of).
+    after: a keyset cursor (window_start, scale_seconds): only segments strictly after it
+    (oldest-first order only), so pages of ``limit`` neither skip nor repeat a segment.
     """
+    if after is not None and descending:
+        raise ValueError("a keyset cursor pages oldest first only")
     where, args = ["user_id = %s"], [user_id]
     if start is not None:
         where.append("window_end > %s")
@@ -201,6 +207,9 @@ def list_segments(
     if statuses is not None:
         where.append("processing_status = ANY(%s)")
         args.append(list(statuses))
+    if after is not None:
+        where.append("(window_start, scale_seconds) > (%s, %s)")
+        args.extend(after)
     order = "DESC" if descending else "ASC"
     rows = fetch_dicts(
         conn,

@@ -51,6 +51,15 @@ def user_exists(conn: psycopg.Connection, user_id: str) -> bool:
     return conn.execute("SELECT 1 FROM users WHERE id = %s", (user_id,)).fetchone() is not None
 
 
+def user_for_key(conn: psycopg.Connection, key: str) -> str | None:
+    """The user whose key this is, or None. Looked up by hash: the key itself is never stored
+    and a 256-bit random key cannot be probed through lookup timing."""
+    row = conn.execute(
+        "SELECT id FROM users WHERE api_key_hash = %s LIMIT 1", (hash_api_key(key),)
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
 def verify_api_key(conn: psycopg.Connection, user_id: str, key: str) -> bool:
     """True when ``key`` is this user's key. Compares hashes in constant time."""
     row = conn.execute("SELECT api_key_hash FROM users WHERE id = %s", (user_id,)).fetchone()

@@ -77,6 +77,29 @@ def test_list_segments_time_range_and_scale(conn, user_id) -> None:
     assert [s.id for s in segments.list_segments(conn, user_id, scale=30, limit=2)] == ids[:2]
 
 
+def test_keyset_pages_neither_skip_nor_repeat(conn, user_id) -> None:
+    # the hour is written first: pages follow (window_start, scale), not insertion order
+    hour = make_segment(conn, user_id, T0, scale=3600)
+    ids = [make_segment(conn, user_id, T0 + timedelta(seconds=30 * i)) for i in range(3)]
+    seen, after = [], None
+    for _ in range(5):  # bounded: a cursor that is ignored fails instead of looping
+        page = segments.list_segments(conn, user_id, limit=1, after=after)
+        seen += [s.id for s in page]
+        after = (page[-1].window_start, page[-1].scale_seconds) if page else after
+    assert seen == [ids[0], hour, ids[1], ids[2]]
+    with pytest.raises(ValueError):
+        segments.list_segments(conn, user_id, descending=True, after=after)
+    for seq, key in enumerate(["f/b.jpg", "f/a.jpg", "f/c.jpg"]):  # two share a capture time
+        at = T0 if seq < 2 else T0 + timedelta(seconds=1)
+        frames.insert_frame(conn, FrameRow(user_id=user_id, captured_at=at, seq=seq, blob_key=key))
+    keys, cursor = [], None
+    for _ in range(4):
+        page = frames.list_frames(conn, user_id, limit=1, after=cursor)
+        keys += [f.blob_key for f in page]
+        cursor = (page[-1].captured_at, page[-1].id) if page else cursor
+    assert keys == ["f/b.jpg", "f/a.jpg", "f/c.jpg"]
+
+
 def test_triple_check_rejects_both_or_neither_object(conn, user_id) -> None:
     seg = make_segment(conn, user_id, T0)
     a = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))

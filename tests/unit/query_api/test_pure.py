@@ -9,11 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from connectors.blobstore import LocalBlobStore
+from query_api.cursors import CursorError, decode_cursor, encode_cursor
 from query_api.ops.forget import delete_blobs, user_cache_pattern
 from query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
 from query_api.ops.remember import note_window
 from query_api.schemas import QueryRequest
-from query_api.store_local import CursorError, decode_cursor, encode_cursor
 from worldmm.agent import AgentResult, RoundRecord
 from worldmm.graph.cache import cache_key
 from worldmm.memory.retrieval import FrameHit, SegmentHit
