@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 
 import typer
 
 from worldmm.cli.common import settings_or_exit
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def register(bench_app: typer.Typer) -> None:
@@ -18,18 +15,7 @@ def register(bench_app: typer.Typer) -> None:
 
 
 def _import_run():
-    """bench/ lives in the checkout beside worldmm/ and is not an installed package: make
-    it importable whatever the working directory."""
-    try:
-        return importlib.import_module("bench.egolife.run")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("bench", "bench.egolife"):
-            raise
-    if not (REPO_ROOT / "bench" / "egolife").is_dir():
-        typer.echo(f"error: bench/egolife not found beside {REPO_ROOT / 'worldmm'}; "
-                   "run from a checkout of the repository", err=True)
-        raise typer.Exit(2)
-    sys.path.insert(0, str(REPO_ROOT))
+    # bench/ is an installed package (pyproject's include); imported late to keep --help fast.
     return importlib.import_module("bench.egolife.run")
 
 
