@@ -80,36 +80,49 @@ class SessionFiles(BaseModel):
         return next((s for s in self.scenes if s.start <= ts < s.end), None)
 
 
+# Scenes that more than one script uses (the default day below, the demo's session).
+KITCHEN_MUG = SceneSpec(
+    sign="KITCHEN",
+    objects=["red mug", "white bowl", "table"],
+    speech=["I am putting the red mug on the kitchen table."],
+)
+FRIDGE_NOTE = SceneSpec(
+    sign="KITCHEN",
+    objects=["fridge"],
+    notes=["Buy milk", "Eggs"],
+    speech=["The note on the fridge says buy milk and eggs."],
+)
+HALLWAY_KEYS = SceneSpec(
+    sign="HALLWAY",
+    objects=["yellow keys", "white bowl"],
+    speech=["I left my car keys in the white bowl by the front door."],
+)
+MEETING_ALICE = SceneSpec(
+    sign="MEETING ROOM 3",
+    objects=["blue laptop", "table", "person Alice"],
+    speech=["Alice said the meeting moved to three pm.", "Bob will bring the slides."],
+)
+OFFICE_DENTIST = SceneSpec(
+    sign="OFFICE",
+    objects=["blue laptop", "green plant"],
+    notes=["Call the dentist"],
+    speech=["I need to call the dentist before Friday."],
+)
+PARKING = SceneSpec(
+    sign="PARKING LOT",
+    objects=["car"],
+    notes=["Level 2 B"],
+    speech=["I parked the car on level two, spot B."],
+)
+
 # A short day of a wearer; questions about it have clear answers (where are the keys, what
 # did Alice say, what is on the shopping list).
 DEFAULT_SCRIPT: list[SceneSpec] = [
-    SceneSpec(
-        sign="KITCHEN",
-        objects=["red mug", "white bowl", "table"],
-        speech=["I am putting the red mug on the kitchen table."],
-    ),
-    SceneSpec(
-        sign="KITCHEN",
-        objects=["fridge"],
-        notes=["Buy milk", "Eggs"],
-        speech=["The note on the fridge says buy milk and eggs."],
-    ),
-    SceneSpec(
-        sign="HALLWAY",
-        objects=["yellow keys", "white bowl"],
-        speech=["I left my car keys in the white bowl by the front door."],
-    ),
-    SceneSpec(
-        sign="MEETING ROOM 3",
-        objects=["blue laptop", "table", "person Alice"],
-        speech=["Alice said the meeting moved to three pm.", "Bob will bring the slides."],
-    ),
-    SceneSpec(
-        sign="OFFICE",
-        objects=["blue laptop", "green plant"],
-        notes=["Call the dentist"],
-        speech=["I need to call the dentist before Friday."],
-    ),
+    KITCHEN_MUG,
+    FRIDGE_NOTE,
+    HALLWAY_KEYS,
+    MEETING_ALICE,
+    OFFICE_DENTIST,
     SceneSpec(
         sign="CAFE",
         objects=["red mug", "orange book"],
@@ -131,12 +144,7 @@ DEFAULT_SCRIPT: list[SceneSpec] = [
         objects=["water bottle"],
         speech=["I ran five kilometers on the treadmill."],
     ),
-    SceneSpec(
-        sign="PARKING LOT",
-        objects=["car"],
-        notes=["Level 2 B"],
-        speech=["I parked the car on level two, spot B."],
-    ),
+    PARKING,
     SceneSpec(
         sign="BEDROOM",
         objects=["orange book", "black phone"],
@@ -366,6 +374,16 @@ def write_wav(path: Path, samples: np.ndarray, rate: int = SAMPLE_RATE) -> None:
 
 
 # --- session --------------------------------------------------------------------------------
+
+
+def fit_script(script: list[SceneSpec], total_s: float, min_scene_s: float) -> list[SceneSpec]:
+    """The first scenes of ``script`` that fit in ``total_s`` with at least ``min_scene_s``
+    each (one at least), sharing the time equally."""
+    if total_s <= 0:
+        raise ValueError("the session needs a positive length")
+    n = max(1, min(len(script), int(total_s // min_scene_s)))
+    length = total_s / n
+    return [s.model_copy(update={"duration_s": length}) for s in script[:n]]
 
 
 def plan_scenes(

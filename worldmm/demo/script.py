@@ -7,47 +7,31 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from connectors.synthetic import SceneSpec
+from connectors.synthetic import (
+    FRIDGE_NOTE,
+    HALLWAY_KEYS,
+    KITCHEN_MUG,
+    MEETING_ALICE,
+    OFFICE_DENTIST,
+    PARKING,
+    SceneSpec,
+    fit_script,
+)
 from worldmm.memory.windows import WindowId, align, dt_to_ms, parent_of
 from worldmm.models import SCALES
 
 # In priority order: a short session keeps the first scenes, so the first questions stay
-# answerable at any length.
+# answerable at any length. Its own variants say what the kept recordings
+# (worldmm/demo/speech/) say.
 _SCENES: list[SceneSpec] = [
-    SceneSpec(
-        sign="KITCHEN",
-        objects=["red mug", "white bowl", "table"],
-        speech=["I am putting the red mug on the kitchen table."],
+    KITCHEN_MUG,
+    MEETING_ALICE.model_copy(update={"notes": ["Budget review"]}),
+    FRIDGE_NOTE,
+    PARKING.model_copy(
+        update={"notes": ["LEVEL 2"], "speech": ["I parked the car on level two."]}
     ),
-    SceneSpec(
-        sign="MEETING ROOM 3",
-        objects=["blue laptop", "table", "person Alice"],
-        notes=["Budget review"],
-        speech=["Alice said the meeting moved to three pm.", "Bob will bring the slides."],
-    ),
-    SceneSpec(
-        sign="KITCHEN",
-        objects=["fridge"],
-        notes=["Buy milk", "Eggs"],
-        speech=["The note on the fridge says buy milk and eggs."],
-    ),
-    SceneSpec(
-        sign="PARKING LOT",
-        objects=["car"],
-        notes=["LEVEL 2"],
-        speech=["I parked the car on level two."],
-    ),
-    SceneSpec(
-        sign="HALLWAY",
-        objects=["yellow keys", "white bowl"],
-        speech=["I left my car keys in the white bowl by the front door."],
-    ),
-    SceneSpec(
-        sign="OFFICE",
-        objects=["blue laptop", "green plant"],
-        notes=["Call the dentist"],
-        speech=["I need to call the dentist before Friday."],
-    ),
+    HALLWAY_KEYS,
+    OFFICE_DENTIST,
 ]
 
 MIN_SCENE_S = 30.0  # one base window per scene at least, so each scene has its own caption
@@ -82,11 +66,7 @@ QUESTIONS: list[DemoQuestion] = [
 
 def demo_script(total_s: float) -> list[SceneSpec]:
     """As many scenes as fit with at least ``MIN_SCENE_S`` each, sharing the time equally."""
-    if total_s <= 0:
-        raise ValueError("the session needs a positive length")
-    n = max(1, min(len(_SCENES), int(total_s // MIN_SCENE_S)))
-    length = total_s / n
-    return [s.model_copy(update={"duration_s": length}) for s in _SCENES[:n]]
+    return fit_script(_SCENES, total_s, MIN_SCENE_S)
 
 
 def spoken_lines() -> list[str]:
