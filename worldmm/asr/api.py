@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from worldmm import metrics
-from worldmm.asr.audio import TARGET_RATE, decode_audio, is_silent, to_wav
-from worldmm.asr.base import AudioDecodeError, Transcript, TranscriptSegment
+from worldmm.asr.audio import speech_chunk, to_wav
+from worldmm.asr.base import Transcript, TranscriptSegment
 from worldmm.llm.errors import ModelCallError
 
 
@@ -24,13 +24,8 @@ class WhisperAPITranscriber:
     ) -> Transcript:
         import openai
 
-        try:
-            samples = decode_audio(audio, content_type, sample_rate)
-        except AudioDecodeError:
-            metrics.ASR_ERRORS.labels(backend="api", reason="decode").inc()
-            raise
-        duration = samples.size / TARGET_RATE
-        if is_silent(samples):
+        samples, duration, silent = speech_chunk(audio, content_type, sample_rate, backend="api")
+        if silent:
             return Transcript(text="", segments=[], duration_s=duration)
         started = time.perf_counter()
         try:

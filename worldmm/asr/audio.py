@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import re
 import wave
+from typing import NamedTuple
 
 import numpy as np
 
+from worldmm import metrics
 from worldmm.asr.base import AudioDecodeError
 
 TARGET_RATE = 16000
@@ -97,6 +99,25 @@ def decode_audio(
 
 def is_silent(samples: np.ndarray) -> bool:
     return samples.size == 0 or float(np.sqrt(np.mean(samples**2))) < SILENCE_RMS
+
+
+class SpeechChunk(NamedTuple):
+    samples: np.ndarray  # 16 kHz mono float32
+    duration_s: float
+    silent: bool  # nothing worth a model call
+
+
+def speech_chunk(
+    audio: bytes, content_type: str, sample_rate: int | None, *, backend: str
+) -> SpeechChunk:
+    """The step every transcriber takes first: decode (an undecodable chunk raises
+    AudioDecodeError, counted under ``backend``) and gate silence."""
+    try:
+        samples = decode_audio(audio, content_type, sample_rate)
+    except AudioDecodeError:
+        metrics.ASR_ERRORS.labels(backend=backend, reason="decode").inc()
+        raise
+    return SpeechChunk(samples, samples.size / TARGET_RATE, is_silent(samples))
 
 
 def to_wav(samples: np.ndarray, rate: int = TARGET_RATE) -> bytes:

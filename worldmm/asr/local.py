@@ -6,8 +6,8 @@ import threading
 import time
 
 from worldmm import metrics
-from worldmm.asr.audio import TARGET_RATE, decode_audio, is_silent
-from worldmm.asr.base import AudioDecodeError, Transcript, TranscriptSegment
+from worldmm.asr.audio import speech_chunk
+from worldmm.asr.base import Transcript, TranscriptSegment
 
 _LOCK = threading.Lock()
 _MODELS: dict[tuple[str, int], object] = {}
@@ -43,13 +43,10 @@ class LocalWhisperTranscriber:
     def transcribe(
         self, audio: bytes, *, content_type: str = "audio/wav", sample_rate: int | None = None
     ) -> Transcript:
-        try:
-            samples = decode_audio(audio, content_type, sample_rate)
-        except AudioDecodeError:
-            metrics.ASR_ERRORS.labels(backend="local", reason="decode").inc()
-            raise
-        duration = samples.size / TARGET_RATE
-        if is_silent(samples):
+        samples, duration, silent = speech_chunk(
+            audio, content_type, sample_rate, backend="local"
+        )
+        if silent:
             return Transcript(text="", segments=[], duration_s=duration)
         started = time.perf_counter()
         segments, info = self._model.transcribe(
