@@ -65,23 +65,10 @@ class PgMemoryReader:
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
     ) -> str:
-        """Count and highest id of the rows the current graph is built from: any insert,
-        soft delete or forget changes it. (One indexed aggregate; belongs in worldmm.store
-        once the store offers it.)"""
-        where = ["user_id = %s", "memory_type = %s"]
-        args: list[object] = [user_id, memory_type]
-        if memory_type == "semantic":
-            where.append("invalidated_at IS NULL")
-        if scale is not None:
-            where.append("scale_seconds = %s")
-            args.append(scale)
+        """A version stamp of the rows the current graph is built from: any insert, soft
+        delete or forget changes it (the store's one indexed aggregate)."""
         with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT count(*), coalesce(max(id), 0) FROM triples WHERE {' AND '.join(where)}",
-                args,
-            ).fetchone()
-        assert row is not None  # an aggregate always returns one row
-        return f"{row[0]}:{row[1]}"
+            return triple_repo.triples_fingerprint(conn, user_id, memory_type, scale)
 
     def top_triples(
         self,
