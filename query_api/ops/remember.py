@@ -14,12 +14,12 @@ from datetime import UTC, datetime, timedelta
 from query_api.deps import ServiceDeps
 from query_api.schemas import RememberRequest, RememberResponse
 from worldmm.memory.consolidation import consolidate_semantic
-from worldmm.memory.construct import TextMemory, extract_text_memory
-from worldmm.memory.entity_resolution import apply_resolutions, surface_key
+from worldmm.memory.construct import TextMemory, extract_text_memory, triple_rows
+from worldmm.memory.entity_resolution import apply_resolutions
 from worldmm.models import BASE_SCALE, SCALES
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
-from worldmm.store.models import SegmentWrite, TripleWrite
+from worldmm.store.models import SegmentWrite
 
 NOTE_TOPIC = "note"
 
@@ -40,19 +40,6 @@ def note_window(at: datetime, taken: set[datetime]) -> tuple[datetime, datetime]
 def _on_grid(ts: datetime) -> bool:
     ms = round(ts.timestamp() * 1000)
     return ms % (BASE_SCALE * 1000) == 0
-
-
-def _triple_rows(mem: TextMemory, ids: dict[str, int]) -> list[TripleWrite]:
-    return [
-        TripleWrite(
-            subject_entity_id=ids[surface_key(t.subject)],
-            predicate=t.predicate,
-            object_entity_id=None if t.object_is_literal else ids[surface_key(t.object)],
-            object_literal=t.object if t.object_is_literal else None,
-            embedding=emb,
-        )
-        for t, emb in zip(mem.triples, mem.embeddings, strict=True)
-    ]
 
 
 def _write_note(
@@ -89,7 +76,7 @@ def _write_note(
             ),
         )
         ids = apply_resolutions(conn, user_id, mem.resolutions)
-        triple_store.insert_triples(conn, user_id, segment_id, "episodic", _triple_rows(mem, ids))
+        triple_store.insert_triples(conn, user_id, segment_id, "episodic", triple_rows(mem, ids))
     return segment_id, start, end
 
 

@@ -107,7 +107,9 @@ async def extract_text_memory(deps: IngestDeps, user_id: str, text: str) -> Text
     return TextMemory(triples, resolutions, embeddings)
 
 
-def _triple_rows(mem: TextMemory, ids: dict[str, int]) -> list[TripleWrite]:
+def triple_rows(mem: TextMemory, ids: dict[str, int]) -> list[TripleWrite]:
+    """The episodic triples of ``mem`` as store rows, entities by resolved id (``ids`` maps
+    surface keys to entity ids, as apply_resolutions returns them)."""
     rows = []
     for t, emb in zip(mem.triples, mem.embeddings, strict=True):
         rows.append(
@@ -231,7 +233,7 @@ def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual) -> int:
             user_store.upsert_session(conn, user, window.session_id)
         segment_id = segment_store.upsert_segment(conn, seg)
         ids = apply_resolutions(conn, user, mem.resolutions)
-        triple_store.replace_episodic_triples(conn, user, segment_id, _triple_rows(mem, ids))
+        triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
         if visual is not None:
             visual_store.upsert_visual_embedding(conn, user, segment_id, visual)
     return segment_id
@@ -349,7 +351,7 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
         segment_id = segment_store.upsert_segment(conn, seg)
         segment_store.link_children(conn, segment_id, [c.id for c in children])
         ids = apply_resolutions(conn, user, mem.resolutions)
-        triple_store.replace_episodic_triples(conn, user, segment_id, _triple_rows(mem, ids))
+        triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
     return segment_id
 
 

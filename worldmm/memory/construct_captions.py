@@ -14,10 +14,10 @@ from datetime import datetime
 from worldmm.memory.construct import (
     WindowOutcome,
     _segment,
-    _triple_rows,
     _versions,
     build_summary_segment,
     extract_text_memory,
+    triple_rows,
 )
 from worldmm.memory.deps import IngestDeps
 from worldmm.memory.windows import (
@@ -106,7 +106,7 @@ async def build_caption_segment(
             user_store.upsert_session(conn, window.user_id, window.session_id or "captions")
             segment_id = segment_store.upsert_segment(conn, seg)
             ids = apply_resolutions(conn, window.user_id, mem.resolutions)
-            rows = _triple_rows(mem, ids)
+            rows = triple_rows(mem, ids)
             triple_store.replace_episodic_triples(conn, window.user_id, segment_id, rows)
         return segment_id
 
