@@ -27,6 +27,21 @@ def vec_cast(embedding: np.ndarray) -> str:
     return f"::{vector_type(int(embedding.shape[0]))}"
 
 
+def user_filter(user_id: str, filters: Sequence[tuple[str, Any]]) -> tuple[str, list]:
+    """``user_id = %s AND <clause> ...`` over the filters whose value is not None, with the
+    arguments in order (a tuple value fills a clause of several placeholders)."""
+    where, args = ["user_id = %s"], [user_id]
+    for clause, value in filters:
+        if value is None:
+            continue
+        where.append(clause)
+        if isinstance(value, tuple):
+            args.extend(value)
+        else:
+            args.append(value)
+    return " AND ".join(where), args
+
+
 def fetch_dicts(conn: psycopg.Connection, query: Any, params: Any = None) -> list[dict]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import psycopg
 
-from worldmm.store._sql import fetch_dicts
+from worldmm.store._sql import fetch_dicts, user_filter
 from worldmm.store.models import AudioChunkRecord, AudioChunkRow, FrameRecord, FrameRow
 
 _FRAME_COLUMNS = "id, user_id, session_id, captured_at, seq, blob_key, content_type, late"
@@ -52,19 +52,17 @@ def list_frames(
     after: a keyset cursor (captured_at, id): only frames strictly after it, so pages of
     ``limit`` neither skip nor repeat a frame however many share a capture time.
     """
-    where, args = ["user_id = %s"], [user_id]
-    if start is not None:
-        where.append("captured_at >= %s")
-        args.append(start)
-    if end is not None:
-        where.append("captured_at < %s")
-        args.append(end)
-    if after is not None:
-        where.append("(captured_at, id) > (%s, %s)")
-        args.extend(after)
+    where, args = user_filter(
+        user_id,
+        [
+            ("captured_at >= %s", start),
+            ("captured_at < %s", end),
+            ("(captured_at, id) > (%s, %s)", after),
+        ],
+    )
     rows = fetch_dicts(
         conn,
-        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {' AND '.join(where)}"
+        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {where}"
         " ORDER BY captured_at, id LIMIT %s",
         (*args, limit),
     )
@@ -102,16 +100,16 @@ def list_audio_chunks(
     limit: int = 10000,
 ) -> list[AudioChunkRecord]:
     """Audio chunks overlapping [start, end), in time order."""
-    where, args = ["user_id = %s"], [user_id]
-    if start is not None:
-        where.append("started_at + duration_ms * interval '1 millisecond' > %s")
-        args.append(start)
-    if end is not None:
-        where.append("started_at < %s")
-        args.append(end)
+    where, args = user_filter(
+        user_id,
+        [
+            ("started_at + duration_ms * interval '1 millisecond' > %s", start),
+            ("started_at < %s", end),
+        ],
+    )
     rows = fetch_dicts(
         conn,
-        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {' AND '.join(where)}"
+        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where}"
         " ORDER BY started_at, id LIMIT %s",
         (*args, limit),
     )

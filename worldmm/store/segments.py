@@ -9,7 +9,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from worldmm.models import ProcessingStatus, VisualStatus
-from worldmm.store._sql import fetch_dicts, fetch_one_dict
+from worldmm.store._sql import fetch_dicts, fetch_one_dict, user_filter
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import SegmentRow, SegmentWrite
 
@@ -191,29 +191,21 @@ def list_segments(
     """
     if after is not None and descending:
         raise ValueError("a keyset cursor pages oldest first only")
-    where, args = ["user_id = %s"], [user_id]
-    if start is not None:
-        where.append("window_end > %s")
-        args.append(start)
-    if end is not None:
-        where.append("window_start < %s")
-        args.append(end)
-    if scale is not None:
-        where.append("scale_seconds = %s")
-        args.append(scale)
-    if as_of is not None:
-        where.append("window_end <= %s")
-        args.append(as_of)
-    if statuses is not None:
-        where.append("processing_status = ANY(%s)")
-        args.append(list(statuses))
-    if after is not None:
-        where.append("(window_start, scale_seconds) > (%s, %s)")
-        args.extend(after)
+    where, args = user_filter(
+        user_id,
+        [
+            ("window_end > %s", start),
+            ("window_start < %s", end),
+            ("scale_seconds = %s", scale),
+            ("window_end <= %s", as_of),
+            ("processing_status = ANY(%s)", None if statuses is None else list(statuses)),
+            ("(window_start, scale_seconds) > (%s, %s)", after),
+        ],
+    )
     order = "DESC" if descending else "ASC"
     rows = fetch_dicts(
         conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {' AND '.join(where)}"
+        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {where}"
         f" ORDER BY window_start {order}, scale_seconds ASC LIMIT %s",
         (*args, limit),
     )
@@ -244,27 +236,20 @@ def segments_needing_work(
 ) -> list[SegmentRow]:
     """Segments to retry, oldest first: processing status in ``statuses``, or with
     ``visual=True`` those whose visual embedding is pending or failed."""
-    if visual:
-        where = ["user_id = %s", "visual_status IN ('pending', 'failed')"]
-        args: list = [user_id]
-    else:
-        where = ["user_id = %s", "processing_status = ANY(%s)"]
-        args = [user_id, list(statuses)]
-    if session_id is not None:
-        where.append("session_id = %s")
-        args.append(session_id)
-    if start is not None:
-        where.append("window_end > %s")
-        args.append(start)
-    if end is not None:
-        where.append("window_start < %s")
-        args.append(end)
-    if max_attempts is not None:
-        where.append("attempts < %s")
-        args.append(max_attempts)
+    where, args = user_filter(
+        user_id,
+        [
+            ("visual_status = ANY(%s)", ["pending", "failed"]) if visual
+            else ("processing_status = ANY(%s)", list(statuses)),
+            ("session_id = %s", session_id),
+            ("window_end > %s", start),
+            ("window_start < %s", end),
+            ("attempts < %s", max_attempts),
+        ],
+    )
     rows = fetch_dicts(
         conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {' AND '.join(where)}"
+        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {where}"
         " ORDER BY window_start, scale_seconds LIMIT %s",
         (*args, limit),
     )
