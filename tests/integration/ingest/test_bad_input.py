@@ -54,6 +54,13 @@ def _bad_records(user: str, jpeg: bytes, limit: int):
     ]
 
 
+def _late_windows() -> float:
+    from prometheus_client import REGISTRY
+
+    labels = {"scale": "30", "status": "late"}
+    return REGISTRY.get_sample_value("worldmm_ingest_windows_total", labels) or 0.0
+
+
 def test_malformed_input_goes_to_the_dlq_and_late_frames_are_kept(
     settings, user_id, tmp_path
 ) -> None:
@@ -62,7 +69,6 @@ def test_malformed_input_goes_to_the_dlq_and_late_frames_are_kept(
 
     from connectors import codec, kafka_io
     from connectors.topics import create_topics, topic_names
-    from dataflows import metrics
     from dataflows.ingest import build_flow
 
     settings = cheap(settings, max_payload_bytes=200_000)
@@ -125,10 +131,10 @@ def test_malformed_input_goes_to_the_dlq_and_late_frames_are_kept(
     late_ts = START + timedelta(seconds=3)
     late = codec.encode_frame(user_id, "s1", late_ts, 9_000, jpeg)
     send([("frames", *late, None), bad[2]])
-    late_before = metrics.WINDOWS.labels("30", "late")._value.get()
+    late_before = _late_windows()
     outcomes = run()
     assert [(o.status, o.start_ms) for o in outcomes] == [("late", codec.to_epoch_ms(START))]
-    assert metrics.WINDOWS.labels("30", "late")._value.get() == late_before + 1
+    assert _late_windows() == late_before + 1
     rows_after = memory_rows(settings.database_url, user_id)
     assert rows_after["frames"] == (n_frames + 1, 1)  # stored, flagged late
     assert rows_after["segments"] == rows["segments"]  # the closed window is not redone
