@@ -101,8 +101,28 @@ async def consolidate_semantic(
     triples: list[Triple],
     context: str,
 ) -> ConsolidationStats:
-    """Consolidate new semantic triples one by one (each sees the previous ones' effect)."""
+    """Consolidate new semantic triples one by one (each sees the previous ones' effect).
+
+    The user's cached semantic graph is invalidated once the writes are done (also after a
+    failure part-way: what was committed before it is new)."""
     stats = ConsolidationStats()
+    try:
+        await _consolidate_each(deps, user_id, segment_id, event_time, triples, context, stats)
+    finally:
+        if stats.inserted or stats.updated:
+            await asyncio.to_thread(deps.cache.invalidate, user_id, "semantic")
+    return stats
+
+
+async def _consolidate_each(
+    deps: IngestDeps,
+    user_id: str,
+    segment_id: int,
+    event_time: datetime,
+    triples: list[Triple],
+    context: str,
+    stats: ConsolidationStats,
+) -> None:
     settings = deps.settings
     for new in triples:
         emb = (await asyncio.to_thread(deps.embedder.embed, [_text(new)]))[0]
@@ -148,7 +168,6 @@ async def consolidate_semantic(
             stats.invalidated += len(plan.remove_ids)
         else:
             stats.inserted += 1
-    return stats
 
 
 def _text(t: Triple) -> str:

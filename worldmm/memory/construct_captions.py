@@ -17,6 +17,7 @@ from worldmm.memory.construct import (
     _versions,
     build_summary_segment,
     extract_text_memory,
+    invalidate_episodic,
     triple_rows,
 )
 from worldmm.memory.deps import IngestDeps
@@ -108,6 +109,7 @@ async def build_caption_segment(
             ids = apply_resolutions(conn, window.user_id, mem.resolutions)
             rows = triple_rows(mem, ids)
             triple_store.replace_episodic_triples(conn, window.user_id, segment_id, rows)
+        invalidate_episodic(deps, window.user_id, BASE_S)
         return segment_id
 
     segment_id = await asyncio.to_thread(write)

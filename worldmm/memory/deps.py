@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from connectors.blobstore import BlobStore
     from worldmm.embed.base import TextEmbedder
     from worldmm.encoder.base import VisualEncoder
+    from worldmm.graph.cache import GraphCacheLike
     from worldmm.llm.roles import ModelRoles
     from worldmm.settings import Settings
     from worldmm.store.db import Database
@@ -21,6 +22,12 @@ class Transcriber(Protocol):
     def transcribe(self, audio_bytes: bytes, *, content_type: str, sample_rate: int) -> Any: ...
 
 
+def _null_cache() -> GraphCacheLike:
+    from worldmm.graph.cache import NullCache
+
+    return NullCache()
+
+
 @dataclass
 class IngestDeps:
     settings: Settings
@@ -30,6 +37,9 @@ class IngestDeps:
     transcriber: Transcriber | None
     encoder: VisualEncoder | None
     blobs: BlobStore
+    # Graph cache whose keys construction invalidates after each committed write; the
+    # default (no Redis) is the no-op cache, so callers that build graphs elsewhere need none.
+    cache: GraphCacheLike = field(default_factory=_null_cache)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
 
     def user_lock(self, user_id: str) -> asyncio.Lock:
@@ -41,6 +51,9 @@ class IngestDeps:
 
     def close(self) -> None:
         self.db.close()
+        close_cache = getattr(self.cache, "close", None)
+        if close_cache is not None:
+            close_cache()
 
 
 def build_ingest_deps(settings: Settings) -> IngestDeps:
@@ -48,6 +61,7 @@ def build_ingest_deps(settings: Settings) -> IngestDeps:
     from connectors.blobstore import build_blob_store
     from worldmm.embed import build_embedder
     from worldmm.encoder import build_visual_encoder
+    from worldmm.graph.cache import make_cache
     from worldmm.llm.roles import build_roles
     from worldmm.store.db import Database
 
@@ -67,4 +81,5 @@ def build_ingest_deps(settings: Settings) -> IngestDeps:
         transcriber=transcriber,
         encoder=build_visual_encoder(settings),
         blobs=build_blob_store(settings),
+        cache=make_cache(settings.redis_url),
     )

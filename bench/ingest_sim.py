@@ -1,0 +1,199 @@
+"""A simulated model for the ingest benchmark and the concurrency tests.
+
+Every model call (each role, and ASR) waits a fixed latency and then returns cheap,
+deterministic output; the text embedder is a hash. No OCR, Whisper or MiniLM runs, so the
+CPU time of a process using these is the pipeline's own (decode, blobs, windows, database
+writes, entity resolution, embedding look-ups), and a model's latency only shows as wall
+time. Each call's start and end are recorded (:class:`CallLog`) so tests can tell whether
+calls overlapped without timing anything themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from worldmm.llm.schemas import AgentAction, AgentRound, ConsolidationDecision, SemanticExtraction
+from worldmm.models import Triple
+
+SIM_VERSION = "sim-v1"
+PEOPLE = ("Alice", "Bob", "Carol", "Dan", "Erin", "Frank")
+PLACES = ("Kitchen", "Office", "Garden", "Cafe")
+OBJECTS = ("red mug", "laptop", "bicycle", "notebook")
+_VOCAB = (*PEOPLE, *PLACES)
+
+
+@dataclass(frozen=True)
+class Call:
+    role: str
+    start: float  # time.perf_counter()
+    end: float
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+class CallLog:
+    """Start and end of every simulated call (thread-safe: ASR runs in worker threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls: list[Call] = []
+
+    def add(self, role: str, start: float, end: float) -> None:
+        with self._lock:
+            self.calls.append(Call(role, start, end))
+
+    def of(self, role: str) -> list[Call]:
+        with self._lock:
+            return [c for c in self.calls if c.role == role]
+
+
+def max_overlap(calls: Sequence[Call]) -> int:
+    """The most calls in flight at one instant (an end at t comes before a start at t)."""
+    edges = sorted([(c.start, 1) for c in calls] + [(c.end, -1) for c in calls])
+    peak = now = 0
+    for _, step in edges:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def _digest(data: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+class SimulatedRoles:
+    """Every role awaits ``latency_s`` (never holding a thread) and answers from templates."""
+
+    label = "simulated"
+
+    def __init__(self, latency_s: float, log: CallLog | None = None) -> None:
+        self.latency_s = latency_s
+        self.log = log or CallLog()
+        roles = ("caption", "ner", "episodic_triples", "merge_captions", "semantic_triples",
+                 "consolidation", "entity_confirm")  # fmt: skip
+        self.versions = {r: f"{r}/{SIM_VERSION}" for r in roles}
+
+    async def _wait(self, role: str) -> None:
+        start = time.perf_counter()
+        await asyncio.sleep(self.latency_s)
+        self.log.add(role, start, time.perf_counter())
+
+    async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
+        await self._wait("caption")
+        h = _digest(frames[0][-256:] if frames else b"") + len(frames)
+        p1, p2 = PEOPLE[h % len(PEOPLE)], PEOPLE[(h // 7 + 1 + h % len(PEOPLE)) % len(PEOPLE)]
+        place, obj = PLACES[(h // 3) % len(PLACES)], OBJECTS[(h // 5) % len(OBJECTS)]
+        text = f"I talked with {p1} and {p2} in the {place}. {p1} held a {obj}."
+        return f"{text} I heard: {transcript}" if transcript else text
+
+    async def ner(self, text: str) -> list[str]:
+        await self._wait("ner")
+        return [w for w in _VOCAB if w in text]
+
+    async def episodic_triples(self, text: str, entities: list[str]) -> list[Triple]:
+        await self._wait("episodic_triples")
+        pairs = zip(entities, entities[1:], strict=False)
+        out = [Triple(subject=a, predicate="was with", object=b) for a, b in pairs]
+        for obj in OBJECTS:
+            if obj in text and entities:
+                out.append(Triple(subject=entities[0], predicate="held", object=obj,
+                                  object_is_literal=True))  # fmt: skip
+        return out
+
+    async def merge_captions(self, captions: list[str], level_seconds: int) -> str:
+        await self._wait("merge_captions")
+        firsts = dict.fromkeys(c.split(". ")[0].rstrip(".") + "." for c in captions if c)
+        return " ".join(list(firsts)[:8])
+
+    async def semantic_triples(self, summary: str, episodic: list[Triple]) -> SemanticExtraction:
+        await self._wait("semantic_triples")
+        people = [p for p in PEOPLE if p in summary]
+        places = [p for p in PLACES if p in summary]
+        triples = [
+            Triple(subject=p, predicate="often visits", object=places[0])
+            for p in (people[:2] if places else [])
+        ]
+        return SemanticExtraction(semantic_triples=triples, episodic_evidence=[[] for _ in triples])
+
+    async def consolidate(self, new: Triple, candidates: list[Triple]) -> ConsolidationDecision:
+        await self._wait("consolidation")
+        return ConsolidationDecision(updated_triple=new, triples_to_remove=[])
+
+    async def entity_confirm(self, surface: str, candidate: str, context: str) -> bool:
+        await self._wait("entity_confirm")
+        return surface.lower() == candidate.lower()
+
+    # Query-time roles are not part of ingest.
+    async def rerank(self, query: str, candidates: list[tuple[str, str]], keep: int) -> list[str]:
+        return [c for c, _ in candidates[:keep]]
+
+    async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction:
+        raise NotImplementedError("the simulated ingest model has no retrieval agent")
+
+    async def respond(self, question: str, context: str, choices: list[str] | None) -> str:
+        raise NotImplementedError("the simulated ingest model does not answer questions")
+
+
+@dataclass
+class SimTranscript:
+    text: str
+
+
+class SimulatedTranscriber:
+    """Speech to text that blocks its (worker) thread for ``latency_s``, as a synchronous
+    HTTP call to a hosted ASR would; the pipeline calls it through ``asyncio.to_thread``."""
+
+    name = "simulated-asr"
+
+    def __init__(self, latency_s: float, log: CallLog | None = None) -> None:
+        self.latency_s = latency_s
+        self.log = log or CallLog()
+
+    def transcribe(self, audio_bytes: bytes, *, content_type: str, sample_rate: int):
+        start = time.perf_counter()
+        time.sleep(self.latency_s)
+        self.log.add("asr", start, time.perf_counter())
+        return SimTranscript(f"see you at the {PLACES[len(audio_bytes) % len(PLACES)]}")
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from a hash of the text: cheap, and equal texts match."""
+
+    name = "sim-hash"
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = [
+            np.random.default_rng(_digest(t.lower().encode())).standard_normal(self.dim)
+            for t in texts
+        ]
+        m = np.asarray(rows, dtype=np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def small_jpeg(seed: int, size: tuple[int, int] = (96, 72)) -> bytes:
+    """A small frame (≈1–2 kB): two colour blocks chosen by ``seed``."""
+    rng = np.random.default_rng(seed)
+    img = Image.new("RGB", size, tuple(int(x) for x in rng.integers(0, 255, 3)))
+    block = Image.new(
+        "RGB", (size[0] // 2, size[1] // 2), tuple(int(x) for x in rng.integers(0, 255, 3))
+    )
+    img.paste(block, (int(rng.integers(0, size[0] // 2)), int(rng.integers(0, size[1] // 2))))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=70)
+    return buf.getvalue()
