@@ -167,6 +167,28 @@ class SimulatedTranscriber:
         return SimTranscript(f"see you at the {PLACES[len(audio_bytes) % len(PLACES)]}")
 
 
+class SimulatedEncoder:
+    """The GPU worker's clip encoder: waits ``latency_s``, returns a unit vector."""
+
+    def __init__(self, dim: int, latency_s: float, log: CallLog | None = None) -> None:
+        self.dim = dim
+        self.latency_s = latency_s
+        self.log = log or CallLog()
+
+    async def _vector(self, role: str, data: bytes) -> np.ndarray:
+        start = time.perf_counter()
+        await asyncio.sleep(self.latency_s)
+        self.log.add(role, start, time.perf_counter())
+        v = np.random.default_rng(_digest(data)).standard_normal(self.dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    async def encode_video(self, frames: list[bytes]) -> np.ndarray:
+        return await self._vector("encode_video", frames[0][-256:] if frames else b"")
+
+    async def encode_text(self, text: str) -> np.ndarray:
+        return await self._vector("encode_text", text.encode())
+
+
 class HashEmbedder:
     """Deterministic unit vectors from a hash of the text: cheap, and equal texts match."""
 

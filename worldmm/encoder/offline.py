@@ -162,7 +162,7 @@ class InProcessOfflineEncoder:
         self.dim = self._embedder.dim
 
     async def encode_video(self, frames: list[bytes]) -> np.ndarray:
-        images = decode_frames(frames)
+        images = await asyncio.to_thread(decode_frames, frames)  # JPEG decoding is CPU work
         return (await asyncio.to_thread(self._embedder.embed_videos, [images]))[0]
 
     async def encode_text(self, text: str) -> np.ndarray:

@@ -155,17 +155,27 @@ async def build_base_segment(deps: IngestDeps, window: BaseWindow) -> WindowOutc
     jpegs = await asyncio.gather(
         *(asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in sampled)
     )
-    transcript = await _transcribe(deps, window, audio)
-
-    if jpegs:
-        caption = await deps.roles.caption(list(jpegs), transcript)
-    else:
-        caption = f"(audio only) {transcript}" if transcript else ""
-    mem = await extract_text_memory(deps, window.user_id, caption)
-
-    visual, visual_status, visual_error = None, "none", None
-    if jpegs and deps.encoder is not None:
-        visual, visual_status, visual_error = await _encode(deps, list(jpegs))
+    # The clip embedding needs only the frames: it runs beside ASR → caption → NER → triples,
+    # so a slow encoder or model adds the longer of the two paths, not their sum.
+    encoding = (
+        asyncio.create_task(_encode(deps, list(jpegs)))
+        if jpegs and deps.encoder is not None
+        else None
+    )
+    try:
+        transcript = await _transcribe(deps, window, audio)
+        if jpegs:
+            caption = await deps.roles.caption(list(jpegs), transcript)
+        else:
+            caption = f"(audio only) {transcript}" if transcript else ""
+        mem = await extract_text_memory(deps, window.user_id, caption)
+    except BaseException:
+        if encoding is not None:
+            encoding.cancel()
+        raise
+    visual, visual_status, visual_error = (
+        await encoding if encoding is not None else (None, "none", None)
+    )
 
     models, prompts = _versions(deps, ["caption", "ner", "episodic_triples", "entity_confirm"])
     seg = _segment(

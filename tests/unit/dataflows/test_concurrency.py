@@ -103,3 +103,40 @@ def test_windows_of_different_users_overlap(settings, tmp_path: Path) -> None:
         for u in users:
             seg = get_segment_by_window(conn, u, 30, START)
             assert seg is not None and seg.processing_status == "complete" and seg.caption
+
+
+async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_path) -> None:
+    """The visual encoder needs only the frames: its call overlaps the caption call instead
+    of waiting for caption → NER → triples."""
+    from bench.ingest_sim import SimulatedEncoder
+    from connectors.blobstore import frame_key
+    from worldmm.memory.construct import process_window
+    from worldmm.memory.construct_inputs import CaptureRef
+    from worldmm.memory.windows import BaseWindow, Item, dt_to_ms
+    from worldmm.store.db import Database
+
+    log = CallLog()
+    deps = IngestDeps(
+        settings=settings,
+        db=Database(settings.database_url, max_size=2),
+        roles=SimulatedRoles(LATENCY_S, log),
+        embedder=HashEmbedder(settings.text_embed_dim),
+        transcriber=None,
+        encoder=SimulatedEncoder(settings.visual_embed_dim, LATENCY_S, log),
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+    )
+    items = []
+    for k in range(0, 30, 10):
+        ts = START + timedelta(seconds=k)
+        key = frame_key(user_id, "s1", ts, k)
+        deps.blobs.put(key, small_jpeg(k))
+        items.append(Item("frames", key, "s1", dt_to_ms(ts), dt_to_ms(ts), CaptureRef(key, seq=k)))
+    try:
+        outcome = await process_window(
+            deps, BaseWindow(user_id, dt_to_ms(START), tuple(items), False, "s1")
+        )
+    finally:
+        deps.close()
+    assert outcome.status == "complete" and outcome.visual_status == "complete"
+    (caption,), (encode,) = log.of("caption"), log.of("encode_video")
+    assert encode.start < caption.end and caption.start < encode.end
