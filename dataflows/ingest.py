@@ -247,16 +247,15 @@ def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -
 
 
 def _kafka_input(flow: Dataflow, settings: Settings, tail: bool) -> Stream[RawRecord]:
-    from bytewax.connectors.kafka import KafkaSourceMessage
+    from bytewax.connectors.kafka import KafkaSource, KafkaSourceMessage
 
     from connectors.topics import topic_names
-    from dataflows.kafka_source import PacedKafkaSource  # no busy loop on idle partitions
 
     if not settings.kafka_brokers:
         raise ValueError("WORLDMM_KAFKA_BROKERS is not set (run `worldmm up` or point it at Kafka)")
     names = topic_names(settings)
     kinds = {names[k]: k for k in ("frames", "audio", "control")}
-    source = PacedKafkaSource(
+    source = KafkaSource(
         [settings.kafka_brokers],
         list(kinds),
         tail=tail,
