@@ -3,6 +3,8 @@
     worldmm bench ingest --out docs/benchmarks/ingest.json
     python -m bench.ingest --out ingest.json --users-max 32 --minutes 1 --model-latency-s 2
 
+The JSON goes to ``--out`` and a plot of latency and CPU against users beside it (``.png``).
+
 Method (docs/benchmarks/ingest.md):
 
 * The real ingest flow runs in a child process (:mod:`bench.ingest_worker`, one Bytewax
@@ -58,6 +60,7 @@ Echo = Callable[[str], None]
 AUDIO_CHUNK_S = 5
 AUDIO_RATE = 8000
 FRAMES_PER_USER = 4  # distinct JPEGs cycled per user
+IDLE_SAMPLE_S = 4.0
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Settings the worker gets as WORLDMM_* variables (others keep their defaults).
 _WORKER_FIELDS = (
@@ -130,6 +133,44 @@ def _proc_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a live process (all its threads), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+class DbServerCpu:
+    """CPU of the PostgreSQL server's processes (postmaster children: backends, writers),
+    when the server runs on this machine; None otherwise. A process that exits between two
+    readings takes its CPU with it, so this is a lower bound."""
+
+    def __init__(self, database_url: str) -> None:
+        from worldmm.store.db import Database
+
+        with Database(database_url, max_size=1) as db, db.connection() as conn:
+            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        stat = _proc_stat(backend)
+        self.postmaster = int(stat[1]) if stat else None
+
+    def read(self) -> dict[int, float] | None:
+        if self.postmaster is None:
+            return None
+        out = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                stat = _proc_stat(int(entry.name))
+                if stat and int(stat[1]) == self.postmaster:
+                    out[int(entry.name)] = (int(stat[11]) + int(stat[12])) / _CLK_TCK
+        return out
+
+    @staticmethod
+    def delta(a: dict[int, float] | None, b: dict[int, float] | None) -> float | None:
+        if a is None or b is None:
+            return None
+        return sum(cpu - a.get(pid, 0.0) for pid, cpu in b.items())
 
 
 def _worker_env(settings: Settings) -> dict[str, str]:
@@ -205,6 +246,9 @@ class LevelResult:
     coarse: dict[str, Any]
     cpu_s: float
     cpu_ms_per_window: float | None
+    idle_cpu_cores: float  # the worker's CPU rate before streaming (polling an idle broker)
+    cpu_ms_per_window_net_of_idle: float | None
+    db_server_cpu_ms_per_window: float | None
     measured_wall_s: float
     producer_lag_max_s: float
     loadavg_start: list[float]
@@ -277,6 +321,7 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
     create_topics(settings.kafka_brokers, settings)
     load_start = list(os.getloadavg())
     started = time.monotonic()
+    db_cpu = DbServerCpu(settings.database_url)
     worker = Worker(settings, cfg.model_latency_s, tmp)
     try:
         # Event time: from the last 10 min boundary, running at wall speed from now.
@@ -294,11 +339,15 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             producer.flush()
             _wait_sessions(settings, names, worker, timeout_s=180)
             startup_s = time.monotonic() - started
+            # The idle worker's own CPU rate (Kafka polling), to tell it apart from the work.
+            idle_c0, idle_t0 = worker.cpu_s(), time.monotonic()
+            time.sleep(IDLE_SAMPLE_S)
+            idle_rate = (worker.cpu_s() - idle_c0) / (time.monotonic() - idle_t0)
             windows = cfg.windows_per_user
             measured_s = windows * BASE_S
             # Enough stream after the last measured window for the watermark to pass it.
             tail_s = int(settings.allowed_lateness_s) + AUDIO_CHUNK_S + 2
-            cpu0, wall0 = worker.cpu_s(), time.time()
+            cpu0, db0, wall0 = worker.cpu_s(), db_cpu.read(), time.time()
             echo(f"  {users} users: worker up in {startup_s:.1f}s; streaming {measured_s}s"
                  f" (+{tail_s}s tail)")  # fmt: skip
             passed_at: dict[int, float] = {}  # second offset -> wall time the stream passed it
@@ -329,17 +378,21 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
 
         last_close = max(close_wall(s, st) for _, s, st in keys)
         deadline = last_close + cfg.realtime_s + cfg.drain_s
-        cpu_end = None
+        cpu_end = db_end = cpu_end_at = None
         while time.time() < deadline:
             worker.check_alive()
             worker.read_reports()
+            if cpu_end is None and all(k in worker.finished for k in base_keys):
+                cpu_end, db_end, cpu_end_at = worker.cpu_s(), db_cpu.read(), time.time()
             if all(k in worker.finished for k in keys):
                 break
-            if cpu_end is None and all(k in worker.finished for k in base_keys):
-                cpu_end = worker.cpu_s()
             time.sleep(0.2)
         worker.read_reports()
-        cpu = (worker.cpu_s() if cpu_end is None else cpu_end) - cpu0
+        if cpu_end is None:
+            cpu_end, db_end = worker.cpu_s(), db_cpu.read()
+        cpu = cpu_end - cpu0
+        cpu_wall = time.time() - wall0 if cpu_end_at is None else cpu_end_at - wall0
+        db_s = DbServerCpu.delta(db0, db_end)
         measured_wall = time.time() - wall0
     finally:
         worker.stop()
@@ -374,6 +427,13 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         coarse=coarse,
         cpu_s=round(cpu, 3),
         cpu_ms_per_window=_r(1000 * cpu / len(base_lat), 1) if base_lat else None,
+        idle_cpu_cores=round(idle_rate, 3),
+        cpu_ms_per_window_net_of_idle=(
+            _r(1000 * max(cpu - idle_rate * cpu_wall, 0.0) / len(base_lat), 1) if base_lat else None
+        ),
+        db_server_cpu_ms_per_window=(
+            _r(1000 * db_s / len(base_lat), 1) if base_lat and db_s is not None else None
+        ),
         measured_wall_s=round(measured_wall, 1),
         producer_lag_max_s=round(lag, 3),
         loadavg_start=[round(x, 2) for x in load_start],
@@ -429,7 +489,10 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
         "search_ended": "a level fell behind" if not levels[-1].realtime else "users_max reached",
         "headline_level_users": head.users,
         "cpu_ms_per_window": head.cpu_ms_per_window,
+        "cpu_ms_per_window_net_of_idle": head.cpu_ms_per_window_net_of_idle,
         "cpu_ms_per_window_marginal": _r(_fit_marginal(levels), 1),
+        "worker_idle_cpu_cores": head.idle_cpu_cores,
+        "db_server_cpu_ms_per_window": head.db_server_cpu_ms_per_window,
         "close_to_queryable_p50_s": head.close_to_queryable_p50_s,
         "close_to_queryable_p95_s": head.close_to_queryable_p95_s,
         "close_to_queryable_max_s": head.close_to_queryable_max_s,
@@ -457,6 +520,41 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
         },
         "levels": [asdict(lv) for lv in levels],
     }
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Close → queryable and CPU per window against users, one point per level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = result["levels"]
+    users = [lv["users"] for lv in levels]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for key, label in (("p50", "p50"), ("p95", "p95"), ("max", "max")):
+        ax1.plot(users, [lv[f"close_to_queryable_{key}_s"] for lv in levels], "o-", label=label)
+    ax1.axhline(result["settings"]["realtime_s"], color="grey", ls="--", label="real-time limit")
+    ax1.set(xscale="log", xlabel="simulated users (1 fps each)", ylabel="seconds",
+            title="30 s window close → queryable")  # fmt: skip
+    ax1.set_xticks(users, [str(u) for u in users])
+    ax1.legend()
+    ax2.plot(users, [lv["cpu_ms_per_window"] for lv in levels], "o-", label="dataflow worker")
+    net = [lv["cpu_ms_per_window_net_of_idle"] for lv in levels]
+    ax2.plot(users, net, "o--", label="worker, idle polling removed")
+    db = [lv["db_server_cpu_ms_per_window"] for lv in levels]
+    if any(v is not None for v in db):
+        ax2.plot(users, db, "o-", label="PostgreSQL server")
+    ax2.set(xscale="log", xlabel="simulated users", ylabel="CPU ms per 30 s window",
+            title="CPU per window (model time excluded)")  # fmt: skip
+    ax2.set_xticks(users, [str(u) for u in users])
+    ax2.legend()
+    s = result["settings"]
+    fig.suptitle(f"ingest, one worker: model latency {s['model_latency_s']} s/call, "
+                 f"concurrency {s['concurrency']}, {result['machine']['cpus']} CPUs")  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -511,6 +609,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     text = json.dumps(result, indent=2)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")
+    plot(result, args.out.with_suffix(".png"))
     print(text)
     return result
 
