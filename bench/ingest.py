@@ -540,12 +540,13 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax1.set_xticks(users, [str(u) for u in users])
     ax1.legend()
     ax2.plot(users, [lv["cpu_ms_per_window"] for lv in levels], "o-", label="dataflow worker")
-    net = [lv["cpu_ms_per_window_net_of_idle"] for lv in levels]
-    ax2.plot(users, net, "o--", label="worker, idle polling removed")
+    if result.get("cpu_ms_per_window_marginal"):
+        ax2.axhline(result["cpu_ms_per_window_marginal"], color="grey", ls=":",
+                    label="worker, marginal (slope over levels)")  # fmt: skip
     db = [lv["db_server_cpu_ms_per_window"] for lv in levels]
     if any(v is not None for v in db):
         ax2.plot(users, db, "o-", label="PostgreSQL server")
-    ax2.set(xscale="log", xlabel="simulated users", ylabel="CPU ms per 30 s window",
+    ax2.set(xscale="log", yscale="log", xlabel="simulated users", ylabel="CPU ms per 30 s window",
             title="CPU per window (model time excluded)")  # fmt: skip
     ax2.set_xticks(users, [str(u) for u in users])
     ax2.legend()

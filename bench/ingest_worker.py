@@ -20,7 +20,7 @@ from pathlib import Path
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
 from worldmm.memory.construct import WindowOutcome
-from worldmm.memory.deps import IngestDeps
+from worldmm.memory.deps import IngestDeps, pool_size
 from worldmm.settings import Settings
 
 
@@ -66,7 +66,7 @@ def simulated_deps(settings: Settings, latency_s: float) -> IngestDeps:
         raise ValueError("WORLDMM_DATABASE_URL is not set")
     return IngestDeps(
         settings=settings,
-        db=Database(settings.database_url, max_size=max(4, settings.llm_concurrency // 2)),
+        db=Database(settings.database_url, max_size=pool_size(settings.llm_concurrency)),
         roles=SimulatedRoles(latency_s),
         embedder=HashEmbedder(settings.text_embed_dim),
         transcriber=SimulatedTranscriber(latency_s),

@@ -56,6 +56,13 @@ class IngestDeps:
             close_cache()
 
 
+def pool_size(concurrency: int) -> int:
+    """Database connections for ``concurrency`` windows in flight: a window holds one only
+    for its short store calls (never across a model call), and PostgreSQL allows 100
+    connections by default, so the pool stops growing at 32."""
+    return min(max(4, concurrency // 2), 32)
+
+
 def build_ingest_deps(settings: Settings) -> IngestDeps:
     """The real dependencies from settings (models load here, once per process)."""
     from connectors.blobstore import build_blob_store
@@ -75,7 +82,7 @@ def build_ingest_deps(settings: Settings) -> IngestDeps:
         transcriber = build_transcriber(settings)
     return IngestDeps(
         settings=settings,
-        db=Database(settings.database_url, max_size=max(4, settings.llm_concurrency // 2)),
+        db=Database(settings.database_url, max_size=pool_size(settings.llm_concurrency)),
         roles=build_roles(settings, embedder),
         embedder=embedder,
         transcriber=transcriber,
