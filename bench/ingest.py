@@ -135,6 +135,22 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
+def _proc_cpu(pid: int) -> tuple[float, float]:
+    """(all threads, librdkafka's threads) CPU seconds of a live process. librdkafka names
+    its threads ``rdk:*``; against the embedded broker its consumers spin (see the doc)."""
+    kafka = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "stat").read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        if name.startswith("rdk:"):
+            fields = text.rsplit(")", 1)[1].split()
+            kafka += (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    return _proc_cpu_s(pid), kafka
+
+
 def _proc_stat(pid: int) -> list[str] | None:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -204,8 +220,9 @@ class Worker:
             tail = self.log_path.read_text(errors="replace")[-3000:]
             raise RuntimeError(f"ingest worker exited with {self.proc.returncode}:\n{tail}")
 
-    def cpu_s(self) -> float:
-        return _proc_cpu_s(self.proc.pid)
+    def cpu_s(self) -> tuple[float, float]:
+        """(whole process, librdkafka threads) CPU seconds so far."""
+        return _proc_cpu(self.proc.pid)
 
     def read_reports(self) -> None:
         """Take in the windows reported since the last call (first report of a window wins)."""
@@ -244,10 +261,12 @@ class LevelResult:
     close_to_queryable_p95_s: float | None
     close_to_queryable_max_s: float | None
     coarse: dict[str, Any]
-    cpu_s: float
+    cpu_s: float  # the worker without its Kafka client threads
     cpu_ms_per_window: float | None
-    idle_cpu_cores: float  # the worker's CPU rate before streaming (polling an idle broker)
-    cpu_ms_per_window_net_of_idle: float | None
+    kafka_client_cpu_s: float  # librdkafka's threads of the worker
+    cpu_ms_per_window_with_kafka_client: float | None
+    idle_cpu_cores: float  # whole worker, before streaming (Kafka client polling)
+    idle_cpu_cores_without_kafka_client: float
     db_server_cpu_ms_per_window: float | None
     measured_wall_s: float
     producer_lag_max_s: float
@@ -342,7 +361,9 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             # The idle worker's own CPU rate (Kafka polling), to tell it apart from the work.
             idle_c0, idle_t0 = worker.cpu_s(), time.monotonic()
             time.sleep(IDLE_SAMPLE_S)
-            idle_rate = (worker.cpu_s() - idle_c0) / (time.monotonic() - idle_t0)
+            idle_c1, idle_dt = worker.cpu_s(), time.monotonic() - idle_t0
+            idle_rate = (idle_c1[0] - idle_c0[0]) / idle_dt
+            idle_pipeline = (idle_c1[0] - idle_c1[1] - idle_c0[0] + idle_c0[1]) / idle_dt
             windows = cfg.windows_per_user
             measured_s = windows * BASE_S
             # Enough stream after the last measured window for the watermark to pass it.
@@ -378,20 +399,21 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
 
         last_close = max(close_wall(s, st) for _, s, st in keys)
         deadline = last_close + cfg.realtime_s + cfg.drain_s
-        cpu_end = db_end = cpu_end_at = None
+        cpu_end = db_end = None
         while time.time() < deadline:
             worker.check_alive()
             worker.read_reports()
             if cpu_end is None and all(k in worker.finished for k in base_keys):
-                cpu_end, db_end, cpu_end_at = worker.cpu_s(), db_cpu.read(), time.time()
+                cpu_end, db_end = worker.cpu_s(), db_cpu.read()
             if all(k in worker.finished for k in keys):
                 break
             time.sleep(0.2)
         worker.read_reports()
         if cpu_end is None:
             cpu_end, db_end = worker.cpu_s(), db_cpu.read()
-        cpu = cpu_end - cpu0
-        cpu_wall = time.time() - wall0 if cpu_end_at is None else cpu_end_at - wall0
+        cpu_total = cpu_end[0] - cpu0[0]
+        cpu_kafka = cpu_end[1] - cpu0[1]
+        cpu = cpu_total - cpu_kafka
         db_s = DbServerCpu.delta(db0, db_end)
         measured_wall = time.time() - wall0
     finally:
@@ -427,10 +449,12 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         coarse=coarse,
         cpu_s=round(cpu, 3),
         cpu_ms_per_window=_r(1000 * cpu / len(base_lat), 1) if base_lat else None,
-        idle_cpu_cores=round(idle_rate, 3),
-        cpu_ms_per_window_net_of_idle=(
-            _r(1000 * max(cpu - idle_rate * cpu_wall, 0.0) / len(base_lat), 1) if base_lat else None
+        kafka_client_cpu_s=round(cpu_kafka, 3),
+        cpu_ms_per_window_with_kafka_client=(
+            _r(1000 * cpu_total / len(base_lat), 1) if base_lat else None
         ),
+        idle_cpu_cores=round(idle_rate, 3),
+        idle_cpu_cores_without_kafka_client=round(idle_pipeline, 3),
         db_server_cpu_ms_per_window=(
             _r(1000 * db_s / len(base_lat), 1) if base_lat and db_s is not None else None
         ),
@@ -489,7 +513,7 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
         "search_ended": "a level fell behind" if not levels[-1].realtime else "users_max reached",
         "headline_level_users": head.users,
         "cpu_ms_per_window": head.cpu_ms_per_window,
-        "cpu_ms_per_window_net_of_idle": head.cpu_ms_per_window_net_of_idle,
+        "cpu_ms_per_window_with_kafka_client": head.cpu_ms_per_window_with_kafka_client,
         "cpu_ms_per_window_marginal": _r(_fit_marginal(levels), 1),
         "worker_idle_cpu_cores": head.idle_cpu_cores,
         "db_server_cpu_ms_per_window": head.db_server_cpu_ms_per_window,
@@ -539,10 +563,13 @@ def plot(result: dict[str, Any], path: Path) -> None:
             title="30 s window close → queryable")  # fmt: skip
     ax1.set_xticks(users, [str(u) for u in users])
     ax1.legend()
-    ax2.plot(users, [lv["cpu_ms_per_window"] for lv in levels], "o-", label="dataflow worker")
+    ax2.plot(users, [lv["cpu_ms_per_window"] for lv in levels], "o-",
+             label="dataflow worker (pipeline)")  # fmt: skip
+    ax2.plot(users, [lv["cpu_ms_per_window_with_kafka_client"] for lv in levels], "o--",
+             label="worker incl. Kafka client threads")  # fmt: skip
     if result.get("cpu_ms_per_window_marginal"):
         ax2.axhline(result["cpu_ms_per_window_marginal"], color="grey", ls=":",
-                    label="worker, marginal (slope over levels)")  # fmt: skip
+                    label="pipeline, marginal (slope over levels)")  # fmt: skip
     db = [lv["db_server_cpu_ms_per_window"] for lv in levels]
     if any(v is not None for v in db):
         ax2.plot(users, db, "o-", label="PostgreSQL server")
