@@ -174,7 +174,9 @@ class Settings(BaseSettings):
     episodic_top_k: str = Field(
         default="30:10,180:5,600:5,3600:3", description="Per-scale top-k 'seconds:k,...'."
     )
-    rerank_keep: int = Field(default=3, ge=1, description="Segments kept by the cross-scale rerank.")
+    rerank_keep: int = Field(
+        default=3, ge=1, description="Segments kept by the cross-scale rerank."
+    )
     semantic_top_k: int = Field(default=10, ge=1, description="Semantic triples returned.")
     visual_top_k: int = Field(default=3, ge=1, description="Clips returned by visual search.")
     agent_max_rounds: int = Field(default=5, ge=1, le=20, description="Retrieval agent rounds.")
