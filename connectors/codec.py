@@ -17,7 +17,15 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 TopicKind = Literal["frames", "audio", "control"]
 ControlEvent = Literal["session_start", "session_end"]
@@ -131,8 +139,20 @@ class AudioMessage(_Base):
 
 
 class ControlMessage(_Base):
+    """Session start/end. A session end may say where each stream's last capture ended
+    (``last_ms``: kind → epoch ms; frames: their ts, audio: start + duration), so the flow
+    can tell when it has seen the whole session, whatever order the topics are read in."""
+
     kind: Literal["control"] = "control"
     event: ControlEvent
+    last_ms: dict[Literal["frames", "audio"], StrictInt] | None = None
+
+    @field_validator("last_ms")
+    @classmethod
+    def _last_ms(cls, v: dict[str, int] | None) -> dict[str, int] | None:
+        if v is not None and any(ms < 0 for ms in v.values()):
+            raise ValueError("last_ms values must be epoch milliseconds ≥ 0")
+        return v
 
 
 Message = FrameMessage | AudioMessage | ControlMessage
@@ -181,7 +201,10 @@ def encode(msg: Message) -> Record:
         value = msg.data
     else:
         headers = _h([*common, ("content_type", CONTROL_JSON)])
-        value = json.dumps({"event": msg.event}, separators=(",", ":")).encode()
+        body: dict[str, object] = {"event": msg.event}
+        if msg.last_ms:
+            body["last_ms"] = msg.last_ms
+        value = json.dumps(body, separators=(",", ":")).encode()
     return msg.user_id.encode(), value, headers
 
 
@@ -212,8 +235,16 @@ def encode_audio(
     )
 
 
-def encode_control(user_id: str, session_id: str, ts: datetime, event: ControlEvent) -> Record:
-    return encode(ControlMessage(user_id=user_id, session_id=session_id, ts=ts, event=event))
+def encode_control(
+    user_id: str,
+    session_id: str,
+    ts: datetime,
+    event: ControlEvent,
+    last_ms: dict[Literal["frames", "audio"], int] | None = None,
+) -> Record:
+    return encode(
+        ControlMessage(user_id=user_id, session_id=session_id, ts=ts, event=event, last_ms=last_ms)
+    )
 
 
 # --- decode ------------------------------------------------------------------------------
@@ -349,7 +380,13 @@ def _decode_control(value: bytes, base: dict) -> ControlMessage:
         raise InvalidMessage(BAD_CONTROL, detail) from None
     if event not in ("session_start", "session_end"):
         raise InvalidMessage(BAD_CONTROL, f"unknown control event {event!r}")
-    return ControlMessage(**base, event=event)
+    last_ms = body.get("last_ms")
+    if last_ms is not None and event != "session_end":
+        raise InvalidMessage(BAD_CONTROL, "last_ms belongs to a session_end only")
+    try:
+        return ControlMessage(**base, event=event, last_ms=last_ms)
+    except ValidationError as exc:
+        raise InvalidMessage(BAD_CONTROL, _first_error(exc)) from None
 
 
 def _first_error(exc: ValidationError) -> str:

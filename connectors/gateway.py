@@ -139,9 +139,13 @@ class GlassesProducer:
     def start_session(self, user: str, session: str, ts: datetime) -> None:
         self._send("control", codec.encode_control(user, session, ts, "session_start"))
 
-    def end_session(self, user: str, session: str, ts: datetime) -> None:
-        """Tell the flow the session is over: it flushes the user's open windows."""
-        self._send("control", codec.encode_control(user, session, ts, "session_end"))
+    def end_session(
+        self, user: str, session: str, ts: datetime, last_ms: dict[str, int] | None = None
+    ) -> None:
+        """Tell the flow the session is over: it flushes the user's open windows once it has
+        seen each stream up to ``last_ms`` (kind → end of its last capture, epoch ms)."""
+        msg = codec.encode_control(user, session, ts, "session_end", last_ms or None)  # type: ignore[arg-type]
+        self._send("control", msg)
 
     def flush(self, timeout: float = 60.0) -> None:
         """Wait for every acknowledgement; DeliveryError if any message was lost."""
@@ -376,6 +380,7 @@ def run_gateway(
     producer.start_session(user, session, start)
     stats.control += 1
     end = start
+    last_ms: dict[str, int] = {}  # per stream, where its last sent capture ends
     merged = heapq.merge(
         ((_available_at(f), 0, i, f) for i, f in enumerate(frames)),
         ((_available_at(a), 1, i, a) for i, a in enumerate(audio)),
@@ -396,15 +401,16 @@ def run_gateway(
             stats.first_ts = item.ts if stats.first_ts is None else min(stats.first_ts, item.ts)
             stats.last_ts = item.ts if stats.last_ts is None else max(stats.last_ts, item.ts)
             end = max(end, at)
+            last_ms[kind] = max(last_ms.get(kind, 0), codec.to_epoch_ms(at))
             if on_item is not None:
                 on_item(kind)
     except (GatewayInputError, KeyboardInterrupt):
         # The input broke (or the user stopped us) midway: what was sent is valid, so close
         # the session where it stopped (the flow then flushes those windows), then re-raise.
-        producer.end_session(user, session, end)
+        producer.end_session(user, session, end, last_ms)
         producer.flush(flush_timeout)
         raise
-    producer.end_session(user, session, end)
+    producer.end_session(user, session, end, last_ms)
     stats.control += 1
     producer.flush(flush_timeout)
     stats.wall_s = clock() - t0

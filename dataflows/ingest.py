@@ -13,10 +13,11 @@ The module attribute ``flow`` is built on first access, so importing reads no co
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -149,7 +150,8 @@ def to_window_input(
     """Store the capture's bytes (idempotent key) and keep only a small reference."""
     if isinstance(msg, codec.ControlMessage):
         if msg.event == "session_end":
-            return msg.user_id, SessionEnd(msg.session_id, msg.ts_ms)
+            last = tuple(sorted((msg.last_ms or {}).items()))
+            return msg.user_id, SessionEnd(msg.session_id, msg.ts_ms, last)
         return msg.user_id, SessionStart(msg.session_id, msg.ts_ms)
     blobs = blobs_of()
     if isinstance(msg, codec.FrameMessage):
@@ -304,6 +306,13 @@ def build_flow(
     always go to the DLQ.
     """
     shared = _Shared(settings, deps_factory, process)
+    if source is None:
+        # Load models and open the pool now, before the Kafka consumers start: against a
+        # broker that answers fetches at once (the embedded one) they keep a core busy, and
+        # a lazy first import of torch under that load took 90 s instead of 6 s. A bad
+        # setting or an unreachable database also fails here, at start, not at the first
+        # message.
+        shared.runner()
     limits = codec.CodecLimits.from_settings(settings)
     flow = Dataflow(flow_id)
     if source is not None:
@@ -333,9 +342,12 @@ def build_flow(
         "drop_session_start", stored_split.trues, lambda pair: not isinstance(pair[1], SessionStart)
     )
     keyed = op.key_on("key_user", windowed_in, lambda pair: pair[0])
-    windows = op.stateful_batch(
-        "windows", keyed, window_builder(WindowConfig.from_settings(settings), clock)
-    )
+    config = WindowConfig.from_settings(settings)
+    if not tail:
+        # A bounded run reads to the end anyway: session ends wait for their data or for EOF,
+        # never for wall time (a loaded machine must not turn a replay's frames late).
+        config = replace(config, session_end_grace_s=math.inf)
+    windows = op.stateful_batch("windows", keyed, window_builder(config, clock))
     outcomes = op.key_rm(
         "outcomes", op.stateful_batch("construct", windows, construct_builder(shared.runner))
     )

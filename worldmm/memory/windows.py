@@ -20,13 +20,16 @@ arrive on different topics and may be read at different speeds, and a stream tha
 nothing for ``idle_s`` of wall time (muted audio, a frames-only device) stops holding it. When
 every stream is idle, event time advances with wall time, as Bytewax's ``EventClock`` does.
 A coarse window closes right after its last child does, never on the wall clock. A session end
-flushes everything open; windows that had not run to their end are marked ``partial``.
+flushes everything open, once the session has arrived (every stream up to the last capture the
+end lists: the control topic is small and often read ahead of the others) or once the user has
+sent nothing for a grace of wall time; windows that had not run to their end are ``partial``.
 Items for windows already closed are reported as :class:`LateItem` (stored and counted by the
 caller), never dropped silently.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -128,8 +131,13 @@ class Item:
 
 @dataclass(frozen=True)
 class SessionEnd:
+    """The end of a capture session. ``last_ms`` lists, per stream, where the last capture
+    the gateway sent ends: once every listed stream has reached it, the whole session has
+    arrived and its windows can close at once, whatever order the topics were read in."""
+
     session_id: str
     ts_ms: int
+    last_ms: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,7 +190,9 @@ WindowEvent = BaseWindow | CoarseWindow | LateItem
 class WindowConfig:
     allowed_lateness_s: float = 10.0
     idle_s: float = 30.0  # a stream silent this long (wall) stops holding the watermark
-    session_end_grace_s: float = 5.0  # wall time a session end waits for stragglers
+    # Wall time a session end waits after the user's last input. An end whose streams have
+    # not all arrived waits at least ``idle_s``; ``inf`` (bounded runs) leaves it to EOF.
+    session_end_grace_s: float = 5.0
 
     @classmethod
     def from_settings(cls, settings: Any) -> WindowConfig:
@@ -194,6 +204,12 @@ class WindowConfig:
 
 
 # --- per-user state ----------------------------------------------------------------------
+
+
+def _after(item: Item, end: SessionEnd) -> bool:
+    """The item shows that ``end``'s session is over: it lies beyond the end, or starts
+    a new session at it (one stream's order is the capture order)."""
+    return item.ts_ms > end.ts_ms or (item.session_id != end.session_id and item.ts_ms >= end.ts_ms)
 
 
 @dataclass
@@ -209,8 +225,9 @@ class UserWindows:
     last_seen_s: dict[str, float] = field(default_factory=dict)  # wall time per stream
     session_id: str | None = None
     session_first_s: float | None = None  # wall time of the session's first item
-    pending_end: SessionEnd | None = None
-    pending_end_s: float | None = None  # wall time the end was received
+    # Session ends not applied yet, oldest first, with the wall time each was received.
+    # Several can wait: a consumer catching up reads the small control topic far ahead.
+    pending_ends: list[tuple[SessionEnd, float]] = field(default_factory=list)
     last_input_s: float | None = None
     late_count: int = 0
 
@@ -226,14 +243,11 @@ class UserWindows:
         for x in sorted(inputs, key=lambda v: v.ts_ms):
             self.last_input_s = now
             if isinstance(x, SessionEnd):
-                if self.pending_end is not None:
-                    out += self._flush(self.pending_end)
-                self.pending_end, self.pending_end_s = x, now
+                self.pending_ends.append((x, now))
+                self.pending_ends.sort(key=lambda pair: pair[0].ts_ms)
                 continue
-            if self.pending_end is not None and (
-                x.session_id != self.pending_end.session_id or x.ts_ms >= self.pending_end.ts_ms
-            ):
-                out += self._flush(self.pending_end)  # the next session has begun
+            while self.pending_ends and _after(x, self.pending_ends[0][0]):
+                out += self._flush(self.pending_ends[0][0])  # the next session has begun
             out += self._add(x, now)
         out += self.tick(now)
         return out
@@ -277,22 +291,34 @@ class UserWindows:
     def tick(self, now: float) -> list[WindowEvent]:
         """Close what the watermark allows, and apply a session end whose grace has passed."""
         out: list[WindowEvent] = []
-        if self.pending_end is not None and self._grace_over(now):
-            out += self._flush(self.pending_end)
+        while self.pending_ends and self._end_due(now):
+            out += self._flush(self.pending_ends[0][0])
         wm = self.watermark_ms(now)
         if wm is not None:
             out += self._close_until(wm)
         return out
 
-    def _grace_over(self, now: float) -> bool:
-        since = max(self.pending_end_s or now, self.last_input_s or now)
-        return now - since >= self.config.session_end_grace_s
+    def _caught_up(self, end: SessionEnd) -> bool:
+        """Every stream the end lists has arrived up to its last capture."""
+        return bool(end.last_ms) and all(
+            self.progress_ms.get(kind, -1) >= ms for kind, ms in end.last_ms
+        )
+
+    def _end_wake(self) -> float:
+        """Wall time at which the oldest pending end gives up waiting for its stragglers."""
+        end, received = self.pending_ends[0]
+        grace = self.config.session_end_grace_s
+        if end.last_ms:  # the end says more is on its way: lost input must be the reason
+            grace = max(grace, self.config.idle_s)
+        return max(received, self.last_input_s or received) + grace
+
+    def _end_due(self, now: float) -> bool:
+        return self._caught_up(self.pending_ends[0][0]) or now >= self._end_wake()
 
     def next_wake(self, now: float) -> float | None:
         """Wall time at which :meth:`tick` could close something without new input."""
-        if self.pending_end is not None:
-            since = max(self.pending_end_s or now, self.last_input_s or now)
-            return since + self.config.session_end_grace_s
+        if self.pending_ends and math.isfinite(wake := self._end_wake()):
+            return wake
         if not self.open_base:
             return None
         first = self.session_first_s if self.session_first_s is not None else now
@@ -312,8 +338,8 @@ class UserWindows:
         """The input ended (a bounded replay): apply a pending session end; windows still
         open stay in the state (and the snapshot) for the next run."""
         out: list[WindowEvent] = []
-        if self.pending_end is not None:
-            out += self._flush(self.pending_end)
+        while self.pending_ends:
+            out += self._flush(self.pending_ends[0][0])
         wm = self.watermark_ms(now)
         if wm is None and self.progress_ms:
             # Streams that never showed up do not hold a finished input back.
@@ -365,7 +391,7 @@ class UserWindows:
         out += self._close_coarse(lambda wid: True, end_ms=end.ts_ms)
         # Event time never runs backwards: windows before the end are closed for good.
         self.closed_until_ms = max(self.closed_until_ms, align(end.ts_ms, BASE_S))
-        self.pending_end = self.pending_end_s = None
+        self.pending_ends = [p for p in self.pending_ends if p[0] is not end]
         self.progress_ms.clear()
         self.last_seen_s.clear()
         self.session_first_s = None

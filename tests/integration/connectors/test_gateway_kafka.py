@@ -112,6 +112,12 @@ def test_producer_api_and_realtime_pacing(settings, topics, user_id, one_minute)
     assert frames[-1].ts == start + timedelta(seconds=59 / 4)
     _, control = _decoded(settings, topics, "control")
     assert control[-1].ts == start + timedelta(seconds=60)
+    # the end says where each stream stopped, so the flow knows when the session has arrived
+    ms = codec.to_epoch_ms
+    assert control[-1].last_ms == {
+        "frames": ms(start + timedelta(seconds=59 / 4)),
+        "audio": ms(start + timedelta(seconds=60)),
+    }
 
 
 def test_video_input_with_its_audio_track(settings, topics, user_id, tmp_path):

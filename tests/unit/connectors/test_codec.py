@@ -119,6 +119,31 @@ def test_control_round_trip(event):
     assert codec.encode(msg) == rec
 
 
+def test_session_end_carries_where_each_stream_ended():
+    last = {"frames": 1_000, "audio": 2_500}
+    rec = encode_control("u1", "s1", TS, "session_end", last)
+    assert json.loads(rec[1]) == {"event": "session_end", "last_ms": last}
+    msg = dec("control", rec)
+    assert msg.last_ms == last and codec.encode(msg) == rec
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"event":"session_end","last_ms":{"video":1}}',
+        b'{"event":"session_end","last_ms":{"frames":-1}}',
+        b'{"event":"session_end","last_ms":{"frames":"soon"}}',
+        b'{"event":"session_end","last_ms":[1]}',
+        b'{"event":"session_start","last_ms":{"frames":1}}',
+    ],
+)
+def test_bad_last_ms_is_a_bad_control_message(body):
+    headers = encode_control("u1", "s1", TS, "session_end")[2]
+    with pytest.raises(InvalidMessage) as info:
+        dec("control", (b"u1", body, headers))
+    assert info.value.reason == codec.BAD_CONTROL
+
+
 def test_encode_rejects_unsafe_ids_and_naive_time():
     with pytest.raises(ValueError):
         encode_frame("../etc", "s1", TS, 0, jpeg())

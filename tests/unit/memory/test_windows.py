@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import pytest
@@ -209,6 +210,88 @@ def test_end_is_applied_when_the_next_session_starts() -> None:
     bases = of(out, BaseWindow)
     assert [(b.start_ms, b.partial, b.session_id) for b in bases] == [(HOUR0, True, "s1")]
     assert (HOUR0 + 90 * S) in state.open_base
+
+
+def test_end_read_before_its_session_waits_for_the_data() -> None:
+    """A consumer catching up reads the control topic far ahead of the frames: the end must
+    not flush (and turn the whole session late) before the session's captures arrive."""
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2))
+    last = (("audio", HOUR0 + 65 * S), ("frames", HOUR0 + 64 * S))
+    assert state.ingest([SessionEnd("s1", HOUR0 + 65 * S, last)], clock.now) == []
+    assert state.tick(clock.advance(10)) == []  # past the grace: still waiting for the data
+    assert state.next_wake(clock.now) == pytest.approx(clock.now + 20)
+    out = []
+    for t in range(0, 65, 5):
+        out += state.ingest([frame(HOUR0 + t * S), audio(HOUR0 + t * S)], clock.advance(0.1))
+    out += state.ingest([frame(HOUR0 + 64 * S)], clock.advance(0.1))  # the last capture
+    assert not of(out, LateItem) and state.late_count == 0
+    bases = of(out, BaseWindow)
+    assert [(b.start_ms, b.partial) for b in bases] == [
+        (HOUR0, False),
+        (HOUR0 + 30 * S, False),
+        (HOUR0 + 60 * S, True),
+    ]
+    assert len([i for i in bases[-1].items if i.kind == "frames"]) == 2  # 60 s and 64 s
+    assert state.pending_ends == [] and state.open_base == {}
+
+
+def test_end_whose_data_never_comes_gives_up_after_idle() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2))
+    state.ingest([frame(HOUR0 + S), audio(HOUR0 + S)], clock.now)
+    last = (("audio", HOUR0 + 6 * S), ("frames", HOUR0 + 20 * S))  # frames 2..20 s are lost
+    state.ingest([SessionEnd("s1", HOUR0 + 20 * S, last)], clock.advance(1))
+    state.tick(clock.advance(29.5))
+    assert len(state.pending_ends) == 1  # past the 2 s grace, still waiting for the frames
+    state.tick(clock.advance(1))
+    assert state.pending_ends == [] and state.open_base == {}
+    late = state.ingest([frame(HOUR0 + 2 * S)], clock.advance(1))
+    assert len(of(late, LateItem)) == 1
+
+
+def test_ends_read_ahead_of_two_sessions_each_wait_for_their_own() -> None:
+    clock = FakeClock()
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=1))
+    ends = [
+        SessionEnd("s1", HOUR0 + 40 * S, (("frames", HOUR0 + 40 * S),)),
+        SessionEnd("s2", HOUR0 + 130 * S, (("frames", HOUR0 + 130 * S),)),
+    ]
+    assert state.ingest(ends, clock.now) == []
+    out = state.ingest([frame(HOUR0 + t * S) for t in (0, 20, 40)], clock.advance(5))
+    assert [(b.start_ms, b.session_id) for b in of(out, BaseWindow)] == [
+        (HOUR0, "s1"),
+        (HOUR0 + 30 * S, "s1"),
+    ]
+    assert [e for e, _ in state.pending_ends] == ends[1:]
+    out = state.ingest([frame(HOUR0 + t * S, "s2") for t in (100, 130)], clock.advance(5))
+    assert [(b.start_ms, b.session_id) for b in of(out, BaseWindow)] == [
+        (HOUR0 + 90 * S, "s2"),
+        (HOUR0 + 120 * S, "s2"),
+    ]
+    assert not of(out, LateItem) and state.pending_ends == []
+
+
+def test_a_bounded_run_leaves_ends_to_the_data_or_eof() -> None:
+    clock = FakeClock()
+    config = WindowConfig(allowed_lateness_s=0, idle_s=1e6, session_end_grace_s=math.inf)
+    state = UserWindows("u1", config)
+    state.ingest([frame(HOUR0 + S), audio(HOUR0 + S)], clock.now)
+    state.ingest([SessionEnd("s1", HOUR0 + 10 * S)], clock.now)  # an end without last_ms
+    assert state.tick(clock.advance(10_000)) == []
+    assert math.isfinite(state.next_wake(clock.now))  # the idle timer, not the end
+    out = state.eof(clock.now)
+    assert [(b.start_ms, b.partial) for b in of(out, BaseWindow)] == [(HOUR0, True)]
+
+
+def test_a_frame_at_the_end_time_belongs_to_the_session() -> None:
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=9))
+    state.ingest([frame(HOUR0 + S), SessionEnd("s1", HOUR0 + 10 * S)], 1.0)
+    out = state.ingest([frame(HOUR0 + 10 * S)], 2.0)  # read after the end, same capture time
+    out += state.eof(3.0)
+    bases = of(out, BaseWindow)
+    assert [b.start_ms for b in bases] == [HOUR0]  # one window, not a second one for 10 s
+    assert [i.ts_ms for i in bases[0].items] == [HOUR0 + S, HOUR0 + 10 * S]
 
 
 def test_duplicates_are_merged_and_eof_keeps_open_tail() -> None:
