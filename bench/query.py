@@ -250,8 +250,12 @@ async def _time_queries(
 
 
 def measure_retrieval(
-    deps: Any, cache: CountingCache, user_id: str, queries: dict[str, list[Query]],
-    cold_n: int, echo: Echo,
+    deps: Any,
+    cache: CountingCache,
+    user_id: str,
+    queries: dict[str, list[Query]],
+    cold_n: int,
+    echo: Echo,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Warm (cache primed by one untimed query) and cold (keys invalidated before each)."""
     latency: dict[str, Any] = {}
@@ -274,13 +278,21 @@ def measure_retrieval(
         cold_steps = breakdown(cache.watch.take(), cold)
         latency[memory_type] = {"warm": summarise(warm), "cold": summarise(cold)}
         detail[memory_type] = {
-            "warm": {"cache": warm_cache, "mean_hits": float(np.mean(warm_hits)),
-                     "mean_ms_per_step": warm_steps},
-            "cold": {"cache": cold_cache, "mean_hits": float(np.mean(cold_hits or [0])),
-                     "mean_ms_per_step": cold_steps},
+            "warm": {
+                "cache": warm_cache,
+                "mean_hits": float(np.mean(warm_hits)),
+                "mean_ms_per_step": warm_steps,
+            },
+            "cold": {
+                "cache": cold_cache,
+                "mean_hits": float(np.mean(cold_hits or [0])),
+                "mean_ms_per_step": cold_steps,
+            },
         }
-        echo(f"  {memory_type}: warm p50 {latency[memory_type]['warm'].get('p50')} ms,"
-             f" cold p50 {latency[memory_type]['cold'].get('p50')} ms")
+        echo(
+            f"  {memory_type}: warm p50 {latency[memory_type]['warm'].get('p50')} ms,"
+            f" cold p50 {latency[memory_type]['cold'].get('p50')} ms"
+        )
     return latency, detail
 
 
@@ -298,7 +310,8 @@ def db_counts(conn: Any, user_id: str) -> dict[str, int]:
     out["segments"] = sum(out[f"segments_{s}"] for s in SCALES)
     for scale, n in conn.execute(
         "SELECT scale_seconds, count(*) FROM triples WHERE user_id = %s"
-        " AND memory_type = 'episodic' GROUP BY 1", (user_id,)
+        " AND memory_type = 'episodic' GROUP BY 1",
+        (user_id,),
     ).fetchall():
         out[f"episodic_{scale}"] = int(n)
     out["episodic"] = sum(out[f"episodic_{s}"] for s in SCALES)
@@ -307,14 +320,18 @@ def db_counts(conn: Any, user_id: str) -> dict[str, int]:
         return int(conn.execute(query, (user_id,)).fetchone()[0])
 
     out["semantic"] = one(
-        "SELECT count(*) FROM triples WHERE user_id = %s AND memory_type = 'semantic'")
+        "SELECT count(*) FROM triples WHERE user_id = %s AND memory_type = 'semantic'"
+    )
     out["semantic_invalidated"] = one(
         "SELECT count(*) FROM triples WHERE user_id = %s AND memory_type = 'semantic'"
-        " AND invalidated_at IS NOT NULL AND replaced_by IS NOT NULL")
+        " AND invalidated_at IS NOT NULL AND replaced_by IS NOT NULL"
+    )
     out["entities_canonical"] = one(
-        "SELECT count(*) FROM entities WHERE user_id = %s AND canonical_entity_id IS NULL")
+        "SELECT count(*) FROM entities WHERE user_id = %s AND canonical_entity_id IS NULL"
+    )
     out["entities_alias"] = one(
-        "SELECT count(*) FROM entities WHERE user_id = %s AND canonical_entity_id IS NOT NULL")
+        "SELECT count(*) FROM entities WHERE user_id = %s AND canonical_entity_id IS NOT NULL"
+    )
     out["visual"] = one("SELECT count(*) FROM visual_embeddings WHERE user_id = %s")
     out["frames"] = one("SELECT count(*) FROM frames WHERE user_id = %s")
     out["sessions"] = one("SELECT count(*) FROM sessions WHERE user_id = %s")
@@ -369,14 +386,21 @@ def run_benchmark(
         "benchmark": "query",
         "user_id": user_id,
         "config": {
-            "hours": cfg.hours, "days": round(cfg.hours / 24, 3), "seed": cfg.seed,
-            "queries_warm": queries, "queries_cold": min(cold_queries, queries),
-            "build_repeats": build_repeats, "drop_indexes": drop_indexes,
+            "hours": cfg.hours,
+            "days": round(cfg.hours / 24, 3),
+            "seed": cfg.seed,
+            "queries_warm": queries,
+            "queries_cold": min(cold_queries, queries),
+            "build_repeats": build_repeats,
+            "drop_indexes": drop_indexes,
             "triples_per_segment": {str(s): n for s, n in cfg.triples_per_segment},
             "frames_per_segment": cfg.frames_per_segment,
-            "text_dim": cfg.text_dim, "visual_dim": cfg.visual_dim,
-            "episodic_top_k": settings.episodic_top_k, "semantic_top_k": settings.semantic_top_k,
-            "visual_top_k": settings.visual_top_k, "rerank_keep": settings.rerank_keep,
+            "text_dim": cfg.text_dim,
+            "visual_dim": cfg.visual_dim,
+            "episodic_top_k": settings.episodic_top_k,
+            "semantic_top_k": settings.semantic_top_k,
+            "visual_top_k": settings.visual_top_k,
+            "rerank_keep": settings.rerank_keep,
         },
         "loadavg": {"start": _loadavg()},
     }
@@ -395,8 +419,10 @@ def run_benchmark(
         _ = memory.episodic, memory.semantic
         result["generate_s"] = round(time.perf_counter() - t, 2)
         expected = expected_counts(cfg)
-        echo(f"loading {expected['segments']} segments, {expected['episodic']} episodic and"
-             f" {expected['semantic']} semantic triples, {expected['visual']} clip vectors")
+        echo(
+            f"loading {expected['segments']} segments, {expected['episodic']} episodic and"
+            f" {expected['semantic']} semantic triples, {expected['visual']} clip vectors"
+        )
         with db.connection() as conn:
             loaded = True
             report: LoadReport = load_memory(conn, memory, user_id, drop_indexes=drop_indexes)
@@ -408,8 +434,10 @@ def run_benchmark(
         result["expected_rows"] = expected
         result["rows_match"] = counts == expected
         result["loadavg"]["after_load"] = _loadavg()
-        echo(f"loaded {report.total_rows} rows in {report.load_s:.1f} s"
-             f" ({result['load_rows_per_s']} rows/s; rows match: {result['rows_match']})")
+        echo(
+            f"loaded {report.total_rows} rows in {report.load_s:.1f} s"
+            f" ({result['load_rows_per_s']} rows/s; rows match: {result['rows_match']})"
+        )
 
         reader = PgMemoryReader(db)
         echo("graph builds")
@@ -419,11 +447,16 @@ def run_benchmark(
         echo("  " + ", ".join(f"{k}: {v} ms" for k, v in result["graph_build_ms"].items()))
 
         qs = make_queries(memory, queries, seed=cfg.seed)
-        stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim,
-                          cfg.visual_dim)
-        deps = RetrievalDeps(db=db, roles=stub, embedder=stub, encoder=stub,  # type: ignore[arg-type]
-                             cache=cache, settings=settings,  # type: ignore[arg-type]
-                             store=TimingReader(reader, cache.watch))
+        stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim, cfg.visual_dim)
+        deps = RetrievalDeps(
+            db=db,
+            roles=stub,
+            embedder=stub,
+            encoder=stub,  # type: ignore[arg-type]
+            cache=cache,
+            settings=settings,  # type: ignore[arg-type]
+            store=TimingReader(reader, cache.watch),
+        )
         echo(f"retrieval: {queries} warm and {min(cold_queries, queries)} cold queries per type")
         latency, detail = measure_retrieval(deps, cache, user_id, qs, cold_queries, echo)
         result["retrieval_ms"] = latency
@@ -459,10 +492,12 @@ def resolve_settings(settings: Settings, echo: Echo) -> tuple[Settings, bool]:
             echo(f"starting the embedded stack in {settings.resolved_state_dir}")
             started = True
         urls = stack.up(settings)
-        settings = settings.model_copy(update={
-            "database_url": settings.database_url or urls.database_url,
-            "redis_url": settings.redis_url or urls.redis_url,
-        })
+        settings = settings.model_copy(
+            update={
+                "database_url": settings.database_url or urls.database_url,
+                "redis_url": settings.redis_url or urls.redis_url,
+            }
+        )
     apply_migrations(settings.database_url, settings)
     return settings, started
 
@@ -477,8 +512,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--user", default=None, help="user id to load (default: a fresh one)")
     p.add_argument("--keep", action="store_true", help="keep the loaded user afterwards")
-    p.add_argument("--keep-indexes", action="store_true",
-                   help="load into live HNSW indexes instead of dropping and rebuilding them")
+    p.add_argument(
+        "--keep-indexes",
+        action="store_true",
+        help="load into live HNSW indexes instead of dropping and rebuilding them",
+    )
     return p.parse_args(argv)
 
 
@@ -510,7 +548,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if started and not args.keep:
             stack.down(base)
     result["command"] = "python -m bench.query " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+        argv if argv is not None else sys.argv[1:]
+    )
     result["wall_s"] = round(time.perf_counter() - t0, 1)
     text = json.dumps(result, indent=2)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -53,8 +53,11 @@ class LoadReport:
 
     def as_dict(self) -> dict[str, Any]:
         per_table = {
-            t: {"rows": n, "s": round(self.copy_s[t], 3),
-                "rows_per_s": round(n / self.copy_s[t]) if self.copy_s[t] > 0 else None}
+            t: {
+                "rows": n,
+                "s": round(self.copy_s[t], 3),
+                "rows_per_s": round(n / self.copy_s[t]) if self.copy_s[t] > 0 else None,
+            }
             for t, n in self.rows.items()
         }
         return {
@@ -128,36 +131,73 @@ class Loader:
 
     def entities(self) -> None:
         v = self.mem.vocab
-        self.copy("entities", ("user_id", "surface_form", "canonical_name", "embedding"),
-                  ((self.user, n, n, v.vectors[i]) for i, n in enumerate(v.names)))
-        got = dict(self._fixup(
-            "SELECT lower(surface_form), id FROM entities"
-            " WHERE user_id = %s AND canonical_entity_id IS NULL", (self.user,)))
+        self.copy(
+            "entities",
+            ("user_id", "surface_form", "canonical_name", "embedding"),
+            ((self.user, n, n, v.vectors[i]) for i, n in enumerate(v.names)),
+        )
+        got = dict(
+            self._fixup(
+                "SELECT lower(surface_form), id FROM entities"
+                " WHERE user_id = %s AND canonical_entity_id IS NULL",
+                (self.user,),
+            )
+        )
         self.entity_ids = [int(got[n.lower()]) for n in v.names]
-        self.copy("entities", ("user_id", "canonical_entity_id", "surface_form", "embedding"),
-                  ((self.user, self.entity_ids[i], alias, v.alias_vectors[k])
-                   for k, (alias, i) in enumerate(v.aliases)))
+        self.copy(
+            "entities",
+            ("user_id", "canonical_entity_id", "surface_form", "embedding"),
+            (
+                (self.user, self.entity_ids[i], alias, v.alias_vectors[k])
+                for k, (alias, i) in enumerate(v.aliases)
+            ),
+        )
 
     def segments(self) -> None:
         segs = self.mem.segments
-        cols = ("user_id", "session_id", "scale_seconds", "window_start", "window_end",
-                "caption", "transcript", "parent_segment_id", "processing_status",
-                "visual_status", "model_versions")
+        cols = (
+            "user_id",
+            "session_id",
+            "scale_seconds",
+            "window_start",
+            "window_end",
+            "caption",
+            "transcript",
+            "parent_segment_id",
+            "processing_status",
+            "visual_status",
+            "model_versions",
+        )
         for scale in sorted(SCALES, reverse=True):
+
             def rows(scale: int = scale) -> Iterator[tuple]:
                 captions = self.mem.captions(scale)
                 for i, start in enumerate(segs.starts[scale]):
                     p = segs.parent[scale][i]
                     parent = None if p is None else self.segment_ids[p[0]][p[1]]
                     transcript = "(speech) " + captions[i][:80] if scale == 30 and i % 3 else None
-                    yield (self.user, self.mem.session_of(start), scale, start,
-                           segs.end(scale, i), captions[i], transcript, parent, "complete",
-                           "complete" if scale == 30 else "none", _VERSIONS)
+                    yield (
+                        self.user,
+                        self.mem.session_of(start),
+                        scale,
+                        start,
+                        segs.end(scale, i),
+                        captions[i],
+                        transcript,
+                        parent,
+                        "complete",
+                        "complete" if scale == 30 else "none",
+                        _VERSIONS,
+                    )
 
             self.copy("segments", cols, rows())
-            got = dict(self._fixup(
-                "SELECT window_start, id FROM segments WHERE user_id = %s AND scale_seconds = %s",
-                (self.user, scale)))
+            got = dict(
+                self._fixup(
+                    "SELECT window_start, id FROM segments"
+                    " WHERE user_id = %s AND scale_seconds = %s",
+                    (self.user, scale),
+                )
+            )
             self.segment_ids[scale] = [int(got[s]) for s in segs.starts[scale]]
 
     def frames(self) -> None:
@@ -175,8 +215,13 @@ class Loader:
                 for j in range(n):
                     ts = start + timedelta(seconds=j * step)
                     ms = int(ts.timestamp() * 1000)
-                    yield (self.user, session, ts, i * n + j,
-                           f"frames/{self.user}/{session}/{ms}-{j}.jpg")
+                    yield (
+                        self.user,
+                        session,
+                        ts,
+                        i * n + j,
+                        f"frames/{self.user}/{session}/{ms}-{j}.jpg",
+                    )
 
         self.copy("frames", ("user_id", "session_id", "captured_at", "seq", "blob_key"), rows())
 
@@ -189,16 +234,35 @@ class Loader:
                 for k in range(lo, hi):
                     yield (self.user, ids[k], segs.starts[30][k], segs.end(30, k), vecs[k - lo])
 
-        self.copy("visual_embeddings",
-                  ("user_id", "segment_id", "window_start", "window_end", "embedding"), rows())
+        self.copy(
+            "visual_embeddings",
+            ("user_id", "segment_id", "window_start", "window_end", "embedding"),
+            rows(),
+        )
 
-    _TRIPLE_COLS = ("user_id", "memory_type", "segment_id", "scale_seconds",
-                    "subject_entity_id", "predicate", "object_entity_id", "object_literal",
-                    "embedding", "valid_from", "invalidated_at", "evidence_segment_ids", "origin")
+    _TRIPLE_COLS = (
+        "user_id",
+        "memory_type",
+        "segment_id",
+        "scale_seconds",
+        "subject_entity_id",
+        "predicate",
+        "object_entity_id",
+        "object_literal",
+        "embedding",
+        "valid_from",
+        "invalidated_at",
+        "evidence_segment_ids",
+        "origin",
+    )
 
     def _triple_rows(
-        self, specs: TripleSpecs, memory_type: str, stream: int,
-        invalidated_at: list | None = None, origin: list[str] | None = None,
+        self,
+        specs: TripleSpecs,
+        memory_type: str,
+        stream: int,
+        invalidated_at: list | None = None,
+        origin: list[str] | None = None,
     ) -> Iterator[tuple]:
         v, segs, ent = self.mem.vocab, self.mem.segments, self.entity_ids
         for lo, hi in iter_slices(len(specs), 4096):
@@ -207,15 +271,24 @@ class Loader:
                 scale, seg = int(specs.scale[i]), int(specs.segment[i])
                 sid = self.segment_ids[scale][seg]
                 o, lit = int(specs.obj[i]), int(specs.literal[i])
-                yield (self.user, memory_type, sid, scale, ent[specs.subj[i]],
-                       v.predicates[specs.pred[i]], ent[o] if o >= 0 else None,
-                       v.literals[lit] if lit >= 0 else None, vecs[i - lo],
-                       segs.end(scale, seg), invalidated_at[i] if invalidated_at else None,
-                       [sid], origin[i] if origin else "extracted")
+                yield (
+                    self.user,
+                    memory_type,
+                    sid,
+                    scale,
+                    ent[specs.subj[i]],
+                    v.predicates[specs.pred[i]],
+                    ent[o] if o >= 0 else None,
+                    v.literals[lit] if lit >= 0 else None,
+                    vecs[i - lo],
+                    segs.end(scale, seg),
+                    invalidated_at[i] if invalidated_at else None,
+                    [sid],
+                    origin[i] if origin else "extracted",
+                )
 
     def episodic(self) -> None:
-        self.copy("triples", self._TRIPLE_COLS,
-                  self._triple_rows(self.mem.episodic, "episodic", 0))
+        self.copy("triples", self._TRIPLE_COLS, self._triple_rows(self.mem.episodic, "episodic", 0))
 
     def semantic(self) -> None:
         sem, segs = self.mem.semantic, self.mem.segments
@@ -224,13 +297,24 @@ class Loader:
         invalidated = [ends[int(r)] if r >= 0 else None for r in replaced]
         replacing = set(int(r) for r in replaced if r >= 0)
         origin = ["consolidated" if i in replacing else "extracted" for i in range(len(specs))]
-        before = self._fixup("SELECT coalesce(max(id), 0) FROM triples WHERE user_id = %s"
-                             " AND memory_type = 'semantic'", (self.user,))[0][0]
-        self.copy("triples", self._TRIPLE_COLS,
-                  self._triple_rows(specs, "semantic", 1, invalidated, origin))
-        ids = [int(r[0]) for r in self._fixup(
-            "SELECT id FROM triples WHERE user_id = %s AND memory_type = 'semantic' AND id > %s"
-            " ORDER BY id", (self.user, before))]
+        before = self._fixup(
+            "SELECT coalesce(max(id), 0) FROM triples WHERE user_id = %s"
+            " AND memory_type = 'semantic'",
+            (self.user,),
+        )[0][0]
+        self.copy(
+            "triples",
+            self._TRIPLE_COLS,
+            self._triple_rows(specs, "semantic", 1, invalidated, origin),
+        )
+        ids = [
+            int(r[0])
+            for r in self._fixup(
+                "SELECT id FROM triples WHERE user_id = %s AND memory_type = 'semantic' AND id > %s"
+                " ORDER BY id",
+                (self.user, before),
+            )
+        ]
         if len(ids) != len(specs):
             raise RuntimeError(f"read back {len(ids)} semantic ids, wrote {len(specs)}")
         old = [ids[i] for i, r in enumerate(replaced) if r >= 0]
@@ -238,7 +322,8 @@ class Loader:
         self._fixup(
             "UPDATE triples t SET replaced_by = m.new FROM unnest(%s::bigint[], %s::bigint[])"
             " AS m(old, new) WHERE t.user_id = %s AND t.id = m.old RETURNING t.id",
-            (old, new, self.user))
+            (old, new, self.user),
+        )
 
     def load_all(self) -> None:
         self.users_and_sessions()

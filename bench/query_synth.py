@@ -45,50 +45,235 @@ EMBED_CHUNK = 4096  # rows per embedding block (fixed: blocks are seeded by thei
 _S_VOCAB, _S_CONTEXT, _S_EPISODIC, _S_EMBED, _S_SEMANTIC, _S_VISUAL, _S_QUERY = range(7)
 
 PEOPLE = (
-    "Alice", "Ben", "Chloe", "Daniel", "Emma", "Farid", "Grace", "Hiro", "Isabel", "Jonas",
-    "Kemal", "Lena", "Marco", "Nadia", "Oscar", "Priya", "Quentin", "Rosa", "Samir", "Tessa",
-    "Umar", "Vera", "Wen", "Xavier", "Yara", "Zoe", "Mum", "Dad", "Grandma Ines", "Dr. Okafor",
-    "Coach Bell", "Mrs. Lindqvist", "the barista", "the bus driver", "the cashier", "Leo",
-    "Mia", "Noah", "Olivia", "Pablo", "Ravi", "Sofia", "Tom", "Uma", "Victor", "Will",
+    "Alice",
+    "Ben",
+    "Chloe",
+    "Daniel",
+    "Emma",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Isabel",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Marco",
+    "Nadia",
+    "Oscar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Samir",
+    "Tessa",
+    "Umar",
+    "Vera",
+    "Wen",
+    "Xavier",
+    "Yara",
+    "Zoe",
+    "Mum",
+    "Dad",
+    "Grandma Ines",
+    "Dr. Okafor",
+    "Coach Bell",
+    "Mrs. Lindqvist",
+    "the barista",
+    "the bus driver",
+    "the cashier",
+    "Leo",
+    "Mia",
+    "Noah",
+    "Olivia",
+    "Pablo",
+    "Ravi",
+    "Sofia",
+    "Tom",
+    "Uma",
+    "Victor",
+    "Will",
 )
 PLACES = (
-    "kitchen", "living room", "bedroom", "bathroom", "hallway", "balcony", "garage",
-    "home office", "office lobby", "open-plan office", "meeting room B", "meeting room C",
-    "office kitchenette", "coffee shop on Elm Street", "bakery", "supermarket", "pharmacy",
-    "bus stop", "number 12 bus", "train platform", "city park", "playground", "gym",
-    "swimming pool", "library", "bookshop", "hardware store", "post office", "bank",
-    "doctor's waiting room", "pizzeria", "sushi bar", "cinema", "parking lot", "laundromat",
-    "riverside path", "farmers market", "school gate", "garden", "friend's flat",
+    "kitchen",
+    "living room",
+    "bedroom",
+    "bathroom",
+    "hallway",
+    "balcony",
+    "garage",
+    "home office",
+    "office lobby",
+    "open-plan office",
+    "meeting room B",
+    "meeting room C",
+    "office kitchenette",
+    "coffee shop on Elm Street",
+    "bakery",
+    "supermarket",
+    "pharmacy",
+    "bus stop",
+    "number 12 bus",
+    "train platform",
+    "city park",
+    "playground",
+    "gym",
+    "swimming pool",
+    "library",
+    "bookshop",
+    "hardware store",
+    "post office",
+    "bank",
+    "doctor's waiting room",
+    "pizzeria",
+    "sushi bar",
+    "cinema",
+    "parking lot",
+    "laundromat",
+    "riverside path",
+    "farmers market",
+    "school gate",
+    "garden",
+    "friend's flat",
 )
 _COLOURS = (
-    "red", "blue", "green", "black", "white", "grey", "yellow", "orange", "brown", "silver",
-    "pink", "purple",
+    "red",
+    "blue",
+    "green",
+    "black",
+    "white",
+    "grey",
+    "yellow",
+    "orange",
+    "brown",
+    "silver",
+    "pink",
+    "purple",
 )
 _NOUNS = (
-    "mug", "laptop", "notebook", "phone", "umbrella", "backpack", "water bottle", "jacket",
-    "scarf", "keys", "wallet", "headphones", "charger", "book", "pen", "stapler", "lamp",
-    "chair", "kettle", "toaster", "frying pan", "cutting board", "plate", "bowl", "spoon",
-    "towel", "toothbrush", "shampoo bottle", "bicycle", "helmet", "shopping bag", "receipt",
-    "newspaper", "tablet", "remote control", "plant pot", "watering can", "sunglasses",
-    "watch", "calendar", "folder", "whiteboard marker", "coffee cup", "sandwich", "apple",
-    "banana", "cereal box", "milk carton", "jar of honey", "medicine box", "yoga mat",
-    "tennis racket", "football", "guitar", "camera", "envelope", "parcel", "ticket",
-    "laundry basket", "vacuum cleaner",
+    "mug",
+    "laptop",
+    "notebook",
+    "phone",
+    "umbrella",
+    "backpack",
+    "water bottle",
+    "jacket",
+    "scarf",
+    "keys",
+    "wallet",
+    "headphones",
+    "charger",
+    "book",
+    "pen",
+    "stapler",
+    "lamp",
+    "chair",
+    "kettle",
+    "toaster",
+    "frying pan",
+    "cutting board",
+    "plate",
+    "bowl",
+    "spoon",
+    "towel",
+    "toothbrush",
+    "shampoo bottle",
+    "bicycle",
+    "helmet",
+    "shopping bag",
+    "receipt",
+    "newspaper",
+    "tablet",
+    "remote control",
+    "plant pot",
+    "watering can",
+    "sunglasses",
+    "watch",
+    "calendar",
+    "folder",
+    "whiteboard marker",
+    "coffee cup",
+    "sandwich",
+    "apple",
+    "banana",
+    "cereal box",
+    "milk carton",
+    "jar of honey",
+    "medicine box",
+    "yoga mat",
+    "tennis racket",
+    "football",
+    "guitar",
+    "camera",
+    "envelope",
+    "parcel",
+    "ticket",
+    "laundry basket",
+    "vacuum cleaner",
 )
 OBJECT_COUNT = 250
 EPISODIC_PREDICATES = (
-    "picked up", "put down", "talked with", "walked into", "looked at", "used", "opened",
-    "closed", "held", "drank from", "ate", "typed on", "read", "wrote in", "handed",
-    "received", "sat at", "left", "arrived at", "called", "laughed with", "cleaned", "washed",
-    "bought", "paid for", "carried", "charged", "searched for", "found", "placed on",
-    "pointed at", "showed", "borrowed", "returned", "dropped", "fixed", "waited at",
-    "met", "photographed", "listened to",
+    "picked up",
+    "put down",
+    "talked with",
+    "walked into",
+    "looked at",
+    "used",
+    "opened",
+    "closed",
+    "held",
+    "drank from",
+    "ate",
+    "typed on",
+    "read",
+    "wrote in",
+    "handed",
+    "received",
+    "sat at",
+    "left",
+    "arrived at",
+    "called",
+    "laughed with",
+    "cleaned",
+    "washed",
+    "bought",
+    "paid for",
+    "carried",
+    "charged",
+    "searched for",
+    "found",
+    "placed on",
+    "pointed at",
+    "showed",
+    "borrowed",
+    "returned",
+    "dropped",
+    "fixed",
+    "waited at",
+    "met",
+    "photographed",
+    "listened to",
 )
 SEMANTIC_PREDICATES = (
-    "likes", "dislikes", "usually drinks", "usually eats", "works at", "lives near", "owns",
-    "is friend of", "is colleague of", "keeps keys in", "prefers", "visits on weekends",
-    "goes to", "is allergic to", "plays", "commutes by", "shops at", "borrows from",
-    "trusts", "meets weekly with",
+    "likes",
+    "dislikes",
+    "usually drinks",
+    "usually eats",
+    "works at",
+    "lives near",
+    "owns",
+    "is friend of",
+    "is colleague of",
+    "keeps keys in",
+    "prefers",
+    "visits on weekends",
+    "goes to",
+    "is allergic to",
+    "plays",
+    "commutes by",
+    "shops at",
+    "borrows from",
+    "trusts",
+    "meets weekly with",
 )
 _EPISODIC_LITERALS = tuple(
     [f"at {h:02d}:{m:02d}" for h in range(24) for m in range(0, 60, 5)]
@@ -96,8 +281,21 @@ _EPISODIC_LITERALS = tuple(
     + [f"${p}.{c:02d}" for p in range(1, 40) for c in (0, 50, 99)]
 )
 _SEMANTIC_LITERALS = tuple(
-    [f"every {d}" for d in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
-                            "Saturday", "Sunday", "morning", "evening", "weekend")]
+    [
+        f"every {d}"
+        for d in (
+            "Monday",
+            "Tuesday",
+            "Wednesday",
+            "Thursday",
+            "Friday",
+            "Saturday",
+            "Sunday",
+            "morning",
+            "evening",
+            "weekend",
+        )
+    ]
     + [f"around {h}:00" for h in range(6, 23)]
     + ["oat milk", "green tea", "espresso", "peanuts", "cycling", "running", "jazz"]
 )
@@ -201,18 +399,22 @@ class Vocabulary:
         kinds = ["self"] + ["person"] * len(PEOPLE) + ["place"] * len(PLACES)
         kinds += ["object"] * len(objects)
         # clusters: one per kind, and per noun for objects (a "mug" is near other mugs)
-        cluster_of = [k if k != "object" else f"object:{n.split(' ', 1)[1]}"
-                      for k, n in zip(kinds, names, strict=True)]
+        cluster_of = [
+            k if k != "object" else f"object:{n.split(' ', 1)[1]}"
+            for k, n in zip(kinds, names, strict=True)
+        ]
         labels = sorted(set(cluster_of))
         centres = unit_rows(rng.standard_normal((len(labels), cfg.text_dim)))
         idx = np.array([labels.index(c) for c in cluster_of])
-        vectors = unit_rows(centres[idx] + 0.9 * unit_rows(
-            rng.standard_normal((len(names), cfg.text_dim))))
+        vectors = unit_rows(
+            centres[idx] + 0.9 * unit_rows(rng.standard_normal((len(names), cfg.text_dim)))
+        )
         n_alias = round(cfg.alias_fraction * (len(names) - 1))
         alias_of = sorted(rng.choice(np.arange(1, len(names)), size=n_alias, replace=False))
         aliases = [(_alias(names[i], kinds[i]), int(i)) for i in alias_of]
-        alias_vectors = unit_rows(vectors[alias_of] + 0.2 * unit_rows(
-            rng.standard_normal((n_alias, cfg.text_dim))))
+        alias_vectors = unit_rows(
+            vectors[alias_of] + 0.2 * unit_rows(rng.standard_normal((n_alias, cfg.text_dim)))
+        )
         predicates = [*EPISODIC_PREDICATES, *SEMANTIC_PREDICATES]
         literals = [*_EPISODIC_LITERALS, *_SEMANTIC_LITERALS]
         return cls(
@@ -316,16 +518,21 @@ def _contexts(cfg: SynthConfig, vocab: Vocabulary, hour: int) -> list[dict[str, 
     out = []
     for _ in range(6):
         place = home if rng.random() < 0.7 else rng.choice(places)
-        out.append({
-            "place": np.array([place]),
-            "people": rng.choice(people, size=int(rng.integers(0, 4)), replace=False),
-            "objects": rng.choice(objects, size=8, replace=False),
-        })
+        out.append(
+            {
+                "place": np.array([place]),
+                "people": rng.choice(people, size=int(rng.integers(0, 4)), replace=False),
+                "objects": rng.choice(objects, size=8, replace=False),
+            }
+        )
     return out
 
 
 def _segment_triples(
-    rng: np.random.Generator, ctx: dict[str, np.ndarray], n: int, vocab: Vocabulary,
+    rng: np.random.Generator,
+    ctx: dict[str, np.ndarray],
+    n: int,
+    vocab: Vocabulary,
     literal_fraction: float,
 ) -> list[tuple[int, int, int, int]]:
     """``n`` distinct (subject, predicate, object, literal) of one segment from its context."""
@@ -363,8 +570,9 @@ def _hour_triples(cfg: SynthConfig, vocab: Vocabulary, segs: Segments, hour: int
             ctx = contexts[int(offset // 600)]
             if scale == 3600:  # an hour's summary mentions all of its contexts
                 ctx = {k: np.concatenate([c[k] for c in contexts]) for k in ctx}
-            for t in _segment_triples(rng, ctx, cfg.per_segment[scale], vocab,
-                                      cfg.literal_fraction):
+            for t in _segment_triples(
+                rng, ctx, cfg.per_segment[scale], vocab, cfg.literal_fraction
+            ):
                 rows.append((scale, i, *t))
     a = np.array(rows, dtype=np.int64).reshape(-1, 6)
     return TripleSpecs(*(a[:, j] for j in range(6)))
@@ -410,8 +618,11 @@ def _semantic(cfg: SynthConfig, vocab: Vocabulary) -> SemanticSpecs:
                 return
 
     for _ in range(n_base):
-        add(int(rng.integers(n_seg)), int(rng.choice(subjects)),
-            int(rng.integers(p0, len(vocab.predicates))))
+        add(
+            int(rng.integers(n_seg)),
+            int(rng.choice(subjects)),
+            int(rng.integers(p0, len(vocab.predicates))),
+        )
     replaced_by = np.full(total, -1, dtype=np.int64)
     for j, old in enumerate(rng.choice(n_base, size=n_replaced, replace=False)):
         seg, subj, pred = rows[old][:3]
@@ -439,8 +650,9 @@ class SyntheticMemory:
 
     @cached_property
     def episodic(self) -> TripleSpecs:
-        parts = [_hour_triples(self.cfg, self.vocab, self.segments, h)
-                 for h in range(self.cfg.hours)]
+        parts = [
+            _hour_triples(self.cfg, self.vocab, self.segments, h) for h in range(self.cfg.hours)
+        ]
         return TripleSpecs.concat(parts)
 
     @cached_property
@@ -471,8 +683,11 @@ class SyntheticMemory:
         for block in range(start // EMBED_CHUNK, -(-stop // EMBED_CHUNK)):
             lo, hi = block * EMBED_CHUNK, min(len(specs), (block + 1) * EMBED_CHUNK)
             sl = slice(lo, hi)
-            obj = np.where(specs.obj[sl][:, None] >= 0, v.vectors[np.maximum(specs.obj[sl], 0)],
-                           v.literal_vectors[np.maximum(specs.literal[sl], 0)])
+            obj = np.where(
+                specs.obj[sl][:, None] >= 0,
+                v.vectors[np.maximum(specs.obj[sl], 0)],
+                v.literal_vectors[np.maximum(specs.literal[sl], 0)],
+            )
             base = v.vectors[specs.subj[sl]] + obj + 0.5 * v.predicate_vectors[specs.pred[sl]]
             rng = _rng(self.cfg.seed, _S_EMBED, stream * 1_000_000 + block)
             jitter = noise * unit_rows(rng.standard_normal((hi - lo, self.cfg.text_dim)))
@@ -530,8 +745,10 @@ class SyntheticMemory:
         return f"bench-day-{(start - self.cfg.start).days + 1}"
 
     def session_ids(self) -> list[str]:
-        return sorted({self.session_of(s) for s in self.segments.starts[3600]},
-                      key=lambda s: int(s.rsplit("-", 1)[1]))
+        return sorted(
+            {self.session_of(s) for s in self.segments.starts[3600]},
+            key=lambda s: int(s.rsplit("-", 1)[1]),
+        )
 
 
 # --- queries -------------------------------------------------------------------------------

@@ -20,8 +20,11 @@ def create_topics(brokers: str, settings: Settings, timeout_s: float = 30.0) -> 
     admin = AdminClient({"bootstrap.servers": brokers})
     existing = set(admin.list_topics(timeout=timeout_s).topics)
     wanted = [
-        NewTopic(name, num_partitions=settings.topic_partitions,
-                 replication_factor=settings.topic_replication)
+        NewTopic(
+            name,
+            num_partitions=settings.topic_partitions,
+            replication_factor=settings.topic_replication,
+        )
         for name in topic_names(settings).values()
         if name not in existing
     ]

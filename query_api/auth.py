@@ -75,9 +75,7 @@ def authorized_user(user_id: UserIdPath, deps: Deps, key: BearerKey) -> str:
         if verify_api_key(conn, user_id, key):
             return user_id
         if user_for_key(conn, key) is not None:
-            raise HTTPException(
-                status.HTTP_403_FORBIDDEN, "this API key belongs to another user"
-            )
+            raise HTTPException(status.HTTP_403_FORBIDDEN, "this API key belongs to another user")
     raise _unauthorized("invalid API key")
 
 

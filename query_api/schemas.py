@@ -69,12 +69,10 @@ class QueryRequest(_Body):
     question: str = Field(
         min_length=1, max_length=MAX_QUESTION_CHARS, description="A question about the past."
     )
-    choices: list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE_CHARS)]] | None = (
-        Field(
-            default=None,
-            max_length=MAX_CHOICES,
-            description="Multiple-choice options; the answer is then one of them.",
-        )
+    choices: list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE_CHARS)]] | None = Field(
+        default=None,
+        max_length=MAX_CHOICES,
+        description="Multiple-choice options; the answer is then one of them.",
     )
     as_of: AwareDatetime | None = Field(
         default=None,

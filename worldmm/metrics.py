@@ -43,13 +43,17 @@ LLM_BATCH_LINES_RETRIED = Counter(
     ["provider"],
 )
 EMBED_LATENCY = Histogram(
-    "worldmm_embed_latency_seconds", "Wall time of one embed() call.", ["backend"],
+    "worldmm_embed_latency_seconds",
+    "Wall time of one embed() call.",
+    ["backend"],
     buckets=_LATENCY_BUCKETS,
 )
 EMBED_TEXTS = Counter("worldmm_embed_texts_total", "Texts embedded.", ["backend"])
 EMBED_ERRORS = Counter("worldmm_embed_errors_total", "Failed embedding calls.", ["backend"])
 ASR_LATENCY = Histogram(
-    "worldmm_asr_latency_seconds", "Wall time of one transcription.", ["backend"],
+    "worldmm_asr_latency_seconds",
+    "Wall time of one transcription.",
+    ["backend"],
     buckets=_LATENCY_BUCKETS,
 )
 ASR_AUDIO_SECONDS = Counter(

@@ -50,8 +50,10 @@ class _WindowSearch:
         # stable order among equal scores: the earlier window first
         idx = np.argpartition(-head, k - 1)[:k] if k < n else np.arange(n)
         idx = sorted(idx.tolist(), key=lambda i: (-head[i], i))
-        return [Ranked(start=self.windows[i].start, end=self.windows[i].end, scale=WINDOW_S)
-                for i in idx]
+        return [
+            Ranked(start=self.windows[i].start, end=self.windows[i].end, scale=WINDOW_S)
+            for i in idx
+        ]
 
 
 class Bm25Search(_WindowSearch):
@@ -94,7 +96,7 @@ def embed_texts(
                 return matrix
     parts = []
     for i in range(0, len(texts), EMBED_CHUNK):
-        chunk = list(texts[i:i + EMBED_CHUNK])
+        chunk = list(texts[i : i + EMBED_CHUNK])
         parts.append(embedder.embed(chunk))
         if on_progress:
             on_progress(len(chunk))
@@ -122,10 +124,11 @@ class DenseSearch(_WindowSearch):
         super().__init__(windows)
         self._embedder = embedder
         # one cached matrix per day, so a longer run reuses the days a shorter one embedded
-        parts = [embed_texts([w.text for w in day], embedder, on_progress, cache_dir)
-                 for _day, day in groupby(self.windows, key=lambda w: day_of(w.start))]
-        self._matrix = (np.vstack(parts) if parts
-                        else np.zeros((0, embedder.dim), dtype=np.float32))
+        parts = [
+            embed_texts([w.text for w in day], embedder, on_progress, cache_dir)
+            for _day, day in groupby(self.windows, key=lambda w: day_of(w.start))
+        ]
+        self._matrix = np.vstack(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
 
     def search(self, query: str, as_of: datetime | None, k: int) -> list[Ranked]:
         return self.search_vector(self._embedder.embed([query])[0], as_of, k)

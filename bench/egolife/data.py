@@ -158,8 +158,13 @@ def parse_clip(clip: dict) -> Window:
             transcripts.append(text)
         else:
             raise DataError(f"{video}: unknown line type {kind!r}")
-    return Window(start=start, end=start + timedelta(seconds=WINDOW_S),
-                  caption=" ".join(captions), transcript="\n".join(transcripts), source=video)
+    return Window(
+        start=start,
+        end=start + timedelta(seconds=WINDOW_S),
+        caption=" ".join(captions),
+        transcript="\n".join(transcripts),
+        source=video,
+    )
 
 
 def parse_sync_file(path: Path) -> list[Window]:
@@ -192,8 +197,10 @@ def load_windows(sync_dir: Path, days: Iterable[int] | None = None) -> list[Wind
     for path in sync_files(sync_dir, days):
         for w in parse_sync_file(path):
             if w.start in windows:
-                raise DataError(f"{path.name}: two clips in the window {w.start.isoformat()} "
-                                f"({windows[w.start].source}, {w.source})")
+                raise DataError(
+                    f"{path.name}: two clips in the window {w.start.isoformat()} "
+                    f"({windows[w.start].source}, {w.source})"
+                )
             windows[w.start] = w
     return [windows[k] for k in sorted(windows)]
 

@@ -102,8 +102,9 @@ def memory_counts(deps: IngestDeps, user_id: str) -> dict:
     return {
         "tables": tables,
         "segments": {f"{scale}s:{status}": n for scale, status, n in segs},
-        "triples": {f"{kind}:{'active' if active else 'invalidated'}": n
-                    for kind, active, n in trips},
+        "triples": {
+            f"{kind}:{'active' if active else 'invalidated'}": n for kind, active, n in trips
+        },
         "entities": {"canonical" if canonical else "alias": n for canonical, n in ents},
     }
 
@@ -138,13 +139,17 @@ def retrieval_deps(deps: IngestDeps) -> RetrievalDeps:
     query carries ``as_of``, and as-of graphs are always rebuilt from the store."""
     from worldmm.graph.cache import NullCache
 
-    return RetrievalDeps(db=deps.db, roles=deps.roles, embedder=deps.embedder, encoder=None,
-                         cache=NullCache(), settings=deps.settings)
+    return RetrievalDeps(
+        db=deps.db,
+        roles=deps.roles,
+        embedder=deps.embedder,
+        encoder=None,
+        cache=NullCache(),
+        settings=deps.settings,
+    )
 
 
-async def search(
-    deps: RetrievalDeps, user_id: str, query: str, as_of: datetime
-) -> list[Ranked]:
+async def search(deps: RetrievalDeps, user_id: str, query: str, as_of: datetime) -> list[Ranked]:
     """The episodic retriever's final (reranked) segments, in its order."""
     result = await search_episodic(deps, user_id, query, as_of=as_of)
     return [Ranked(start=h.start, end=h.end, scale=h.scale) for h in result.hits]

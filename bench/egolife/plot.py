@@ -41,9 +41,9 @@ def plot_report(report: dict, path: Path) -> Path:
     methods = list(report["methods"])
     types = sorted({t for m in methods for t in report["methods"][m]["by_type"]})
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 1.7]})
-    _bars(left, list(METRICS), methods,
-          lambda m, metric: report["methods"][m]["overall"][metric])
+        1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 1.7]}
+    )
+    _bars(left, list(METRICS), methods, lambda m, metric: report["methods"][m]["overall"][metric])
     left.set_title(f"overall ({report['questions']} questions)")
     left.legend(loc="upper right", fontsize=8)
 
@@ -54,8 +54,10 @@ def plot_report(report: dict, path: Path) -> Path:
     counts = {t: report["methods"][methods[0]]["by_type"].get(t, {}).get("n", 0) for t in types}
     right.set_xticks(range(len(types)), [f"{t}\n(n={counts[t]})" for t in types], fontsize=8)
     right.set_title("hit@3 by question type")
-    fig.suptitle(f"EgoLife A1_JAKE retrieval — day(s) {days_label(report.get('days') or [])}, "
-                 f"{report.get('windows', '?')} windows of 30 s")
+    fig.suptitle(
+        f"EgoLife A1_JAKE retrieval — day(s) {days_label(report.get('days') or [])}, "
+        f"{report.get('windows', '?')} windows of 30 s"
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)

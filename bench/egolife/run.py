@@ -68,7 +68,6 @@ class BenchConfig(BaseModel):
     top_k: int = Field(default=3, ge=1)
     cache_dir: Path | None = None  # dense window embeddings kept between runs
 
-
     @property
     def plot_path(self) -> Path:
         return self.plot or self.out.with_suffix(".png")
@@ -76,8 +75,13 @@ class BenchConfig(BaseModel):
 
 def progress_bar(console: Console) -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
     )
 
 
@@ -115,18 +119,25 @@ def run_baselines(
         bm25 = Bm25Search(windows)
         build = time.perf_counter() - started
         rankings["bm25"], per_q = ask_all(
-            questions, lambda q: bm25.search(q.query_text, q.query_time, cfg.top_k),
-            progress, "bm25")
+            questions,
+            lambda q: bm25.search(q.query_text, q.query_time, cfg.top_k),
+            progress,
+            "bm25",
+        )
         timings["bm25"] = {"index_s": round(build, 2), "query_ms": round(1000 * per_q, 2)}
     if "dense" in cfg.methods:
         task = progress.add_task("embed windows (dense)", total=len(windows))
         started = time.perf_counter()
-        dense = DenseSearch(windows, embedder(), lambda n: progress.advance(task, n),
-                            cache_dir=cfg.cache_dir)
+        dense = DenseSearch(
+            windows, embedder(), lambda n: progress.advance(task, n), cache_dir=cfg.cache_dir
+        )
         build = time.perf_counter() - started
         rankings["dense"], per_q = ask_all(
-            questions, lambda q: dense.search(q.query_text, q.query_time, cfg.top_k),
-            progress, "dense")
+            questions,
+            lambda q: dense.search(q.query_text, q.query_time, cfg.top_k),
+            progress,
+            "dense",
+        )
         timings["dense"] = {"index_s": round(build, 2), "query_ms": round(1000 * per_q, 2)}
     return rankings, timings
 
@@ -146,7 +157,8 @@ def memory_deps(settings: Settings, console: Console) -> Iterator[IngestDeps]:
         urls = stack.up(settings)
     apply_migrations(urls.database_url, settings)
     settings = settings.model_copy(
-        update={"database_url": urls.database_url, "redis_url": urls.redis_url or "none"})
+        update={"database_url": urls.database_url, "redis_url": urls.redis_url or "none"}
+    )
     deps = build_ingest_deps(settings)
     try:
         yield deps
@@ -169,16 +181,24 @@ def run_worldmm(
     todo = list(windows)
     if cfg.reuse:
         todo = mm.missing_hours(windows, stored)
-        console.print(f"reusing the memory of {cfg.user_id}: {len(stored)} 30 s segments "
-                      f"stored, {len(todo)} of {len(windows)} windows to ingest")
+        console.print(
+            f"reusing the memory of {cfg.user_id}: {len(stored)} 30 s segments "
+            f"stored, {len(todo)} of {len(windows)} windows to ingest"
+        )
     elif stored:
         purged = mm.purge(deps, cfg.user_id)
         console.print(f"purged the previous memory of {cfg.user_id}: {purged}")
     if todo:
         task = progress.add_task("ingest (caption-level)", total=len(todo))
-        report = asyncio.run(mm.ingest_windows(
-            deps, cfg.user_id, todo, speech_in_caption=cfg.speech_in_caption,
-            on_hour=lambda n: progress.advance(task, n)))
+        report = asyncio.run(
+            mm.ingest_windows(
+                deps,
+                cfg.user_id,
+                todo,
+                speech_in_caption=cfg.speech_in_caption,
+                on_hour=lambda n: progress.advance(task, n),
+            )
+        )
         info["ingest"] = {"reused_windows": len(windows) - len(todo), **report.as_dict()}
     else:
         info["ingest"] = {"reused_windows": len(windows), "windows": 0}
@@ -223,16 +243,24 @@ def question_rows(
 ) -> list[dict]:
     rows = []
     for i, q in enumerate(questions):
-        rows.append({
-            "id": q.id, "type": q.type, "query_time": q.query_time.isoformat(),
-            "truth": [_iso(iv) for iv in truths[i]],
-            "methods": {
-                m: {**scores[m][i].model_dump(),
-                    "top": [[r.start.isoformat(), r.end.isoformat(), r.scale]
-                            for r in rankings[m][i]]}
-                for m in rankings
-            },
-        })
+        rows.append(
+            {
+                "id": q.id,
+                "type": q.type,
+                "query_time": q.query_time.isoformat(),
+                "truth": [_iso(iv) for iv in truths[i]],
+                "methods": {
+                    m: {
+                        **scores[m][i].model_dump(),
+                        "top": [
+                            [r.start.isoformat(), r.end.isoformat(), r.scale]
+                            for r in rankings[m][i]
+                        ],
+                    }
+                    for m in rankings
+                },
+            }
+        )
     return rows
 
 
@@ -244,8 +272,9 @@ def build_report(
     extra: dict,
 ) -> dict:
     truths = [truth.truth_intervals(q.targets) for q in questions]
-    scores = {m: [truth.score(r, g) for r, g in zip(rankings[m], truths, strict=True)]
-              for m in rankings}
+    scores = {
+        m: [truth.score(r, g) for r, g in zip(rankings[m], truths, strict=True)] for m in rankings
+    }
     return {
         "benchmark": "egolife-retrieval",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -286,22 +315,29 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         raise BenchError("nothing to run: no windows or no questions for these days")
 
     rankings: dict[str, list[list[Ranked]]] = {}
-    extra: dict = {"settings": {"llm_provider": settings.llm_provider,
-                                "embed_backend": settings.embed_backend,
-                                "speech_in_caption": cfg.speech_in_caption,
-                                "top_k": cfg.top_k}}
+    extra: dict = {
+        "settings": {
+            "llm_provider": settings.llm_provider,
+            "embed_backend": settings.embed_backend,
+            "speech_in_caption": cfg.speech_in_caption,
+            "top_k": cfg.top_k,
+        }
+    }
     with progress_bar(console) as progress:
         if "worldmm" in cfg.methods:
             with memory_deps(settings, console) as deps:
                 rankings["worldmm"], extra["worldmm"] = run_worldmm(
-                    cfg, deps, windows, questions, progress, console)
+                    cfg, deps, windows, questions, progress, console
+                )
                 base, extra["baselines"] = run_baselines(
-                    cfg, windows, questions, lambda: deps.embedder, progress)
+                    cfg, windows, questions, lambda: deps.embedder, progress
+                )
         else:
             from worldmm.embed import build_embedder
 
             base, extra["baselines"] = run_baselines(
-                cfg, windows, questions, lambda: build_embedder(settings), progress)
+                cfg, windows, questions, lambda: build_embedder(settings), progress
+            )
         rankings.update(base)
 
     rankings = {m: rankings[m] for m in METHODS if m in rankings}
@@ -314,12 +350,15 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
 
 def summary_table(report: dict) -> str:
     """A plain-text table of the overall and per-type figures (what the CLI prints)."""
-    lines = [f"{report['questions']} questions, days {report['days']}, "
-             f"{report['windows']} windows",
-             f"{'method':<9} {'type':<14} {'n':>4} {'hit@1':>6} {'hit@3':>6} {'tIoU':>6}"]
+    lines = [
+        f"{report['questions']} questions, days {report['days']}, {report['windows']} windows",
+        f"{'method':<9} {'type':<14} {'n':>4} {'hit@1':>6} {'hit@3':>6} {'tIoU':>6}",
+    ]
     for method, block in report["methods"].items():
         rows = [("overall", block["overall"]), *block["by_type"].items()]
         for name, agg in rows:
-            lines.append(f"{method:<9} {name:<14} {agg['n']:>4} {agg['hit@1']:>6.3f} "
-                         f"{agg['hit@3']:>6.3f} {agg['tiou']:>6.3f}")
+            lines.append(
+                f"{method:<9} {name:<14} {agg['n']:>4} {agg['hit@1']:>6.3f} "
+                f"{agg['hit@3']:>6.3f} {agg['tiou']:>6.3f}"
+            )
     return "\n".join(lines)

@@ -88,8 +88,9 @@ def truth_intervals(targets: Iterable[datetime]) -> list[Interval]:
     return union(cells)
 
 
-def hit_at(ranked: Sequence[Ranked], truth: Sequence[Interval], k: int,
-           max_scale: int = HIT_MAX_SCALE_S) -> bool:
+def hit_at(
+    ranked: Sequence[Ranked], truth: Sequence[Interval], k: int, max_scale: int = HIT_MAX_SCALE_S
+) -> bool:
     return any(r.scale <= max_scale and overlaps(r.interval, truth) for r in ranked[:k])
 
 

@@ -45,7 +45,11 @@ def forget(deps: ServiceDeps, user_id: str, start: datetime, end: datetime) -> F
     invalidate_user_graphs(deps, user_id)
     log.info(
         "api.forget user=%s start=%s end=%s rows=%s blobs=%d",
-        user_id, start.isoformat(), end.isoformat(), result.counts, blobs,
+        user_id,
+        start.isoformat(),
+        end.isoformat(),
+        result.counts,
+        blobs,
     )
     return ForgetOutcome(result.counts, blobs)
 

@@ -67,11 +67,21 @@ def _write_note(
                 caption=text,
                 processing_status="complete",
                 source_topic=NOTE_TOPIC,
-                model_versions={"llm": deps.roles.label, "embed": deps.embedder.name,
-                                "origin": "remember"},
+                model_versions={
+                    "llm": deps.roles.label,
+                    "embed": deps.embedder.name,
+                    "origin": "remember",
+                },
                 prompt_versions={
-                    r: versions[r] for r in ("ner", "episodic_triples", "entity_confirm",
-                                             "semantic_triples", "consolidation") if r in versions
+                    r: versions[r]
+                    for r in (
+                        "ner",
+                        "episodic_triples",
+                        "entity_confirm",
+                        "semantic_triples",
+                        "consolidation",
+                    )
+                    if r in versions
                 },
             ),
         )
@@ -103,9 +113,7 @@ async def remember(deps: ServiceDeps, user_id: str, req: RememberRequest) -> Rem
     at = (req.at or datetime.now(UTC)).astimezone(UTC)
     ingest = deps.ingest()
     mem = await extract_text_memory(ingest, user_id, req.text)
-    segment_id, start, end = await asyncio.to_thread(
-        _write_note, deps, user_id, req.text, at, mem
-    )
+    segment_id, start, end = await asyncio.to_thread(_write_note, deps, user_id, req.text, at, mem)
     extraction = await deps.roles.semantic_triples(req.text, mem.triples)
     async with ingest.user_lock(user_id):  # consolidations of a user never interleave
         await consolidate_semantic(

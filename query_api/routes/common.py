@@ -19,9 +19,7 @@ USER_ERRORS: dict[int | str, dict] = {
 
 def check_range(start: datetime | None, end: datetime | None) -> None:
     if start is not None and end is not None and start > end:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must not be after 'to'"
-        )
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must not be after 'to'")
 
 
 def check_scale(scale: int | None) -> None:

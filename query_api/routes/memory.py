@@ -43,9 +43,7 @@ From = Annotated[
     AwareDatetime | None,
     Query(alias="from", description="Start of the range (ISO 8601 with zone), inclusive."),
 ]
-To = Annotated[
-    AwareDatetime | None, Query(alias="to", description="End of the range, exclusive.")
-]
+To = Annotated[AwareDatetime | None, Query(alias="to", description="End of the range, exclusive.")]
 AsOf = Annotated[
     AwareDatetime | None, Query(description="Only what existed at this time (ISO 8601).")
 ]
@@ -98,7 +96,13 @@ def list_segments(
     after = decode_cursor(cursor) if cursor else None
     with deps.db.connection() as conn:
         rows = segment_store.list_segments(
-            conn, user_id, start=start, end=end, scale=scale, as_of=as_of, limit=limit + 1,
+            conn,
+            user_id,
+            start=start,
+            end=end,
+            scale=scale,
+            as_of=as_of,
+            limit=limit + 1,
             after=after,
         )
     more = len(rows) > limit
@@ -151,7 +155,10 @@ def list_frames(
     return FramePage(
         items=[
             FrameOut(
-                key=r.blob_key, ts=r.captured_at, session_id=r.session_id, seq=r.seq,
+                key=r.blob_key,
+                ts=r.captured_at,
+                session_id=r.session_id,
+                seq=r.seq,
                 url=frame_url(user_id, r.blob_key),
             )
             for r in rows
@@ -198,9 +205,14 @@ def semantic(
     return SemanticList(
         items=[
             SemanticFactOut(
-                id=r.id, subject=r.subject_name, predicate=r.predicate, object=r.object_name,
-                valid_from=r.valid_from, invalidated_at=r.invalidated_at,
-                replaced_by=r.replaced_by, origin=r.origin,
+                id=r.id,
+                subject=r.subject_name,
+                predicate=r.predicate,
+                object=r.object_name,
+                valid_from=r.valid_from,
+                invalidated_at=r.invalidated_at,
+                replaced_by=r.replaced_by,
+                origin=r.origin,
                 evidence_segment_ids=r.evidence_segment_ids,
             )
             for r in rows
@@ -213,7 +225,7 @@ def semantic(
     "/memories",
     response_model=RememberResponse,
     status_code=status.HTTP_201_CREATED,
-    summary='Remember this: store a note as episodic and semantic memory',
+    summary="Remember this: store a note as episodic and semantic memory",
     responses={502: {"model": ErrorOut, "description": "A model call failed; retry later"}},
 )
 async def remember_route(
@@ -237,6 +249,9 @@ async def forget_route(
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must be before 'to'")
     outcome = await run_in_threadpool(forget, deps, user_id, start, end)
     return ForgetResponse(
-        user_id=user_id, start=start, end=end, rows_deleted=outcome.rows,
+        user_id=user_id,
+        start=start,
+        end=end,
+        rows_deleted=outcome.rows,
         blobs_deleted=outcome.blobs,
     )

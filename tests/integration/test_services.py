@@ -27,19 +27,26 @@ def test_topics_created_with_configured_partitions(stack, settings):
 def test_message_with_headers_round_trips_through_a_consumer_group(stack, settings):
     create_topics(stack.kafka_brokers, settings)
     topic = topic_names(settings)["frames"]
-    headers = [("user_id", b"alice"), ("session_id", b"s1"), ("ts", b"1700000000000"),
-               ("seq", b"7"), ("content_type", b"image/jpeg")]
+    headers = [
+        ("user_id", b"alice"),
+        ("session_id", b"s1"),
+        ("ts", b"1700000000000"),
+        ("seq", b"7"),
+        ("content_type", b"image/jpeg"),
+    ]
     payload = bytes(range(256)) * 4
     producer = Producer({"bootstrap.servers": stack.kafka_brokers})
     producer.produce(topic, key=b"alice", value=payload, headers=headers)
     assert producer.flush(10) == 0
 
-    consumer = Consumer({
-        "bootstrap.servers": stack.kafka_brokers,
-        "group.id": f"g-{uuid.uuid4().hex[:8]}",
-        "auto.offset.reset": "earliest",
-        "session.timeout.ms": 6000,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": stack.kafka_brokers,
+            "group.id": f"g-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        }
+    )
     consumer.subscribe([topic])
     try:
         msg = None

@@ -22,7 +22,10 @@ def _cli(state: Path, *args: str, env_extra: dict | None = None) -> subprocess.C
     env.update({"WORLDMM_STATE_DIR": str(state), **(env_extra or {})})
     return subprocess.run(
         [sys.executable, "-m", "worldmm.cli", *args],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
 
 
@@ -42,8 +45,7 @@ def test_up_status_down_leaves_no_process():
         assert first.returncode == 0, first.stderr
         pids = _server_pids(state)
         assert all(pids.values()), pids
-        markers = {"kafka": kafka.MARKER, "redis": redis_server.MARKER,
-                   "postgres": postgres.MARKER}
+        markers = {"kafka": kafka.MARKER, "redis": redis_server.MARKER, "postgres": postgres.MARKER}
         assert all(pid_alive(pids[k], markers[k]) for k in pids)
 
         again = _cli(state, "up")  # a second `up` reuses the running servers
@@ -85,10 +87,14 @@ def test_stale_pid_file_is_replaced(tmp_path: Path):
 
 def test_status_fails_when_an_external_service_is_unreachable(stack):
     dead = _cli(
-        stack.state_dir, "status", "--json",
-        env_extra={"WORLDMM_KAFKA_BROKERS": stack.kafka_brokers,
-                   "WORLDMM_DATABASE_URL": stack.database_url,
-                   "WORLDMM_REDIS_URL": "redis://127.0.0.1:1/0"},
+        stack.state_dir,
+        "status",
+        "--json",
+        env_extra={
+            "WORLDMM_KAFKA_BROKERS": stack.kafka_brokers,
+            "WORLDMM_DATABASE_URL": stack.database_url,
+            "WORLDMM_REDIS_URL": "redis://127.0.0.1:1/0",
+        },
     )
     assert dead.returncode == 1
     report = json.loads(dead.stdout)

@@ -43,9 +43,7 @@ class LocalWhisperTranscriber:
     def transcribe(
         self, audio: bytes, *, content_type: str = "audio/wav", sample_rate: int | None = None
     ) -> Transcript:
-        samples, duration, silent = speech_chunk(
-            audio, content_type, sample_rate, backend="local"
-        )
+        samples, duration, silent = speech_chunk(audio, content_type, sample_rate, backend="local")
         if silent:
             return Transcript(text="", segments=[], duration_s=duration)
         started = time.perf_counter()

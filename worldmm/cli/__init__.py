@@ -14,14 +14,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-stack.register(app)      # up, down, status
-db.register(app)         # db migrate, topics create
-llm.register(app)        # llm check
-ingest.register(app)     # gateway, dataflow, replay, retrigger
-gpu.register(app)        # gpu-worker
-query.register(app)      # serve, ask
-demo.register(app)       # demo
-bench.register(app)      # bench ingest|query|gpu-worker|egolife
+stack.register(app)  # up, down, status
+db.register(app)  # db migrate, topics create
+llm.register(app)  # llm check
+ingest.register(app)  # gateway, dataflow, replay, retrigger
+gpu.register(app)  # gpu-worker
+query.register(app)  # serve, ask
+demo.register(app)  # demo
+bench.register(app)  # bench ingest|query|gpu-worker|egolife
 
 
 def main() -> None:

@@ -22,28 +22,46 @@ def _import_run():
 def egolife(
     out: Path = typer.Option(..., "--out", help="Where to write the JSON report."),
     sync_dir: Path | None = typer.Option(
-        None, "--sync-dir", help="Folder of A1_JAKE_DAY*_*.json sync files "
-        "(default: ../shared/data/egolife/sync beside the checkout)."),
+        None,
+        "--sync-dir",
+        help="Folder of A1_JAKE_DAY*_*.json sync files "
+        "(default: ../shared/data/egolife/sync beside the checkout).",
+    ),
     questions: Path | None = typer.Option(
-        None, "--questions", help="EgoLifeQA-format question file "
-        "(default: ../shared/data/egolife/questions_dev.json beside the checkout)."),
+        None,
+        "--questions",
+        help="EgoLifeQA-format question file "
+        "(default: ../shared/data/egolife/questions_dev.json beside the checkout).",
+    ),
     days: str | None = typer.Option(
-        None, "--days", help="Days to ingest and questions to keep, e.g. 1-7, 1,3 or 2 "
-        "(default: every day in --sync-dir)."),
+        None,
+        "--days",
+        help="Days to ingest and questions to keep, e.g. 1-7, 1,3 or 2 "
+        "(default: every day in --sync-dir).",
+    ),
     limit_questions: int | None = typer.Option(
-        None, "--limit-questions", min=1, help="Ask only the first N selected questions."),
+        None, "--limit-questions", min=1, help="Ask only the first N selected questions."
+    ),
     methods: str = typer.Option(
-        "worldmm,bm25,dense", "--methods", help="Comma-separated subset of worldmm,bm25,dense."),
+        "worldmm,bm25,dense", "--methods", help="Comma-separated subset of worldmm,bm25,dense."
+    ),
     user_id: str = typer.Option(
-        "egolife-A1_JAKE", "--user-id", help="Memory user id the week is ingested as."),
+        "egolife-A1_JAKE", "--user-id", help="Memory user id the week is ingested as."
+    ),
     reuse: bool = typer.Option(
-        False, "--reuse", help="Keep this user's stored memory and ingest only the hours "
-        "not stored yet (without it the user's memory is purged and the week ingested afresh)."),
+        False,
+        "--reuse",
+        help="Keep this user's stored memory and ingest only the hours "
+        "not stored yet (without it the user's memory is purged and the week ingested afresh).",
+    ),
     speech_in_caption: bool = typer.Option(
-        True, "--speech-in-caption/--no-speech-in-caption",
-        help="Give the transcript lines to the caption text too (as a live captioner would)."),
+        True,
+        "--speech-in-caption/--no-speech-in-caption",
+        help="Give the transcript lines to the caption text too (as a live captioner would).",
+    ),
     plot: Path | None = typer.Option(
-        None, "--plot", help="PNG figure path (default: --out with .png)."),
+        None, "--plot", help="PNG figure path (default: --out with .png)."
+    ),
 ) -> None:
     """EgoLife retrieval: WorldMM episodic memory vs BM25 and dense MiniLM; hit@1/3, tIoU."""
     run = _import_run()

@@ -28,12 +28,18 @@ def register(bench_app: typer.Typer) -> None:
         from bench.query import main
 
         argv = [
-            "--out", str(out),
-            "--days", str(days),
-            "--queries", str(queries),
-            "--cold-queries", str(cold_queries),
-            "--build-repeats", str(build_repeats),
-            "--seed", str(seed),
+            "--out",
+            str(out),
+            "--days",
+            str(days),
+            "--queries",
+            str(queries),
+            "--cold-queries",
+            str(cold_queries),
+            "--build-repeats",
+            str(build_repeats),
+            "--seed",
+            str(seed),
         ]
         if user is not None:
             argv += ["--user", user]

@@ -62,8 +62,9 @@ def _parse_as_of(value: str | None) -> datetime | None:
     except ValueError:
         raise typer.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint="--as-of") from None
     if ts.tzinfo is None:
-        raise typer.BadParameter("give a time zone, e.g. 2025-03-01T10:00:00+00:00",
-                                 param_hint="--as-of")
+        raise typer.BadParameter(
+            "give a time zone, e.g. 2025-03-01T10:00:00+00:00", param_hint="--as-of"
+        )
     return ts
 
 
@@ -180,8 +181,13 @@ def render_answer(result: dict, where: str) -> None:
     for e in result.get("evidence", []):
         evidence.add_row(str(e["segment_id"]), f"{e['scale']} s", e["start"], e["end"], e["text"])
     for t in result.get("triples", []):
-        evidence.add_row("fact", "", t.get("valid_from") or "", "",
-                         f"{t['subject']} {t['predicate']} {t['object']}")
+        evidence.add_row(
+            "fact",
+            "",
+            t.get("valid_from") or "",
+            "",
+            f"{t['subject']} {t['predicate']} {t['object']}",
+        )
     for url in result.get("frames", []):
         evidence.add_row("frame", "", "", "", url)
     console.print(evidence)

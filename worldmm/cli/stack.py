@@ -54,10 +54,14 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     result = stack.status(load := settings_or_exit())
     del load
     if as_json:
-        typer.echo(json.dumps(
-            {k: {key: v[key] for key in v if key != "detail" or not v["ok"]}
-             for k, v in result.items()}
-        ))
+        typer.echo(
+            json.dumps(
+                {
+                    k: {key: v[key] for key in v if key != "detail" or not v["ok"]}
+                    for k, v in result.items()
+                }
+            )
+        )
     else:
         for name, info in result.items():
             where = info.get("brokers") or info.get("url") or "-"

@@ -27,9 +27,7 @@ _SCENES: list[SceneSpec] = [
     KITCHEN_MUG,
     MEETING_ALICE.model_copy(update={"notes": ["Budget review"]}),
     FRIDGE_NOTE,
-    PARKING.model_copy(
-        update={"notes": ["LEVEL 2"], "speech": ["I parked the car on level two."]}
-    ),
+    PARKING.model_copy(update={"notes": ["LEVEL 2"], "speech": ["I parked the car on level two."]}),
     HALLWAY_KEYS,
     OFFICE_DENTIST,
 ]

@@ -83,9 +83,7 @@ class RetryPolicy:
         # Exponential backoff with full jitter, so retrying callers spread out.
         return self._random.uniform(0, min(self.max_s, self.base_s * 2**attempt))
 
-    async def run(
-        self, call: Callable[[], Awaitable[T]], *, role: str, provider: str
-    ) -> T:
+    async def run(self, call: Callable[[], Awaitable[T]], *, role: str, provider: str) -> T:
         attempt = 0
         while True:
             try:

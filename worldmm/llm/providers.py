@@ -52,6 +52,8 @@ def sync_openai_client(settings: Settings, *, base_url: str | None = None) -> op
 
     key, url = _key_and_url(settings, base_url)
     return openai.OpenAI(
-        api_key=key, base_url=url, max_retries=settings.llm_max_retries,
+        api_key=key,
+        base_url=url,
+        max_retries=settings.llm_max_retries,
         timeout=settings.llm_timeout_s,
     )

@@ -50,8 +50,16 @@ def start(root: Path, port: int | None = None) -> dict:
         return {"pid": pid, "port": port, "brokers": f"127.0.0.1:{port}", "started": False}
     port = port or free_port()
     cmd = [
-        str(broker_binary()), "start", "--only", "kafka", "--host", "127.0.0.1",
-        "--kafka-port", str(port), "--data-dir", str(root / "data"),
+        str(broker_binary()),
+        "start",
+        "--only",
+        "kafka",
+        "--host",
+        "127.0.0.1",
+        "--kafka-port",
+        str(port),
+        "--data-dir",
+        str(root / "data"),
     ]
     pid = start_detached(cmd, log_file=root / "kafka.log", pid_file=pid_file)
     record_file.write_text(str(port))

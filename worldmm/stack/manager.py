@@ -138,16 +138,32 @@ def status(settings: Settings) -> dict[str, dict]:
     else:
         reason = ""
     ok, detail = kafka.probe(urls.kafka_brokers, 3.0) if urls.kafka_brokers else (False, reason)
-    out["kafka"] = {"brokers": urls.kafka_brokers, "ok": ok, "detail": detail,
-                    "embedded": not settings.kafka_brokers}
+    out["kafka"] = {
+        "brokers": urls.kafka_brokers,
+        "ok": ok,
+        "detail": detail,
+        "embedded": not settings.kafka_brokers,
+    }
     ok, detail = postgres.probe(urls.database_url) if urls.database_url else (False, reason)
-    out["postgres"] = {"url": urls.database_url, "ok": ok, "detail": detail,
-                       "embedded": not settings.database_url}
+    out["postgres"] = {
+        "url": urls.database_url,
+        "ok": ok,
+        "detail": detail,
+        "embedded": not settings.database_url,
+    }
     if _redis_disabled(settings):
-        out["redis"] = {"url": None, "ok": True, "detail": "disabled (graphs rebuilt from DB)",
-                        "embedded": False}
+        out["redis"] = {
+            "url": None,
+            "ok": True,
+            "detail": "disabled (graphs rebuilt from DB)",
+            "embedded": False,
+        }
     else:
         ok, detail = redis_server.probe(urls.redis_url) if urls.redis_url else (False, reason)
-        out["redis"] = {"url": urls.redis_url, "ok": ok, "detail": detail,
-                        "embedded": not settings.redis_url}
+        out["redis"] = {
+            "url": urls.redis_url,
+            "ok": ok,
+            "detail": detail,
+            "embedded": not settings.redis_url,
+        }
     return out

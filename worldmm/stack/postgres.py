@@ -44,8 +44,11 @@ def pg_bin_dir() -> Path:
     if not (target / "bin" / "postgres").exists():
         shutil.copytree(bundled.parent, target, dirs_exist_ok=True)
         for p in [target, *target.rglob("*")]:
-            p.chmod(p.stat().st_mode | stat.S_IROTH | (stat.S_IXOTH if p.is_dir() or
-                    p.stat().st_mode & stat.S_IXUSR else 0))
+            p.chmod(
+                p.stat().st_mode
+                | stat.S_IROTH
+                | (stat.S_IXOTH if p.is_dir() or p.stat().st_mode & stat.S_IXUSR else 0)
+            )
     return target / "bin"
 
 
@@ -57,7 +60,8 @@ def _run_as() -> pwd.struct_passwd | None:
     except KeyError:
         subprocess.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OS_USER],
-            check=True, capture_output=True,
+            check=True,
+            capture_output=True,
         )
         return pwd.getpwnam(OS_USER)
 
@@ -83,8 +87,13 @@ def _pg(cmd: str, args: list[str], user: pwd.struct_passwd | None) -> subprocess
     if user is not None:
         kwargs = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
     return subprocess.run(
-        [str(pg_bin_dir() / cmd), *args], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "LC_ALL": "C"}, cwd="/", **kwargs,
+        [str(pg_bin_dir() / cmd), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "LC_ALL": "C"},
+        cwd="/",
+        **kwargs,
     )
 
 
@@ -120,8 +129,19 @@ def start(root: Path, port: int | None = None) -> dict:
         port = int(port_file.read_text())
         return {"pid": pid, "port": port, "url": url_for(port), "started": False}
     if not (data / "PG_VERSION").exists():
-        res = _pg("initdb", ["-D", str(data), "-U", "postgres", "--auth=trust",
-                             "--encoding=UTF8", "--no-instructions"], user)
+        res = _pg(
+            "initdb",
+            [
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--no-instructions",
+            ],
+            user,
+        )
         if res.returncode != 0:
             raise StackError(f"initdb failed: {res.stderr.strip() or res.stdout.strip()}")
     (data / "postmaster.pid").unlink(missing_ok=True)  # stale: its process is gone
@@ -133,8 +153,9 @@ def start(root: Path, port: int | None = None) -> dict:
     # Unix sockets live in the data dir when the path is short enough, else TCP only.
     sock = str(data) if len(str(data)) < 90 else "''"
     opts = f"-p {port} -h 127.0.0.1 -k {sock}"
-    res = _pg("pg_ctl", ["-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60",
-                         "start"], user)
+    res = _pg(
+        "pg_ctl", ["-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start"], user
+    )
     if res.returncode != 0:
         raise StackError(f"pg_ctl start failed: {res.stderr.strip()}\n{log.read_text()[-2000:]}")
     port_file.write_text(str(port))

@@ -81,9 +81,7 @@ def wait_until(
     raise StackError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
-def stop_pid(
-    pid: int, *, marker: str, sig: int = signal.SIGTERM, timeout_s: float = 20.0
-) -> bool:
+def stop_pid(pid: int, *, marker: str, sig: int = signal.SIGTERM, timeout_s: float = 20.0) -> bool:
     """Signal our process and wait for it to exit; escalate to SIGKILL after the timeout.
     Returns False when nothing of ours was running under that PID."""
     if not pid_alive(pid, marker):

@@ -54,9 +54,21 @@ def start(root: Path, port: int | None = None) -> dict:
     data = root / "data"
     data.mkdir(exist_ok=True)
     cmd = [
-        str(server_binary()), "--port", str(port), "--bind", "127.0.0.1",
-        "--dir", str(data), "--daemonize", "no", "--save", "60 1",
-        "--protected-mode", "yes", "--logfile", "",
+        str(server_binary()),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(data),
+        "--daemonize",
+        "no",
+        "--save",
+        "60 1",
+        "--protected-mode",
+        "yes",
+        "--logfile",
+        "",
     ]
     pid = start_detached(cmd, log_file=root / "redis.log", pid_file=pid_file)
     record_file.write_text(str(port))

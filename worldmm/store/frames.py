@@ -62,8 +62,7 @@ def list_frames(
     )
     rows = fetch_dicts(
         conn,
-        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {where}"
-        " ORDER BY captured_at, id LIMIT %s",
+        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {where} ORDER BY captured_at, id LIMIT %s",
         (*args, limit),
     )
     return [FrameRecord.model_validate(r) for r in rows]
@@ -109,8 +108,7 @@ def list_audio_chunks(
     )
     rows = fetch_dicts(
         conn,
-        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where}"
-        " ORDER BY started_at, id LIMIT %s",
+        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where} ORDER BY started_at, id LIMIT %s",
         (*args, limit),
     )
     return [AudioChunkRecord.model_validate(r) for r in rows]

@@ -239,7 +239,8 @@ def segments_needing_work(
     where, args = user_filter(
         user_id,
         [
-            ("visual_status = ANY(%s)", ["pending", "failed"]) if visual
+            ("visual_status = ANY(%s)", ["pending", "failed"])
+            if visual
             else ("processing_status = ANY(%s)", list(statuses)),
             ("session_id = %s", session_id),
             ("window_end > %s", start),

@@ -35,25 +35,41 @@ def write_data(root) -> tuple:
     (sync / "A1_JAKE_DAY1_11000000.json").write_text(json.dumps(clips))
 
     def q(qid, text, query, target):
-        return {"ID": qid, "type": "EventRecall", "question": text, "choice_a": "yes",
-                "choice_b": "no", "answer": "A", "query_time": {"date": "DAY1", "time": query},
-                "target_time": {"date": "DAY1", "time": target}}
+        return {
+            "ID": qid,
+            "type": "EventRecall",
+            "question": text,
+            "choice_a": "yes",
+            "choice_b": "no",
+            "answer": "A",
+            "query_time": {"date": "DAY1", "time": query},
+            "target_time": {"date": "DAY1", "time": target},
+        }
 
     questions = root / "questions.json"
-    questions.write_text(json.dumps([
-        q("1", "Where did I put the red kettle?", "11100000", "11000200"),
-        q("2", "What did Katrina say about the cat?", "11100000", "11023000"),
-        # asked at 11:01:10: only the first two windows had closed
-        q("3", "Who did I feed in the kitchen?", "11011000", "11023000"),
-    ]))
+    questions.write_text(
+        json.dumps(
+            [
+                q("1", "Where did I put the red kettle?", "11100000", "11000200"),
+                q("2", "What did Katrina say about the cat?", "11100000", "11023000"),
+                # asked at 11:01:10: only the first two windows had closed
+                q("3", "Who did I feed in the kitchen?", "11011000", "11023000"),
+            ]
+        )
+    )
     return sync, questions
 
 
 def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
     sync, questions = write_data(tmp_path / "data")
-    cfg = BenchConfig(sync_dir=sync, questions=questions, out=tmp_path / "r.json",
-                      methods=["worldmm", "bm25"], user_id=user_id,
-                      cache_dir=tmp_path / "cache")
+    cfg = BenchConfig(
+        sync_dir=sync,
+        questions=questions,
+        out=tmp_path / "r.json",
+        methods=["worldmm", "bm25"],
+        user_id=user_id,
+        cache_dir=tmp_path / "cache",
+    )
     report = run_benchmark(cfg, settings)
 
     info = report["worldmm"]
@@ -72,7 +88,6 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
     assert len(rows["3"]["methods"]["worldmm"]["top"]) <= 2  # two windows existed then
     assert not rows["3"]["methods"]["worldmm"]["hit3"]  # its evidence came later
 
-    again = run_benchmark(cfg.model_copy(update={"reuse": True, "methods": ["worldmm"]}),
-                          settings)
+    again = run_benchmark(cfg.model_copy(update={"reuse": True, "methods": ["worldmm"]}), settings)
     assert again["worldmm"]["ingest"] == {"reused_windows": 6, "windows": 0}
     assert again["worldmm"]["rows"]["segments"] == info["rows"]["segments"]

@@ -21,8 +21,22 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     monkeypatch.setenv("WORLDMM_REDIS_URL", stack.redis_url)
     monkeypatch.setenv("WORLDMM_STATE_DIR", str(tmp_path / "state"))
     out = tmp_path / "query.json"
-    main(["--out", str(out), "--days", "0.04", "--queries", "4", "--cold-queries", "2",
-          "--build-repeats", "1", "--user", user_id])
+    main(
+        [
+            "--out",
+            str(out),
+            "--days",
+            "0.04",
+            "--queries",
+            "4",
+            "--cold-queries",
+            "2",
+            "--build-repeats",
+            "1",
+            "--user",
+            user_id,
+        ]
+    )
     report = json.loads(out.read_text())
 
     for memory_type in ("episodic", "semantic", "visual"):
@@ -31,10 +45,14 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             assert stats["n"] == n and 0 < stats["p50"] <= stats["p95"] <= stats["max"]
             assert report["retrieval"][memory_type][phase]["mean_hits"] > 0
     # warm reads every graph from Redis; cold rebuilds every one
-    assert report["retrieval"]["episodic"]["warm"]["cache"] == {"hits": 4 * len(SCALES),
-                                                                "misses": 0}
-    assert report["retrieval"]["episodic"]["cold"]["cache"] == {"hits": 0,
-                                                                "misses": 2 * len(SCALES)}
+    assert report["retrieval"]["episodic"]["warm"]["cache"] == {
+        "hits": 4 * len(SCALES),
+        "misses": 0,
+    }
+    assert report["retrieval"]["episodic"]["cold"]["cache"] == {
+        "hits": 0,
+        "misses": 2 * len(SCALES),
+    }
     assert report["retrieval"]["semantic"]["cold"]["cache"]["hits"] == 0
     assert set(report["graph_build_ms"]) == {*(str(s) for s in SCALES), "semantic"}
     assert all(v > 0 for v in report["graph_build_ms"].values())
@@ -49,25 +67,47 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
 
 def test_kept_user_holds_the_promised_rows(settings, user_id):
     cfg = SynthConfig(hours=1, seed=3, frames_per_segment=2)
-    report = run_benchmark(settings, cfg, queries=2, cold_queries=1, build_repeats=1,
-                           user_id=user_id, keep=True, drop_indexes=False)
+    report = run_benchmark(
+        settings,
+        cfg,
+        queries=2,
+        cold_queries=1,
+        build_repeats=1,
+        user_id=user_id,
+        keep=True,
+        drop_indexes=False,
+    )
     want = expected_counts(cfg)
     assert report["load"]["dropped_indexes"] == []
     with Database(settings.database_url, max_size=1) as db:
         with db.connection() as conn:
+
             def count(sql: str) -> int:
                 return conn.execute(sql, (user_id,)).fetchone()[0]
 
             assert count("SELECT count(*) FROM segments WHERE user_id = %s") == want["segments"]
-            assert count("SELECT count(*) FROM segments WHERE user_id = %s"
-                         " AND scale_seconds < 3600 AND parent_segment_id IS NULL") == 0
+            assert (
+                count(
+                    "SELECT count(*) FROM segments WHERE user_id = %s"
+                    " AND scale_seconds < 3600 AND parent_segment_id IS NULL"
+                )
+                == 0
+            )
             assert count("SELECT count(*) FROM triples WHERE user_id = %s") == (
-                want["episodic"] + want["semantic"])
-            assert count("SELECT count(*) FROM triples t JOIN triples r ON r.id = t.replaced_by"
-                         " WHERE t.user_id = %s AND r.invalidated_at IS NULL"
-                         " AND t.invalidated_at = r.valid_from") == want["semantic_invalidated"]
-            assert count("SELECT count(*) FROM visual_embeddings WHERE user_id = %s") == (
-                want["visual"])
+                want["episodic"] + want["semantic"]
+            )
+            assert (
+                count(
+                    "SELECT count(*) FROM triples t JOIN triples r ON r.id = t.replaced_by"
+                    " WHERE t.user_id = %s AND r.invalidated_at IS NULL"
+                    " AND t.invalidated_at = r.valid_from"
+                )
+                == want["semantic_invalidated"]
+            )
+            assert (
+                count("SELECT count(*) FROM visual_embeddings WHERE user_id = %s")
+                == (want["visual"])
+            )
             assert count("SELECT count(*) FROM frames WHERE user_id = %s") == want["frames"]
         with db.transaction() as conn:
             purge_user(conn, user_id)

@@ -98,8 +98,12 @@ def seed_segment(
         segment_id = segment_store.upsert_segment(
             conn,
             SegmentWrite(
-                user_id=user_id, scale_seconds=scale, window_start=start, window_end=end,
-                caption=caption, processing_status="complete",
+                user_id=user_id,
+                scale_seconds=scale,
+                window_start=start,
+                window_end=end,
+                caption=caption,
+                processing_status="complete",
             ),
         )
         ids = {
@@ -108,7 +112,9 @@ def seed_segment(
         }
         rows = [
             TripleWrite(
-                subject_entity_id=ids[s], predicate=p, object_entity_id=ids[o],
+                subject_entity_id=ids[s],
+                predicate=p,
+                object_entity_id=ids[o],
                 embedding=np.asarray(v),
             )
             for (s, p, o), v in zip(triples, triple_vecs, strict=True)

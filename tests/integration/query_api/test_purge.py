@@ -27,7 +27,10 @@ def fill_memory(client, deps, user) -> None:
     """Something in every table and store: segment, triples, entities, clip embedding,
     frame + audio rows and blobs, a note (semantic facts, audit rows), cached graphs."""
     seg = seed_segment(
-        deps, user.user_id, BASE, BASE + timedelta(seconds=30),
+        deps,
+        user.user_id,
+        BASE,
+        BASE + timedelta(seconds=30),
         "I parked the car on level 3 next to Jonas.",
         [("I", "parked", "car"), ("car", "next to", "Jonas")],
     )
@@ -37,15 +40,27 @@ def fill_memory(client, deps, user) -> None:
             conn, user.user_id, seg, np.full(deps.settings.visual_embed_dim, 0.1, np.float32)
         )
         fkey = frame_key(user.user_id, "s1", BASE + timedelta(seconds=3), 0)
-        frame_store.insert_frame(conn, FrameRow(
-            user_id=user.user_id, session_id="s1", captured_at=BASE + timedelta(seconds=3), seq=0,
-            blob_key=fkey,
-        ))
+        frame_store.insert_frame(
+            conn,
+            FrameRow(
+                user_id=user.user_id,
+                session_id="s1",
+                captured_at=BASE + timedelta(seconds=3),
+                seq=0,
+                blob_key=fkey,
+            ),
+        )
         akey = audio_key(user.user_id, "s1", BASE)
-        frame_store.insert_audio_chunk(conn, AudioChunkRow(
-            user_id=user.user_id, session_id="s1", started_at=BASE, duration_ms=5000,
-            blob_key=akey,
-        ))
+        frame_store.insert_audio_chunk(
+            conn,
+            AudioChunkRow(
+                user_id=user.user_id,
+                session_id="s1",
+                started_at=BASE,
+                duration_ms=5000,
+                blob_key=akey,
+            ),
+        )
     deps.blobs.put(fkey, JPEG)
     deps.blobs.put(akey, b"RIFF....WAVE")
     r = client.post(
@@ -55,7 +70,8 @@ def fill_memory(client, deps, user) -> None:
     )
     assert r.status_code == 201, r.text
     r = client.post(
-        f"/v1/users/{user.user_id}/query", json={"question": "Where did I park the car?"},
+        f"/v1/users/{user.user_id}/query",
+        json={"question": "Where did I park the car?"},
         headers=user.headers,
     )
     assert r.status_code == 200, r.text

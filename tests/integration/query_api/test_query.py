@@ -32,13 +32,19 @@ def round_segment_ids(body: dict) -> set[int]:
 def test_as_of_hides_later_memory(client, api_deps, make_user):
     a = make_user()
     early = seed_segment(
-        api_deps, a.user_id, BASE, BASE + timedelta(seconds=30),
+        api_deps,
+        a.user_id,
+        BASE,
+        BASE + timedelta(seconds=30),
         "I met Anna at the Blue Door bakery and we bought croissants.",
         [("I", "met", "Anna"), ("Anna", "at", "Blue Door bakery"), ("I", "bought", "croissants")],
     )
     later = BASE + timedelta(hours=2)
     late = seed_segment(
-        api_deps, a.user_id, later, later + timedelta(seconds=30),
+        api_deps,
+        a.user_id,
+        later,
+        later + timedelta(seconds=30),
         "Anna gave me a red umbrella at the Central station.",
         [("Anna", "gave me", "red umbrella"), ("Anna", "at", "Central station")],
     )
@@ -59,8 +65,11 @@ def test_as_of_hides_later_memory(client, api_deps, make_user):
     assert "umbrella" not in then.text
     assert body["provider"] == "offline" and body["as_of"] is not None
     seg = next(e for e in body["evidence"] if e["segment_id"] == early)
-    assert (seg["start"], seg["end"], seg["scale"]) == ("2025-03-01T09:00:00Z",
-                                                        "2025-03-01T09:00:30Z", 30)
+    assert (seg["start"], seg["end"], seg["scale"]) == (
+        "2025-03-01T09:00:00Z",
+        "2025-03-01T09:00:30Z",
+        30,
+    )
 
     listed = client.get(
         f"/v1/users/{a.user_id}/segments", params={"as_of": iso(as_of)}, headers=a.headers
@@ -117,9 +126,12 @@ def test_remember_then_query_finds_it_and_forget_removes_it(client, make_user):
         f"/v1/users/{a.user_id}/semantic", params={"history": True}, headers=a.headers
     )
     assert "4711" not in facts.text and facts.json()["items"] == []
-    assert client.get(
-        f"/v1/users/{a.user_id}/segments/{made['segment_id']}", headers=a.headers
-    ).status_code == 404
+    assert (
+        client.get(
+            f"/v1/users/{a.user_id}/segments/{made['segment_id']}", headers=a.headers
+        ).status_code
+        == 404
+    )
 
 
 class FlakyRoles:
@@ -137,8 +149,9 @@ class FlakyRoles:
     async def respond(self, question, context, choices):
         if self.fail > 0:
             self.fail -= 1
-            raise ModelCallError("upstream returned 503 after 3 retries", role="response",
-                                 status=503)
+            raise ModelCallError(
+                "upstream returned 503 after 3 retries", role="response", status=503
+            )
         return await self._inner.respond(question, context, choices)
 
 
@@ -162,14 +175,20 @@ def test_failing_model_is_502_and_the_service_stays_up(api_settings, api_deps, m
 def test_choices_and_max_rounds(client, api_deps, make_user):
     a = make_user()
     seed_segment(
-        api_deps, a.user_id, BASE, BASE + timedelta(seconds=30),
+        api_deps,
+        a.user_id,
+        BASE,
+        BASE + timedelta(seconds=30),
         "I drank green tea with Omar in the kitchen.",
         [("I", "drank", "green tea"), ("Omar", "in", "kitchen")],
     )
     r = client.post(
         f"/v1/users/{a.user_id}/query",
-        json={"question": "What did I drink with Omar?", "choices": ["coffee", "green tea"],
-              "max_rounds": 1},
+        json={
+            "question": "What did I drink with Omar?",
+            "choices": ["coffee", "green tea"],
+            "max_rounds": 1,
+        },
         headers=a.headers,
     )
     assert r.status_code == 200, r.text

@@ -19,12 +19,19 @@ BASE = datetime(2025, 5, 6, 14, 0, tzinfo=UTC)
 def test_segments_page_by_cursor_and_filter_by_range_and_scale(client, api_deps, make_user):
     a = make_user()
     ids = [
-        seed_segment(api_deps, a.user_id, BASE + timedelta(seconds=30 * i),
-                     BASE + timedelta(seconds=30 * (i + 1)), f"moment {i}", [])
+        seed_segment(
+            api_deps,
+            a.user_id,
+            BASE + timedelta(seconds=30 * i),
+            BASE + timedelta(seconds=30 * (i + 1)),
+            f"moment {i}",
+            [],
+        )
         for i in range(7)
     ]
-    hour = seed_segment(api_deps, a.user_id, BASE, BASE + timedelta(hours=1), "the hour", [],
-                        scale=3600)
+    hour = seed_segment(
+        api_deps, a.user_id, BASE, BASE + timedelta(hours=1), "the hour", [], scale=3600
+    )
     url = f"/v1/users/{a.user_id}/segments"
     seen, cursor = [], None
     while True:
@@ -37,8 +44,10 @@ def test_segments_page_by_cursor_and_filter_by_range_and_scale(client, api_deps,
     assert seen == ids
     window = client.get(
         url,
-        params={"from": (BASE + timedelta(seconds=60)).isoformat(),
-                "to": (BASE + timedelta(seconds=120)).isoformat()},
+        params={
+            "from": (BASE + timedelta(seconds=60)).isoformat(),
+            "to": (BASE + timedelta(seconds=120)).isoformat(),
+        },
         headers=a.headers,
     ).json()["items"]
     assert [s["id"] for s in window] == [hour, ids[2], ids[3]]  # overlap, oldest first
@@ -47,8 +56,9 @@ def test_segments_page_by_cursor_and_filter_by_range_and_scale(client, api_deps,
     assert one.json()["caption"] == "moment 4" and one.json()["note"] is False
 
     b = make_user()  # another user's segment id is simply not there
-    assert client.get(f"/v1/users/{b.user_id}/segments/{ids[4]}", headers=b.headers).status_code \
-        == 404
+    assert (
+        client.get(f"/v1/users/{b.user_id}/segments/{ids[4]}", headers=b.headers).status_code == 404
+    )
 
 
 def test_frames_list_and_bytes_only_for_their_owner(client, api_deps, make_user):
@@ -59,18 +69,28 @@ def test_frames_list_and_bytes_only_for_their_owner(client, api_deps, make_user)
             ts = BASE + timedelta(seconds=i)
             key = frame_key(a.user_id, "glasses-1", ts, i)
             api_deps.blobs.put(key, b"\xff\xd8" + bytes([i]) * 10 + b"\xff\xd9")
-            frame_store.insert_frame(conn, FrameRow(
-                user_id=a.user_id, session_id="glasses-1", captured_at=ts, seq=i, blob_key=key))
+            frame_store.insert_frame(
+                conn,
+                FrameRow(
+                    user_id=a.user_id, session_id="glasses-1", captured_at=ts, seq=i, blob_key=key
+                ),
+            )
             keys.append(key)
     url = f"/v1/users/{a.user_id}/frames"
     page1 = client.get(url, params={"limit": 2}, headers=a.headers).json()
-    page2 = client.get(url, params={"limit": 2, "cursor": page1["next_cursor"]},
-                       headers=a.headers).json()
+    page2 = client.get(
+        url, params={"limit": 2, "cursor": page1["next_cursor"]}, headers=a.headers
+    ).json()
     assert [f["key"] for f in page1["items"] + page2["items"]] == keys
     assert page2["next_cursor"] is None
-    ranged = client.get(url, params={"from": (BASE + timedelta(seconds=1)).isoformat(),
-                                     "to": (BASE + timedelta(seconds=2)).isoformat()},
-                        headers=a.headers).json()["items"]
+    ranged = client.get(
+        url,
+        params={
+            "from": (BASE + timedelta(seconds=1)).isoformat(),
+            "to": (BASE + timedelta(seconds=2)).isoformat(),
+        },
+        headers=a.headers,
+    ).json()["items"]
     assert [f["key"] for f in ranged] == [keys[1]]
 
     jpeg = client.get(ranged[0]["url"], headers=a.headers)
@@ -81,8 +101,11 @@ def test_frames_list_and_bytes_only_for_their_owner(client, api_deps, make_user)
     assert client.get(ranged[0]["url"], headers=b.headers).status_code == 403
     stolen = ranged[0]["url"].replace(f"/v1/users/{a.user_id}/", f"/v1/users/{b.user_id}/")
     assert client.get(stolen, headers=b.headers).status_code == 404
-    for bad in ("frames/../../etc/passwd", f"frames/{a.user_id}/glasses-1/nope.jpg",
-                f"audio/{a.user_id}/glasses-1/1.wav"):
+    for bad in (
+        "frames/../../etc/passwd",
+        f"frames/{a.user_id}/glasses-1/nope.jpg",
+        f"audio/{a.user_id}/glasses-1/1.wav",
+    ):
         assert client.get(f"{url}/{bad}", headers=a.headers).status_code == 404, bad
 
 
@@ -103,12 +126,22 @@ def test_openapi_documents_every_route_with_models(client):
     paths = spec["paths"]
     query = paths["/v1/users/{user_id}/query"]["post"]
     assert query["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
-        "QueryResponse")
+        "QueryResponse"
+    )
     assert {"401", "403", "404", "422", "502"} <= set(query["responses"])
-    for path in ("/v1/users", "/v1/users/{user_id}", "/v1/users/{user_id}/segments",
-                 "/v1/users/{user_id}/segments/{segment_id}", "/v1/users/{user_id}/frames",
-                 "/v1/users/{user_id}/frames/{key}", "/v1/users/{user_id}/semantic",
-                 "/v1/users/{user_id}/memories", "/healthz", "/readyz", "/metrics"):
+    for path in (
+        "/v1/users",
+        "/v1/users/{user_id}",
+        "/v1/users/{user_id}/segments",
+        "/v1/users/{user_id}/segments/{segment_id}",
+        "/v1/users/{user_id}/frames",
+        "/v1/users/{user_id}/frames/{key}",
+        "/v1/users/{user_id}/semantic",
+        "/v1/users/{user_id}/memories",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ):
         assert path in paths, path
     assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
 

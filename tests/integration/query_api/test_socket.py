@@ -49,16 +49,17 @@ def test_query_over_a_real_socket(served):
         key = {"Authorization": f"Bearer {made.json()['api_key']}"}
         note = http.post(
             f"/v1/users/{user}/memories",
-            json={"text": "I left my passport in the top drawer of the desk."}, headers=key,
+            json={"text": "I left my passport in the top drawer of the desk."},
+            headers=key,
         )
         assert note.status_code == 201, note.text
-        r = http.post(f"/v1/users/{user}/query",
-                      json={"question": "Where is my passport?"}, headers=key)
+        r = http.post(
+            f"/v1/users/{user}/query", json={"question": "Where is my passport?"}, headers=key
+        )
         assert r.status_code == 200, r.text
         assert r.headers["content-type"] == "application/json"
         assert note.json()["segment_id"] in {e["segment_id"] for e in r.json()["evidence"]}
-        assert http.post(f"/v1/users/{user}/query", json={"question": "x"}).status_code \
-            == 401
+        assert http.post(f"/v1/users/{user}/query", json={"question": "x"}).status_code == 401
         assert http.delete(f"/v1/users/{user}", headers=ADMIN).status_code == 200
 
 
@@ -72,8 +73,10 @@ def test_ask_command_over_the_api_and_in_process(served, api_settings, monkeypat
         key = http.post("/v1/users", json={"user_id": user}, headers=ADMIN).json()["api_key"]
         made = http.post(
             f"/v1/users/{user}/memories",
-            json={"text": "The spare house key is under the green flower pot.",
-                  "at": "2025-06-01T12:00:00+00:00"},
+            json={
+                "text": "The spare house key is under the green flower pot.",
+                "at": "2025-06-01T12:00:00+00:00",
+            },
             headers={"Authorization": f"Bearer {key}"},
         )
         assert made.status_code == 201, made.text
@@ -81,8 +84,9 @@ def test_ask_command_over_the_api_and_in_process(served, api_settings, monkeypat
     runner = CliRunner()
     question = "Where is the spare house key?"
 
-    r = runner.invoke(app, ["ask", "--user", user, "--api", served, "--key", key, "--json",
-                            question])
+    r = runner.invoke(
+        app, ["ask", "--user", user, "--api", served, "--key", key, "--json", question]
+    )
     assert r.exit_code == 0, r.output
     body = json.loads(r.stdout)
     assert made.json()["segment_id"] in {e["segment_id"] for e in body["evidence"]}
@@ -96,17 +100,22 @@ def test_ask_command_over_the_api_and_in_process(served, api_settings, monkeypat
     assert r.exit_code == 1 and "401" in r.stderr
 
     for name, value in {
-        "DATABASE_URL": api_settings.database_url, "REDIS_URL": api_settings.redis_url,
-        "KAFKA_BROKERS": api_settings.kafka_brokers, "STATE_DIR": str(api_settings.state_dir),
-        "BLOB_DIR": str(api_settings.blob_dir), "LLM_PROVIDER": "offline",
+        "DATABASE_URL": api_settings.database_url,
+        "REDIS_URL": api_settings.redis_url,
+        "KAFKA_BROKERS": api_settings.kafka_brokers,
+        "STATE_DIR": str(api_settings.state_dir),
+        "BLOB_DIR": str(api_settings.blob_dir),
+        "LLM_PROVIDER": "offline",
     }.items():
         monkeypatch.setenv(f"WORLDMM_{name}", value)
-    r = runner.invoke(app, ["ask", "-u", user, "--as-of", "2025-06-01T11:00:00+00:00", "--json",
-                            question])
+    r = runner.invoke(
+        app, ["ask", "-u", user, "--as-of", "2025-06-01T11:00:00+00:00", "--json", question]
+    )
     assert r.exit_code == 0, r.output
     early = json.loads(r.stdout)
     assert early["evidence"] == [] or made.json()["segment_id"] not in {
-        e["segment_id"] for e in early["evidence"]}
+        e["segment_id"] for e in early["evidence"]
+    }
     r = runner.invoke(app, ["ask", "-u", user, question])
     assert r.exit_code == 0, r.output
     assert "in-process" in r.stdout and "green flower pot" in r.stdout

@@ -14,8 +14,13 @@ T0 = datetime(2025, 1, 1, 11, 0, 0, tzinfo=UTC)
 
 def window(i: int, caption: str) -> Window:
     start = T0 + timedelta(seconds=30 * i)
-    return Window(start=start, end=start + timedelta(seconds=30), caption=caption,
-                  transcript="", source=f"clip{i}")
+    return Window(
+        start=start,
+        end=start + timedelta(seconds=30),
+        caption=caption,
+        transcript="",
+        source=f"clip{i}",
+    )
 
 
 WINDOWS = [
@@ -33,8 +38,15 @@ def embedder():
 
 
 def test_tokenize():
-    assert tokenize("Jake: Who's got the RED kettle?") == ["jake", "who", "s", "got", "the",
-                                                           "red", "kettle"]
+    assert tokenize("Jake: Who's got the RED kettle?") == [
+        "jake",
+        "who",
+        "s",
+        "got",
+        "the",
+        "red",
+        "kettle",
+    ]
 
 
 @pytest.mark.parametrize("make", ["bm25", "dense"])
@@ -46,8 +58,9 @@ def test_window_ending_after_the_query_time_is_never_returned(make, embedder):
     # one second before it closes it must not appear at all, whatever k
     as_of = WINDOWS[2].end - timedelta(seconds=1)
     got = search.search(query, as_of, 10)
-    assert [r.start for r in got] == [WINDOWS[0].start, WINDOWS[1].start] or \
-        sorted(r.start for r in got) == [WINDOWS[0].start, WINDOWS[1].start]
+    assert [r.start for r in got] == [WINDOWS[0].start, WINDOWS[1].start] or sorted(
+        r.start for r in got
+    ) == [WINDOWS[0].start, WINDOWS[1].start]
     assert all(r.end <= as_of for r in got)
     # a window that ends exactly at the query time is visible
     assert search.search(query, WINDOWS[2].end, 1)[0].start == WINDOWS[2].start
@@ -79,8 +92,14 @@ def test_baselines_end_to_end_on_a_synthetic_sync_dir(tmp_path, embedder):
     sync = write_sync_dir(tmp_path / "data")
     questions = write_questions(tmp_path / "data")
     assert len(load_windows(sync, {1})) == 2
-    cfg = BenchConfig(sync_dir=sync, questions=questions, out=tmp_path / "out" / "r.json",
-                      days=[1], methods=["bm25", "dense"], cache_dir=tmp_path / "cache")
+    cfg = BenchConfig(
+        sync_dir=sync,
+        questions=questions,
+        out=tmp_path / "out" / "r.json",
+        days=[1],
+        methods=["bm25", "dense"],
+        cache_dir=tmp_path / "cache",
+    )
     report = run_benchmark(cfg, load_settings(state_dir=tmp_path / "state"))
     on_disk = json.loads(cfg.out.read_text())
     assert on_disk["questions"] == report["questions"] == 2  # the DAY2 question is not asked

@@ -55,25 +55,33 @@ def test_multi_day_question_with_one_date_keeps_that_date():
     assert [t.day for t in got] == [1, 1]
 
 
-@pytest.mark.parametrize("bad", [
-    {"time": "11000000"},
-    {"date": "DAYX", "time": "11000000"},
-    {"date": "DAY1", "time": "1100"},
-    {"date": "DAY1", "time": "25000000"},
-    {"date": "DAY1"},
-    {"date": "DAY1", "time_list": []},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"time": "11000000"},
+        {"date": "DAYX", "time": "11000000"},
+        {"date": "DAY1", "time": "1100"},
+        {"date": "DAY1", "time": "25000000"},
+        {"date": "DAY1"},
+        {"date": "DAY1", "time_list": []},
+    ],
+)
 def test_malformed_targets_raise(bad):
     with pytest.raises(DataError):
         parse_target_time(bad)
 
 
 def test_clip_starting_mid_window_lands_in_its_grid_cell():
-    w = parse_clip(clip("DAY1_A1_JAKE_11094208.mp4", [
-        (110943, 110944, "I'm holding my phone.", "caption"),
-        (110947, 110950, "Jake: Okay,  then we need a stopwatch.", "transcript"),
-        (110951, 110952, "I swipe my phone.", "caption"),
-    ]))
+    w = parse_clip(
+        clip(
+            "DAY1_A1_JAKE_11094208.mp4",
+            [
+                (110943, 110944, "I'm holding my phone.", "caption"),
+                (110947, 110950, "Jake: Okay,  then we need a stopwatch.", "transcript"),
+                (110951, 110952, "I swipe my phone.", "caption"),
+            ],
+        )
+    )
     assert (w.start, w.end) == (utc(1, 11, 9, 30), utc(1, 11, 10, 0))
     assert w.caption == "I'm holding my phone. I swipe my phone."
     assert w.transcript == "Jake: Okay, then we need a stopwatch."
@@ -97,8 +105,9 @@ def test_two_clips_in_one_window_is_an_error(tmp_path):
 
     sync = tmp_path / "sync"
     sync.mkdir()
-    (sync / "A1_JAKE_DAY1_11000000.json").write_text(json.dumps([
-        clip("DAY1_A1_JAKE_11000000.mp4", []), clip("DAY1_A1_JAKE_11001500.mp4", [])]))
+    (sync / "A1_JAKE_DAY1_11000000.json").write_text(
+        json.dumps([clip("DAY1_A1_JAKE_11000000.mp4", []), clip("DAY1_A1_JAKE_11001500.mp4", [])])
+    )
     with pytest.raises(DataError, match="two clips"):
         load_windows(sync)
 

@@ -34,9 +34,17 @@ def test_generated_counts_match_the_promise(memory: SyntheticMemory) -> None:
 
 def test_triples_are_unique_per_segment_and_well_formed(memory: SyntheticMemory) -> None:
     for specs in (memory.episodic, memory.semantic.triples):
-        keys = set(zip(specs.scale.tolist(), specs.segment.tolist(), specs.subj.tolist(),
-                       specs.pred.tolist(), specs.obj.tolist(), specs.literal.tolist(),
-                       strict=True))
+        keys = set(
+            zip(
+                specs.scale.tolist(),
+                specs.segment.tolist(),
+                specs.subj.tolist(),
+                specs.pred.tolist(),
+                specs.obj.tolist(),
+                specs.literal.tolist(),
+                strict=True,
+            )
+        )
         assert len(keys) == len(specs)  # the store's natural key would reject duplicates
         assert np.all((specs.obj >= 0) != (specs.literal >= 0))
         assert not np.any(specs.obj == specs.subj)
@@ -103,8 +111,9 @@ def test_queries_sit_near_their_facts_and_stubs_answer_them(memory: SyntheticMem
     qs = make_queries(memory, 5)
     assert {k: len(v) for k, v in qs.items()} == {"episodic": 5, "semantic": 5, "visual": 5}
     names = set(memory.vocab.names)
-    stub = StubModels([q for g in qs.values() for q in g], memory.cfg.text_dim,
-                      memory.cfg.visual_dim)
+    stub = StubModels(
+        [q for g in qs.values() for q in g], memory.cfg.text_dim, memory.cfg.visual_dim
+    )
     for q in qs["episodic"]:
         assert q.entities and set(q.entities) <= names
         vecs = stub.embed([q.text, *q.entities])

@@ -19,8 +19,11 @@ def test_no_url_means_the_in_process_offline_encoder():
 
 def test_a_url_means_http_with_the_configured_breaker_and_retries():
     settings = Settings(
-        gpu_worker_url="http://127.0.0.1:9/", gpu_breaker_failures=1, gpu_breaker_reset_s=60,
-        gpu_max_retries=0, gpu_timeout_s=2,
+        gpu_worker_url="http://127.0.0.1:9/",
+        gpu_breaker_failures=1,
+        gpu_breaker_reset_s=60,
+        gpu_max_retries=0,
+        gpu_timeout_s=2,
     )
     encoder = build_visual_encoder(settings)
     assert isinstance(encoder, HttpVisualEncoder)

@@ -72,8 +72,14 @@ def test_check_rounds_limits_to_the_server_setting():
 
 
 def test_agent_result_maps_to_the_wire_with_frame_urls():
-    seg = SegmentHit(segment_id=7, scale=30, start=T, end=T + timedelta(seconds=30),
-                     text="I cooked rice.", score=0.5)
+    seg = SegmentHit(
+        segment_id=7,
+        scale=30,
+        start=T,
+        end=T + timedelta(seconds=30),
+        text="I cooked rice.",
+        score=0.5,
+    )
     frame = FrameHit(key="frames/u1/s/1-0.jpg", ts=T, segment_id=7, score=0.2)
     rounds = [
         RoundRecord(memory_type="episodic", query="cooking", results=[seg]),

@@ -23,8 +23,16 @@ from worldmm.models import Triple
 OFFLINE_VERSION = "offline-v1"
 _SPEAKER = re.compile(r"^\s*([A-Z][\w' -]{0,30}):\s+(.+)$")
 _ROLES = (
-    "caption", "ner", "episodic_triples", "merge_captions", "semantic_triples", "consolidation",
-    "cross_scale_rerank", "reasoning_agent", "response", "entity_confirm",
+    "caption",
+    "ner",
+    "episodic_triples",
+    "merge_captions",
+    "semantic_triples",
+    "consolidation",
+    "cross_scale_rerank",
+    "reasoning_agent",
+    "response",
+    "entity_confirm",
 )
 
 

@@ -50,9 +50,7 @@ def pick_choice(
     return labelled[best][0], labelled[best][1], support
 
 
-def answer(
-    embedder: TextEmbedder, question: str, context: str, choices: list[str] | None
-) -> str:
+def answer(embedder: TextEmbedder, question: str, context: str, choices: list[str] | None) -> str:
     if choices:
         letter, text, support = pick_choice(embedder, question, choices, context)
         if support is None:
@@ -60,7 +58,7 @@ def answer(
                 f"{letter}. {text}\n(offline answer: no retrieved memory supports any choice; "
                 "this is a guess)"
             )
-        return f"{letter}. {text}\n(offline answer, best supported by: \"{support}\")"
+        return f'{letter}. {text}\n(offline answer, best supported by: "{support}")'
     units = evidence_units(context)
     if not units:
         return "I found nothing in your memory about this. (offline answer)"
