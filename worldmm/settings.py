@@ -63,7 +63,10 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="A stream silent this long (wall) stops holding windows."
     )
     session_end_grace_s: float = Field(
-        default=5.0, ge=0, description="Wall time a session end waits for stragglers."
+        default=5.0,
+        ge=0,
+        description="Live flow: wall time with no input after which a session end applies "
+        "(at least the idle time when the end says captures are still missing).",
     )
     window_max_attempts: int = Field(
         default=2, ge=1, le=10, description="Tries per window before it is failed + DLQ'd."
