@@ -134,15 +134,24 @@ class CountingCache:
         self.watch = watch or Stopwatch()
         self.hits = 0
         self.misses = 0
+        self.memo_hits = 0  # hits served by the process-local memo (no Redis round trip)
 
-    def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead:
+    def get(
+        self,
+        user_id: str,
+        memory_type: str,
+        scale: int | None = None,
+        fingerprint: str | None = None,
+    ) -> CacheRead:
         t = time.perf_counter()
-        read = self.inner.get(user_id, memory_type, scale)
+        read = self.inner.get(user_id, memory_type, scale, fingerprint=fingerprint)
         self.watch.add("cache.get", time.perf_counter() - t)
         if read.graph is None:
             self.misses += 1
         else:
             self.hits += 1
+            if read.source == "memo":
+                self.memo_hits += 1
         return read
 
     def put(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
@@ -159,8 +168,8 @@ class CountingCache:
         return self.inner.purge_user(user_id)
 
     def take(self) -> dict[str, int]:
-        out = {"hits": self.hits, "misses": self.misses}
-        self.hits = self.misses = 0
+        out = {"hits": self.hits, "misses": self.misses, "memo_hits": self.memo_hits}
+        self.hits = self.misses = self.memo_hits = 0
         return out
 
 
@@ -405,7 +414,7 @@ def run_benchmark(
         "loadavg": {"start": _loadavg()},
     }
     db = Database(settings.database_url, max_size=2)
-    inner_cache = make_cache(settings.redis_url)
+    inner_cache = make_cache(settings.redis_url, memo_elements=settings.graph_memo_elements)
     cache = CountingCache(inner_cache)
     loaded = False
     try:

@@ -107,7 +107,7 @@ def build_service_deps(settings: Settings) -> ServiceDeps:
                 cache_url, socket_timeout=1.0, socket_connect_timeout=1.0
             )
             owned.append(client)
-            cache = GraphCache(client)
+            cache = GraphCache(client, memo_elements=settings.graph_memo_elements)
         return ServiceDeps(
             settings=settings,
             db=db,

@@ -183,6 +183,12 @@ class Settings(BaseSettings):
     semantic_top_k: int = Field(default=10, ge=1, description="Semantic triples returned.")
     visual_top_k: int = Field(default=3, ge=1, description="Clips returned by visual search.")
     agent_max_rounds: int = Field(default=5, ge=1, le=20, description="Retrieval agent rounds.")
+    graph_memo_elements: int = Field(
+        default=3_000_000,
+        ge=0,
+        description="Per process: graphs kept in memory in front of Redis, as vertices + "
+        "edges (a week's 30 s graph is ~290k; 0 turns the memo off).",
+    )
 
     # --- query API ----------------------------------------------------------------------
     admin_api_key: SecretStr | None = Field(default=None, description="Admin bearer key.")

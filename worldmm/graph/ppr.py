@@ -27,6 +27,7 @@ import igraph as ig
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from worldmm.graph.index import graph_index
 from worldmm.graph.types import GraphTriple, entity_node, literal_node, segment_node
 
 DEFAULT_DAMPING = 0.85
@@ -41,15 +42,7 @@ class PprResult:
 
 def segments_per_vertex(graph: ig.Graph) -> np.ndarray:
     """How many segment vertices each vertex is adjacent to (0 for segments themselves)."""
-    counts = np.zeros(graph.vcount(), dtype=np.float64)
-    if graph.vcount() == 0 or "kind" not in graph.vs.attributes():
-        return counts
-    is_segment = np.array([k == "segment" for k in graph.vs["kind"]], dtype=bool)
-    edges = np.asarray(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2)
-    a, b = edges[:, 0], edges[:, 1]
-    np.add.at(counts, a[is_segment[b] & ~is_segment[a]], 1.0)
-    np.add.at(counts, b[is_segment[a] & ~is_segment[b]], 1.0)
-    return counts
+    return graph_index(graph).spread.copy()
 
 
 def fact_seed_scores(facts: list[tuple[GraphTriple, float]]) -> dict[str, float]:
@@ -78,8 +71,8 @@ def seed_vector(
     reset = np.zeros(graph.vcount(), dtype=np.float64)
     if graph.vcount() == 0:
         return reset
-    index = {name: i for i, name in enumerate(graph.vs["name"])}
-    spread = segments_per_vertex(graph)
+    gi = graph_index(graph)
+    index, spread = gi.position, gi.spread
     for name, score in node_scores.items():
         i = index.get(name)
         if i is not None and score > 0:
@@ -106,7 +99,8 @@ def personalized_pagerank(
     fallback = not np.any(reset > 0)
     if fallback:
         reset = _uniform_segment_reset(graph)
-    weights = graph.es["weight"] if "weight" in graph.es.attributes() else None
+    # The attribute's name, not its values: igraph reads it in C, no 260k-item list per call.
+    weights = "weight" if graph_index(graph).has_weight else None
     with _openmp().limit(limits=1, user_api="openmp"):
         scores = graph.personalized_pagerank(
             directed=False,

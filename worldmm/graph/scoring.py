@@ -5,6 +5,8 @@ from __future__ import annotations
 import igraph as ig
 import numpy as np
 
+from worldmm.graph.index import graph_index
+
 
 def top_segments(graph: ig.Graph, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     """The ``k`` segment vertices with the highest score, as ``(segment_id, score)``.
@@ -13,17 +15,19 @@ def top_segments(graph: ig.Graph, scores: np.ndarray, k: int) -> list[tuple[int,
     """
     if k <= 0 or graph.vcount() == 0:
         return []
-    ids = graph.vs["segment_id"]
-    idx = [i for i, kind in enumerate(graph.vs["kind"]) if kind == "segment"]
-    ranked = sorted(idx, key=lambda i: -scores[i])
-    return [(int(ids[i]), float(scores[i])) for i in ranked[:k]]
+    gi = graph_index(graph)
+    if len(gi.segments) == 0:
+        return []
+    seg_scores = scores[gi.segments]
+    order = np.argsort(-seg_scores, kind="stable")[:k]
+    return [(int(gi.segment_ids[i]), float(seg_scores[i])) for i in order]
 
 
 def edge_scores(graph: ig.Graph, scores: np.ndarray) -> np.ndarray:
     """Score of every edge: PPR(subject) + PPR(object)."""
     if graph.ecount() == 0:
         return np.zeros(0)
-    edges = np.asarray(graph.get_edgelist(), dtype=np.int64)
+    edges = graph_index(graph).edges
     return scores[edges[:, 0]] + scores[edges[:, 1]]
 
 

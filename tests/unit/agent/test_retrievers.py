@@ -40,7 +40,7 @@ class MemoryCache:
         self.store: dict[tuple, object] = {}
         self.puts = 0
 
-    def get(self, user_id, memory_type, scale=None):
+    def get(self, user_id, memory_type, scale=None, fingerprint=None):
         graph = self.store.get((user_id, memory_type, scale))
         return CacheRead(graph, b"" if graph is None else b"graph")
 

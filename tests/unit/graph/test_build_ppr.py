@@ -293,3 +293,23 @@ def test_loads_rejects_foreign_and_corrupt_bytes():
         loads(b"\x80\x04pickle")
     with pytest.raises(GraphFormatError, match="corrupt"):
         loads(dumps(build_semantic_graph([t(1, "a", "r", "b")]))[:-4])
+
+
+def test_graph_index_is_built_once_and_survives_no_serialisation():
+    from worldmm.graph.index import INDEX_ATTR, build_index, graph_index
+
+    g = build_episodic_graph([t(1, "a", "r", "b", seg=5), t(2, "a", "r", "c", seg=6)])
+    first = graph_index(g)
+    assert graph_index(g) is first  # kept on the graph: the next query reuses it
+    fresh = build_index(g)
+    assert first.position == fresh.position and list(first.segment_ids) == [5, 6]
+    assert np.array_equal(first.spread, fresh.spread)
+    assert INDEX_ATTR not in loads(dumps(g)).attributes()  # never written to Redis
+
+
+def test_top_segments_breaks_ties_in_vertex_order():
+    g = build_episodic_graph([t(i, "hub", "r", f"x{i}", seg=10 + i) for i in range(4)])
+    scores = np.zeros(g.vcount())
+    for i in range(4):  # all four segments tie
+        scores[vid(g, segment_node(10 + i))] = 0.25
+    assert [s for s, _ in top_segments(g, scores, 3)] == [10, 11, 12]

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from worldmm.graph.build import build_episodic_graph, build_semantic_graph
-from worldmm.graph.cache import GraphCache, NullCache, cache_key, make_cache
+from worldmm.graph.cache import GraphCache, GraphMemo, NullCache, cache_key, make_cache
 from worldmm.graph.types import GraphTriple
 from worldmm.stack import redis_server
 from worldmm.stack.process import free_port
@@ -39,10 +39,13 @@ def raw(redis_url):
     client.close()
 
 
-def _graph(n: int = 1):
-    return build_semantic_graph(
+def _graph(n: int = 1, fingerprint: str | None = None):
+    g = build_semantic_graph(
         [GraphTriple(triple_id=i, subject=f"s{i}", predicate="p", object=f"o{i}") for i in range(n)]
     )
+    if fingerprint is not None:
+        g["fingerprint"] = fingerprint
+    return g
 
 
 def test_key_layout():
@@ -170,3 +173,67 @@ def test_null_cache_and_factory():
     assert isinstance(make_cache(None), NullCache)
     assert isinstance(make_cache("none"), NullCache)
     assert isinstance(make_cache("redis://127.0.0.1:1/0"), GraphCache)
+
+
+# --- the process-local memo in front of Redis -----------------------------------------------
+
+
+def test_memo_serves_an_equal_fingerprint_without_redis(cache, raw):
+    user = uuid.uuid4().hex
+    g = _graph(2, fingerprint="2:9:0")
+    assert cache.put(user, "semantic", None, g, b"")
+    raw.delete(cache_key(user, "semantic"))  # only the memo has it now
+    hit = cache.get(user, "semantic", fingerprint="2:9:0")
+    assert hit.graph is g and hit.source == "memo"
+    assert not cache.put(user, "semantic", None, _graph(3), hit.token)  # a memo token is inert
+    # the rows changed (another fingerprint): the memo must not answer; Redis has nothing
+    assert cache.get(user, "semantic", fingerprint="3:10:0").graph is None
+    # without a fingerprint the caller cannot check freshness: Redis only
+    assert cache.get(user, "semantic").graph is None
+
+
+def test_redis_hit_fills_the_memo_only_when_fresh(redis_url, raw):
+    user = uuid.uuid4().hex
+    writer = GraphCache.from_url(redis_url)
+    reader = GraphCache.from_url(redis_url)  # another process
+    try:
+        writer.put(user, "episodic", 30, _graph(1, fingerprint="1:1:0"), b"")
+        stale = reader.get(user, "episodic", 30, fingerprint="2:2:0")
+        assert stale.source == "redis" and len(reader.memo) == 0
+        fresh = reader.get(user, "episodic", 30, fingerprint="1:1:0")
+        assert fresh.source == "redis" and len(reader.memo) == 1
+        again = reader.get(user, "episodic", 30, fingerprint="1:1:0")
+        assert again.source == "memo" and again.graph is fresh.graph
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_invalidate_and_purge_drop_memo_entries(cache, raw):
+    user, other = uuid.uuid4().hex, uuid.uuid4().hex
+    for u in (user, other):
+        cache.put(u, "semantic", None, _graph(1, fingerprint="f"), b"")
+        cache.put(u, "episodic", 30, _graph(1, fingerprint="f"), b"")
+    cache.invalidate(user, "episodic", 30)
+    assert cache.get(user, "episodic", 30, fingerprint="f").graph is None
+    assert cache.get(user, "semantic", fingerprint="f").source == "memo"
+    cache.purge_user(user)
+    raw.delete(cache_key(other, "semantic"))
+    assert cache.get(user, "semantic", fingerprint="f").graph is None
+    assert cache.get(other, "semantic", fingerprint="f").source == "memo"
+
+
+def test_memo_is_bounded_by_vertices_and_edges():
+    memo = GraphMemo(max_elements=10)
+    small = [_graph(1, fingerprint=str(i)) for i in range(4)]  # 2 vertices + 1 edge each
+    for i, g in enumerate(small[:3]):
+        memo.put(f"k{i}", g)
+    assert memo.get("k0", "0") is small[0]  # k0 is now the most recently used
+    memo.put("k3", small[3])  # 12 > 10: the least recently used (k1) goes
+    assert memo.get("k1", "1") is None
+    assert [memo.get(f"k{i}", str(i)) is not None for i in (0, 2, 3)] == [True, True, True]
+    memo.put("big", _graph(4, fingerprint="b"))  # 12 elements: larger than the budget
+    assert memo.get("big", "b") is None and len(memo) == 3
+    memo.put("k0", _graph(1))  # no fingerprint: cannot be checked, not kept (old one dropped)
+    assert memo.get("k0", "0") is None
+    assert GraphMemo(0).get("x", "f") is None

@@ -16,7 +16,7 @@ from datetime import datetime
 import igraph as ig
 
 from worldmm.graph.build import build_graph
-from worldmm.graph.cache import GraphCache, NullCache
+from worldmm.graph.cache import GraphCache, NullCache, graph_fingerprint
 from worldmm.graph.types import GraphMemoryType
 from worldmm.memory.retrieval.deps import MemoryReader
 
@@ -35,10 +35,10 @@ def load_graph(
     token, fingerprint = b"", None
     if cacheable:
         fingerprint = reader.graph_fingerprint(user_id, memory_type, scale)
-        read = cache.get(user_id, memory_type, scale)
+        read = cache.get(user_id, memory_type, scale, fingerprint=fingerprint)
         token = read.token
         if read.graph is not None:
-            if _fingerprint(read.graph) == fingerprint:
+            if graph_fingerprint(read.graph) == fingerprint:
                 log.debug("retrieval.graph_cache_hit type=%s scale=%s", memory_type, scale)
                 return read.graph
             log.info("retrieval.graph_cache_stale type=%s scale=%s", memory_type, scale)
@@ -59,7 +59,3 @@ def load_graph(
         stored,
     )
     return graph
-
-
-def _fingerprint(graph: ig.Graph) -> str | None:
-    return graph["fingerprint"] if "fingerprint" in graph.attributes() else None

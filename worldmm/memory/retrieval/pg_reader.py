@@ -17,20 +17,7 @@ from worldmm.store import segments as segment_repo
 from worldmm.store import triples as triple_repo
 from worldmm.store import visual as visual_repo
 from worldmm.store.db import Database
-from worldmm.store.models import GraphTriple as StoreGraphTriple
 from worldmm.store.models import TripleRow
-
-
-def from_graph_row(row: StoreGraphTriple) -> GraphTriple:
-    return GraphTriple(
-        triple_id=row.id,
-        subject=row.subject_name,
-        predicate=row.predicate,
-        object=row.object_name,
-        object_is_literal=row.object_is_literal,
-        segment_id=row.segment_id,
-        scale=row.scale_seconds,
-    )
 
 
 def from_triple_row(row: TripleRow) -> GraphTriple:
@@ -59,8 +46,10 @@ class PgMemoryReader:
         as_of: datetime | None = None,
     ) -> list[GraphTriple]:
         with self._db.connection() as conn:
-            rows = triple_repo.triples_for_graph(conn, user_id, memory_type, scale, as_of)
-        return [from_graph_row(r) for r in rows]
+            rows = triple_repo.graph_rows(conn, user_id, memory_type, scale, as_of)
+        # Rows come straight from our own typed columns: skip validation, ~300k at a time.
+        build = GraphTriple.model_construct
+        return [build(**dict(zip(triple_repo.GRAPH_ROW_COLUMNS, r, strict=True))) for r in rows]
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
