@@ -19,6 +19,13 @@ def register(bench_app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
         user: Annotated[str | None, typer.Option(help="User id to load (default: fresh).")] = None,
         keep: Annotated[bool, typer.Option(help="Keep the loaded user afterwards.")] = False,
+        reuse: Annotated[
+            bool,
+            typer.Option(
+                help="Measure an existing --user kept by an earlier --keep run with the same "
+                "--days and --seed (its rows are checked) instead of loading again."
+            ),
+        ] = False,
         keep_indexes: Annotated[
             bool, typer.Option(help="Load into live HNSW indexes (no drop and rebuild).")
         ] = False,
@@ -47,4 +54,6 @@ def register(bench_app: typer.Typer) -> None:
             argv.append("--keep")
         if keep_indexes:
             argv.append("--keep-indexes")
+        if reuse:
+            argv.append("--reuse")
         main(argv)

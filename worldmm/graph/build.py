@@ -19,7 +19,7 @@ from datetime import datetime
 import igraph as ig
 
 from worldmm.graph.types import (
-    GraphTriple,
+    GraphTripleLike,
     NodeKind,
     entity_node,
     literal_node,
@@ -55,13 +55,13 @@ class _Vertices:
         return g
 
 
-def _object_vertex(vertices: _Vertices, t: GraphTriple) -> int:
+def _object_vertex(vertices: _Vertices, t: GraphTripleLike) -> int:
     if t.object_is_literal:
         return vertices.add(literal_node(t.subject, t.object), "literal", t.object)
     return vertices.add(entity_node(t.object), "entity", t.object)
 
 
-def build_episodic_graph(triples: Iterable[GraphTriple]) -> ig.Graph:
+def build_episodic_graph(triples: Iterable[GraphTripleLike]) -> ig.Graph:
     """Entity + segment graph of one scale's episodic triples."""
     vertices = _Vertices()
     weights: dict[tuple[int, int, str], float] = {}
@@ -93,14 +93,16 @@ def build_episodic_graph(triples: Iterable[GraphTriple]) -> ig.Graph:
     return g
 
 
-def is_active(t: GraphTriple, as_of: datetime | None = None) -> bool:
+def is_active(t: GraphTripleLike, as_of: datetime | None = None) -> bool:
     """Not soft-deleted — at ``as_of`` when given (a later removal did not exist yet)."""
     if t.invalidated_at is None:
         return True
     return as_of is not None and t.invalidated_at > as_of
 
 
-def build_semantic_graph(triples: Iterable[GraphTriple], as_of: datetime | None = None) -> ig.Graph:
+def build_semantic_graph(
+    triples: Iterable[GraphTripleLike], as_of: datetime | None = None
+) -> ig.Graph:
     """Entity graph with one edge per semantic triple active (at ``as_of``)."""
     vertices = _Vertices()
     edges: list[tuple[int, int]] = []
@@ -126,7 +128,7 @@ def build_semantic_graph(triples: Iterable[GraphTriple], as_of: datetime | None 
 
 
 def build_graph(
-    memory_type: str, triples: Iterable[GraphTriple], as_of: datetime | None = None
+    memory_type: str, triples: Iterable[GraphTripleLike], as_of: datetime | None = None
 ) -> ig.Graph:
     """Dispatch on memory type ('episodic' or 'semantic')."""
     if memory_type == "episodic":

@@ -295,19 +295,6 @@ def triples_for_graph(
     return [GraphTriple.model_validate(r) for r in rows]
 
 
-GRAPH_ROW_COLUMNS = (
-    "triple_id",
-    "subject",
-    "predicate",
-    "object",
-    "object_is_literal",
-    "segment_id",
-    "scale",
-    "valid_from",
-    "invalidated_at",
-)
-
-
 def graph_rows(
     conn: psycopg.Connection,
     user_id: str,
@@ -316,9 +303,10 @@ def graph_rows(
     as_of: datetime | None = None,
 ) -> list[tuple]:
     """What :func:`triples_for_graph` selects, minus what no graph uses (the segment's
-    window), as plain tuples in ``GRAPH_ROW_COLUMNS`` order. A week's 30 s graph is about
-    300k rows; a model per row took most of its 16 s build. Episodic rows leave the two
-    times NULL: the SQL has already applied ``as_of`` and no episodic edge keeps them."""
+    window), as plain tuples in the field order of ``worldmm.graph.types.GraphRow``. A
+    week's 30 s graph is about 300k rows; a model per row took most of its 16 s build.
+    Episodic rows leave the two times NULL: the SQL has already applied ``as_of`` and no
+    episodic edge keeps them."""
     memory_type = _memory_type(memory_type)
     where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
     where.append(_as_of_clause(memory_type, as_of))

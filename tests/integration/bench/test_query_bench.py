@@ -44,14 +44,17 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             stats = report["retrieval_ms"][memory_type][phase]
             assert stats["n"] == n and 0 < stats["p50"] <= stats["p95"] <= stats["max"]
             assert report["retrieval"][memory_type][phase]["mean_hits"] > 0
-    # warm reads every graph from Redis; cold rebuilds every one
+    # warm finds every graph in the process's memo (primed by the first query); cold rebuilds
+    # every one (invalidation drops the memo's key too)
     assert report["retrieval"]["episodic"]["warm"]["cache"] == {
         "hits": 4 * len(SCALES),
         "misses": 0,
+        "memo_hits": 4 * len(SCALES),
     }
     assert report["retrieval"]["episodic"]["cold"]["cache"] == {
         "hits": 0,
         "misses": 2 * len(SCALES),
+        "memo_hits": 0,
     }
     assert report["retrieval"]["semantic"]["cold"]["cache"]["hits"] == 0
     assert set(report["graph_build_ms"]) == {*(str(s) for s in SCALES), "semantic"}
@@ -79,35 +82,44 @@ def test_kept_user_holds_the_promised_rows(settings, user_id):
     )
     want = expected_counts(cfg)
     assert report["load"]["dropped_indexes"] == []
-    with Database(settings.database_url, max_size=1) as db:
-        with db.connection() as conn:
+    with Database(settings.database_url, max_size=1) as db, db.connection() as conn:
 
-            def count(sql: str) -> int:
-                return conn.execute(sql, (user_id,)).fetchone()[0]
+        def count(sql: str) -> int:
+            return conn.execute(sql, (user_id,)).fetchone()[0]
 
-            assert count("SELECT count(*) FROM segments WHERE user_id = %s") == want["segments"]
-            assert (
-                count(
-                    "SELECT count(*) FROM segments WHERE user_id = %s"
-                    " AND scale_seconds < 3600 AND parent_segment_id IS NULL"
-                )
-                == 0
+        assert count("SELECT count(*) FROM segments WHERE user_id = %s") == want["segments"]
+        assert (
+            count(
+                "SELECT count(*) FROM segments WHERE user_id = %s"
+                " AND scale_seconds < 3600 AND parent_segment_id IS NULL"
             )
-            assert count("SELECT count(*) FROM triples WHERE user_id = %s") == (
-                want["episodic"] + want["semantic"]
+            == 0
+        )
+        assert count("SELECT count(*) FROM triples WHERE user_id = %s") == (
+            want["episodic"] + want["semantic"]
+        )
+        assert (
+            count(
+                "SELECT count(*) FROM triples t JOIN triples r ON r.id = t.replaced_by"
+                " WHERE t.user_id = %s AND r.invalidated_at IS NULL"
+                " AND t.invalidated_at = r.valid_from"
             )
-            assert (
-                count(
-                    "SELECT count(*) FROM triples t JOIN triples r ON r.id = t.replaced_by"
-                    " WHERE t.user_id = %s AND r.invalidated_at IS NULL"
-                    " AND t.invalidated_at = r.valid_from"
-                )
-                == want["semantic_invalidated"]
-            )
-            assert (
-                count("SELECT count(*) FROM visual_embeddings WHERE user_id = %s")
-                == (want["visual"])
-            )
-            assert count("SELECT count(*) FROM frames WHERE user_id = %s") == want["frames"]
-        with db.transaction() as conn:
-            purge_user(conn, user_id)
+            == want["semantic_invalidated"]
+        )
+        assert (
+            count("SELECT count(*) FROM visual_embeddings WHERE user_id = %s") == (want["visual"])
+        )
+        assert count("SELECT count(*) FROM frames WHERE user_id = %s") == want["frames"]
+
+    # --reuse measures the kept user again without loading, and checks it is the same memory
+    again = run_benchmark(
+        settings, cfg, queries=2, cold_queries=1, user_id=user_id, keep=True, reuse=True
+    )
+    assert again["load"] is None and again["rows_match"] is True
+    assert again["retrieval_ms"]["episodic"]["warm"]["p50"] > 0
+    with pytest.raises(ValueError, match="does not hold"):
+        run_benchmark(settings, SynthConfig(hours=2, seed=3), user_id=user_id, reuse=True)
+    with pytest.raises(ValueError, match="does not exist"):
+        run_benchmark(settings, cfg, user_id=user_id + "-nobody", reuse=True)
+    with Database(settings.database_url, max_size=1) as db, db.transaction() as conn:
+        purge_user(conn, user_id)

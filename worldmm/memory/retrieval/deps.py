@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import AwareDatetime, BaseModel
 
 from worldmm.graph.cache import GraphCache, NullCache
-from worldmm.graph.types import GraphMemoryType, GraphTriple
+from worldmm.graph.types import GraphMemoryType, GraphTriple, GraphTripleLike
 from worldmm.models import SegmentRecord
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class MemoryReader(Protocol):
         memory_type: GraphMemoryType,
         scale: int | None = None,
         as_of: datetime | None = None,
-    ) -> list[GraphTriple]: ...
+    ) -> Sequence[GraphTripleLike]: ...
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None

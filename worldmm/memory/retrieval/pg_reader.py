@@ -8,7 +8,7 @@ from datetime import datetime
 
 import numpy as np
 
-from worldmm.graph.types import GraphMemoryType, GraphTriple
+from worldmm.graph.types import GraphMemoryType, GraphRow, GraphTriple
 from worldmm.memory.retrieval.deps import ClipMatch, FrameRef
 from worldmm.models import SegmentRecord
 from worldmm.store import entities as entity_repo
@@ -44,12 +44,10 @@ class PgMemoryReader:
         memory_type: GraphMemoryType,
         scale: int | None = None,
         as_of: datetime | None = None,
-    ) -> list[GraphTriple]:
+    ) -> list[GraphRow]:
         with self._db.connection() as conn:
             rows = triple_repo.graph_rows(conn, user_id, memory_type, scale, as_of)
-        # Rows come straight from our own typed columns: skip validation, ~300k at a time.
-        build = GraphTriple.model_construct
-        return [build(**dict(zip(triple_repo.GRAPH_ROW_COLUMNS, r, strict=True))) for r in rows]
+        return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
