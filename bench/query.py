@@ -36,7 +36,7 @@ import numpy as np
 
 from bench.query_load import LoadReport, load_memory
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
-from worldmm.graph.build import build_graph
+from worldmm.graph.build import build_graph, extend_episodic_graph
 from worldmm.graph.cache import CacheRead, GraphCache, NullCache, make_cache
 from worldmm.graph.serialize import dumps, loads
 from worldmm.models import SCALES
@@ -209,11 +209,13 @@ def graph_keys(memory_type: str) -> list[tuple[str, int | None]]:
 
 
 def measure_graph_builds(reader: Any, user_id: str, repeats: int) -> dict[str, dict[str, Any]]:
-    """Per graph (each episodic scale, semantic): median fetch and build time, size, and the
-    cost of the cached form (serialise, deserialise)."""
+    """Per graph (each episodic scale, semantic): median fetch and build time, size, the
+    cost of the cached form (serialise, deserialise), and for episodic graphs the time to
+    extend the graph without its newest segment by that segment's rows (what a query pays
+    after a live session adds a window, instead of a rebuild)."""
     out: dict[str, dict[str, Any]] = {}
     for memory_type, scale in [*graph_keys("episodic"), *graph_keys("semantic")]:
-        fetch, build, ser, de = [], [], [], []
+        fetch, build, ser, de, extend = [], [], [], [], []
         for _ in range(max(1, repeats)):
             t = time.perf_counter()
             rows = reader.triples_for_graph(user_id, memory_type, scale=scale)
@@ -228,6 +230,13 @@ def measure_graph_builds(reader: Any, user_id: str, repeats: int) -> dict[str, d
             build.append(t2 - t1)
             ser.append(t3 - t2)
             de.append(t4 - t3)
+            if memory_type == "episodic" and rows:
+                newest = max(r.segment_id or 0 for r in rows)
+                old = [r for r in rows if r.segment_id != newest]
+                base = build_graph(memory_type, old)
+                t5 = time.perf_counter()
+                extend_episodic_graph(base, [r for r in rows if r.segment_id == newest])
+                extend.append(time.perf_counter() - t5)
         ms = lambda xs: round(1000 * float(np.median(xs)), 1)  # noqa: E731
         out[str(scale) if scale is not None else "semantic"] = {
             "total_ms": round(ms(fetch) + ms(build), 1),
@@ -241,6 +250,8 @@ def measure_graph_builds(reader: Any, user_id: str, repeats: int) -> dict[str, d
             "edges": graph.ecount(),
             "repeats": max(1, repeats),
         }
+        if extend:
+            out[str(scale)]["extend_one_segment_ms"] = ms(extend)
     return out
 
 

@@ -22,7 +22,9 @@ used last, each with the fingerprint it was built from. A read that passes the f
 it just took from the database is served from the memo when they are equal, so the memo is
 never staler than the database; it saves the Redis transfer and the deserialisation (about
 0.5 s per query on a week of memory) and keeps each graph's look-up index
-(:mod:`worldmm.graph.index`). Invalidation and purge drop the memo's keys as well.
+(:mod:`worldmm.graph.index`). Invalidation retires the memo's graph of that key: never served
+again, it stays as the base a reader extends with the rows added since
+(:mod:`worldmm.memory.retrieval.graphs`). A purge drops the user's graphs.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class CacheRead:
     # pass it back to ``put`` to replace exactly that state and nothing newer.
     token: bytes
     source: str = ""  # "memo" or "redis" on a hit
+    # On a miss: this process's last graph of the key, built from older rows (or None). A
+    # reader may extend it with the rows added since instead of rebuilding from scratch.
+    base: ig.Graph | None = None
 
 
 def graph_fingerprint(graph: ig.Graph) -> str | None:
@@ -97,6 +102,12 @@ class GraphMemo:
             self._graphs.move_to_end(key)
             return found[1]
 
+    def latest(self, key: str) -> ig.Graph | None:
+        """The key's graph whatever its fingerprint (it carries its own)."""
+        with self._lock:
+            found = self._graphs.get(key)
+            return None if found is None else found[1]
+
     def put(self, key: str, graph: ig.Graph) -> None:
         fingerprint = graph_fingerprint(graph)
         size = graph.vcount() + graph.ecount()
@@ -113,6 +124,13 @@ class GraphMemo:
     def drop(self, key: str) -> None:
         with self._lock:
             self._pop(key)
+
+    def retire(self, key: str) -> None:
+        """Never serve the key's graph again, but keep it as a base to extend (:meth:`latest`)."""
+        with self._lock:
+            found = self._graphs.get(key)
+            if found is not None:
+                self._graphs[key] = ("", found[1], found[2])
 
     def drop_prefix(self, prefix: str) -> None:
         with self._lock:
@@ -209,27 +227,29 @@ class GraphCache:
         """The cached graph. With the caller's current ``fingerprint``, an equal graph of the
         memo is served without asking Redis (its token lets no ``put`` through)."""
         key = cache_key(user_id, memory_type, scale)
+        base = None
         if fingerprint is not None:
             graph = self.memo.get(key, fingerprint)
             if graph is not None:
                 return CacheRead(graph, _UNKNOWN, "memo")
+            base = self.memo.latest(key)
         try:
             data = self._redis.get(key)
         except redis.RedisError as exc:
             log.warning("graph_cache.error op=get key=%s error=%s", key, exc)
-            return CacheRead(None, _UNKNOWN)
+            return CacheRead(None, _UNKNOWN, base=base)
         if data is None:
-            return CacheRead(None, b"")
+            return CacheRead(None, b"", base=base)
         if data.startswith(MAGIC):
             try:
                 graph = loads(data)
             except GraphFormatError as exc:
                 log.warning("graph_cache.corrupt key=%s error=%s", key, exc)
-                return CacheRead(None, _UNKNOWN)
+                return CacheRead(None, _UNKNOWN, base=base)
             if fingerprint is not None and graph_fingerprint(graph) == fingerprint:
                 self.memo.put(key, graph)
             return CacheRead(graph, bytes(data[:_PROBE_BYTES]), "redis")
-        return CacheRead(None, bytes(data[:_PROBE_BYTES]))
+        return CacheRead(None, bytes(data[:_PROBE_BYTES]), base=base)
 
     def put(
         self, user_id: str, memory_type: str, scale: int | None, graph: ig.Graph, token: bytes
@@ -259,7 +279,7 @@ class GraphCache:
     def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
         """Replace exactly this one key with a fresh tombstone; False if Redis failed."""
         key = cache_key(user_id, memory_type, scale)
-        self.memo.drop(key)
+        self.memo.retire(key)
         try:
             self._redis.set(key, TOMBSTONE + os.urandom(8).hex().encode(), ex=self._ttl_s)
             return True

@@ -301,17 +301,23 @@ def graph_rows(
     memory_type: TripleType,
     scale: int | None = None,
     as_of: datetime | None = None,
+    *,
+    id_range: tuple[int, int] | None = None,
 ) -> list[tuple]:
     """What :func:`triples_for_graph` selects, minus what no graph uses (the segment's
     window), as plain tuples in the field order of ``worldmm.graph.types.GraphRow``. A
     week's 30 s graph is about 300k rows; a model per row took most of its 16 s build.
     Episodic rows leave the two times NULL: the SQL has already applied ``as_of`` and no
-    episodic edge keeps them."""
+    episodic edge keeps them. ``id_range=(after, upto)`` keeps ids in ``(after, upto]``:
+    the rows appended since a graph was built (see :func:`parse_fingerprint`)."""
     memory_type = _memory_type(memory_type)
     where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
     where.append(_as_of_clause(memory_type, as_of))
     if scale is not None:
         where.append("t.scale_seconds = %(scale)s")
+    after, upto = id_range if id_range is not None else (None, None)
+    if id_range is not None:
+        where.append("t.id > %(after)s AND t.id <= %(upto)s")
     times = "NULL, NULL" if memory_type == "episodic" else "t.valid_from, t.invalidated_at"
     with conn.cursor(row_factory=tuple_row) as cur:
         cur.execute(
@@ -319,7 +325,7 @@ def graph_rows(
             " COALESCE(o.canonical_name, o.surface_form, t.object_literal),"
             f" t.object_entity_id IS NULL, t.segment_id, t.scale_seconds, {times}"
             f" FROM triples t {_TRIPLE_JOINS} WHERE {' AND '.join(where)} ORDER BY t.id",
-            {"u": user_id, "scale": scale, "as_of": as_of},
+            {"u": user_id, "scale": scale, "as_of": as_of, "after": after, "upto": upto},
         )
         return cur.fetchall()
 
@@ -346,6 +352,16 @@ def list_semantic(
         {"u": user_id, "as_of": as_of, "limit": limit},
     )
     return [TripleRow.model_validate(r) for r in rows]
+
+
+def parse_fingerprint(fingerprint: str | None) -> tuple[int, int, int] | None:
+    """(row count, highest id, soft-deleted count) of :func:`triples_fingerprint`; None for
+    anything else (then a reader cannot reason about what changed, and rebuilds)."""
+    parts = (fingerprint or "").split(":")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    count, top, invalidated = (int(p) for p in parts)
+    return count, top, invalidated
 
 
 def triples_fingerprint(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -227,6 +228,40 @@ def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, u
         assert memory.seg_ids["towel"] in [h.segment_id for h in result.hits]
     finally:
         raw.close()
+
+
+def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory, user_id, caplog):
+    from worldmm.graph.build import build_episodic_graph
+    from worldmm.memory.retrieval.graphs import load_graph
+    from worldmm.store.purge import forget_range
+
+    def shape(g):
+        return (g.vs["name"], g.get_edgelist(), g.es["weight"], g.es["kind"])
+
+    def paths():
+        return [r.message.split()[0] for r in caplog.records if "scale=30 " in r.message]
+
+    caplog.set_level(logging.INFO, logger="worldmm.memory.retrieval.graphs")
+    run(search_episodic(deps, user_id, "red cup"))  # builds and caches every scale
+    memory.segment(
+        "sink", 30, 60, "I wash the red cup at the sink.", [("I", "wash", "red cup", False)]
+    )
+    deps.cache.invalidate(user_id, "episodic", 30)  # what the ingest writer does
+    caplog.clear()
+    result = run(search_episodic(deps, user_id, "I wash the red cup at the sink"))
+    assert memory.seg_ids["sink"] in [h.segment_id for h in result.hits]
+    assert paths() == ["retrieval.graph_extended"]  # not rebuilt from every row
+    grown = load_graph(deps.reader, deps.cache, user_id, "episodic", 30)
+    assert shape(grown) == shape(
+        build_episodic_graph(deps.reader.triples_for_graph(user_id, "episodic", 30))
+    )
+
+    with memory.db.transaction() as conn:  # rows leave: extending cannot express that
+        forget_range(conn, user_id, at(60), at(90))
+    caplog.clear()
+    result = run(search_episodic(deps, user_id, "I wash the red cup at the sink"))
+    assert memory.seg_ids["sink"] not in [h.segment_id for h in result.hits]
+    assert paths() == ["retrieval.graph_built"]
 
 
 def test_semantic_over_the_store(deps, memory, user_id):

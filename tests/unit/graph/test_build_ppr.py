@@ -313,3 +313,39 @@ def test_top_segments_breaks_ties_in_vertex_order():
     for i in range(4):  # all four segments tie
         scores[vid(g, segment_node(10 + i))] = 0.25
     assert [s for s, _ in top_segments(g, scores, 3)] == [10, 11, 12]
+
+
+def _shape(g: ig.Graph) -> tuple:
+    return (
+        g.vs["name"],
+        g.vs["kind"],
+        g.vs["label"],
+        g.vs["segment_id"],
+        g.get_edgelist(),
+        g.es["weight"],
+        g.es["kind"],
+    )
+
+
+@pytest.mark.parametrize("split", [0, 1, 3, 5, 7])
+def test_extending_a_graph_equals_building_it_from_all_rows(split):
+    from worldmm.graph.build import extend_episodic_graph
+    from worldmm.graph.index import graph_index
+
+    rows = [
+        t(1, "I", "hold", "Cup", seg=1),
+        t(2, "Kate", "hands", "Cup", seg=1),
+        t(3, "I", "hold", "Cup", seg=2),  # an existing relation edge gets heavier
+        t(4, "I", "leave at", "9:00", seg=2, literal=True),
+        t(5, "Kate", "hands", "Cup", seg=3),
+        t(6, "Alex", "reads", "Book", seg=3),
+        t(7, "I", "hold", "Cup"),  # no segment
+        t(8, "Book", "lies on", "Table", seg=4),
+    ]
+    base = build_episodic_graph(rows[:split])
+    graph_index(base)  # a cached index on the base must not leak into the result
+    before = _shape(base)
+    grown = extend_episodic_graph(base, rows[split:])
+    assert _shape(grown) == _shape(build_episodic_graph(rows))
+    assert _shape(base) == before  # the base is shared with other queries: untouched
+    assert graph_index(grown).position == {n: i for i, n in enumerate(grown.vs["name"])}

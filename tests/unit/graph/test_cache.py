@@ -209,17 +209,20 @@ def test_redis_hit_fills_the_memo_only_when_fresh(redis_url, raw):
         reader.close()
 
 
-def test_invalidate_and_purge_drop_memo_entries(cache, raw):
+def test_invalidate_retires_and_purge_drops_memo_entries(cache, raw):
     user, other = uuid.uuid4().hex, uuid.uuid4().hex
     for u in (user, other):
         cache.put(u, "semantic", None, _graph(1, fingerprint="f"), b"")
         cache.put(u, "episodic", 30, _graph(1, fingerprint="f"), b"")
     cache.invalidate(user, "episodic", 30)
-    assert cache.get(user, "episodic", 30, fingerprint="f").graph is None
+    read = cache.get(user, "episodic", 30, fingerprint="f")
+    assert read.graph is None  # never served again, even for the same fingerprint ...
+    assert read.base is not None  # ... but kept as a base to extend with new rows
     assert cache.get(user, "semantic", fingerprint="f").source == "memo"
     cache.purge_user(user)
     raw.delete(cache_key(other, "semantic"))
     assert cache.get(user, "semantic", fingerprint="f").graph is None
+    assert cache.get(user, "episodic", 30, fingerprint="f").base is None  # purged: gone
     assert cache.get(other, "semantic", fingerprint="f").source == "memo"
 
 

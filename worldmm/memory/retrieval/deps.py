@@ -50,7 +50,11 @@ class MemoryReader(Protocol):
         memory_type: GraphMemoryType,
         scale: int | None = None,
         as_of: datetime | None = None,
-    ) -> Sequence[GraphTripleLike]: ...
+        *,
+        id_range: tuple[int, int] | None = None,
+    ) -> Sequence[GraphTripleLike]:
+        """The rows of a graph, oldest id first; ``id_range=(after, upto]`` only those ids."""
+        ...
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None

@@ -44,9 +44,13 @@ class PgMemoryReader:
         memory_type: GraphMemoryType,
         scale: int | None = None,
         as_of: datetime | None = None,
+        *,
+        id_range: tuple[int, int] | None = None,
     ) -> list[GraphRow]:
         with self._db.connection() as conn:
-            rows = triple_repo.graph_rows(conn, user_id, memory_type, scale, as_of)
+            rows = triple_repo.graph_rows(
+                conn, user_id, memory_type, scale, as_of, id_range=id_range
+            )
         return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
 
     def graph_fingerprint(
