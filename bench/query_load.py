@@ -48,7 +48,7 @@ class LoadReport:
 
     @property
     def load_s(self) -> float:
-        """Database time: COPY + fix-ups + index rebuild + commit (not generation, not ANALYZE)."""
+        """Database time: COPY + fix-ups + index rebuild + commit (not generation, not VACUUM)."""
         return sum(self.copy_s.values()) + self.fixup_s + self.index_rebuild_s + self.commit_s
 
     def as_dict(self) -> dict[str, Any]:
@@ -338,7 +338,7 @@ class Loader:
 def load_memory(
     conn: psycopg.Connection, memory: SyntheticMemory, user_id: str, *, drop_indexes: bool = True
 ) -> LoadReport:
-    """Load everything in one transaction on ``conn`` (autocommit off), then ANALYZE.
+    """Load everything in one transaction on ``conn`` (autocommit off), then VACUUM ANALYZE.
 
     Identity values follow COPY order within one session, which the semantic read-back
     relies on (ids above the user's previous highest, in order).
@@ -356,7 +356,19 @@ def load_memory(
         commit_started = time.perf_counter()
     report.commit_s = time.perf_counter() - commit_started
     t = time.perf_counter()
-    conn.execute("ANALYZE users, sessions, entities, segments, frames, visual_embeddings, triples")
+    # VACUUM, not only ANALYZE: a memory written over a week has its visibility map kept
+    # current by autovacuum; right after a bulk load it is empty, and every index-only scan
+    # (the graph fingerprint) visits the heap: 430 ms instead of 45 ms per episodic query.
+    conn.commit()
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        conn.execute(
+            "VACUUM (ANALYZE) users, sessions, entities, segments, frames, visual_embeddings,"
+            " triples"
+        )
+    finally:
+        conn.autocommit = autocommit
     report.analyze_s = time.perf_counter() - t
     report.total_s = time.perf_counter() - started
     return report
