@@ -266,6 +266,16 @@ def triples_for_segments(
     return [TripleRow.model_validate(r) for r in rows]
 
 
+def _graph_filter(memory_type: str, scale: int | None, as_of: datetime | None) -> list[str]:
+    """WHERE terms (on alias t) of one graph: the user's triples of a type (and scale) that
+    exist at ``as_of``; params %(u)s, %(scale)s, %(as_of)s."""
+    where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
+    where.append(_as_of_clause(memory_type, as_of))  # type: ignore[arg-type]
+    if scale is not None:
+        where.append("t.scale_seconds = %(scale)s")
+    return where
+
+
 def triples_for_graph(
     conn: psycopg.Connection,
     user_id: str,
@@ -276,10 +286,7 @@ def triples_for_graph(
     """Every triple a graph of this memory (and scale) holds at ``as_of`` (default: now):
     episodic with their segment's window, semantic only while active."""
     memory_type = _memory_type(memory_type)
-    where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
-    where.append(_as_of_clause(memory_type, as_of))
-    if scale is not None:
-        where.append("t.scale_seconds = %(scale)s")
+    where = _graph_filter(memory_type, scale, as_of)
     rows = fetch_dicts(
         conn,
         "SELECT t.id, t.subject_entity_id,"
@@ -311,10 +318,7 @@ def graph_rows(
     episodic edge keeps them. ``id_range=(after, upto)`` keeps ids in ``(after, upto]``:
     the rows appended since a graph was built (see :func:`parse_fingerprint`)."""
     memory_type = _memory_type(memory_type)
-    where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
-    where.append(_as_of_clause(memory_type, as_of))
-    if scale is not None:
-        where.append("t.scale_seconds = %(scale)s")
+    where = _graph_filter(memory_type, scale, as_of)
     after, upto = id_range if id_range is not None else (None, None)
     if id_range is not None:
         where.append("t.id > %(after)s AND t.id <= %(upto)s")
