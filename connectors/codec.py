@@ -4,7 +4,11 @@ Pure: no Kafka import. ``decode`` turns one raw Kafka record (key, value, header
 typed message or raises :class:`InvalidMessage` whose ``reason`` is a short stable code the
 DLQ records; ``encode_*`` is the inverse and is what the gateway sends.
 
-Header values are UTF-8 text; ``ts`` is the capture time in epoch milliseconds.
+Header values are UTF-8 text; ``ts`` is the capture time in epoch milliseconds. A control
+message's value is JSON: ``{"event": "session_start"}`` or ``{"event": "session_end",
+"last_ms": {"frames": ms, "audio": ms}}``. ``last_ms`` is optional but recommended: it says
+where each stream's last capture ends, so the flow closes the session once that data has
+arrived rather than after a wall-clock grace.
 """
 
 from __future__ import annotations
