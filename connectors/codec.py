@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 TopicKind = Literal["frames", "audio", "control"]
+StreamKind = Literal["frames", "audio"]  # the capture streams a session end reports on
 ControlEvent = Literal["session_start", "session_end"]
 Headers = list[tuple[str, bytes]]
 Record = tuple[bytes, bytes, Headers]
@@ -149,7 +150,7 @@ class ControlMessage(_Base):
 
     kind: Literal["control"] = "control"
     event: ControlEvent
-    last_ms: dict[Literal["frames", "audio"], StrictInt] | None = None
+    last_ms: dict[StreamKind, StrictInt] | None = None
 
     @field_validator("last_ms")
     @classmethod
@@ -244,7 +245,7 @@ def encode_control(
     session_id: str,
     ts: datetime,
     event: ControlEvent,
-    last_ms: dict[Literal["frames", "audio"], int] | None = None,
+    last_ms: dict[StreamKind, int] | None = None,
 ) -> Record:
     return encode(
         ControlMessage(user_id=user_id, session_id=session_id, ts=ts, event=event, last_ms=last_ms)

@@ -140,11 +140,15 @@ class GlassesProducer:
         self._send("control", codec.encode_control(user, session, ts, "session_start"))
 
     def end_session(
-        self, user: str, session: str, ts: datetime, last_ms: dict[str, int] | None = None
+        self,
+        user: str,
+        session: str,
+        ts: datetime,
+        last_ms: dict[codec.StreamKind, int] | None = None,
     ) -> None:
         """Tell the flow the session is over: it flushes the user's open windows once it has
         seen each stream up to ``last_ms`` (kind → end of its last capture, epoch ms)."""
-        msg = codec.encode_control(user, session, ts, "session_end", last_ms or None)  # type: ignore[arg-type]
+        msg = codec.encode_control(user, session, ts, "session_end", last_ms or None)
         self._send("control", msg)
 
     def flush(self, timeout: float = 60.0) -> None:
@@ -380,7 +384,7 @@ def run_gateway(
     producer.start_session(user, session, start)
     stats.control += 1
     end = start
-    last_ms: dict[str, int] = {}  # per stream, where its last sent capture ends
+    last_ms: dict[codec.StreamKind, int] = {}  # per stream, where its last sent capture ends
     merged = heapq.merge(
         ((_available_at(f), 0, i, f) for i, f in enumerate(frames)),
         ((_available_at(a), 1, i, a) for i, a in enumerate(audio)),
@@ -388,6 +392,7 @@ def run_gateway(
     try:
         for at, _kind, _i, item in merged:
             pace(at)
+            kind: codec.StreamKind
             if isinstance(item, FrameItem):
                 producer.send_frame(user, session, item.ts, item.jpeg, item.seq)
                 stats.frames += 1
