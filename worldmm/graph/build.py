@@ -13,7 +13,7 @@ a fact without going back to the database.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import igraph as ig
@@ -56,10 +56,44 @@ class _Vertices:
         return g
 
 
-def _object_vertex(vertices: _Vertices, t: GraphTripleLike) -> int:
+AddVertex = Callable[..., int]  # (name, kind, label, segment_id=None) -> vertex index
+Link = Callable[[int, int, str], None]  # (lower index, higher index, edge kind)
+
+# Edge attributes only semantic edges fill; episodic edges carry them as None so both kinds
+# of graph have the same columns (the cache format and the scorers rely on it).
+_SEMANTIC_ONLY = ("triple_id", "predicate", "subject", "valid_from")
+
+
+def _object_vertex(add: AddVertex, t: GraphTripleLike) -> int:
     if t.object_is_literal:
-        return vertices.add(literal_node(t.subject, t.object), "literal", t.object)
-    return vertices.add(entity_node(t.object), "entity", t.object)
+        return add(literal_node(t.subject, t.object), "literal", t.object)
+    return add(entity_node(t.object), "entity", t.object)
+
+
+def _walk_episodic(triples: Iterable[GraphTripleLike], add: AddVertex, link: Link) -> None:
+    """Each triple's vertices (subject, object, segment, in that order) and edges: the
+    relation subject-object, and a mention from each entity to the segment."""
+
+    def bump(a: int, b: int, kind: str) -> None:
+        if a != b:  # a self-loop only inflates the vertex's own PageRank
+            link(min(a, b), max(a, b), kind)
+
+    for t in triples:
+        subj = add(entity_node(t.subject), "entity", t.subject)
+        obj = _object_vertex(add, t)
+        bump(subj, obj, "relation")
+        if t.segment_id is None:
+            continue
+        seg = add(segment_node(t.segment_id), "segment", str(t.segment_id), t.segment_id)
+        bump(subj, seg, "mention")
+        if not t.object_is_literal:
+            bump(obj, seg, "mention")
+
+
+def _episodic_edge_attrs(weights: dict[tuple[int, int, str], float]) -> dict[str, list]:
+    empty = [None] * len(weights)
+    attrs: dict[str, list] = {"weight": list(weights.values()), "kind": [k[2] for k in weights]}
+    return attrs | {attr: empty for attr in _SEMANTIC_ONLY}
 
 
 def build_episodic_graph(triples: Iterable[GraphTripleLike]) -> ig.Graph:
@@ -67,30 +101,14 @@ def build_episodic_graph(triples: Iterable[GraphTripleLike]) -> ig.Graph:
     vertices = _Vertices()
     weights: dict[tuple[int, int, str], float] = {}
 
-    def bump(a: int, b: int, kind: str) -> None:
-        if a == b:
-            return  # a self-loop only inflates the vertex's own PageRank
-        key = (min(a, b), max(a, b), kind)
-        weights[key] = weights.get(key, 0.0) + 1.0
+    def link(a: int, b: int, kind: str) -> None:
+        weights[(a, b, kind)] = weights.get((a, b, kind), 0.0) + 1.0
 
-    for t in triples:
-        subj = vertices.add(entity_node(t.subject), "entity", t.subject)
-        obj = _object_vertex(vertices, t)
-        bump(subj, obj, "relation")
-        if t.segment_id is None:
-            continue
-        seg = vertices.add(segment_node(t.segment_id), "segment", str(t.segment_id), t.segment_id)
-        bump(subj, seg, "mention")
-        if not t.object_is_literal:
-            bump(obj, seg, "mention")
-
+    _walk_episodic(triples, vertices.add, link)
     g = vertices.graph()
-    keys = list(weights)
-    g.add_edges([(a, b) for a, b, _ in keys])
-    g.es["weight"] = [weights[k] for k in keys]
-    g.es["kind"] = [k[2] for k in keys]
-    for attr in ("triple_id", "predicate", "subject", "valid_from"):
-        g.es[attr] = [None] * len(keys)
+    g.add_edges([(a, b) for a, b, _ in weights])
+    for attr, values in _episodic_edge_attrs(weights).items():
+        g.es[attr] = values
     return g
 
 
@@ -108,39 +126,23 @@ def extend_episodic_graph(graph: ig.Graph, triples: Iterable[GraphTripleLike]) -
     new = _Vertices()
     base = graph.vcount()
 
-    def vertex(name: str, kind: NodeKind, label: str, segment_id: int | None = None) -> int:
+    def add(name: str, kind: NodeKind, label: str, segment_id: int | None = None) -> int:
         found = position.get(name)
         return found if found is not None else base + new.add(name, kind, label, segment_id)
 
     bumps: dict[int, float] = {}  # existing edge id -> added weight
     added: dict[tuple[int, int, str], float] = {}
 
-    def bump(a: int, b: int, kind: str) -> None:
-        if a == b:
-            return
-        lo, hi = min(a, b), max(a, b)
+    def link(a: int, b: int, kind: str) -> None:
         # Relation edges join entities/literals and mention edges an entity and a segment,
         # so two vertices share at most one edge, of one kind.
-        eid = g.get_eid(lo, hi, directed=False, error=False) if hi < base else -1
+        eid = g.get_eid(a, b, directed=False, error=False) if b < base else -1
         if eid >= 0:
             bumps[eid] = bumps.get(eid, 0.0) + 1.0
         else:
-            added[(lo, hi, kind)] = added.get((lo, hi, kind), 0.0) + 1.0
+            added[(a, b, kind)] = added.get((a, b, kind), 0.0) + 1.0
 
-    for t in triples:
-        subj = vertex(entity_node(t.subject), "entity", t.subject)
-        if t.object_is_literal:
-            obj = vertex(literal_node(t.subject, t.object), "literal", t.object)
-        else:
-            obj = vertex(entity_node(t.object), "entity", t.object)
-        bump(subj, obj, "relation")
-        if t.segment_id is None:
-            continue
-        seg = vertex(segment_node(t.segment_id), "segment", str(t.segment_id), t.segment_id)
-        bump(subj, seg, "mention")
-        if not t.object_is_literal:
-            bump(obj, seg, "mention")
-
+    _walk_episodic(triples, add, link)
     if new.kind:
         g.add_vertices(
             len(new.kind),
@@ -154,19 +156,7 @@ def extend_episodic_graph(graph: ig.Graph, triples: Iterable[GraphTripleLike]) -
     for eid, extra in bumps.items():
         g.es[eid]["weight"] += extra
     if added:
-        keys = list(added)
-        empty = [None] * len(keys)
-        g.add_edges(
-            [(a, b) for a, b, _ in keys],
-            attributes={
-                "weight": [added[k] for k in keys],
-                "kind": [k[2] for k in keys],
-                "triple_id": empty,
-                "predicate": empty,
-                "subject": empty,
-                "valid_from": empty,
-            },
-        )
+        g.add_edges([(a, b) for a, b, _ in added], attributes=_episodic_edge_attrs(added))
     return g
 
 
@@ -188,7 +178,7 @@ def build_semantic_graph(
         if not is_active(t, as_of):
             continue
         subj = vertices.add(entity_node(t.subject), "entity", t.subject)
-        obj = _object_vertex(vertices, t)
+        obj = _object_vertex(vertices.add, t)
         edges.append((subj, obj))
         cols["triple_id"].append(t.triple_id)
         cols["predicate"].append(t.predicate)
