@@ -42,7 +42,7 @@ import tempfile
 import time
 import uuid
 import wave
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -51,11 +51,11 @@ from typing import Any
 import numpy as np
 
 from bench.ingest_sim import small_jpeg
+from bench.report import Echo, stamped_echo, write_report
 from worldmm.memory.windows import BASE_S, SCALES, align, window_end
 from worldmm.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
-Echo = Callable[[str], None]
 
 AUDIO_CHUNK_S = 5
 AUDIO_RATE = 8000
@@ -608,10 +608,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     args = parse_args(argv)
     t0 = time.perf_counter()
-
-    def echo(msg: str) -> None:
-        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
+    echo = stamped_echo(t0)
     base = load_settings()
     cfg = BenchConfig(
         users_start=args.users_start,
@@ -630,15 +627,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     finally:
         if started:
             stack.down(base)
-    result["command"] = "python -m bench.ingest " + " ".join(
-        argv if argv is not None else sys.argv[1:]
-    )
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    text = json.dumps(result, indent=2)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
+    write_report(result, "bench.ingest", argv, t0, args.out)
     plot(result, args.out.with_suffix(".png"))
-    print(text)
     return result
 
 

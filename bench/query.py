@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
-import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -36,6 +34,7 @@ import numpy as np
 
 from bench.query_load import LoadReport, load_memory
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
+from bench.report import Echo, stamped_echo, write_report
 from worldmm.graph.build import build_graph, extend_episodic_graph
 from worldmm.graph.cache import CacheRead, GraphCache, NullCache, make_cache
 from worldmm.graph.serialize import dumps, loads
@@ -43,7 +42,6 @@ from worldmm.models import SCALES
 from worldmm.settings import Settings
 
 MEMORY_TYPES = ("episodic", "semantic", "visual")
-Echo = Callable[[str], None]
 
 
 # --- stand-in models (no model time) ------------------------------------------------------
@@ -572,10 +570,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     args = parse_args(argv)
     t0 = time.perf_counter()
-
-    def echo(msg: str) -> None:
-        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
+    echo = stamped_echo(t0)
     base = load_settings()
     settings, started = resolve_settings(base, echo)
     try:
@@ -594,14 +589,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     finally:
         if started and not args.keep:
             stack.down(base)
-    result["command"] = "python -m bench.query " + " ".join(
-        argv if argv is not None else sys.argv[1:]
-    )
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    text = json.dumps(result, indent=2)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
-    print(text)
+    write_report(result, "bench.query", argv, t0, args.out)
     return result
 
 
