@@ -15,80 +15,12 @@ from datetime import datetime
 
 import numpy as np
 
-from worldmm.graph.ppr import fact_seed_scores, personalized_pagerank, seed_vector
-from worldmm.graph.scoring import top_segments
-from worldmm.graph.types import GraphTriple, entity_node
 from worldmm.llm.errors import ModelCallError
 from worldmm.memory.retrieval.deps import RetrievalDeps
-from worldmm.memory.retrieval.graphs import load_graph
+from worldmm.memory.retrieval.graph_lane import entity_seed_scores, query_entities, rank_scale
 from worldmm.memory.retrieval.results import RetrievalResult, SegmentHit, hit_line
 
 log = logging.getLogger(__name__)
-
-FACT_SEEDS = 5  # triples per scale whose entities seed the PPR (HippoRAG's linking top-k)
-ENTITY_MATCHES = 3  # canonical entities considered per named entity of the query
-
-
-def fact_segment_scores(facts: list[tuple[GraphTriple, float]]) -> dict[int, float]:
-    out: dict[int, float] = {}
-    for t, score in facts:
-        if t.segment_id is not None:
-            out[t.segment_id] = max(out.get(t.segment_id, 0.0), score)
-    return out
-
-
-def merge_scores(*parts: dict[str, float]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for part in parts:
-        for k, v in part.items():
-            out[k] = out.get(k, 0.0) + v
-    return out
-
-
-async def query_entities(deps: RetrievalDeps, query: str) -> list[str]:
-    """Named entities of the query; a failed NER call leaves fact seeds only (logged)."""
-    try:
-        return [e for e in await deps.roles.ner(query) if e.strip()]
-    except ModelCallError as exc:
-        log.warning("retrieval.ner_failed error=%s", exc)
-        return []
-
-
-def entity_seed_scores(deps: RetrievalDeps, user_id: str, vectors: np.ndarray) -> dict[str, float]:
-    """Best cosine per matched canonical entity, over all the query's named entities."""
-    out: dict[str, float] = {}
-    threshold = deps.settings.entity_match_threshold
-    for vec in vectors:
-        for name, cos in deps.reader.nearest_entities(user_id, vec, threshold, ENTITY_MATCHES):
-            key = entity_node(name)
-            out[key] = max(out.get(key, 0.0), cos)
-    return out
-
-
-def rank_scale(
-    deps: RetrievalDeps,
-    user_id: str,
-    scale: int,
-    k: int,
-    query_vec: np.ndarray,
-    entity_scores: dict[str, float],
-    as_of: datetime | None,
-) -> list[tuple[int, float]]:
-    """Top ``k`` (segment_id, PPR score) of one scale's graph."""
-    graph = load_graph(deps.reader, deps.cache, user_id, "episodic", scale, as_of)
-    if graph.vcount() == 0:
-        return []
-    facts = deps.reader.top_triples(
-        user_id, "episodic", query_vec, FACT_SEEDS, scale=scale, as_of=as_of
-    )
-    reset = seed_vector(
-        graph, merge_scores(entity_scores, fact_seed_scores(facts)), fact_segment_scores(facts)
-    )
-    result = personalized_pagerank(graph, reset, deps.settings.ppr_damping)
-    if result.fallback:
-        log.info("retrieval.ppr_fallback type=episodic scale=%s", scale)
-    return top_segments(graph, result.scores, k)
-
 
 def collect_candidates(
     deps: RetrievalDeps,
