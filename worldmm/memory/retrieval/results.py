@@ -4,15 +4,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import AwareDatetime, BaseModel
+from pydantic import AwareDatetime, BaseModel, Field
 
 from worldmm.models import MemoryType
 
 NO_RESULTS = "(no results)"
 
 
+class LaneScore(BaseModel):
+    """Where one retrieval lane (lexical, dense, graph) placed a segment: 1-based rank."""
+
+    rank: int
+    score: float
+
+
 class SegmentHit(BaseModel):
-    """An episodic passage: a caption (30 s) or summary (coarser scales) with its window."""
+    """An episodic passage: a caption (30 s) or summary (coarser scales) with its window.
+
+    ``lanes`` keeps every lane's rank and score behind the fused ``score`` (debugging and the
+    API's evidence); ``context`` is the coarser segment a drill-down came from, if any."""
 
     segment_id: int
     scale: int
@@ -20,6 +30,10 @@ class SegmentHit(BaseModel):
     end: AwareDatetime
     text: str
     score: float
+    transcript: str | None = None
+    lanes: dict[str, LaneScore] = Field(default_factory=dict)
+    context: str | None = None
+    context_segment_id: int | None = None
 
 
 class TripleHit(BaseModel):
