@@ -20,13 +20,27 @@ def encode_cursor(ts: datetime, tiebreak: int) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+_BIGINT_MAX = 2**63 - 1
+
+
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """The key of a cursor this service issued; CursorError for anything else. Strict on
+    purpose: base64 decoding skips stray characters and json accepts ``true`` as an int, so
+    a mangled cursor used to page from a wrong key (a 200 with an empty page) instead of
+    failing."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        ts, tiebreak = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        parsed = datetime.fromisoformat(ts)
-        if parsed.tzinfo is None or not isinstance(tiebreak, int):
+        raw = base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
+        ts, tiebreak = json.loads(raw)
+        if not isinstance(ts, str) or type(tiebreak) is not int:
             raise ValueError("bad cursor fields")
+        parsed = datetime.fromisoformat(ts)
+        if parsed.tzinfo is None or not 0 <= tiebreak <= _BIGINT_MAX:
+            raise ValueError("bad cursor fields")
+        if encode_cursor(parsed, tiebreak) != cursor:  # only the exact form we issue
+            raise ValueError("not a cursor of this service")
         return parsed, tiebreak
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
-        raise CursorError("invalid cursor") from exc
+    except (binascii.Error, ValueError, TypeError, UnicodeError) as exc:
+        raise CursorError(
+            "invalid cursor: pass next_cursor from the previous page unchanged"
+        ) from exc

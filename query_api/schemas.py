@@ -34,10 +34,22 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _storable(value: str) -> str:
+    """PostgreSQL text holds neither NUL nor lone surrogates: refuse them here (422) rather
+    than fail at the insert (500)."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL (\\u0000) characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode (no lone surrogates)") from None
+    return value
+
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank")
-    return value.strip()
+    return _storable(value.strip())
 
 
 # --- users -----------------------------------------------------------------------------
@@ -86,6 +98,11 @@ class QueryRequest(_Body):
 
     _question = field_validator("question")(_not_blank)
 
+    @field_validator("choices")
+    @classmethod
+    def _choices_storable(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else [_storable(c) for c in v]
+
 
 class RoundOut(BaseModel):
     memory_type: MemoryType
@@ -125,6 +142,25 @@ class QueryResponse(BaseModel):
     evidence: list[EvidenceOut] = Field(description="Episodic segments the answer drew on.")
     triples: list[TripleOut] = Field(default_factory=list, description="Semantic facts used.")
     frames: list[str] = Field(description="URLs of the frames retrieved (JPEG).")
+
+
+class SearchRequest(_Body):
+    memory_type: MemoryType = Field(description="episodic, semantic or visual.")
+    query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for.")
+    as_of: AwareDatetime | None = Field(
+        default=None, description="Search only memory that existed at this time."
+    )
+
+    _query = field_validator("query")(_not_blank)
+
+
+class SearchResponse(BaseModel):
+    memory_type: MemoryType
+    query: str
+    results: list[dict[str, Any]] = Field(
+        description="Segments, semantic triples or frames (with a url), best first."
+    )
+    note: str | None = Field(default=None, description="Why results are missing or degraded.")
 
 
 # --- reading memory --------------------------------------------------------------------
