@@ -31,6 +31,7 @@ from worldmm.memory.windows import (
     WindowEvent,
     WindowId,
 )
+from worldmm.store.outage import retry_while_down_async
 
 log = logging.getLogger("worldmm.dataflow.construct")
 POLL = timedelta(milliseconds=20)
@@ -69,10 +70,17 @@ class AsyncRunner:
 
 
 async def run_event(deps: IngestDeps, event: WindowEvent) -> WindowOutcome:
+    # A database outage waits (capped backoff) and redoes the window: the writes are
+    # idempotent, and neither failing the window nor stopping the flow would be right.
     if isinstance(event, LateItem):
-        await asyncio.to_thread(record_late, deps, event.user_id, event.item)
+        await retry_while_down_async(
+            lambda: asyncio.to_thread(record_late, deps, event.user_id, event.item),
+            what="record_late",
+        )
         return WindowOutcome(event.user_id, BASE_S, event.window_start_ms, "late")
-    return await process_window(deps, event)
+    return await retry_while_down_async(
+        lambda: process_window(deps, event), what=f"window {event.user_id}/{event.wid}"
+    )
 
 
 @dataclass

@@ -37,6 +37,7 @@ from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.deps import IngestDeps, build_ingest_deps
 from worldmm.memory.windows import Item, SessionEnd, WindowConfig, ms_to_dt
 from worldmm.settings import Settings, load_settings
+from worldmm.store.outage import retry_while_down
 
 log = logging.getLogger("worldmm.dataflow.ingest")
 
@@ -331,7 +332,8 @@ def build_flow(
         rec, msg = pair
         try:
             if isinstance(msg, codec.ControlMessage):
-                session_writer(shared.deps(), msg)
+                # a database outage holds the flow here until the server is back
+                retry_while_down(lambda: session_writer(shared.deps(), msg), what="session")
             return to_window_input(msg, lambda: shared.deps().blobs)
         except OSError as exc:  # blob store down or full: keep the record for a retry
             return _dlq_for(rec, "store_failed", f"{type(exc).__name__}: {exc}", now())

@@ -47,6 +47,7 @@ from worldmm.store import triples as triple_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentRow, SegmentWrite, TripleWrite
+from worldmm.store.outage import is_db_unavailable
 
 log = logging.getLogger("worldmm.memory.construct")
 
@@ -393,6 +394,8 @@ async def process_window(deps: IngestDeps, window: Window) -> WindowOutcome:
             outcome.duration_s = loop.time() - started
             return outcome
         except Exception as exc:  # noqa: BLE001 - recorded on the segment and in the DLQ
+            if is_db_unavailable(exc):
+                raise  # not this window's fault: the caller waits for the server and redoes it
             error = f"{type(exc).__name__}: {exc}"
             log.warning(
                 "window_failed user=%s scale=%s start=%s attempt=%d error=%s",
