@@ -95,7 +95,9 @@ def build_service_deps(settings: Settings) -> ServiceDeps:
     from worldmm.store.db import Database
 
     # only PostgreSQL and Redis: the query service never talks to Kafka
-    db = Database(database_url(settings), max_size=8, name="worldmm-query")
+    # a short pool wait: while PostgreSQL is down a request gets 503 + Retry-After in
+    # seconds instead of hanging for the pool's default 30 s
+    db = Database(database_url(settings), max_size=8, timeout_s=5.0, name="worldmm-query")
     owned: list[object] = [db]
     try:
         embedder = build_embedder(settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import psycopg
 from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -16,6 +17,7 @@ from worldmm.llm.errors import ModelCallError
 from worldmm.store.errors import NotFoundError
 
 log = logging.getLogger("query_api")
+DB_RETRY_AFTER_S = 5  # a restarting PostgreSQL is usually back within seconds
 
 
 def route_of(request: Request) -> str:
@@ -65,6 +67,17 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             {"detail": f"the model call failed{role}: {exc}; try again later"},
             status_code=status.HTTP_502_BAD_GATEWAY,
+        )
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def database_down(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
+        # the server is restarting or unreachable (PoolTimeout included): nothing is wrong
+        # with the request, so tell the client when to come back instead of a 500
+        log.warning("api.database_unavailable route=%s error=%s", route_of(request), exc)
+        return JSONResponse(
+            {"detail": "the database is unavailable; retry later"},
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(DB_RETRY_AFTER_S)},
         )
 
     @app.exception_handler(Exception)
