@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from query_api.deps import ServiceDeps, build_service_deps
 from query_api.errors import install_error_handlers, route_of
 from query_api.metrics import API_LATENCY, API_REQUESTS
-from query_api.routes import health, memory, query, users
+from query_api.routes import health, memory, query, search, users, whoami
 from worldmm.settings import Settings
 
 log = logging.getLogger("query_api")
@@ -73,6 +73,6 @@ def create_app(settings: Settings, deps: ServiceDeps | None = None) -> FastAPI:
             API_REQUESTS.labels(request.method, route, str(status)).inc()
             API_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
 
-    for module in (health, users, query, memory):
+    for module in (health, users, whoami, query, search, memory):
         app.include_router(module.router)
     return app

@@ -69,6 +69,11 @@ class CreateUserResponse(BaseModel):
     api_key: str = Field(description="The user's bearer key. Shown once; only a hash is kept.")
 
 
+class WhoAmI(BaseModel):
+    user_id: str | None = Field(description="The user this key belongs to; null for the admin key.")
+    admin: bool
+
+
 class PurgeResponse(BaseModel):
     user_id: str
     rows_deleted: dict[str, int] = Field(description="Rows removed per table.")
