@@ -17,6 +17,7 @@ from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct import TextMemory, extract_text_memory, triple_rows
 from worldmm.memory.entity_resolution import apply_resolutions
 from worldmm.models import BASE_SCALE, SCALES
+from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
 from worldmm.store.models import SegmentWrite
@@ -87,6 +88,10 @@ def _write_note(
         )
         ids = apply_resolutions(conn, user_id, mem.resolutions)
         triple_store.insert_triples(conn, user_id, segment_id, "episodic", triple_rows(mem, ids))
+        if mem.search_embedding is not None:  # the dense lane finds notes like any segment
+            segment_search.upsert_segment_embeddings(
+                conn, user_id, [(segment_id, mem.search_embedding)], deps.embedder.name
+            )
     return segment_id, start, end
 
 

@@ -42,10 +42,12 @@ from worldmm.memory.windows import (
 )
 from worldmm.models import Triple
 from worldmm.store import frames as frame_store
+from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
+from worldmm.store.frames import AudioBatchRow, FrameBatchRow
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentRow, SegmentWrite, TripleWrite
 from worldmm.store.outage import is_db_unavailable
 
@@ -85,12 +87,22 @@ class TextMemory:
     triples: list[Triple]
     resolutions: dict[str, EntityResolution]
     embeddings: np.ndarray
+    # The segment's own text embedding (caption + transcript), searched by the dense lane;
+    # None when there was no text.
+    search_embedding: np.ndarray | None = None
 
 
-async def extract_text_memory(deps: IngestDeps, user_id: str, text: str) -> TextMemory:
-    """NER → episodic triples → entity resolution (triple subjects/objects included)."""
+async def extract_text_memory(
+    deps: IngestDeps, user_id: str, text: str, search: str | None = None
+) -> TextMemory:
+    """NER → episodic triples → entity resolution (triple subjects/objects included), and
+    the embedding of ``search`` (the segment's searchable text; default ``text``) in the same
+    embedder call as the triples."""
+    search = text if search is None else search
     if not text.strip():
-        return TextMemory([], {}, np.zeros((0, deps.embedder.dim), dtype=np.float32))
+        empty = np.zeros((0, deps.embedder.dim), dtype=np.float32)
+        vec = await asyncio.to_thread(deps.embedder.embed, [search]) if search.strip() else None
+        return TextMemory([], {}, empty, None if vec is None else vec[0])
     entities = await deps.roles.ner(text)
     triples = await deps.roles.episodic_triples(text, entities) if entities else []
     surfaces = list(entities)
@@ -100,12 +112,24 @@ async def extract_text_memory(deps: IngestDeps, user_id: str, text: str) -> Text
             surfaces.append(t.object)
     resolutions = await resolve_entities(deps, user_id, surfaces, text)
     texts = [f"{t.subject} {t.predicate} {t.object}" for t in triples]
+    if search.strip():
+        texts.append(search)
     embeddings = (
         await asyncio.to_thread(deps.embedder.embed, texts)
         if texts
         else np.zeros((0, deps.embedder.dim), dtype=np.float32)
     )
+    if search.strip():
+        return TextMemory(triples, resolutions, embeddings[:-1], embeddings[-1])
     return TextMemory(triples, resolutions, embeddings)
+
+
+def write_search_embedding(conn, deps: IngestDeps, user_id: str, segment_id: int, mem) -> None:
+    """The dense lane's row for a segment just written (same transaction)."""
+    if mem.search_embedding is not None:
+        segment_search.upsert_segment_embeddings(
+            conn, user_id, [(segment_id, mem.search_embedding)], deps.embedder.name
+        )
 
 
 def triple_rows(mem: TextMemory, ids: dict[str, int]) -> list[TripleWrite]:
@@ -169,7 +193,9 @@ async def build_base_segment(deps: IngestDeps, window: BaseWindow) -> WindowOutc
             caption = await deps.roles.caption(list(jpegs), transcript)
         else:
             caption = f"(audio only) {transcript}" if transcript else ""
-        mem = await extract_text_memory(deps, window.user_id, caption)
+        mem = await extract_text_memory(
+            deps, window.user_id, caption, segment_search.search_text(caption, transcript)
+        )
     except BaseException:
         if encoding is not None:
             encoding.cancel()
@@ -245,6 +271,7 @@ def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual) -> int:
         segment_id = segment_store.upsert_segment(conn, seg)
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
+        write_search_embedding(conn, deps, user, segment_id, mem)
         if visual is not None:
             visual_store.upsert_visual_embedding(conn, user, segment_id, visual)
     invalidate_episodic(deps, user, BASE_S)
@@ -370,6 +397,7 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
         segment_store.link_children(conn, segment_id, [c.id for c in children])
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
+        write_search_embedding(conn, deps, user, segment_id, mem)
     invalidate_episodic(deps, user, window.scale_s)
     return segment_id
 
@@ -440,22 +468,16 @@ def _mark_pending(deps: IngestDeps, window: Window) -> None:
 
 
 def _record_captures(conn, window: BaseWindow) -> None:
-    user = window.user_id
-    frames = [i for i in window.items if i.kind == "frames"]
-    audio = [i for i in window.items if i.kind == "audio"]
-    for i in frames:
-        frame_store.insert_frame(
-            conn,
-            FrameRow(
-                user_id=user,
-                session_id=i.session_id,
-                captured_at=ms_to_dt(i.ts_ms),
-                seq=i.ref.seq,
-                blob_key=i.ref.blob_key,
-            ),
-        )
-    for i in audio:
-        frame_store.insert_audio_chunk(conn, audio_row(user, i))
+    # One statement per table for the whole window (was one INSERT per capture).
+    frames, audio = [], []
+    for i in window.items:
+        if i.kind == "frames":
+            frames.append(FrameBatchRow(i.session_id, ms_to_dt(i.ts_ms), i.ref.seq, i.ref.blob_key))
+        else:
+            start, ms, ref = ms_to_dt(i.ts_ms), i.end_ms - i.ts_ms, i.ref
+            audio.append(AudioBatchRow(i.session_id, start, ms, ref.sample_rate, ref.blob_key))
+    frame_store.insert_frames(conn, window.user_id, frames)
+    frame_store.insert_audio_chunks(conn, window.user_id, audio)
 
 
 def _mark_failed(deps: IngestDeps, window: Window, error: str) -> int:

@@ -19,6 +19,7 @@ from worldmm.memory.construct import (
     extract_text_memory,
     invalidate_episodic,
     triple_rows,
+    write_search_embedding,
 )
 from worldmm.memory.deps import IngestDeps
 from worldmm.memory.windows import (
@@ -32,6 +33,7 @@ from worldmm.memory.windows import (
     align,
     dt_to_ms,
 )
+from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
 from worldmm.store import users as user_store
@@ -88,7 +90,9 @@ async def ingest_caption_windows(
 async def build_caption_segment(
     deps: IngestDeps, window: BaseWindow, caption: str, transcript: str
 ) -> WindowOutcome:
-    mem = await extract_text_memory(deps, window.user_id, caption)
+    mem = await extract_text_memory(
+        deps, window.user_id, caption, segment_search.search_text(caption, transcript)
+    )
     models, prompts = _versions(deps, ["ner", "episodic_triples", "entity_confirm"])
     seg = _segment(
         window,
@@ -109,6 +113,7 @@ async def build_caption_segment(
             ids = apply_resolutions(conn, window.user_id, mem.resolutions)
             rows = triple_rows(mem, ids)
             triple_store.replace_episodic_triples(conn, window.user_id, segment_id, rows)
+            write_search_embedding(conn, deps, window.user_id, segment_id, mem)
         invalidate_episodic(deps, window.user_id, BASE_S)
         return segment_id
 

@@ -1,0 +1,317 @@
+"""What the lexical and dense lanes of episodic retrieval read: segment text and embeddings.
+
+Every query is filtered by user and, when given, by ``as_of`` (a segment exists at T when its
+window has ended by T), by a window range (segments overlapping ``[start, end)``), by scales
+and by an explicit id set (drill-down ranks the children of one segment). Only ``complete``
+segments are searched: a pending or failed one has no trustworthy text yet.
+
+Lexical scoring is BM25 with binary term frequency over the stored ``search_tsv`` (schema
+0004): each matched query lexeme adds its IDF, and the sum is normalised by the segment's
+length against the mean length of its scale (a 1 h summary is long and would otherwise win
+on sheer vocabulary). ``ts_rank_cd`` weighs every query term alike; with questions of 20
+words plus four choices, the rare word that pins the moment drowned among common ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from worldmm.store._sql import as_vector, knn_dicts, vec_cast
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+class LaneRow(NamedTuple):
+    segment_id: int
+    scale: int
+    start: datetime
+    end: datetime
+    score: float
+
+
+class SegmentText(NamedTuple):
+    segment_id: int
+    user_id: str
+    caption: str | None
+    transcript: str | None
+
+
+class TermStats(NamedTuple):
+    """Document frequencies of a user's segment lexemes and mean lexeme counts per scale."""
+
+    docs: int
+    df: dict[str, int]
+    mean_length: dict[int, float]
+
+
+def search_text(caption: str | None, transcript: str | None) -> str:
+    """What a segment's embedding is made from (the lexical lane indexes the same two)."""
+    return "\n".join(t.strip() for t in (caption, transcript) if t and t.strip())
+
+
+# --- writes ---------------------------------------------------------------------------------
+
+
+def upsert_segment_embeddings(
+    conn: psycopg.Connection,
+    user_id: str,
+    items: Sequence[tuple[int, np.ndarray]],
+    model: str,
+) -> int:
+    """Store (or replace) the text embeddings of this user's segments; returns rows written.
+    Ids that are not this user's are skipped (the join finds no segment)."""
+    written = 0
+    with conn.cursor() as cur:
+        for segment_id, embedding in items:
+            q = as_vector(embedding)
+            cur.execute(
+                "INSERT INTO segment_embeddings (segment_id, user_id, scale_seconds,"
+                " window_start, window_end, model, embedding)"
+                f" SELECT id, user_id, scale_seconds, window_start, window_end, %s, %s{vec_cast(q)}"
+                " FROM segments WHERE user_id = %s AND id = %s"
+                " ON CONFLICT (segment_id) DO UPDATE SET embedding = EXCLUDED.embedding,"
+                " model = EXCLUDED.model, window_start = EXCLUDED.window_start,"
+                " window_end = EXCLUDED.window_end, updated_at = now()",
+                (model, q, user_id, segment_id),
+            )
+            written += cur.rowcount
+    return written
+
+
+_MISSING_WHERE = (
+    "s.processing_status = 'complete'"
+    " AND (coalesce(s.caption, '') <> '' OR coalesce(s.transcript, '') <> '')"
+    " AND (e.segment_id IS NULL OR e.model <> %(model)s)"
+)
+
+
+def count_missing_embeddings(conn: psycopg.Connection, model: str, user_id: str | None) -> int:
+    """Complete segments with text but no embedding by ``model`` (all users when None)."""
+    user = " AND s.user_id = %(u)s" if user_id is not None else ""
+    row = conn.execute(
+        "SELECT count(*) FROM segments s LEFT JOIN segment_embeddings e ON e.segment_id = s.id"
+        f" WHERE {_MISSING_WHERE}{user}",
+        {"model": model, "u": user_id},
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def missing_embeddings(
+    conn: psycopg.Connection, model: str, user_id: str | None, after_id: int, limit: int
+) -> list[SegmentText]:
+    """The next ``limit`` segments (by id, above ``after_id``) that need an embedding."""
+    user = " AND s.user_id = %(u)s" if user_id is not None else ""
+    rows = conn.execute(
+        "SELECT s.id, s.user_id, s.caption, s.transcript FROM segments s"
+        " LEFT JOIN segment_embeddings e ON e.segment_id = s.id"
+        f" WHERE {_MISSING_WHERE}{user} AND s.id > %(after)s ORDER BY s.id LIMIT %(limit)s",
+        {"model": model, "u": user_id, "after": after_id, "limit": limit},
+    ).fetchall()
+    return [SegmentText(*r) for r in rows]
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+def _filters(
+    alias: str,
+    as_of: datetime | None,
+    start: datetime | None,
+    end: datetime | None,
+    scales: Sequence[int] | None,
+    ids: Sequence[int] | None,
+) -> str:
+    where = []
+    if as_of is not None:
+        where.append(f"{alias}.window_end <= %(as_of)s")
+    if start is not None:
+        where.append(f"{alias}.window_end > %(start)s")
+    if end is not None:
+        where.append(f"{alias}.window_start < %(end)s")
+    if scales is not None:
+        where.append(f"{alias}.scale_seconds = ANY(%(scales)s)")
+    if ids is not None:
+        where.append(f"{alias}.{'segment_id' if alias == 'e' else 'id'} = ANY(%(ids)s)")
+    return "".join(f" AND {w}" for w in where)
+
+
+def query_lexemes(conn: psycopg.Connection, text: str) -> list[str]:
+    """The lexemes PostgreSQL's english configuration makes of ``text`` (stop words dropped,
+    stemmed), in order of first appearance; single characters (choice letters) dropped."""
+    rows = conn.execute(
+        "SELECT lexeme FROM unnest(to_tsvector('english'::regconfig, %s)) ORDER BY positions[1]",
+        (text,),
+    ).fetchall()
+    return [r[0] for r in rows if len(r[0]) > 1]
+
+
+def segment_count_stamp(conn: psycopg.Connection, user_id: str) -> tuple[int, int]:
+    """(count, highest id) of the user's segments: the term statistics' freshness stamp."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM segments WHERE user_id = %s", (user_id,)
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def term_stats(conn: psycopg.Connection, user_id: str, after_id: int = 0) -> TermStats:
+    """Document frequency of every lexeme over the user's complete segments with id above
+    ``after_id`` (0: all of them), and their mean lexeme count per scale."""
+    docs_sql = (
+        "SELECT search_tsv FROM segments WHERE processing_status = 'complete'"
+        f" AND user_id = {sql.Literal(user_id).as_string(conn)}"
+        f" AND id > {int(after_id):d}"
+    )
+    df = {
+        word: int(ndoc)
+        for word, ndoc in conn.execute("SELECT word, ndoc FROM ts_stat(%s)", (docs_sql,))
+    }
+    rows = conn.execute(
+        "SELECT scale_seconds, count(*), avg(length(search_tsv)) FROM segments"
+        " WHERE user_id = %s AND processing_status = 'complete' AND id > %s GROUP BY 1",
+        (user_id, after_id),
+    ).fetchall()
+    docs = sum(int(n) for _s, n, _m in rows)
+    mean = {int(s): float(m or 0.0) for s, _n, m in rows}
+    return TermStats(docs, df, mean)
+
+
+def _tsquery_literal(lexeme: str) -> str:
+    """A lexeme as tsquery input text: quoted, so it is taken as is (no second stemming)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def lexical_search(
+    conn: psycopg.Connection,
+    user_id: str,
+    terms: Sequence[tuple[str, float]],
+    mean_length: dict[int, float],
+    k: int,
+    *,
+    as_of: datetime | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    scales: Sequence[int] | None = None,
+    ids: Sequence[int] | None = None,
+) -> list[LaneRow]:
+    """The user's top ``k`` segments for weighted lexemes ``terms`` (lexeme, idf), best first."""
+    terms = [(t, w) for t, w in terms if w > 0]
+    if not terms or k <= 0:
+        return []
+    literals = [_tsquery_literal(t) for t, _ in terms]
+    known = sorted(mean_length)
+    overall = (sum(mean_length.values()) / len(mean_length)) if mean_length else 1.0
+    params = {
+        "u": user_id,
+        "any": " | ".join(literals),
+        "terms": literals,
+        "w": [float(w) for _, w in terms],
+        "scale_keys": known,
+        "scale_mean": [max(1.0, mean_length[s]) for s in known],
+        "overall": max(1.0, overall),
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "k": k,
+        "as_of": as_of,
+        "start": start,
+        "end": end,
+        "scales": list(scales) if scales is not None else None,
+        "ids": list(ids) if ids is not None else None,
+    }
+    rows = conn.execute(
+        "WITH q AS (SELECT * FROM unnest(%(terms)s::text[]::tsquery[], %(w)s::float8[])"
+        " AS q(term, w)),"
+        " cand AS (SELECT s.id, s.scale_seconds, s.window_start, s.window_end,"
+        " length(s.search_tsv)::float8 / coalesce("
+        "(%(scale_mean)s::float8[])[array_position(%(scale_keys)s::int[], s.scale_seconds)],"
+        " %(overall)s) AS rel_len,"
+        " (SELECT sum(q.w) FROM q WHERE s.search_tsv @@ q.term) AS raw"
+        " FROM segments s WHERE s.user_id = %(u)s AND s.processing_status = 'complete'"
+        " AND s.search_tsv @@ %(any)s::tsquery"
+        f"{_filters('s', as_of, start, end, scales, ids)})"
+        " SELECT id, scale_seconds, window_start, window_end,"
+        " raw * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * rel_len)) AS score"
+        " FROM cand ORDER BY score DESC, id LIMIT %(k)s",
+        params,
+    ).fetchall()
+    return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]
+
+
+def dense_search(
+    conn: psycopg.Connection,
+    user_id: str,
+    embedding: np.ndarray,
+    k: int,
+    *,
+    as_of: datetime | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    scales: Sequence[int] | None = None,
+    ids: Sequence[int] | None = None,
+) -> list[LaneRow]:
+    """The user's ``k`` segments whose text embedding is nearest ``embedding`` (cosine
+    similarity as the score, best first)."""
+    if k <= 0:
+        return []
+    q = as_vector(embedding)
+    cast = vec_cast(q)
+    params = {
+        "q": q,
+        "u": user_id,
+        "k": k,
+        "as_of": as_of,
+        "start": start,
+        "end": end,
+        "scales": list(scales) if scales is not None else None,
+        "ids": list(ids) if ids is not None else None,
+    }
+    rows = knn_dicts(
+        conn,
+        "SELECT e.segment_id, e.scale_seconds, e.window_start, e.window_end,"
+        f" 1 - (e.embedding <=> %(q)s{cast}) AS score FROM segment_embeddings e"
+        f" WHERE e.user_id = %(u)s{_filters('e', as_of, start, end, scales, ids)}"
+        f" ORDER BY e.embedding <=> %(q)s{cast}, e.segment_id LIMIT %(k)s",
+        params,
+        k=k,
+    )
+    return [
+        LaneRow(
+            int(r["segment_id"]),
+            int(r["scale_seconds"]),
+            r["window_start"],
+            r["window_end"],
+            float(r["score"]),
+        )
+        for r in rows
+    ]
+
+
+def fine_descendants(
+    conn: psycopg.Connection, user_id: str, ids: Sequence[int], scale: int = 30
+) -> dict[int, list[int]]:
+    """For each segment in ``ids``, its complete descendants of ``scale`` (through the parent
+    links, any depth), oldest first."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "WITH RECURSIVE tree(root, id, scale_seconds, window_start, status) AS ("
+        " SELECT s.id, s.id, s.scale_seconds, s.window_start, s.processing_status"
+        " FROM segments s WHERE s.user_id = %(u)s AND s.id = ANY(%(ids)s)"
+        " UNION ALL"
+        " SELECT t.root, c.id, c.scale_seconds, c.window_start, c.processing_status"
+        " FROM tree t JOIN segments c ON c.user_id = %(u)s AND c.parent_segment_id = t.id"
+        " WHERE t.scale_seconds > %(scale)s)"
+        " SELECT root, id FROM tree WHERE scale_seconds = %(scale)s AND status = 'complete'"
+        " AND root <> id ORDER BY root, window_start",
+        {"u": user_id, "ids": list(ids), "scale": scale},
+    ).fetchall()
+    out: dict[int, list[int]] = {int(i): [] for i in ids}
+    for root, child in rows:
+        out[int(root)].append(int(child))
+    return out
