@@ -18,6 +18,7 @@ from query_api.deps import ServiceDeps, build_service_deps
 from query_api.errors import install_error_handlers, route_of
 from query_api.metrics import API_LATENCY, API_REQUESTS
 from query_api.routes import health, memory, query, search, users, whoami
+from query_api.ui import install_ui
 from worldmm.settings import Settings
 
 log = logging.getLogger("query_api")
@@ -75,4 +76,5 @@ def create_app(settings: Settings, deps: ServiceDeps | None = None) -> FastAPI:
 
     for module in (health, users, whoami, query, search, memory):
         app.include_router(module.router)
+    install_ui(app)  # the memory browser at /ui
     return app

@@ -1,0 +1,93 @@
+"""What the browser's pages show, shaped from store rows: pure functions, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+from worldmm.models import SCALES
+from worldmm.store.models import SegmentRow, TripleRow
+
+SCALE_NAMES = {30: "30 s", 180: "3 min", 600: "10 min", 3600: "1 h"}
+LANE_PAGE = 120  # segments per lane request: an hour of 30 s windows
+
+
+def day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time(0), tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def parse_day(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"not a day (YYYY-MM-DD): {value!r}") from None
+
+
+def status_of(row: SegmentRow) -> str:
+    """One word for the card: failed, partial, pending, visual pending, or complete."""
+    if row.processing_status == "failed":
+        return "failed"
+    if row.processing_status == "pending":
+        return "pending"
+    if row.partial:
+        return "partial"
+    if row.visual_status == "pending":
+        return "visual pending"
+    return "complete"
+
+
+@dataclass(frozen=True)
+class Card:
+    id: int
+    scale: int
+    start: datetime
+    end: datetime
+    caption: str
+    status: str
+    note: bool
+    left_pct: float  # position on the day's 24 h axis (for the hour ruler)
+
+
+def card_of(row: SegmentRow, day_start: datetime, is_note: bool) -> Card:
+    offset = (row.window_start - day_start).total_seconds()
+    return Card(
+        id=row.id,
+        scale=row.scale_seconds,
+        start=row.window_start,
+        end=row.window_end,
+        caption=(row.caption or "").strip() or "(no caption)",
+        status=status_of(row),
+        note=is_note,
+        left_pct=round(max(0.0, min(offset / 86400 * 100, 100.0)), 3),
+    )
+
+
+@dataclass(frozen=True)
+class FactVersion:
+    fact: TripleRow
+    current: bool
+
+
+def fact_histories(rows: list[TripleRow]) -> list[list[FactVersion]]:
+    """Semantic facts grouped into chains: each chain starts at its oldest version and follows
+    ``replaced_by`` to the newest; the newest chains first."""
+    by_id = {r.id: r for r in rows}
+    replaced = {r.replaced_by for r in rows if r.replaced_by is not None}
+    chains: list[list[FactVersion]] = []
+    for row in rows:
+        if row.id in replaced:
+            continue  # not a chain's first version
+        chain, seen, cur = [], set(), row
+        while cur is not None and cur.id not in seen:
+            seen.add(cur.id)
+            chain.append(FactVersion(cur, cur.invalidated_at is None))
+            cur = by_id.get(cur.replaced_by) if cur.replaced_by is not None else None
+        chains.append(chain)
+    chains.sort(key=lambda c: c[-1].fact.valid_from, reverse=True)
+    return chains
+
+
+def lanes() -> list[tuple[int, str]]:
+    """Coarsest lane first: the hour lane is the day's overview."""
+    return [(s, SCALE_NAMES[s]) for s in sorted(SCALES, reverse=True)]

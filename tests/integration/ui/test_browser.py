@@ -1,0 +1,148 @@
+"""The memory browser in headless Chromium against the real API on the embedded stack:
+log in, see a session's segments, open one, ask and see the evidence highlighted, forget a
+range after confirming and see it gone; another user's key sees none of it; a bad key gets
+a clear error."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from tests.integration.ui.served import DAY, seed_wearer
+
+pytestmark = pytest.mark.integration
+
+
+def _login(page, url: str, key: str) -> None:
+    page.goto(f"{url}/ui/")
+    assert page.url.endswith("/ui/login")  # no session yet: the login form
+    page.fill("#key", key)
+    page.click("button[type=submit]")
+
+
+def test_browse_ask_and_forget(served, browser):
+    alice = seed_wearer(served.deps, "ui-alice")
+    context = browser.new_context()
+    page = context.new_page()
+    _login(page, served.url, alice.key)
+
+    # the latest day with memory opens, the session's four 30 s segments in the 30 s lane
+    page.wait_for_selector("#day")
+    assert page.inner_text("#day").startswith(DAY.date().isoformat())
+    lane = page.locator("#lane-30 .seg")
+    assert lane.count() == 4
+    assert "blue bowl" in page.inner_text("#lane-30")
+    assert page.locator("#lane-180 .seg").count() == 1
+    assert alice.key not in page.url
+    cookie = next(c for c in context.cookies() if c["name"] == "worldmm_ui_key")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/ui"
+
+    # a segment's detail: caption, triples, its parent, its frame
+    page.click(f"#seg-{alice.segments[0]}")
+    detail = page.locator("#detail .segment")
+    detail.wait_for()
+    text = detail.inner_text()
+    assert "car keys" in text and "blue bowl" in text and "parent: 3 min" in text
+    frame = page.locator("#detail .frames img")
+    assert frame.count() == 1
+    frame.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "() => document.querySelector('#detail .frames img').complete", timeout=10_000
+    )
+    assert frame.evaluate("img => img.naturalWidth") == 64  # the stored JPEG, decoded
+
+    # ask: the answer, and its evidence marked on the timeline
+    page.fill("#question", "Where did I put my car keys?")
+    page.click("#ask button")
+    page.wait_for_selector("#answer .answer")
+    evidence = page.get_attribute("#answer .answer", "data-evidence")
+    ids = {int(i) for i in evidence.split(",") if i}
+    assert alice.segments[0] in ids
+    marked = {
+        int(i)
+        for i in page.locator(".seg.evidence").evaluate_all("els => els.map(e => e.dataset.id)")
+    }
+    assert alice.segments[0] in marked and marked <= ids
+
+    # forget the second 30 s window: confirm first, then it is gone from the lanes at once
+    page.click(".forget summary")
+    second = DAY.replace(second=30).strftime("%Y-%m-%dT%H:%M:%S")
+    end = DAY.replace(second=59).strftime("%Y-%m-%dT%H:%M:%S")
+    page.fill("#forget-start", second)
+    page.fill("#forget-end", end)
+    page.click("#forget button")
+    page.wait_for_selector("#forget-count")
+    assert page.inner_text("#forget-count") == "2"  # the 30 s window and its 3 min parent
+    assert page.locator(f"#seg-{alice.segments[1]}").count() == 1  # nothing gone yet
+    page.click("#forget-yes button")
+    page.wait_for_selector("#forget-done")
+    page.wait_for_function(f"() => !document.querySelector('#seg-{alice.segments[1]}')")
+    assert page.locator("#lane-30 .seg").count() == 3
+    assert "Maria called" not in page.inner_text("#lane-30")
+    context.close()
+
+    # and through the API too: the window is gone for good
+    r = httpx.get(
+        f"{served.url}/v1/users/{alice.user_id}/segments/{alice.segments[1]}",
+        headers={"Authorization": f"Bearer {alice.key}"},
+    )
+    assert r.status_code == 404
+
+
+def test_another_users_key_sees_nothing_and_a_bad_key_is_refused(served, browser):
+    alice = seed_wearer(served.deps, "ui-owner")
+    bob = seed_wearer(
+        served.deps,
+        "ui-other",
+        scenes=[("Bob fed the cat in the garden.", [("Bob", "fed", "cat")])],
+        start=DAY.replace(day=18),
+    )
+    context = browser.new_context()
+    page = context.new_page()
+
+    _login(page, served.url, "wmm_not-a-key")
+    assert page.inner_text("#login-error") == "Invalid API key."
+    assert page.url.endswith("/ui/login")
+    assert not [c for c in context.cookies() if c["name"] == "worldmm_ui_key"]
+
+    page.fill("#key", bob.key)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#day")
+    assert page.inner_text("#who") == bob.user_id
+    assert "fed the cat" in page.inner_text(".timeline")
+
+    # alice's day is empty for bob, and her segment, thumbnail and frame are not his to see
+    page.goto(f"{served.url}/ui/?day={DAY.date().isoformat()}")
+    assert page.locator(".seg").count() == 0
+    assert "blue bowl" not in page.content()
+    for path, code in (
+        (f"/ui/segments/{alice.segments[0]}", 404),
+        (f"/ui/thumb/{alice.segments[0]}", 204),
+        (f"/ui/frames/{alice.frame_key}", 404),
+    ):
+        assert page.request.get(served.url + path).status == code, path
+    facts = page.goto(f"{served.url}/ui/facts")
+    assert facts.status == 200 and "car keys" not in page.content()
+
+    # the admin key logs nobody in: the browser shows one wearer
+    context.clear_cookies()
+    _login(page, served.url, served.settings.admin_api_key.get_secret_value())
+    assert re.search("log in with that user's key", page.inner_text("#login-error"))
+    context.close()
+
+
+def test_writes_need_the_ui_header(served):
+    """A form posted from another site carries the cookie (not with SameSite=Strict, but
+    older browsers) yet cannot add X-WorldMM-UI: refused."""
+    alice = seed_wearer(served.deps, "ui-csrf")
+    with httpx.Client(base_url=served.url) as http:
+        login = http.post("/ui/login", data={"key": alice.key})
+        assert login.status_code == 303
+        r = http.post(
+            "/ui/forget",
+            data={"start": "2026-11-20T10:00", "end": "2026-11-21T00:00", "confirm": "yes"},
+        )
+        assert r.status_code == 403 and "X-WorldMM-UI" in r.text
+        assert http.get(f"/ui/segments/{alice.segments[0]}").status_code == 200
