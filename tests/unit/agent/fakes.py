@@ -15,7 +15,7 @@ from worldmm.encoder.base import EncoderUnavailable
 from worldmm.graph.build import is_active
 from worldmm.graph.types import GraphTriple, normalise
 from worldmm.llm.errors import ModelCallError, ParseError
-from worldmm.llm.schemas import AgentAction, AgentRound
+from worldmm.llm.schemas import AgentAction, AgentRound, Passage, Response
 from worldmm.memory.retrieval.deps import ClipMatch, FrameRef
 from worldmm.models import SegmentRecord
 
@@ -56,7 +56,8 @@ class ScriptedRoles:
     label: str = "scripted"
     versions: dict[str, str] = field(default_factory=dict)
     steps_seen: list[list[AgentRound]] = field(default_factory=list)
-    respond_calls: list[tuple[str, str, list[str] | None]] = field(default_factory=list)
+    respond_calls: list[tuple[str, list[Passage], list[str] | None]] = field(default_factory=list)
+    choose: int = 0  # the option index respond picks when given choices
     rerank_calls: list[tuple[str, list[tuple[str, str]], int]] = field(default_factory=list)
 
     async def ner(self, text: str) -> list[str]:
@@ -80,9 +81,16 @@ class ScriptedRoles:
             raise item
         return item
 
-    async def respond(self, question: str, context: str, choices: list[str] | None) -> str:
-        self.respond_calls.append((question, context, choices))
-        return f"answer to {question!r} from {len(context)} chars"
+    async def respond(
+        self, question: str, passages: list[Passage], choices: list[str] | None
+    ) -> Response:
+        self.respond_calls.append((question, passages, choices))
+        return Response(
+            answer=f"answer to {question!r} from {len(passages)} passages",
+            choice_index=self.choose if choices else None,
+            evidence=[p.ref for p in passages[:1]],
+            guess=not passages,
+        )
 
 
 def search(memory: str, query: str) -> AgentAction:
