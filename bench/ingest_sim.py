@@ -21,7 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from worldmm.llm.schemas import AgentAction, AgentRound, ConsolidationDecision, SemanticExtraction
+from worldmm.llm.schemas import (
+    AgentAction,
+    AgentRound,
+    ConsolidationDecision,
+    Passage,
+    Response,
+    SemanticExtraction,
+)
 from worldmm.models import Triple
 
 SIM_VERSION = "sim-v1"
@@ -141,7 +148,9 @@ class SimulatedRoles:
     async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction:
         raise NotImplementedError("the simulated ingest model has no retrieval agent")
 
-    async def respond(self, question: str, context: str, choices: list[str] | None) -> str:
+    async def respond(
+        self, question: str, passages: list[Passage], choices: list[str] | None
+    ) -> Response:
         raise NotImplementedError("the simulated ingest model does not answer questions")
 
 

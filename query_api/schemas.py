@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from worldmm.agent.choices import MAX_CHOICES, MIN_CHOICES, choice_texts
 from worldmm.models import MemoryType
 
 # The same characters the ingest path accepts in ids (connectors.codec.SAFE_ID_RE), so every
@@ -14,7 +15,6 @@ from worldmm.models import MemoryType
 USER_ID_PATTERN = r"^[A-Za-z0-9_.@-]{1,128}$"
 USER_ID_RE = re.compile(USER_ID_PATTERN)
 MAX_QUESTION_CHARS = 2000
-MAX_CHOICES = 10
 MAX_CHOICE_CHARS = 500
 MAX_NOTE_CHARS = 4000
 MAX_PAGE = 500
@@ -88,8 +88,14 @@ class QueryRequest(_Body):
     )
     choices: list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE_CHARS)]] | None = Field(
         default=None,
+        min_length=MIN_CHOICES,
         max_length=MAX_CHOICES,
-        description="Multiple-choice options; the answer is then one of them.",
+        description=(
+            f"{MIN_CHOICES} to {MAX_CHOICES} non-blank multiple-choice options, lettered A, B, "
+            "... by position (a leading 'B. ' on the second one is dropped). The answer then "
+            "picks one, and the reply's `choice` says which."
+        ),
+        examples=[["coffee", "green tea", "water", "juice"]],
     )
     as_of: AwareDatetime | None = Field(
         default=None,
@@ -106,7 +112,10 @@ class QueryRequest(_Body):
     @field_validator("choices")
     @classmethod
     def _choices_storable(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else [_storable(c) for c in v]
+        if v is None:
+            return None
+        choice_texts(v)  # a blank option is refused here, with its letter
+        return [_storable(c) for c in v]
 
 
 class RoundOut(BaseModel):
@@ -119,12 +128,37 @@ class RoundOut(BaseModel):
     repeated: bool = Field(default=False, description="Same search as an earlier round.")
 
 
+class LaneOut(BaseModel):
+    rank: int = Field(description="1-based rank the lane gave the segment.")
+    score: float = Field(description="The lane's own score (not comparable across lanes).")
+
+
 class EvidenceOut(BaseModel):
     segment_id: int
     scale: int
     start: AwareDatetime
     end: AwareDatetime
-    text: str
+    text: str = Field(description="The caption (30 s) or summary (coarser scales).")
+    transcript: str | None = Field(default=None, description="What was said in the window.")
+    score: float | None = Field(default=None, description="The fused retrieval score.")
+    lanes: dict[str, LaneOut] = Field(
+        default_factory=dict,
+        description="Each retrieval lane's rank and score behind the fused score.",
+    )
+    context: str | None = Field(
+        default=None, description="The coarser summary a drill-down came from."
+    )
+    context_segment_id: int | None = Field(
+        default=None, description="The coarser segment a drill-down came from."
+    )
+
+
+class ChoiceOut(BaseModel):
+    letter: str = Field(description="The chosen option's letter, A for the first.")
+    index: int = Field(description="0-based position of the chosen option in `choices`.")
+    text: str = Field(description="The chosen option, without a letter.")
+    evidence_segment_ids: list[int] = Field(description="Segments the choice rests on.")
+    guess: bool = Field(description="True when nothing retrieved supported any option.")
 
 
 class TripleOut(BaseModel):
@@ -137,7 +171,12 @@ class TripleOut(BaseModel):
 
 
 class QueryResponse(BaseModel):
-    answer: str
+    answer: str = Field(
+        description="The short answer first, then the evidence it rests on, in plain words."
+    )
+    choice: ChoiceOut | None = Field(
+        default=None, description="The option picked, when the question came with choices."
+    )
     provider: str = Field(description="Which model provider answered, e.g. 'offline'.")
     as_of: AwareDatetime | None = None
     stopped: str = Field(

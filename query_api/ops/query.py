@@ -6,7 +6,14 @@ from collections.abc import Callable
 from urllib.parse import quote
 
 from query_api.deps import ServiceDeps
-from query_api.schemas import EvidenceOut, QueryRequest, QueryResponse, RoundOut, TripleOut
+from query_api.schemas import (
+    ChoiceOut,
+    EvidenceOut,
+    QueryRequest,
+    QueryResponse,
+    RoundOut,
+    TripleOut,
+)
 from worldmm.agent import AgentResult, answer_question
 
 
@@ -51,8 +58,10 @@ def to_response(
     req: QueryRequest,
     url_of: Callable[[str, str], str] = frame_url,
 ) -> QueryResponse:
+    choice = result.choice
     return QueryResponse(
         answer=result.answer,
+        choice=None if choice is None else ChoiceOut.model_validate(choice.model_dump()),
         provider=result.label,
         as_of=req.as_of,
         stopped=result.stopped,

@@ -19,9 +19,12 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["query"])
     summary="Ask a question about the past",
     description=(
         "Runs the retrieval agent: up to `max_rounds` searches of episodic, semantic or "
-        "visual memory, then an answer from everything found. The reply carries the "
-        "rounds, the segments (with time ranges), semantic facts and frame URLs the answer "
-        "rests on. With `as_of`, only memory that existed at that time is used."
+        "visual memory, then an answer from everything found: the short answer first, then "
+        "the evidence in plain words. The reply carries the rounds, the segments (with time "
+        "ranges, transcript, each retrieval lane's rank and score, and the drill-down "
+        "context), semantic facts and frame URLs the answer rests on. With `choices` (2 to 8 "
+        "options) the answer picks one and `choice` gives its letter and index. With `as_of`, "
+        "only memory that existed at that time is used."
     ),
     responses={
         **USER_ERRORS,

@@ -1,13 +1,15 @@
-"""The retrieval agent (adaptive multi-round search) and the response step."""
+"""The retrieval agent (adaptive multi-round search), the response step and multiple choice."""
 
-from worldmm.agent.loop import answer_question, render_context, run_agent
+from worldmm.agent.choices import ChoiceAnswer, answer_choices
+from worldmm.agent.loop import answer_question, run_agent
 from worldmm.agent.result import AgentResult, Evidence, RoundRecord
 
 __all__ = [
     "AgentResult",
+    "ChoiceAnswer",
     "Evidence",
     "RoundRecord",
+    "answer_choices",
     "answer_question",
-    "render_context",
     "run_agent",
 ]

@@ -3,37 +3,31 @@
 Up to ``max_rounds`` times the agent role picks a memory and a query, or answers. An
 unparsable step is asked again once; a second failure (or any other model failure) ends the
 search and the response role answers from what was found so far. After ``max_rounds``
-searches the answer is forced. The response role always sees every round.
+searches the answer is forced. The response role always sees every round, as passages (what
+was said and seen, when), never the agent's own search log; with choices it answers through
+:func:`worldmm.agent.choices.answer_choices`, the same function a benchmark calls.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
+from worldmm.agent.choices import answer_choices, choice_texts
+from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.errors import ModelCallError, ParseError
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound
 from worldmm.memory.retrieval import SEARCHES, RetrievalDeps, RetrievalResult, Search
+from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.models import MemoryType
 
 log = logging.getLogger(__name__)
 
 Retriever = Callable[[str], Awaitable[RetrievalResult]]
-
-
-def render_context(rounds: Sequence[RoundRecord]) -> str:
-    """Everything retrieved, round by round, as the response role reads it."""
-    if not rounds:
-        return "(nothing was retrieved)"
-    blocks = []
-    for i, r in enumerate(rounds, 1):
-        header = f"Search {i}: {r.memory_type} memory, query {r.query!r}"
-        blocks.append(f"{header}\n{r.as_result().as_text()}")
-    return "\n\n".join(blocks)
 
 
 async def next_action(
@@ -59,6 +53,8 @@ async def run_agent(
     choices: list[str] | None = None,
     max_rounds: int = 5,
 ) -> AgentResult:
+    if choices:
+        choice_texts(choices)  # bad choices fail before any search
     rounds: list[RoundRecord] = []
     history: list[AgentRound] = []
     seen: dict[tuple[str, str], RoundRecord] = {}
@@ -93,8 +89,17 @@ async def run_agent(
                 results_text=record.as_result().as_text(),
             )
         )
-    answer = await roles.respond(question, render_context(rounds), choices)
-    return AgentResult.assemble(answer, rounds, roles.label, stopped)
+    if choices:
+        chosen = await answer_choices(
+            roles,
+            question,
+            choices,
+            [h for r in rounds for h in r.results if isinstance(h, SegmentHit)],
+            facts=[h for r in rounds for h in r.results if isinstance(h, TripleHit)],
+        )
+        return AgentResult.assemble(chosen.answer, rounds, roles.label, stopped, chosen)
+    reply = await roles.respond(question, round_passages(rounds), None)
+    return AgentResult.assemble(reply.answer, rounds, roles.label, stopped)
 
 
 async def _retrieve(

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel
+from pydantic import AwareDatetime, BaseModel, Field
 
-from worldmm.memory.retrieval.results import FrameHit, RetrievalResult, SegmentHit, TripleHit
+from worldmm.agent.choices import ChoiceAnswer
+from worldmm.memory.retrieval.results import (
+    FrameHit,
+    LaneScore,
+    RetrievalResult,
+    SegmentHit,
+    TripleHit,
+)
 from worldmm.models import MemoryType
 
 StopReason = Literal["answer", "max_rounds", "parse_error", "model_error"]
@@ -39,13 +46,23 @@ class RoundRecord(BaseModel):
 
 
 class Evidence(BaseModel):
-    """A passage the answer may rest on, with its time range."""
+    """A passage the answer may rest on, with its time range; ``lanes`` and the drill-down
+    ``context`` are those of the hit that first brought it."""
 
     segment_id: int
     scale: int
     start: AwareDatetime
     end: AwareDatetime
     text: str
+    transcript: str | None = None
+    score: float | None = None
+    lanes: dict[str, LaneScore] = Field(default_factory=dict)
+    context: str | None = None
+    context_segment_id: int | None = None
+
+    @classmethod
+    def of(cls, hit: SegmentHit) -> Evidence:
+        return cls.model_validate(hit.model_dump())
 
 
 class AgentResult(BaseModel):
@@ -56,10 +73,16 @@ class AgentResult(BaseModel):
     frames: list[str]  # distinct frame blob keys over all rounds
     label: str  # which model provider answered ("offline", "openai:gpt-5", ...)
     stopped: StopReason  # why the search loop ended
+    choice: ChoiceAnswer | None = None  # set when the question came with choices
 
     @classmethod
     def assemble(
-        cls, answer: str, rounds: list[RoundRecord], label: str, stopped: StopReason
+        cls,
+        answer: str,
+        rounds: list[RoundRecord],
+        label: str,
+        stopped: StopReason,
+        choice: ChoiceAnswer | None = None,
     ) -> AgentResult:
         evidence: dict[int, Evidence] = {}
         triples: dict[int, TripleHit] = {}
@@ -67,16 +90,8 @@ class AgentResult(BaseModel):
         for r in rounds:
             for hit in r.results:
                 if isinstance(hit, SegmentHit):
-                    evidence.setdefault(
-                        hit.segment_id,
-                        Evidence(
-                            segment_id=hit.segment_id,
-                            scale=hit.scale,
-                            start=hit.start,
-                            end=hit.end,
-                            text=hit.text,
-                        ),
-                    )
+                    if hit.segment_id not in evidence:
+                        evidence[hit.segment_id] = Evidence.of(hit)
                 elif isinstance(hit, TripleHit):
                     triples.setdefault(hit.triple_id, hit)
                 else:
@@ -89,4 +104,5 @@ class AgentResult(BaseModel):
             frames=list(frames),
             label=label,
             stopped=stopped,
+            choice=choice,
         )

@@ -13,6 +13,7 @@ from worldmm.llm import schemas as s
 from worldmm.llm.dispatch import DirectDispatcher, Dispatcher, RetryPolicy
 from worldmm.llm.errors import ParseError
 from worldmm.llm.parsing import parse_reply
+from worldmm.llm.passages import render_choices, render_passages
 from worldmm.llm.prompts import ROLES, load_prompt
 from worldmm.llm.request import ChatRequest, build_request
 from worldmm.models import Triple
@@ -210,17 +211,39 @@ class RemoteRoles:
             max_rounds=self._max_rounds,
         )
 
-    async def respond(self, question: str, context: str, choices: list[str] | None) -> str:
-        shown = "Choices:\n" + "\n".join(choices) if choices else ""
+    async def respond(
+        self, question: str, passages: list[s.Passage], choices: list[str] | None
+    ) -> s.Response:
+        """With choices, the letter comes back in the JSON (or leads the answer text); a
+        reply naming no valid letter is a ParseError, like any unusable reply."""
         reply = await self._ask(
             "response",
             s.ResponseReply,
             agent=True,
             question=question,
-            context=context.strip() or "(nothing retrieved)",
-            choices=shown,
+            context=render_passages(passages),
+            choices=render_choices(choices) if choices else "",
         )
-        return reply.answer.strip()
+        known = {p.ref for p in passages}
+        # Unknown ids (hallucinated) are dropped, as in rerank.
+        cited = [
+            ref for ref in dict.fromkeys(r.strip("[] ") for r in reply.evidence) if ref in known
+        ]
+        index = None
+        if choices:
+            index = s.letter_index(reply.choice, len(choices))
+            if index is None:
+                index = s.letter_index(reply.answer, len(choices))
+            if index is None:
+                raise ParseError(
+                    f"response: no choice letter A-{s.choice_letter(len(choices) - 1)} in the "
+                    f"reply (choice={reply.choice!r})",
+                    role="response",
+                    raw=reply.model_dump_json(),
+                )
+        return s.Response(
+            answer=reply.answer.strip(), choice_index=index, evidence=cited, guess=not cited
+        )
 
 
 def build_remote_roles(settings: Settings) -> RemoteRoles:
@@ -233,6 +256,7 @@ def build_remote_roles(settings: Settings) -> RemoteRoles:
         lambda: async_openai_client(settings),
         provider=provider,
         concurrency=settings.llm_concurrency,
+        concurrency_max=settings.llm_concurrency_max,
         timeout_s=settings.llm_timeout_s,
         retry=RetryPolicy(settings.llm_max_retries),
     )

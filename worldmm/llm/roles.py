@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from worldmm.llm.schemas import AgentAction, AgentRound, ConsolidationDecision, SemanticExtraction
+from worldmm.llm.schemas import (
+    AgentAction,
+    AgentRound,
+    ConsolidationDecision,
+    Passage,
+    Response,
+    SemanticExtraction,
+)
 from worldmm.models import Triple
 
 if TYPE_CHECKING:
@@ -43,7 +50,12 @@ class ModelRoles(Protocol):
 
     async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction: ...
 
-    async def respond(self, question: str, context: str, choices: list[str] | None) -> str: ...
+    async def respond(
+        self, question: str, passages: list[Passage], choices: list[str] | None
+    ) -> Response:
+        """The answer, short answer first; ``choices`` are plain option texts, lettered A, B, ...
+        by position, and the reply's ``choice_index`` is set exactly when they are given."""
+        ...
 
 
 def build_roles(settings: Settings, embedder: TextEmbedder) -> ModelRoles:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from worldmm.models import MemoryType, Triple
 
@@ -98,6 +98,12 @@ class EntityConfirmReply(_Wire):
 
 class ResponseReply(_Wire):
     answer: str = Field(min_length=1)
+    choice: str | None = Field(
+        default=None, description="The letter of the chosen option when choices were given."
+    )
+    evidence: list[str] = Field(
+        default_factory=list, description="Ids of the passages relied on, e.g. ['S12', 'F3']."
+    )
 
 
 class AgentAction(_Wire):
@@ -135,6 +141,46 @@ class ConsolidationDecision(BaseModel):
 
     updated_triple: Triple
     triples_to_remove: list[int]
+
+
+class Passage(BaseModel):
+    """One piece of retrieved memory as the response role reads it. ``ref`` is the id a
+    model cites ("S12": segment 12, "F3": semantic fact 3, "V1": a frame)."""
+
+    ref: str
+    kind: Literal["segment", "fact", "frame"]
+    start: AwareDatetime | None = None
+    end: AwareDatetime | None = None
+    said: str = ""  # the transcript: what was said
+    text: str = ""  # the caption, summary, fact or frame description
+    context: str = ""  # the coarser summary a drill-down came from
+    segment_id: int | None = None
+
+
+class Response(BaseModel):
+    """The response role's answer: readable text first; with choices, the chosen index
+    (0-based); ``evidence``: refs of the passages it rests on; ``guess``: nothing supported it."""
+
+    answer: str
+    choice_index: int | None = None
+    evidence: list[str] = Field(default_factory=list)
+    guess: bool = False
+
+
+_LETTER = re.compile(r"^\s*\(?([A-Za-z])(?:[).:\s]|$)")
+
+
+def choice_letter(index: int) -> str:
+    return chr(ord("A") + index)
+
+
+def letter_index(value: str | None, n_choices: int) -> int | None:
+    """0-based index of a reply's letter ("B", "b.", "(C) ..."), None when none is in range."""
+    m = _LETTER.match(value or "")
+    if not m:
+        return None
+    index = ord(m.group(1).upper()) - ord("A")
+    return index if 0 <= index < n_choices else None
 
 
 class AgentRound(BaseModel):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from tests.unit.agent.fakes import (
     HashEmbedder,
     ScriptedRoles,
@@ -12,7 +14,7 @@ from tests.unit.agent.fakes import (
     parse_error,
     search,
 )
-from worldmm.agent import AgentResult, answer_question, render_context, run_agent
+from worldmm.agent import AgentResult, answer_question, run_agent
 from worldmm.graph.cache import NullCache
 from worldmm.llm.schemas import AgentAction
 from worldmm.memory.retrieval import (
@@ -108,10 +110,12 @@ def test_answer_first_means_no_search_and_the_responder_still_answers():
     result = run(run_agent(roles, rec.all(), "hello?", choices=["A. yes", "B. no"]))
     assert rec.calls == [] and result.rounds == []
     assert result.stopped == "answer"
-    ((question, context, choices),) = roles.respond_calls
-    assert (question, choices) == ("hello?", ["A. yes", "B. no"])
-    assert context == "(nothing was retrieved)"
+    ((question, passages, choices),) = roles.respond_calls
+    assert (question, choices) == ("hello?", ["yes", "no"])  # letters are positional
+    assert passages == []
     assert result.answer.startswith("answer to 'hello?'")
+    assert result.choice is not None and (result.choice.letter, result.choice.text) == ("A", "yes")
+    assert result.choice.guess and result.choice.evidence_segment_ids == []
     assert result.label == "scripted"
 
 
@@ -141,7 +145,7 @@ def test_second_unparsable_step_ends_the_search_and_answers():
     result = run(run_agent(roles, rec.all(), "q"))
     assert rec.calls == [("episodic", "a")]
     assert result.stopped == "parse_error"
-    assert "Passage 1 text." in roles.respond_calls[0][1]
+    assert [p.text for p in roles.respond_calls[0][1]] == ["Passage 1 text.", "Passage 2 text."]
     assert result.evidence[0].segment_id == 1
 
 
@@ -183,14 +187,41 @@ def test_result_collects_distinct_evidence_triples_and_frames_and_survives_json(
     assert isinstance(back.rounds[3].results[0], FrameHit)
 
 
-def test_render_context_lists_every_round():
+def test_responder_reads_passages_not_the_search_log():
     rec = Recorder()
-    roles = ScriptedRoles([search("episodic", "a"), search("visual", "d"), ANSWER])
+    roles = ScriptedRoles(
+        [search("episodic", "a"), search("semantic", "c"), search("visual", "d"), ANSWER]
+    )
     result = run(run_agent(roles, rec.all(), "q"))
-    text = render_context(result.rounds)
-    assert "Search 1: episodic memory, query 'a'" in text
-    assert "Passage 2 text." in text
-    assert "frame f/1.jpg at 2025-05-01T10:00:00+00:00" in text
+    ((_, passages, choices),) = roles.respond_calls
+    assert choices is None and result.choice is None
+    assert [p.ref for p in passages] == ["S1", "S2", "F7", "V1"]
+    assert passages[0].start == T0 + timedelta(seconds=30) and passages[0].segment_id == 1
+    assert passages[2].text == "I likes coffee."
+    assert all("Search" not in p.text and "query" not in p.text for p in passages[:3])
+
+
+def test_choices_go_through_answer_choices_with_segments_and_facts():
+    rec = Recorder()
+    roles = ScriptedRoles([search("episodic", "a"), search("semantic", "c"), ANSWER], choose=2)
+    result = run(run_agent(roles, rec.all(), "q", choices=["tea", "B. coffee", "juice"]))
+    ((_, passages, choices),) = roles.respond_calls
+    assert choices == ["tea", "coffee", "juice"]
+    assert [p.ref for p in passages] == ["S1", "S2", "F7"]  # frames carry no words
+    assert result.choice is not None
+    assert (result.choice.letter, result.choice.index, result.choice.text) == ("C", 2, "juice")
+    assert result.choice.evidence_segment_ids == [1]
+    assert result.answer == result.choice.answer
+
+
+def test_bad_choices_fail_before_any_search():
+    rec = Recorder()
+    roles = ScriptedRoles([search("episodic", "a"), ANSWER])
+    with pytest.raises(ValueError, match="2 to 8 choices"):
+        run(run_agent(roles, rec.all(), "q", choices=["only one"]))
+    with pytest.raises(ValueError, match="choice B is blank"):
+        run(run_agent(roles, rec.all(), "q", choices=["tea", "  "]))
+    assert rec.calls == [] and roles.respond_calls == []
 
 
 def test_answer_question_passes_user_and_as_of_to_every_search():
@@ -231,7 +262,7 @@ def test_answer_question_passes_user_and_as_of_to_every_search():
         ("visual", "u-42", "z", cutoff),
     ]
     assert result.stopped == "answer"
-    assert "(no results)" in roles.respond_calls[0][1]
+    assert roles.respond_calls[0][1] == []  # three empty searches: nothing to read
 
 
 def test_answer_question_uses_settings_max_rounds():

@@ -135,7 +135,8 @@ def test_agent_and_response_use_the_agent_model(fake_openai):
     rounds = [AgentRound(memory_type="episodic", query="q", results_text="I bought flour.")]
     action = asyncio.run(roles.agent_step("What does Lucia like?", rounds))
     assert (action.memory_type, action.query) == ("semantic", "Lucia habits")
-    assert asyncio.run(roles.respond("What?", "ctx", ["A. flour", "B. eggs"])) == "A. flour"
+    reply = asyncio.run(roles.respond("What?", [], ["flour", "eggs"]))
+    assert (reply.answer, reply.choice_index) == ("A. flour", 0)
     agent_body, response_body = fake_openai.chat_requests()
     assert agent_body["model"] == response_body["model"] == "big-model"
     assert "I bought flour." in agent_body["messages"][1]["content"]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tests.fixtures.media import make_frame_jpeg
 from worldmm.llm import AgentRound, build_roles
 from worldmm.llm.offline import OfflineRoles
-from worldmm.llm.schemas import AgentAction
+from worldmm.llm.schemas import AgentAction, Passage
 from worldmm.models import Triple
 from worldmm.settings import load_settings
 
@@ -35,7 +36,8 @@ def frame_caption(roles) -> str:
 
 def test_label_and_versions(roles):
     assert roles.label == "offline"
-    assert roles.versions["caption"].endswith("offline-v1")
+    assert roles.versions["caption"].endswith("offline-v2")  # words before colours
+    assert roles.versions["ner"].endswith("offline-v1")
     assert {"caption", "ner", "response", "reasoning_agent"} <= roles.versions.keys()
 
 
@@ -43,7 +45,10 @@ def test_caption_reads_the_frame_and_the_transcript(frame_caption):
     assert "BAKERY" in frame_caption  # OCR of the drawn text
     assert "red" in frame_caption and "blue" in frame_caption  # dominant colours
     assert 'Lucia said: "we should buy eggs and flour for the cake"' in frame_caption
-    assert frame_caption.startswith("I ")
+    # what was said, then what was read, then the colours
+    assert frame_caption.startswith('Lucia said: "we should buy')
+    assert frame_caption.index("Jake said") < frame_caption.index("BAKERY")
+    assert frame_caption.index("BAKERY") < frame_caption.index("I was somewhere")
 
 
 def test_caption_of_dark_frame_without_speech_is_still_a_sentence(roles):
@@ -168,24 +173,45 @@ def test_agent_answers_after_results_and_always_terminates(roles):
     assert [r.memory_type for r in rounds] == ["episodic", "semantic", "visual"]
 
 
-def test_respond_multiple_choice_cites_evidence(roles):
-    context = (
-        "[DAY1 11:02] I walked to the fridge and took out the milk.\n"
-        "[DAY1 11:05] Lucia and I bought flour at the supermarket."
+def _segment(ref: int, text: str, said: str = "") -> Passage:
+    start = datetime(2025, 5, 1, 11, ref, tzinfo=UTC)
+    return Passage(
+        ref=f"S{ref}",
+        kind="segment",
+        start=start,
+        end=start + timedelta(seconds=30),
+        text=text,
+        said=said,
+        segment_id=ref,
     )
-    choices = ["A. flour", "B. a bicycle", "C. shoes", "D. a lamp"]
-    answer = run(roles.respond("What did Lucia and I buy?", context, choices))
-    assert answer.startswith("A. flour")
-    assert "Lucia and I bought flour at the supermarket" in answer and "offline" in answer
-    unlabelled = run(roles.respond("What did Lucia and I buy?", context, ["shoes", "flour"]))
-    assert unlabelled.startswith("B. flour")
 
 
-def test_respond_free_form_and_empty_context(roles):
-    context = "I parked the car on level 3. I bought a newspaper."
-    answer = run(roles.respond("Where did I park the car?", context, None))
-    assert "parked the car on level 3" in answer and "offline" in answer
-    assert "nothing" in run(roles.respond("Where?", "", None))
+def test_respond_multiple_choice_cites_evidence(roles):
+    passages = [
+        _segment(2, "I walked to the fridge and took out the milk."),
+        _segment(5, "Lucia and I bought flour at the supermarket."),
+    ]
+    choices = ["flour", "a bicycle", "shoes", "a lamp"]
+    reply = run(roles.respond("What did Lucia and I buy?", passages, choices))
+    assert reply.choice_index == 0 and reply.evidence == ["S5"] and not reply.guess
+    assert reply.answer.startswith("A. flour — ")
+    assert "Lucia and I bought flour at the supermarket" in reply.answer
+    assert "11:05:00 on 1 May 2025" in reply.answer
+    flipped = run(roles.respond("What did Lucia and I buy?", passages, ["shoes", "flour"]))
+    assert flipped.choice_index == 1 and flipped.answer.startswith("B. flour")
+
+
+def test_respond_free_form_short_answer_first_and_empty_context(roles):
+    passages = [
+        _segment(1, "I bought a newspaper. I was somewhere bright; white dominated what I saw."),
+        _segment(3, 'Jake said: "see you at the car".', said="I parked the car on level 3."),
+    ]
+    reply = run(roles.respond("Where did I park the car?", passages, None))
+    assert reply.answer.startswith("On level 3 — you heard it at 11:03:00 on 1 May 2025")
+    assert '"I parked the car on level 3"' in reply.answer and reply.evidence == ["S3"]
+    assert reply.choice_index is None
+    empty = run(roles.respond("Where?", [], None))
+    assert "nothing" in empty.answer and empty.guess and empty.evidence == []
 
 
 def test_every_role_on_a_real_frame_and_speech(roles):
@@ -213,7 +239,10 @@ def test_every_role_on_a_real_frame_and_speech(roles):
     assert ranked == ["s1"]
     action = run(roles.agent_step("What fruit did Lucia want?", []))
     assert action.action == "SEARCH" and action.memory_type == "episodic"
-    answer = run(
-        roles.respond("What fruit did Lucia want?", caption, ["A. bananas", "B. strawberries"])
+    reply = run(
+        roles.respond(
+            "What fruit did Lucia want?", [_segment(0, caption)], ["bananas", "strawberries"]
+        )
     )
-    assert answer.startswith("B. strawberries")
+    assert reply.choice_index == 1 and reply.answer.startswith("B. strawberries")
+    assert caption.index("strawberr") < caption.index("MARKET")  # said, then read

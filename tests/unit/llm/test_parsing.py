@@ -20,7 +20,11 @@ GOOD: dict[str, dict] = {
     "consolidation": {"updated_triple": ["Alice", "likes", "coffee"], "triples_to_remove": [1, 3]},
     "cross_scale_rerank": {"ranked_ids": ["s30-4", "s180-1"]},
     "reasoning_agent": {"action": "SEARCH", "memory_type": "semantic", "query": "Lucia's habits"},
-    "response": {"answer": "B. You bought milk at the supermarket."},
+    "response": {
+        "answer": "B. milk — you bought it at the supermarket at 10:00:05 on 1 May 2025.",
+        "choice": "B",
+        "evidence": ["S3"],
+    },
     "entity_confirm": {"same_entity": True},
 }
 # Valid JSON of the wrong shape for each role.

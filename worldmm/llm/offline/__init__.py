@@ -17,10 +17,20 @@ from worldmm.embed.base import TextEmbedder
 from worldmm.llm.offline import answers, routing, semantic, text
 from worldmm.llm.offline.ranking import mmr_select, near_duplicates, relevance
 from worldmm.llm.offline.vision import SceneCues, scene_cues
-from worldmm.llm.schemas import AgentAction, AgentRound, ConsolidationDecision, SemanticExtraction
+from worldmm.llm.schemas import (
+    AgentAction,
+    AgentRound,
+    ConsolidationDecision,
+    Passage,
+    Response,
+    SemanticExtraction,
+)
 from worldmm.models import Triple
 
 OFFLINE_VERSION = "offline-v1"
+# Roles whose rules changed since v1: captions lead with the words (what was said, then what
+# was read) before the scene cues; answers give the short answer first, then the evidence.
+_REVISED = {"caption": "offline-v2", "response": "offline-v2"}
 _SPEAKER = re.compile(r"^\s*([A-Z][\w' -]{0,30}):\s+(.+)$")
 _ROLES = (
     "caption",
@@ -37,18 +47,10 @@ _ROLES = (
 
 
 def describe_scene(cues: SceneCues, transcript: str, *, max_transcript_chars: int = 800) -> str:
-    """A first-person caption from scene cues and the transcript."""
+    """A first-person caption from the transcript and scene cues: what was said first, then
+    the text read in the frames, then the colour and motion cues (a preview of the caption
+    should show the words, not the colours)."""
     parts: list[str] = []
-    if cues.brightness != "unknown":
-        # Worded without determiners so NER does not take "the view" for an entity.
-        colours = " and ".join(cues.colours) if cues.colours else "mixed colours"
-        view = "kept changing" if cues.motion == "changing" else "stayed steady"
-        parts.append(
-            f"I was somewhere {cues.brightness}; {colours} dominated what I saw, which {view}."
-        )
-    if cues.texts:
-        shown = ", ".join(f'"{t}"' for t in cues.texts[:8])
-        parts.append(f"I saw text reading {shown}.")
     spoken: list[str] = []
     for line in transcript.strip().splitlines():
         line = line.strip()
@@ -62,6 +64,16 @@ def describe_scene(cues: SceneCues, transcript: str, *, max_transcript_chars: in
         said = said[:max_transcript_chars].rsplit(" ", 1)[0] + ' …"'
     if said:
         parts.append(said)
+    if cues.texts:
+        shown = ", ".join(f'"{t}"' for t in cues.texts[:8])
+        parts.append(f"I saw text reading {shown}.")
+    if cues.brightness != "unknown":
+        # Worded without determiners so NER does not take "the view" for an entity.
+        colours = " and ".join(cues.colours) if cues.colours else "mixed colours"
+        view = "kept changing" if cues.motion == "changing" else "stayed steady"
+        parts.append(
+            f"I was somewhere {cues.brightness}; {colours} dominated what I saw, which {view}."
+        )
     if not parts:
         return "I recorded a moment with nothing legible to read and nothing said."
     if not cues.texts and not said and cues.brightness != "unknown":
@@ -85,7 +97,7 @@ class OfflineRoles:
         self._embedder = embedder
         self._max_rounds = max_rounds
         self._ocr_frames = ocr_frames
-        self.versions = {role: f"{role}/{OFFLINE_VERSION}" for role in _ROLES}
+        self.versions = {role: f"{role}/{_REVISED.get(role, OFFLINE_VERSION)}" for role in _ROLES}
 
     async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
         cues = await asyncio.to_thread(scene_cues, list(frames), ocr_frames=self._ocr_frames)
@@ -133,5 +145,7 @@ class OfflineRoles:
     async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction:
         return routing.next_action(question, rounds, self._max_rounds)
 
-    async def respond(self, question: str, context: str, choices: list[str] | None) -> str:
-        return await asyncio.to_thread(answers.answer, self._embedder, question, context, choices)
+    async def respond(
+        self, question: str, passages: list[Passage], choices: list[str] | None
+    ) -> Response:
+        return await asyncio.to_thread(answers.answer, self._embedder, question, passages, choices)

@@ -1,68 +1,144 @@
-"""Extractive answers for the offline response role."""
+"""Offline answers: the short answer first, then the evidence in plain words.
+
+Free-form: the unit (a line said, a text read, a sentence seen) most relevant to the question,
+cut to what follows the question's last word in it when that reads as an answer ("on the
+kitchen table" from "I put the mug on the kitchen table"). Multiple choice: every choice
+scored against every unit (see :mod:`worldmm.llm.offline.scoring`); the answer names the
+letter, the choice and the unit it rests on most.
+"""
 
 from __future__ import annotations
 
 import re
-import string
+from collections.abc import Sequence
 
 import numpy as np
 
 from worldmm.embed.base import TextEmbedder
-from worldmm.llm.offline.ranking import relevance
-from worldmm.llm.offline.text import lexical_overlap, sentences
+from worldmm.llm.offline import scoring
+from worldmm.llm.offline.evidence import Unit, evidence_units
+from worldmm.llm.passages import clock, span
+from worldmm.llm.schemas import Passage, Response, choice_letter
 
-_CHOICE_PREFIX = re.compile(r"^\s*\(?([A-Za-z])[).:]\s+")
-
-
-def split_choice(choice: str, index: int) -> tuple[str, str]:
-    """("B", "the text") from "B. the text", or a letter by position when unlabelled."""
-    m = _CHOICE_PREFIX.match(choice)
-    if m:
-        return m.group(1).upper(), choice[m.end() :].strip()
-    return string.ascii_uppercase[index], choice.strip()
+NOTHING_FOUND = "I found nothing in your memory about this."
+MAX_SHORT_WORDS = 12
+SUPPORT_SHARE = 0.5  # units contributing at least this share of the best one are cited too
+MAX_CITED = 3
+_TOKEN = re.compile(r"[\w'’-]+")
 
 
-def evidence_units(context: str) -> list[str]:
-    return [s for s in sentences(context) if len(s.split()) >= 2]
+def when(u: Unit) -> str:
+    if u.start is None:
+        return ""
+    if u.end is None or (u.end - u.start).total_seconds() <= 60:
+        return f"at {clock(u.start)}"
+    return f"between {span(u.start, u.end)}"
 
 
-def pick_choice(
-    embedder: TextEmbedder, question: str, choices: list[str], context: str
-) -> tuple[str, str, str | None]:
-    """(letter, choice text, supporting sentence or None).
+def attribution(u: Unit) -> str:
+    """Who said, read or saw it, and when, as a person reads it."""
+    at = when(u)
+    if u.source == "said":
+        if u.speaker and u.speaker.lower() not in {"i", "me"}:
+            return f"{u.speaker} said so {at}".strip()
+        return f"you {'said so' if u.speaker else 'heard it'} {at}".strip()
+    if u.source == "read":
+        return f"you saw it written {at}".strip()
+    if u.source == "seen":
+        return f"from what you saw {at}".strip()
+    if u.source == "context":
+        return f"from your memory of {span(u.start, u.end)}".strip()
+    return "from what your memory holds as a fact"
 
-    Each choice scores its best agreement with one retrieved sentence, weighted by how
-    relevant that sentence is to the question, plus its word overlap with all the context.
-    """
-    labelled = [split_choice(c, i) for i, c in enumerate(choices)]
-    units = evidence_units(context)
+
+def short_answer(question: str, u: Unit) -> str:
+    """What follows the question's last word in the unit, if that is a short phrase with
+    content; else the unit itself. Text read is quoted as read."""
+    if u.source == "read":
+        return f'"{u.text}"'
+    asked = set(scoring.terms(question))
+    words = list(_TOKEN.finditer(u.text))
+    hits = [i for i, m in enumerate(words) if set(scoring.terms(m.group(0))) & asked]
+    if hits:
+        tail = u.text[words[hits[-1]].end() :].strip(" ,;:\"'.!?")
+        if tail and scoring.terms(tail) and len(tail.split()) <= MAX_SHORT_WORDS:
+            return tail[0].upper() + tail[1:]
+    return u.text.rstrip(" .")
+
+
+def _quote(u: Unit) -> str:
+    return u.text if u.source == "read" else u.text.rstrip(" .")
+
+
+def _vectors(embedder: TextEmbedder, texts: list[str]) -> np.ndarray:
+    return np.asarray(embedder.embed(texts), dtype=np.float64)
+
+
+def answer_free(embedder: TextEmbedder, question: str, passages: Sequence[Passage]) -> Response:
+    units = evidence_units(passages)
     if not units:
-        return labelled[0][0], labelled[0][1], None
-    texts = [t for _, t in labelled]
-    vectors = embedder.embed([question, *texts, *units])
-    q, cvec, uvec = vectors[0], vectors[1 : 1 + len(texts)], vectors[1 + len(texts) :]
-    unit_relevance = uvec @ q
-    agreement = cvec @ uvec.T + 0.5 * unit_relevance[None, :]
-    lexical = np.asarray([lexical_overlap(t, context) for t in texts])
-    scores = agreement.max(axis=1) + 0.5 * lexical
-    best = int(np.argmax(scores))
-    support = units[int(np.argmax(agreement[best]))]
-    return labelled[best][0], labelled[best][1], support
+        return Response(answer=NOTHING_FOUND, guess=True)
+    vectors = _vectors(embedder, [question, *(u.text for u in units)])
+    u_terms = [set(scoring.terms(u.text)) for u in units]
+    q_terms = set(scoring.terms(question))
+    idf_of = scoring.idf([*u_terms, q_terms])
+    rel = scoring.relevance(q_terms, u_terms, idf_of, vectors[1:] @ vectors[0])
+    best = units[scoring.best_index(rel * np.asarray([u.weight for u in units]))]
+    short = short_answer(question, best)
+    said = f': "{_quote(best)}"' if short.strip('"') != _quote(best) else ""
+    return Response(answer=f"{short} — {attribution(best)}{said}.", evidence=[best.ref])
 
 
-def answer(embedder: TextEmbedder, question: str, context: str, choices: list[str] | None) -> str:
+def answer_choice(
+    embedder: TextEmbedder, question: str, passages: Sequence[Passage], choices: Sequence[str]
+) -> Response:
+    units = evidence_units(passages)
+    if not units:
+        # Nothing to weigh: the choice closest in meaning to the question, said to be a guess.
+        vectors = _vectors(embedder, [question, *choices])
+        best = scoring.best_index(vectors[1:] @ vectors[0])
+        return Response(
+            answer=f"{choice_letter(best)}. {choices[best]} — a guess: nothing in your memory "
+            "speaks to any of the choices.",
+            choice_index=best,
+            guess=True,
+        )
+    n = len(choices)
+    vectors = _vectors(embedder, [question, *choices, *(u.text for u in units)])
+    q, c_vecs, u_vecs = vectors[0], vectors[1 : 1 + n], vectors[1 + n :]
+    u_terms = [set(scoring.terms(u.text)) for u in units]
+    q_terms = set(scoring.terms(question))
+    idf_of = scoring.idf([*u_terms, q_terms])
+    att = scoring.attention(
+        scoring.relevance(q_terms, u_terms, idf_of, u_vecs @ q),
+        np.asarray([u.weight for u in units]),
+    )
+    weights = scoring.choice_weights([set(scoring.terms(c)) for c in choices], q_terms, idf_of)
+    lexical, dense = scoring.support(weights, u_terms, c_vecs @ u_vecs.T)
+    best = scoring.best_index((lexical + dense) @ att)
+    contribution = att * (lexical[best] + dense[best])
+    order = [int(i) for i in np.lexsort((np.arange(len(units)), -contribution))]
+    top = order[0]
+    cited = [
+        units[i].ref
+        for i in order[:MAX_CITED]
+        if contribution[i] > 0 and contribution[i] >= SUPPORT_SHARE * contribution[top]
+    ]
+    how = "" if lexical[best, top] > 0 else "the closest match by meaning: "
+    return Response(
+        answer=f"{choice_letter(best)}. {choices[best]} — {how}{attribution(units[top])}: "
+        f'"{_quote(units[top])}".',
+        choice_index=best,
+        evidence=list(dict.fromkeys(cited or [units[top].ref])),
+    )
+
+
+def answer(
+    embedder: TextEmbedder,
+    question: str,
+    passages: Sequence[Passage],
+    choices: Sequence[str] | None,
+) -> Response:
     if choices:
-        letter, text, support = pick_choice(embedder, question, choices, context)
-        if support is None:
-            return (
-                f"{letter}. {text}\n(offline answer: no retrieved memory supports any choice; "
-                "this is a guess)"
-            )
-        return f'{letter}. {text}\n(offline answer, best supported by: "{support}")'
-    units = evidence_units(context)
-    if not units:
-        return "I found nothing in your memory about this. (offline answer)"
-    scores = relevance(embedder, question, units)
-    top = sorted(np.argsort(-scores)[:2].tolist())
-    quoted = " ".join(units[i] for i in top)
-    return f"From your memory: {quoted} (offline answer, extractive)"
+        return answer_choice(embedder, question, passages, choices)
+    return answer_free(embedder, question, passages)

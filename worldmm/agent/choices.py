@@ -1,0 +1,79 @@
+"""Multiple-choice answers from retrieved evidence, with no agent loop around them.
+
+The agent calls :func:`answer_choices` when a question comes with choices; a benchmark can call
+it directly on the hits of one search. The response role does the choosing: the offline
+provider scores each choice against the evidence text, an LLM gets the lettered choices in its
+prompt and returns the letter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from worldmm.agent.passages import hit_passages
+from worldmm.llm.errors import ParseError
+from worldmm.llm.roles import ModelRoles
+from worldmm.llm.schemas import choice_letter
+from worldmm.memory.retrieval.results import SegmentHit, TripleHit
+
+MIN_CHOICES = 2
+MAX_CHOICES = 8
+Letter = Literal["A", "B", "C", "D", "E", "F", "G", "H"]
+_LABEL = re.compile(r"^\s*\(?([A-Ha-h])[).:]\s+")
+
+
+class ChoiceAnswer(BaseModel):
+    letter: Letter
+    index: int = Field(ge=0, lt=MAX_CHOICES, description="0-based position of the choice.")
+    text: str = Field(description="The chosen option, without its letter.")
+    answer: str = Field(description="The readable answer: letter, choice, then the evidence.")
+    evidence_segment_ids: list[int] = Field(description="Segments the choice rests on.")
+    guess: bool = Field(description="True when no evidence supported any choice.")
+
+
+def choice_texts(choices: Sequence[str]) -> list[str]:
+    """The option texts, checked: 2-8 non-blank strings (else ValueError). A leading label
+    that matches the position ("B. eggs" second) is dropped, so letters stay positional."""
+    if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
+        raise ValueError(f"give {MIN_CHOICES} to {MAX_CHOICES} choices, got {len(choices)}")
+    texts = []
+    for i, choice in enumerate(choices):
+        m = _LABEL.match(choice)
+        text = choice[m.end() :] if m and m.group(1).upper() == choice_letter(i) else choice
+        if not text.strip():
+            raise ValueError(f"choice {choice_letter(i)} is blank")
+        texts.append(text.strip())
+    return texts
+
+
+async def answer_choices(
+    roles: ModelRoles,
+    question: str,
+    choices: list[str],
+    hits: list[SegmentHit],
+    *,
+    facts: Sequence[TripleHit] = (),
+) -> ChoiceAnswer:
+    """Pick one of ``choices`` from ``hits`` (and semantic ``facts``, if any) with the
+    response role. Raises ValueError on bad choices, ModelCallError when the model fails."""
+    texts = choice_texts(choices)
+    passages = hit_passages(hits, facts)
+    reply = await roles.respond(question, passages, texts)
+    index = reply.choice_index
+    if index is None or not 0 <= index < len(texts):
+        raise ParseError(
+            f"response: no choice among {len(texts)} options (got {index!r})", role="response"
+        )
+    segment_ids = {p.ref: p.segment_id for p in passages if p.segment_id is not None}
+    return ChoiceAnswer(
+        letter=choice_letter(index),
+        index=index,
+        text=texts[index],
+        answer=reply.answer,
+        evidence_segment_ids=[segment_ids[r] for r in reply.evidence if r in segment_ids],
+        guess=reply.guess,
+    )

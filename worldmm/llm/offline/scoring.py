@@ -1,0 +1,115 @@
+"""Scoring evidence units against a question and its choices (pure functions over arrays).
+
+Terms are stemmed content words (Snowball English; number words become digits, so "level
+two" meets "Level 2"). Weights are IDF over the evidence units plus the question, so a word
+every unit holds says little. A unit's *relevance* to the question mixes the IDF-weighted
+share of question terms it holds with the embedder's cosine; relevance becomes attention
+over units through a softmax. A choice's *support* in a unit is the IDF-weighted share of its
+discriminative terms the unit holds (terms every other choice shares, or the question already
+names, count less) plus its cosine to the unit centred over the choices — so a choice only
+gains from meaning that sets it apart. Nothing here is fitted to any question set.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import snowballstemmer
+
+from worldmm.llm.offline.text import STOPWORDS
+
+ATTENTION_TEMPERATURE = 0.1  # relevance differences of 0.1 weigh e (2.7) times more
+QUESTION_TERM_WEIGHT = 0.5  # a choice word the question already names tells less
+_WORD = re.compile(r"[a-z]+|\d+")
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_NUMBERS = {w: str(i) for i, w in enumerate((*_NUMBER_WORDS, "ten", "eleven", "twelve"))}
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _STEMMER.stemWord(word)
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed content words and numbers, in order."""
+    out = []
+    for w in _WORD.findall(text.lower()):
+        w = _NUMBERS.get(w, w)
+        if w in STOPWORDS or (len(w) < 2 and not w.isdigit()):
+            continue
+        out.append(w if w.isdigit() else _stem(w))
+    return out
+
+
+def idf(docs: Sequence[set[str]]) -> dict[str, float]:
+    """BM25's IDF, kept positive: ln(1 + (N - df + 0.5) / (df + 0.5))."""
+    n = len(docs)
+    df: dict[str, int] = {}
+    for d in docs:
+        for t in d:
+            df[t] = df.get(t, 0) + 1
+    return {t: math.log(1 + (n - k + 0.5) / (k + 0.5)) for t, k in df.items()}
+
+
+def coverage(weights: dict[str, float], doc: set[str]) -> float:
+    """Weighted share of ``weights``' terms present in ``doc`` (0..1; 0 with no weight)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in weights.items() if t in doc) / total
+
+
+def choice_weights(
+    choices: Sequence[set[str]], question: set[str], idf_of: dict[str, float]
+) -> list[dict[str, float]]:
+    """Per choice, each term's IDF scaled down by how many other choices share it and
+    whether the question names it."""
+    out = []
+    for i, terms_i in enumerate(choices):
+        others = [c for j, c in enumerate(choices) if j != i]
+        weights = {}
+        for t in terms_i:
+            shared = sum(t in c for c in others) / len(others) if others else 0.0
+            w = idf_of.get(t, 0.0) * (1.0 - shared)
+            weights[t] = w * (QUESTION_TERM_WEIGHT if t in question else 1.0)
+        out.append(weights)
+    return out
+
+
+def attention(relevance: np.ndarray, unit_weights: np.ndarray) -> np.ndarray:
+    """Softmax of relevance / temperature, times each unit's own weight, normalised."""
+    if relevance.size == 0:
+        return relevance
+    z = np.exp((relevance - relevance.max()) / ATTENTION_TEMPERATURE) * unit_weights
+    return z / z.sum()
+
+
+def relevance(
+    question: set[str], units: Sequence[set[str]], idf_of: dict[str, float], cosine: np.ndarray
+) -> np.ndarray:
+    """Half the IDF-weighted share of question terms a unit holds, half its cosine."""
+    q_weights = {t: idf_of.get(t, 0.0) for t in question}
+    lexical = np.asarray([coverage(q_weights, u) for u in units], dtype=np.float64)
+    return 0.5 * lexical + 0.5 * np.asarray(cosine, dtype=np.float64)
+
+
+def support(
+    weights: Sequence[dict[str, float]], units: Sequence[set[str]], cosine: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(choices x units) twice: lexical coverage, and the cosine centred over the choices.
+    A choice's support in a unit is their sum."""
+    lexical = np.asarray([[coverage(w, u) for u in units] for w in weights], dtype=np.float64)
+    dense = np.asarray(cosine, dtype=np.float64).reshape(len(weights), len(units))
+    if dense.size:
+        dense = dense - dense.mean(axis=0, keepdims=True)
+    return lexical, dense
+
+
+def best_index(scores: np.ndarray) -> int:
+    """The highest score; ties go to the earliest choice."""
+    return int(np.lexsort((np.arange(len(scores)), -np.round(scores, 9)))[0])
