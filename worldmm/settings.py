@@ -174,6 +174,18 @@ class Settings(BaseSettings):
     consolidation_threshold: float = Field(default=0.6, ge=0, le=1, description="Semantic cosine.")
     consolidation_top_k: int = Field(default=20, ge=1, description="Candidates per new triple.")
     ppr_damping: float = Field(default=0.85, gt=0, lt=1, description="PageRank damping.")
+    ppr_method: Literal["push", "prpack"] = Field(
+        default="push",
+        description="Personalized PageRank: local forward push (work bounded by the seeds' "
+        "neighbourhood) or igraph's exact PRPACK over the whole graph.",
+    )
+    ppr_push_epsilon: float = Field(
+        default=1e-7,
+        gt=0,
+        lt=1,
+        description="Forward push error bound: each vertex's score is within epsilon times "
+        "its weighted degree of exact PPR (smaller: closer, slower).",
+    )
     episodic_top_k: str = Field(
         default="30:10,180:5,600:5,3600:3", description="Per-scale top-k 'seconds:k,...'."
     )

@@ -34,13 +34,15 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import igraph as ig
 import redis
 
 from worldmm.graph.serialize import MAGIC, GraphFormatError, dumps, loads
+from worldmm.graph.timed import TimedGraph
+from worldmm.graph.timed_io import TIMED_MAGIC, dumps_timed, loads_timed
 from worldmm.models import SCALES
 
 log = logging.getLogger(__name__)
@@ -77,8 +79,23 @@ class CacheRead:
     base: ig.Graph | None = None
 
 
-def graph_fingerprint(graph: ig.Graph) -> str | None:
+def graph_fingerprint(graph: ig.Graph | TimedGraph) -> str | None:
+    if isinstance(graph, TimedGraph):
+        return graph.fingerprint
     return graph["fingerprint"] if "fingerprint" in graph.attributes() else None
+
+
+def graph_size(graph: ig.Graph | TimedGraph) -> int:
+    """Vertices + edges (a time-masked graph: + units), what the memo budgets."""
+    if isinstance(graph, TimedGraph):
+        return graph.size
+    return graph.vcount() + graph.ecount()
+
+
+def timed_key(key: str) -> str:
+    """The key of the time-masked graph (:mod:`worldmm.graph.timed`) next to ``key``'s
+    igraph graph; invalidated and purged with it."""
+    return f"{key}:t"
 
 
 class GraphMemo:
@@ -90,11 +107,11 @@ class GraphMemo:
 
     def __init__(self, max_elements: int = DEFAULT_MEMO_ELEMENTS) -> None:
         self.max_elements = max_elements
-        self._graphs: OrderedDict[str, tuple[str, ig.Graph, int]] = OrderedDict()
+        self._graphs: OrderedDict[str, tuple[str, Any, int]] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
 
-    def get(self, key: str, fingerprint: str) -> ig.Graph | None:
+    def get(self, key: str, fingerprint: str) -> Any:
         with self._lock:
             found = self._graphs.get(key)
             if found is None or found[0] != fingerprint:
@@ -102,15 +119,15 @@ class GraphMemo:
             self._graphs.move_to_end(key)
             return found[1]
 
-    def latest(self, key: str) -> ig.Graph | None:
+    def latest(self, key: str) -> Any:
         """The key's graph whatever its fingerprint (it carries its own)."""
         with self._lock:
             found = self._graphs.get(key)
             return None if found is None else found[1]
 
-    def put(self, key: str, graph: ig.Graph) -> None:
+    def put(self, key: str, graph: ig.Graph | TimedGraph) -> None:
         fingerprint = graph_fingerprint(graph)
-        size = graph.vcount() + graph.ecount()
+        size = graph_size(graph)
         if fingerprint is None or size > self.max_elements:
             self.drop(key)
             return
@@ -187,6 +204,16 @@ class NullCache:
     def purge_user(self, user_id: str) -> int:
         return 0
 
+    def get_timed(
+        self, user_id: str, memory_type: str, scale: int | None = None
+    ) -> tuple[TimedGraph | None, bytes]:
+        return None, b""
+
+    def put_timed(
+        self, user_id: str, memory_type: str, scale: int | None, graph: TimedGraph, token: bytes
+    ) -> bool:
+        return False
+
 
 class GraphCache:
     """Redis-backed graph cache (redis-py, synchronous, short timeouts)."""
@@ -258,7 +285,44 @@ class GraphCache:
         if token == _UNKNOWN:
             return False
         key = cache_key(user_id, memory_type, scale)
-        payload = dumps(graph)
+        if not self._put_if(key, dumps(graph), token):
+            return False
+        self.memo.put(key, graph)
+        return True
+
+    def get_timed(
+        self, user_id: str, memory_type: str, scale: int | None = None
+    ) -> tuple[TimedGraph | None, bytes]:
+        """The time-masked graph stored in Redis (no memo here: the caller keeps its own)
+        and the token to pass back to :meth:`put_timed`."""
+        key = timed_key(cache_key(user_id, memory_type, scale))
+        try:
+            data = self._redis.get(key)
+        except redis.RedisError as exc:
+            log.warning("graph_cache.error op=get key=%s error=%s", key, exc)
+            return None, _UNKNOWN
+        if data is None:
+            return None, b""
+        token = bytes(data[:_PROBE_BYTES])
+        if data.startswith(TIMED_MAGIC):
+            try:
+                return loads_timed(data), token
+            except ValueError as exc:
+                log.warning("graph_cache.corrupt key=%s error=%s", key, exc)
+        return None, token
+
+    def put_timed(
+        self, user_id: str, memory_type: str, scale: int | None, graph: TimedGraph, token: bytes
+    ) -> bool:
+        """Store a time-masked graph if its key still holds ``token``."""
+        if token == _UNKNOWN:
+            return False
+        return self._put_if(
+            timed_key(cache_key(user_id, memory_type, scale)), dumps_timed(graph), token
+        )
+
+    def _put_if(self, key: str, payload: bytes, token: bytes) -> bool:
+        """SET ``key`` to ``payload`` only while it still holds ``token`` (compare-and-set)."""
         try:
             with self._redis.pipeline(transaction=True) as pipe:
                 pipe.watch(key)
@@ -268,7 +332,6 @@ class GraphCache:
                 pipe.multi()
                 pipe.set(key, payload, ex=self._ttl_s)
                 pipe.execute()
-            self.memo.put(key, graph)
             return True
         except redis.WatchError:
             return False
@@ -281,7 +344,10 @@ class GraphCache:
         key = cache_key(user_id, memory_type, scale)
         self.memo.retire(key)
         try:
-            self._redis.set(key, TOMBSTONE + os.urandom(8).hex().encode(), ex=self._ttl_s)
+            with self._redis.pipeline(transaction=True) as pipe:
+                for k in (key, timed_key(key)):
+                    pipe.set(k, TOMBSTONE + os.urandom(8).hex().encode(), ex=self._ttl_s)
+                pipe.execute()
             return True
         except redis.RedisError as exc:
             log.error("graph_cache.error op=invalidate key=%s error=%s", key, exc)
@@ -297,6 +363,7 @@ class GraphCache:
         self.memo.drop_prefix(pattern[:-1])
         known = [cache_key(user_id, "semantic")]
         known += [cache_key(user_id, "episodic", s) for s in SCALES]
+        known += [timed_key(k) for k in known]
         try:
             found = {k.decode() for k in self._redis.scan_iter(match=pattern, count=500)}
             with self._redis.pipeline(transaction=True) as pipe:

@@ -11,7 +11,7 @@ import redis
 
 from tests.unit.agent.fakes import FakeEncoder, HashEmbedder, ScriptedRoles, search
 from worldmm.agent import answer_question
-from worldmm.graph.cache import GraphCache, cache_key
+from worldmm.graph.cache import GraphCache, cache_key, timed_key
 from worldmm.llm.schemas import AgentAction
 from worldmm.memory.retrieval import (
     RetrievalDeps,
@@ -207,8 +207,9 @@ def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, u
         run(search_episodic(deps, user_id, "red cup"))
         run(search_semantic(deps, user_id, "coffee"))
         keys = {k.decode() for k in raw.keys(f"worldmm:graph:{user_id}:*")}
-        assert cache_key(user_id, "semantic") in keys
-        assert {cache_key(user_id, "episodic", s) for s in (30, 180, 600, 3600)} <= keys
+        # one time-masked graph per key serves "now" and every as_of
+        assert timed_key(cache_key(user_id, "semantic")) in keys
+        assert {timed_key(cache_key(user_id, "episodic", s)) for s in (30, 180, 600, 3600)} <= keys
         before = {k: raw.get(k) for k in keys}
         # a new triple in the 30 s graph: the writer invalidates exactly that key
         memory.segment(
@@ -216,10 +217,10 @@ def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, u
         )
         deps.cache.invalidate(user_id, "episodic", 30)
         changed = [k for k in keys if raw.get(k) != before[k]]
-        assert changed == [cache_key(user_id, "episodic", 30)]
+        assert changed == [timed_key(cache_key(user_id, "episodic", 30))]
         result = run(search_episodic(deps, user_id, "I wash the red cup at the sink"))
         assert memory.seg_ids["sink"] in [h.segment_id for h in result.hits]
-        assert raw.get(cache_key(user_id, "episodic", 30)).startswith(b"WMG1")  # re-cached
+        assert raw.get(timed_key(cache_key(user_id, "episodic", 30))).startswith(b"WMT1")
         # a writer that forgets to invalidate: the fingerprint check still rebuilds
         memory.segment(
             "towel", 30, 90, "I dry the red cup with a towel.", [("I", "dry", "red cup", False)]
@@ -231,15 +232,16 @@ def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, u
 
 
 def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory, user_id, caplog):
-    from worldmm.graph.build import build_episodic_graph
-    from worldmm.memory.retrieval.graphs import load_graph
+    from worldmm.graph.timed import build_timed
+    from worldmm.memory.retrieval.graphs import load_timed
     from worldmm.store.purge import forget_range
 
     def shape(g):
-        return (g.vs["name"], g.get_edgelist(), g.es["weight"], g.es["kind"])
+        units = zip(g.src, g.dst, g.ukind, g.weight, g.t_from, strict=True)
+        return (g.names, list(g.v_from), sorted(tuple(map(float, u)) for u in units))
 
     def paths():
-        return [r.message.split()[0] for r in caplog.records if "scale=30 " in r.message]
+        return [r.message.split()[1] for r in caplog.records if "scale=30 " in r.message]
 
     caplog.set_level(logging.INFO, logger="worldmm.memory.retrieval.graphs")
     run(search_episodic(deps, user_id, "red cup"))  # builds and caches every scale
@@ -250,10 +252,10 @@ def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory,
     caplog.clear()
     result = run(search_episodic(deps, user_id, "I wash the red cup at the sink"))
     assert memory.seg_ids["sink"] in [h.segment_id for h in result.hits]
-    assert paths() == ["retrieval.graph_extended"]  # not rebuilt from every row
-    grown = load_graph(deps.reader, deps.cache, user_id, "episodic", 30)
+    assert paths() == ["source=extended"]  # not rebuilt from every row
+    grown = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "episodic", 30)
     assert shape(grown) == shape(
-        build_episodic_graph(deps.reader.triples_for_graph(user_id, "episodic", 30))
+        build_timed("episodic", deps.reader.graph_history(user_id, "episodic", 30))
     )
 
     with memory.db.transaction() as conn:  # rows leave: extending cannot express that
@@ -261,7 +263,7 @@ def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory,
     caplog.clear()
     result = run(search_episodic(deps, user_id, "I wash the red cup at the sink"))
     assert memory.seg_ids["sink"] not in [h.segment_id for h in result.hits]
-    assert paths() == ["retrieval.graph_built"]
+    assert paths() == ["source=built"]
 
 
 def test_semantic_over_the_store(deps, memory, user_id):
@@ -302,3 +304,43 @@ def test_agent_over_the_store(deps, memory, user_id):
         (t.subject, t.predicate, t.object) for t in result.triples
     }  # removed at 1800 < 3000
     assert result.frames and all(k.startswith(f"{user_id}/") for k in result.frames)
+
+
+@pytest.mark.parametrize("method", ["prpack", "push"])
+def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
+    deps, memory, user_id, method
+):
+    """The graph lane at several ``as_of`` (one cached graph, masked) against the previous
+    pipeline on a graph built from only the rows the store returns for that time."""
+    from worldmm.graph.build import build_graph
+    from worldmm.graph.ppr import fact_seed_scores, personalized_pagerank, seed_vector
+    from worldmm.graph.scoring import top_segments
+    from worldmm.memory.retrieval.graph_lane import (
+        FACT_SEEDS,
+        fact_segment_scores,
+        merge_scores,
+        rank_scale,
+    )
+
+    memory.segment(  # a later segment naming Kate again: hidden before 7200 s
+        "late", 30, 7200, "Kate parks the blue car.", [("Kate", "parks", "blue car", False)]
+    )
+    deps.settings = deps.settings.model_copy(
+        update={"ppr_method": method, "ppr_push_epsilon": 1e-10}
+    )
+    user = user_id
+    qvec = memory.text.embed(["Kate and the blue car"])[0]
+    names = {"e:kate": 0.9, "e:blue car": 0.8}
+    for when in (at(30), at(60), at(3630), at(7229), at(7230), None):
+        facts = deps.reader.top_triples(user, "episodic", qvec, FACT_SEEDS, scale=30, as_of=when)
+        g = build_graph("episodic", deps.reader.triples_for_graph(user, "episodic", 30, when))
+        want = []
+        if g.vcount():
+            reset = seed_vector(
+                g, merge_scores(names, fact_seed_scores(facts)), fact_segment_scores(facts)
+            )
+            want = top_segments(g, personalized_pagerank(g, reset, 0.85).scores, 10)
+        got = rank_scale(deps, user, 30, 10, qvec, names, when)
+        assert [sid for sid, _ in got] == [sid for sid, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-7)
+    assert memory.seg_ids["late"] in [sid for sid, _ in got]  # the last round was "now"

@@ -178,6 +178,22 @@ class FakeReader:
         self.graph_reads += 1
         return self._rows(user_id, memory_type, scale, as_of)
 
+    def graph_history(self, user_id, memory_type, scale=None, *, id_range=None):
+        """Every row whatever its time; episodic rows carry their segment's window end as
+        valid_from, as the store writes them."""
+        self.calls.append(("graph_history", user_id, None))
+        self.graph_reads += 1
+        out = []
+        for m, t in self.triples.get(user_id, []):
+            if m != memory_type or (scale is not None and t.scale != scale):
+                continue
+            if id_range is not None and not id_range[0] < t.triple_id <= id_range[1]:
+                continue
+            if m == "episodic":
+                t = t.model_copy(update={"valid_from": self.segs[user_id][t.segment_id].window_end})
+            out.append(t)
+        return out
+
     def graph_fingerprint(self, user_id, memory_type, scale=None):
         self.calls.append(("graph_fingerprint", user_id, None))
         if self.fingerprint_override is not None:

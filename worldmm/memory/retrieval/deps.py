@@ -7,17 +7,13 @@ the PostgreSQL adapter over ``db`` unless a reader is passed explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-from pydantic import AwareDatetime, BaseModel
+from worldmm.graph.cache import GraphCache, GraphMemo, NullCache
+from worldmm.memory.retrieval.reader import ClipMatch, FrameRef, MemoryReader
 
-from worldmm.graph.cache import GraphCache, NullCache
-from worldmm.graph.types import GraphMemoryType, GraphTriple, GraphTripleLike
-from worldmm.models import SegmentRecord
+__all__ = ["ClipMatch", "FrameRef", "MemoryReader", "RetrievalDeps", "build_retrieval_deps"]
 
 if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
@@ -25,68 +21,6 @@ if TYPE_CHECKING:
     from worldmm.llm.roles import ModelRoles
     from worldmm.settings import Settings
     from worldmm.store.db import Database
-
-
-class ClipMatch(BaseModel):
-    """A visual clip (one 30 s segment's embedding) matched by cosine."""
-
-    segment_id: int
-    start: AwareDatetime
-    end: AwareDatetime
-    score: float
-
-
-class FrameRef(BaseModel):
-    key: str
-    ts: AwareDatetime
-
-
-class MemoryReader(Protocol):
-    """Reads one user's memory; every method filters by ``user_id`` (and ``as_of``)."""
-
-    def triples_for_graph(
-        self,
-        user_id: str,
-        memory_type: GraphMemoryType,
-        scale: int | None = None,
-        as_of: datetime | None = None,
-        *,
-        id_range: tuple[int, int] | None = None,
-    ) -> Sequence[GraphTripleLike]:
-        """The rows of a graph, oldest id first; ``id_range=(after, upto]`` only those ids."""
-        ...
-
-    def graph_fingerprint(
-        self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
-    ) -> str:
-        """Changes whenever the rows of the current graph change (cache freshness check)."""
-        ...
-
-    def top_triples(
-        self,
-        user_id: str,
-        memory_type: GraphMemoryType,
-        embedding: np.ndarray,
-        k: int,
-        scale: int | None = None,
-        as_of: datetime | None = None,
-    ) -> list[tuple[GraphTriple, float]]: ...
-
-    def triples_by_id(self, user_id: str, ids: Sequence[int]) -> list[GraphTriple]: ...
-
-    def nearest_entities(
-        self, user_id: str, embedding: np.ndarray, min_cosine: float, k: int
-    ) -> list[tuple[str, float]]: ...
-
-    def segments(self, user_id: str, ids: Sequence[int]) -> list[SegmentRecord]: ...
-
-    def search_visual(
-        self, user_id: str, embedding: np.ndarray, k: int, as_of: datetime | None = None
-    ) -> list[ClipMatch]: ...
-
-    def frames(
-        self, user_id: str, start: datetime, end: datetime, limit: int
-    ) -> list[FrameRef]: ...
 
 
 @dataclass
@@ -98,6 +32,9 @@ class RetrievalDeps:
     cache: GraphCache | NullCache
     settings: Settings
     store: MemoryReader | None = None  # overrides the PostgreSQL adapter (tests)
+    # This process's time-masked graphs (worldmm.graph.timed), in front of Redis and used
+    # without it too; each is served only while its fingerprint matches the store's.
+    graphs: GraphMemo = field(default_factory=GraphMemo)
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -134,4 +71,5 @@ def build_retrieval_deps(settings: Settings, db: Database | None = None) -> Retr
         encoder=build_visual_encoder(settings),
         cache=make_cache(settings.redis_url, memo_elements=settings.graph_memo_elements),
         settings=settings,
+        graphs=GraphMemo(settings.graph_memo_elements),
     )

@@ -16,12 +16,14 @@ from datetime import datetime
 
 import numpy as np
 
-from worldmm.graph.ppr import fact_seed_scores, personalized_pagerank, seed_vector
-from worldmm.graph.scoring import top_segments
+from worldmm.graph.local_ppr import ppr
+from worldmm.graph.ppr import fact_seed_scores
+from worldmm.graph.timed import to_micros
+from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
 from worldmm.graph.types import GraphTriple, entity_node
 from worldmm.llm.errors import ModelCallError
 from worldmm.memory.retrieval.deps import RetrievalDeps
-from worldmm.memory.retrieval.graphs import load_graph
+from worldmm.memory.retrieval.graphs import load_timed
 
 log = logging.getLogger(__name__)
 
@@ -74,17 +76,26 @@ def rank_scale(
     entity_scores: dict[str, float],
     as_of: datetime | None,
 ) -> list[tuple[int, float]]:
-    """Top ``k`` (segment_id, PPR score) of one scale's graph."""
-    graph = load_graph(deps.reader, deps.cache, user_id, "episodic", scale, as_of)
-    if graph.vcount() == 0:
+    """Top ``k`` (segment_id, PPR score) of one scale's graph, only segments that existed at
+    ``as_of``. One cached time-masked graph serves every ``as_of``: the mask hides later
+    vertices and edges in seeding, propagation and ranking (no rebuild per question)."""
+    graph = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "episodic", scale)
+    if graph.n == 0:
         return []
     facts = deps.reader.top_triples(
         user_id, "episodic", query_vec, FACT_SEEDS, scale=scale, as_of=as_of
     )
-    reset = seed_vector(
-        graph, merge_scores(entity_scores, fact_seed_scores(facts)), fact_segment_scores(facts)
+    when = None if as_of is None else to_micros(as_of)
+    reset = timed_seeds(
+        graph,
+        merge_scores(entity_scores, fact_seed_scores(facts)),
+        when,
+        fact_segment_scores(facts),
     )
-    result = personalized_pagerank(graph, reset, deps.settings.ppr_damping)
+    settings = deps.settings
+    result = ppr(
+        graph, reset, when, settings.ppr_damping, settings.ppr_method, settings.ppr_push_epsilon
+    )
     if result.fallback:
         log.info("retrieval.ppr_fallback type=episodic scale=%s", scale)
-    return top_segments(graph, result.scores, k)
+    return timed_top_segments(graph, result, when, k)

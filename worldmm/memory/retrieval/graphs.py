@@ -22,9 +22,18 @@ from datetime import datetime
 import igraph as ig
 
 from worldmm.graph.build import build_graph, extend_episodic_graph
-from worldmm.graph.cache import GraphCache, NullCache, graph_fingerprint
+from worldmm.graph.cache import (
+    GraphCache,
+    GraphCacheLike,
+    GraphMemo,
+    NullCache,
+    cache_key,
+    graph_fingerprint,
+    timed_key,
+)
+from worldmm.graph.timed import TimedGraph, build_timed, extend
 from worldmm.graph.types import GraphMemoryType
-from worldmm.memory.retrieval.deps import MemoryReader
+from worldmm.memory.retrieval.reader import MemoryReader
 from worldmm.store.triples import parse_fingerprint
 
 log = logging.getLogger(__name__)
@@ -95,4 +104,103 @@ def _extend(
         graph.vcount(),
         1000 * (time.perf_counter() - started),
     )
+    return graph
+
+
+def load_timed(
+    reader: MemoryReader,
+    cache: GraphCacheLike | object,
+    memo: GraphMemo,
+    user_id: str,
+    memory_type: GraphMemoryType,
+    scale: int | None = None,
+) -> TimedGraph:
+    """The user's time-masked graph (:mod:`worldmm.graph.timed`): every row with its time, so
+    one graph answers "now" and any ``as_of``. From this process's memo when its fingerprint
+    matches the store's; else from Redis (numpy buffers, when a cache is configured); else
+    the newest graph at hand extended with the rows appended since; else built from the
+    store. Keys carry the user id, so no user is ever served another's graph."""
+    key = timed_key(cache_key(user_id, memory_type, scale))
+    fingerprint = reader.graph_fingerprint(user_id, memory_type, scale)
+    found = memo.get(key, fingerprint)
+    if found is not None:
+        return found
+    base: TimedGraph | None = memo.latest(key)
+    token = b""
+    get_timed = getattr(cache, "get_timed", None)
+    if get_timed is not None:
+        stored, token = get_timed(user_id, memory_type, scale)
+        if stored is not None and stored.fingerprint == fingerprint:
+            memo.put(key, stored)
+            log.info("retrieval.timed_graph source=redis type=%s scale=%s", memory_type, scale)
+            return stored
+        if stored is not None and _top_id(stored) > _top_id(base):
+            base = stored
+    started = time.perf_counter()
+    graph = _extend_timed(reader, user_id, memory_type, scale, base, fingerprint)
+    how = "extended"
+    if graph is None:
+        graph, how = _build_timed(reader, user_id, memory_type, scale, fingerprint), "built"
+    if graph.fingerprint is not None:
+        memo.put(key, graph)
+        put_timed = getattr(cache, "put_timed", None)
+        if put_timed is not None:
+            put_timed(user_id, memory_type, scale, graph, token)
+    log.info(
+        "retrieval.timed_graph source=%s type=%s scale=%s vertices=%d units=%d ms=%.1f",
+        how,
+        memory_type,
+        scale,
+        graph.n,
+        graph.units,
+        1000 * (time.perf_counter() - started),
+    )
+    return graph
+
+
+def _top_id(graph: TimedGraph | None) -> int:
+    parsed = parse_fingerprint(graph.fingerprint) if graph is not None else None
+    return -1 if parsed is None else parsed[1]
+
+
+def _build_timed(
+    reader: MemoryReader,
+    user_id: str,
+    memory_type: GraphMemoryType,
+    scale: int | None,
+    fingerprint: str,
+) -> TimedGraph:
+    """Built from the rows the fingerprint counts (ids up to its highest): a row committed
+    after the fingerprint was read is left for the next extension, never counted twice. When
+    the rows do not match the count (a delete raced the read) the graph serves this query
+    but carries no fingerprint, so it is never kept."""
+    parsed = parse_fingerprint(fingerprint)
+    id_range = None if parsed is None else (0, parsed[1])
+    rows = reader.graph_history(user_id, memory_type, scale, id_range=id_range)
+    graph = build_timed(memory_type, rows)
+    if parsed is None or len(rows) == parsed[0]:
+        graph.fingerprint = fingerprint
+    return graph
+
+
+def _extend_timed(
+    reader: MemoryReader,
+    user_id: str,
+    memory_type: GraphMemoryType,
+    scale: int | None,
+    base: TimedGraph | None,
+    fingerprint: str,
+) -> TimedGraph | None:
+    """``base`` plus the rows appended since it was built, or None when the change is not a
+    pure append (a soft delete, a forget, a row committed below the old highest id)."""
+    if base is None:
+        return None
+    old, new = parse_fingerprint(base.fingerprint), parse_fingerprint(fingerprint)
+    if old is None or new is None or new[2] != old[2] or new[0] <= old[0] or new[1] <= old[1]:
+        return None
+    rows = reader.graph_history(user_id, memory_type, scale, id_range=(old[1], new[1]))
+    if len(rows) != new[0] - old[0]:
+        return None
+    graph = extend(base, rows)
+    graph.fingerprint = fingerprint
     return graph

@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 
 from worldmm.graph.types import GraphMemoryType, GraphRow, GraphTriple
-from worldmm.memory.retrieval.deps import ClipMatch, FrameRef
+from worldmm.memory.retrieval.reader import ClipMatch, FrameRef
 from worldmm.models import SegmentRecord
 from worldmm.store import entities as entity_repo
 from worldmm.store import frames as frame_repo
@@ -52,6 +52,20 @@ class PgMemoryReader:
                 conn, user_id, memory_type, scale, as_of, id_range=id_range
             )
         return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
+
+    def graph_history(
+        self,
+        user_id: str,
+        memory_type: GraphMemoryType,
+        scale: int | None = None,
+        *,
+        id_range: tuple[int, int] | None = None,
+    ) -> list[GraphRow]:
+        with self._db.connection() as conn:
+            rows = triple_repo.graph_rows(
+                conn, user_id, memory_type, scale, id_range=id_range, history=True
+            )
+        return [GraphRow._make(r) for r in rows]
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None

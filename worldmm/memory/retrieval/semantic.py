@@ -4,7 +4,7 @@ active triple (edge) scores PPR(subject) + PPR(object); the top ``semantic_top_k
 Seeds are the entities of the ``FACT_SEEDS`` nearest active semantic triples. The design spec
 makes them uniform; we weight each by its fact's cosine (summed over facts), as the episodic
 side does: with few facts, uniform seeds would let weakly related facts pull as hard as the
-matching one. With no seed in the graph the uniform fallback of :func:`personalized_pagerank`
+matching one. With no seed in the graph the uniform fallback of :func:`worldmm.graph.local_ppr.ppr`
 ranks facts by how central their entities are.
 """
 
@@ -14,14 +14,15 @@ import asyncio
 import logging
 from datetime import datetime
 
-import igraph as ig
 import numpy as np
 
 from worldmm.graph.build import is_active
-from worldmm.graph.ppr import fact_seed_scores, personalized_pagerank, seed_vector
-from worldmm.graph.scoring import top_triples
+from worldmm.graph.local_ppr import ppr
+from worldmm.graph.ppr import fact_seed_scores
+from worldmm.graph.timed import TimedGraph, to_micros
+from worldmm.graph.timed_rank import micros_to_datetime, timed_seeds, top_triple_units
 from worldmm.memory.retrieval.deps import RetrievalDeps
-from worldmm.memory.retrieval.graphs import load_graph
+from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.memory.retrieval.results import RetrievalResult, TripleHit
 
 log = logging.getLogger(__name__)
@@ -29,37 +30,40 @@ log = logging.getLogger(__name__)
 FACT_SEEDS = 5
 
 
-def edge_hit(graph: ig.Graph, edge_index: int, score: float) -> TripleHit:
-    edge = graph.es[edge_index]
-    a, b = edge.tuple
-    subj = edge["subject"] if edge["subject"] is not None else a
-    obj = b if subj == a else a
-    valid_from = edge["valid_from"]
+def unit_hit(graph: TimedGraph, unit: int, score: float) -> TripleHit:
+    """A semantic unit as a fact (``src`` is always the triple's subject)."""
     return TripleHit(
-        triple_id=edge["triple_id"],
-        subject=graph.vs[subj]["label"],
-        predicate=edge["predicate"],
-        object=graph.vs[obj]["label"],
+        triple_id=int(graph.triple_id[unit]),
+        subject=graph.label[int(graph.src[unit])],
+        predicate=graph.predicate[unit],
+        object=graph.label[int(graph.dst[unit])],
         score=score,
-        valid_from=datetime.fromisoformat(valid_from) if valid_from else None,
+        valid_from=micros_to_datetime(int(graph.t_from[unit])),
     )
 
 
 def rank_facts(
     deps: RetrievalDeps, user_id: str, query_vec: np.ndarray, as_of: datetime | None
 ) -> list[TripleHit]:
-    graph = load_graph(deps.reader, deps.cache, user_id, "semantic", None, as_of)
-    if graph.ecount() == 0:
+    """Facts active at ``as_of`` (now by default), from the one cached time-masked graph."""
+    graph = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "semantic")
+    if graph.units == 0:
         return []
     facts = deps.reader.top_triples(user_id, "semantic", query_vec, FACT_SEEDS, as_of=as_of)
-    result = personalized_pagerank(
-        graph, seed_vector(graph, fact_seed_scores(facts)), deps.settings.ppr_damping
+    when = None if as_of is None else to_micros(as_of)
+    settings = deps.settings
+    result = ppr(
+        graph,
+        timed_seeds(graph, fact_seed_scores(facts), when),
+        when,
+        settings.ppr_damping,
+        settings.ppr_method,
+        settings.ppr_push_epsilon,
     )
     if result.fallback:
         log.info("retrieval.ppr_fallback type=semantic")
-    ranked = top_triples(graph, result.scores, deps.settings.semantic_top_k)
-    edge_of = {tid: i for i, tid in enumerate(graph.es["triple_id"])}
-    hits = [edge_hit(graph, edge_of[tid], score) for tid, score in ranked]
+    ranked = top_triple_units(graph, result, when, settings.semantic_top_k)
+    hits = [unit_hit(graph, unit, score) for unit, score in ranked]
     return confirm_active(deps, user_id, hits, as_of)
 
 

@@ -1,0 +1,195 @@
+"""The time-masked graph: a query "as of" T on the whole history equals the old pipeline on a
+graph built from only the rows visible at T (seeding, propagation and ranking), for both
+solvers; it grows by appending; local push matches exact PPR on hand-built graphs."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from worldmm.graph.build import build_graph, is_active
+from worldmm.graph.local_ppr import ppr
+from worldmm.graph.ppr import personalized_pagerank, seed_vector
+from worldmm.graph.scoring import top_segments, top_triples
+from worldmm.graph.timed import build_timed, extend, to_micros
+from worldmm.graph.timed_rank import timed_seeds, timed_top_segments, timed_top_triples
+from worldmm.graph.types import GraphTriple, entity_node, segment_node
+
+T0 = datetime(2026, 3, 1, 8, tzinfo=UTC)
+WORDS = ["kate", "alex", "cup", "sink", "car", "book", "sofa", "tea", "coffee", "dog", "park"]
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def episodic_rows(seed: int, segments: int = 40) -> list[GraphTriple]:
+    """Segments of 30 s, 1-4 triples each, ids roughly (not exactly) in time order."""
+    rnd = random.Random(seed)
+    rows: list[GraphTriple] = []
+    tid = 0
+    order = list(range(segments))
+    rnd.shuffle(order[-6:])  # a few late segments: ids out of time order
+    for s in order:
+        for _ in range(rnd.randint(1, 4)):
+            tid += 1
+            literal = rnd.random() < 0.15
+            rows.append(
+                GraphTriple(
+                    triple_id=tid,
+                    subject=rnd.choice(WORDS[:5]),
+                    predicate="p",
+                    object=f"{rnd.randint(1, 9)} pm" if literal else rnd.choice(WORDS),
+                    object_is_literal=literal,
+                    segment_id=100 + s,
+                    scale=30,
+                    valid_from=at(30 * (s + 1)),
+                )
+            )
+    return rows
+
+
+def semantic_rows(seed: int, n: int = 40) -> list[GraphTriple]:
+    rnd = random.Random(seed)
+    rows = []
+    for tid in range(1, n + 1):
+        start = rnd.randint(0, 1000)
+        gone = at(start + rnd.randint(1, 600)) if rnd.random() < 0.3 else None
+        rows.append(
+            GraphTriple(
+                triple_id=tid,
+                subject=rnd.choice(WORDS[:5]),
+                predicate=rnd.choice(["likes", "owns", "visits"]),
+                object=rnd.choice(WORDS),
+                valid_from=at(start),
+                invalidated_at=gone,
+            )
+        )
+    return rows
+
+
+def visible(rows: list[GraphTriple], memory_type: str, as_of: datetime | None):
+    """What worldmm.store.triples.graph_rows selects (the SQL, in Python)."""
+    if memory_type == "episodic":
+        return [r for r in rows if as_of is None or r.valid_from <= as_of]
+    if as_of is None:
+        return [r for r in rows if r.invalidated_at is None]
+    return [r for r in rows if r.valid_from <= as_of and is_active(r, as_of)]
+
+
+def by_id(ranked: list[tuple[int, float]]) -> dict[int, float]:
+    return dict(ranked)
+
+
+def assert_same_ranking(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    """Equal scores position by position; ids equal except inside exact ties."""
+    assert len(got) == len(want)
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6, abs=1e-12)
+    for (gid, gs), (wid, ws) in zip(got, want, strict=True):
+        if gid != wid:  # allowed only when both scores tie with another listed item
+            assert by_id(want).get(gid) == pytest.approx(gs, rel=1e-6)
+            assert by_id(got).get(wid, ws) == pytest.approx(ws, rel=1e-6)
+
+
+CUTOFFS = [None, at(29), at(30), at(200), at(615), at(900), at(5000)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("as_of", CUTOFFS)
+def test_episodic_as_of_equals_a_build_from_the_visible_rows(seed, as_of):
+    rows = episodic_rows(seed)
+    timed = build_timed("episodic", rows)
+    names = {entity_node("kate"): 0.9, entity_node("car"): 0.4, entity_node("zebra"): 1.0}
+    dense = {100: 0.8, 120: 0.5, 139: 0.7}
+    old = build_graph("episodic", visible(rows, "episodic", as_of))
+    want = []
+    if old.vcount():
+        res = personalized_pagerank(old, seed_vector(old, names, dense), 0.85)
+        want = top_segments(old, res.scores, 10)
+    micros = None if as_of is None else to_micros(as_of)
+    reset = timed_seeds(timed, names, micros, dense)
+    got = timed_top_segments(timed, ppr(timed, reset, micros, 0.85, "prpack"), micros, 10)
+    assert_same_ranking(got, want)
+    # Local push at a tight bound: the same top-k, scores within its error bound.
+    pushed = timed_top_segments(timed, ppr(timed, reset, micros, 0.85, "push", 1e-10), micros, 10)
+    positive = [(i, s) for i, s in want if s > 1e-6]
+    assert [i for i, _ in pushed[: len(positive)]] == [i for i, _ in positive] or (
+        by_id(pushed) == pytest.approx(by_id(positive), abs=1e-6)
+    )
+    for i, s in pushed:
+        assert s == pytest.approx(by_id(want)[i], abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("as_of", [None, at(-1), at(300), at(700), at(1200), at(4000)])
+def test_semantic_as_of_equals_a_build_from_the_active_rows(seed, as_of):
+    rows = semantic_rows(seed)
+    timed = build_timed("semantic", rows)
+    names = {entity_node("kate"): 0.7, entity_node("tea"): 0.5}
+    old = build_graph("semantic", visible(rows, "semantic", as_of), as_of=as_of)
+    want = []
+    if old.ecount():
+        res = personalized_pagerank(old, seed_vector(old, names), 0.85)
+        want = top_triples(old, res.scores, 8)
+    micros = None if as_of is None else to_micros(as_of)
+    reset = timed_seeds(timed, names, micros)
+    got = timed_top_triples(timed, ppr(timed, reset, micros, 0.85, "prpack"), micros, 8)
+    if not want:
+        assert all(s == 0 for _, s in got) or not got
+        return
+    assert_same_ranking(got, want)
+
+
+def test_a_name_not_yet_seen_is_no_seed_and_nothing_later_is_ranked():
+    rows = episodic_rows(7)
+    timed = build_timed("episodic", rows)
+    cut = to_micros(at(60))  # only segments 100 and 101 exist
+    late = next(r for r in rows if r.valid_from > at(60))
+    reset = timed_seeds(timed, {entity_node(late.subject): 1.0}, cut)
+    early = {entity_node(r.subject) for r in rows if r.valid_from <= at(60)}
+    assert bool(reset) == (entity_node(late.subject) in early)
+    ranked = timed_top_segments(timed, ppr(timed, reset, cut, 0.85, "prpack"), cut, 50)
+    assert {sid for sid, _ in ranked} <= {100, 101}
+    assert timed_seeds(timed, {}, cut, {139: 1.0}) == {}  # segment 139 is later
+
+
+def test_extend_equals_a_build_over_all_rows():
+    rows = episodic_rows(11, segments=60)
+    whole = build_timed("episodic", rows)
+    grown = build_timed("episodic", rows[:50], seal_every=25)
+    for i in range(50, len(rows), 7):  # appended in small steps; sealed along the way
+        grown = extend(grown, rows[i : i + 7])
+    assert grown.names == whole.names
+    assert np.array_equal(grown.v_from, whole.v_from)
+    names = {entity_node("alex"): 1.0}
+    for as_of in (None, to_micros(at(900))):
+        a = ppr(whole, timed_seeds(whole, names, as_of), as_of, 0.85, "push", 1e-9)
+        b = ppr(grown, timed_seeds(grown, names, as_of), as_of, 0.85, "push", 1e-9)
+        assert_same_ranking(
+            timed_top_segments(grown, b, as_of, 10), timed_top_segments(whole, a, as_of, 10)
+        )
+    first = build_timed("episodic", rows[:50], seal_every=25)
+    assert grown.sealed > first.units  # the tail was folded into the CSR on the way
+    assert grown.units - grown.sealed <= 25
+
+
+def test_extend_leaves_the_base_graph_unchanged():
+    rows = episodic_rows(12)
+    base = build_timed("episodic", rows[:20])
+    before = (list(base.names), base.src.copy(), base.v_from.copy())
+    extend(base, rows[20:])
+    assert (base.names, list(base.src), list(base.v_from)) == (
+        before[0],
+        list(before[1]),
+        list(before[2]),
+    )
+
+
+def test_segment_seed_is_the_segments_vertex():
+    rows = episodic_rows(13)
+    timed = build_timed("episodic", rows)
+    reset = timed_seeds(timed, {}, None, {100: 1.0}, segment_weight=0.05)
+    assert reset == {timed.position[segment_node(100)]: pytest.approx(0.05)}
