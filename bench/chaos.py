@@ -1,0 +1,466 @@
+"""Chaos benchmark: wearers stream while every server is killed and restarted; then count
+what was lost, duplicated or built differently.
+
+    worldmm bench chaos --users 8 --minutes 10 --seed 1 --out docs/benchmarks/chaos.json
+    python -m bench.chaos --users 2 --minutes 1 --faults-per-target 1 --out chaos.json
+
+Method (docs/benchmarks/chaos.md):
+
+* Its own embedded stack under a temp dir (Kafka broker, PostgreSQL, Redis), the encoder
+  service (offline backend), one query API process and the ingest dataflow with recovery
+  (:mod:`bench.chaos_worker`: real flow, simulated models, the real encoder over HTTP).
+* ``--users`` wearers stream in real time through the gateway's producer (1 small JPEG per
+  second, a 5 s WAV chunk every 5 s), then end their sessions; event time starts at a 10 min
+  boundary. Queries run against the API all along, one a second.
+* A schedule drawn from ``--seed`` SIGKILLs each target ``--faults-per-target`` times at
+  random moments (one fault at a time, spread over the stream), keeps it down a few seconds
+  and starts it again on the same port and data dir.
+* At the end: the memory against every window the stream implies (missing, duplicated,
+  failed), duplicated entities and triples, repeated semantic facts, the DLQ by reason, and
+  a fault-free replay of the same topics into a second database, compared window by window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from bench.chaos_checks import (
+    compare_with_reference,
+    dlq_by_reason,
+    fetch_memory,
+    implied_windows,
+    inconsistent_facts,
+    window_figures,
+)
+from bench.chaos_targets import TARGETS, ChaosStack, wait_recovered
+from bench.ingest import AUDIO_CHUNK_S, silent_wav
+from bench.ingest_sim import small_jpeg
+from bench.report import Echo, stamped_echo, write_report
+from worldmm.settings import Settings
+
+FRAMES_PER_USER = 4
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    users: int = 8
+    minutes: float = 10.0  # streamed per user; a multiple of 0.5
+    seed: int = 0
+    faults_per_target: int = 2
+    targets: tuple[str, ...] = TARGETS
+    model_latency_s: float = 0.2
+    down_s: tuple[float, float] = (1.0, 4.0)  # how long a killed target stays down
+    lead_s: float = 10.0  # fault-free stream before the first fault
+    tail_s: float = 15.0  # ... and after the last one is due
+    query_interval_s: float = 1.0
+    drain_s: float = 180.0  # after the session ends, how long windows may take
+    allowed_lateness_s: float = 5.0
+
+    @property
+    def stream_s(self) -> int:
+        return int(round(self.minutes * 60 / 30)) * 30
+
+
+@dataclass(frozen=True)
+class Fault:
+    target: str
+    at_s: float  # seconds after the stream started
+    down_s: float
+
+
+def fault_schedule(cfg: ChaosConfig) -> list[Fault]:
+    """Each target ``faults_per_target`` times in a seeded random order, one fault per equal
+    slot of the stream, at a random moment in the first half of its slot (the rest leaves
+    room to restart and recover before the next)."""
+    rng = random.Random(cfg.seed)
+    order = [t for t in cfg.targets for _ in range(cfg.faults_per_target)]
+    rng.shuffle(order)
+    span = cfg.stream_s - cfg.lead_s - cfg.tail_s
+    if not order:
+        return []
+    slot = span / len(order)
+    if slot < cfg.down_s[1]:  # a fault must fit its slot with room to come back
+        raise ValueError(
+            f"the stream is too short for {len(order)} faults: raise --minutes or lower"
+            " --faults-per-target"
+        )
+    out = []
+    for i, target in enumerate(order):
+        at = cfg.lead_s + i * slot + rng.uniform(0, slot / 2)
+        out.append(Fault(target, round(at, 2), round(rng.uniform(*cfg.down_s), 2)))
+    return out
+
+
+# --- load: queries ----------------------------------------------------------------------
+
+
+class QueryLoad(threading.Thread):
+    """One request a ``interval_s`` against the API, round-robin over users: mostly segment
+    listings, every fifth a question. Counts statuses; 503s must carry Retry-After."""
+
+    def __init__(self, api_url: str, keys: dict[str, str], interval_s: float) -> None:
+        super().__init__(name="chaos-queries", daemon=True)
+        self.api_url, self.keys, self.interval_s = api_url, keys, interval_s
+        self.statuses: Counter[str] = Counter()
+        self.missing_retry_after = 0
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        users = list(self.keys)
+        i = 0
+        with httpx.Client(base_url=self.api_url, timeout=15.0) as client:
+            while not self.stop_event.wait(self.interval_s):
+                user = users[i % len(users)]
+                headers = {"Authorization": f"Bearer {self.keys[user]}"}
+                try:
+                    if i % 5 == 4:
+                        r = client.post(
+                            f"/v1/users/{user}/query",
+                            json={"question": "Who did I talk with?", "max_rounds": 1},
+                            headers=headers,
+                        )
+                    else:
+                        r = client.get(
+                            f"/v1/users/{user}/segments", params={"limit": 20}, headers=headers
+                        )
+                    self.statuses[str(r.status_code)] += 1
+                    if r.status_code == 503 and "retry-after" not in r.headers:
+                        self.missing_retry_after += 1
+                except httpx.HTTPError as exc:
+                    self.statuses[f"connection_error:{type(exc).__name__}"] += 1
+                i += 1
+
+
+# --- faults -----------------------------------------------------------------------------
+
+
+class FaultRunner(threading.Thread):
+    """Applies the schedule: kill, stay down, restart, wait until the target answers."""
+
+    def __init__(self, stack: ChaosStack, faults: list[Fault], t0: float, echo: Echo) -> None:
+        super().__init__(name="chaos-faults", daemon=True)
+        self.stack, self.faults, self.t0, self.echo = stack, faults, t0, echo
+        self.done: list[dict[str, Any]] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for f in self.faults:
+                time.sleep(max(0.0, self.t0 + f.at_s - time.monotonic()))
+                killed_at = time.monotonic()
+                self.stack.kill(f.target)
+                self.echo(f"  fault: {f.target} killed at {killed_at - self.t0:.1f}s")
+                time.sleep(f.down_s)
+                self.stack.restart(f.target)
+                up = wait_recovered(lambda t=f.target: self.stack.probe(t), timeout_s=120)
+                recovered = None if up is None else time.monotonic() - killed_at
+                self.done.append(
+                    {
+                        "target": f.target,
+                        "at_s": round(killed_at - self.t0, 2),
+                        "down_s": f.down_s,
+                        "recovered_s": None if recovered is None else round(recovered, 2),
+                    }
+                )
+                self.echo(f"  fault: {f.target} answering again after {recovered}s")
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
+            self.error = exc
+
+
+# --- the run ----------------------------------------------------------------------------
+
+
+def _prepare(settings: Settings) -> None:
+    from connectors.topics import create_topics
+    from worldmm.store.migrate import apply_migrations
+
+    apply_migrations(settings.database_url or "", settings)
+    create_topics(settings.kafka_brokers or "", settings)
+
+
+def _create_users(api_url: str, admin_key: str, users: list[str]) -> dict[str, str]:
+    keys = {}
+    with httpx.Client(base_url=api_url, timeout=30.0) as client:
+        for u in users:
+            r = client.post(
+                "/v1/users", json={"user_id": u}, headers={"Authorization": f"Bearer {admin_key}"}
+            )
+            r.raise_for_status()
+            keys[u] = r.json()["api_key"]
+    return keys
+
+
+def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime, echo: Echo):
+    """Real-time frames and audio for every user, then the session ends; returns the wall
+    (monotonic) time streaming began and the fault runner."""
+    from connectors.gateway import GlassesProducer
+
+    settings = stack.settings
+    assert settings is not None
+    jpegs = [
+        [small_jpeg(cfg.seed * 100_003 + u * 7 + i) for i in range(FRAMES_PER_USER)]
+        for u in range(len(users))
+    ]
+    wav = silent_wav()
+    faults = fault_schedule(cfg)
+    with GlassesProducer(settings, message_timeout_ms=600_000) as producer:
+        for name in users:
+            producer.start_session(name, "s1", t0)
+        producer.flush(120)
+        started = time.monotonic()
+        runner = FaultRunner(stack, faults, started, echo)
+        runner.start()
+        for k in range(cfg.stream_s + 1):
+            time.sleep(max(0.0, started + k - time.monotonic()))
+            ts = t0 + timedelta(seconds=k)
+            for u, name in enumerate(users):
+                if k < cfg.stream_s:
+                    producer.send_frame(name, "s1", ts, jpegs[u][k % FRAMES_PER_USER], seq=k)
+                if k >= AUDIO_CHUNK_S and k % AUDIO_CHUNK_S == 0:
+                    producer.send_audio(name, "s1", ts - timedelta(seconds=AUDIO_CHUNK_S), wav)
+            producer.producer.poll(0)
+            if runner.error is not None:
+                raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
+            if k % 10 == 0:
+                echo(f"  streamed {k}/{cfg.stream_s}s")
+        end = t0 + timedelta(seconds=cfg.stream_s)
+        last_ms = {
+            "frames": int((end - timedelta(seconds=1)).timestamp() * 1000),
+            "audio": int(end.timestamp() * 1000),
+        }
+        for name in users:
+            producer.end_session(name, "s1", end, last_ms)
+        producer.flush(300)
+    return started, runner
+
+
+def _wait_drained(stack: ChaosStack, expected, timeout_s: float, echo: Echo) -> float:
+    """Until every implied window is complete or failed (or the timeout); returns seconds."""
+    from worldmm.store.db import Database
+
+    settings = stack.settings
+    assert settings is not None
+    users = sorted({k[0] for k in expected})
+    t0 = time.monotonic()
+    with Database(settings.database_url or "", max_size=1) as db:
+        while time.monotonic() - t0 < timeout_s:
+            try:
+                with db.connection() as conn:
+                    done = conn.execute(
+                        "SELECT count(*) FROM segments WHERE user_id = ANY(%s)"
+                        " AND processing_status IN ('complete', 'failed')",
+                        (users,),
+                    ).fetchone()[0]
+            except Exception:  # noqa: BLE001 - a late restart; keep waiting
+                done = -1
+            if done >= len(expected):
+                break
+            time.sleep(1.0)
+    waited = time.monotonic() - t0
+    echo(f"  drained in {waited:.1f}s")
+    return waited
+
+
+def _reference_db(settings: Settings) -> str:
+    """A second database on the same server for the fault-free replay (migrated)."""
+    import psycopg
+
+    from worldmm.store.migrate import apply_migrations
+
+    url = settings.database_url or ""
+    name = "worldmm_chaos_ref"
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    ref_url = url.rsplit("/", 1)[0] + f"/{name}"
+    apply_migrations(ref_url, settings.model_copy(update={"database_url": ref_url}))
+    return ref_url
+
+
+def _reference_run(settings: Settings, ref_url: str) -> None:
+    """The same topics, read to their end by the same flow with no faults (and instant
+    simulated models: latency does not change what is built)."""
+    from bytewax.testing import TestingSink, run_main
+
+    from bench.ingest_worker import simulated_deps
+    from dataflows.ingest import build_flow
+
+    ref = settings.model_copy(
+        update={"database_url": ref_url, "redis_url": "none", "gpu_worker_url": None}
+    )
+    dlq: list = []  # the live run's DLQ already holds them
+    flow = build_flow(
+        ref,
+        tail=False,
+        dlq_sink=TestingSink(dlq),
+        deps_factory=lambda s: simulated_deps(s, 0.0),
+        flow_id="worldmm_chaos_reference",
+    )
+    run_main(flow)
+
+
+def run_chaos(
+    base: Settings, cfg: ChaosConfig, echo: Echo, *, keep: bool = False
+) -> dict[str, Any]:
+    """One chaos run on its own stack; the report (see the module docstring)."""
+    from connectors.topics import topic_names
+    from worldmm.store.db import Database
+
+    run_id = uuid.uuid4().hex[:8]
+    root = Path(tempfile.mkdtemp(prefix=f"worldmm-chaos-{run_id}-"))
+    root.chmod(0o755)  # PostgreSQL runs as another OS user when we are root
+    admin_key = "chaos-admin-" + uuid.uuid4().hex
+    base = base.model_copy(
+        update={
+            "admin_api_key": SecretStr(admin_key),
+            "allowed_lateness_s": cfg.allowed_lateness_s,
+            "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),
+            "llm_concurrency": 64,
+            "gpu_ocr_frames": 1,
+            "gpu_timeout_s": 5.0,
+            "gpu_max_retries": 1,
+            "gpu_breaker_reset_s": 5.0,
+            "offline_ocr_frames": 0,
+            "topic_partitions": 1,
+        }
+    )
+    stack = ChaosStack(root, base, cfg.model_latency_s, run_id)
+    users = [f"chaos-{run_id}-u{u:02d}" for u in range(cfg.users)]
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    started_wall = time.monotonic()
+    queries: QueryLoad | None = None
+    try:
+        echo(f"chaos {run_id}: starting the stack under {root}")
+        settings = stack.start(_prepare)
+        keys = _create_users(stack.api_url, admin_key, users)
+        now = datetime.now(UTC)
+        t0 = now.replace(minute=now.minute - now.minute % 10, second=0, microsecond=0)
+        t0_ms = int(t0.timestamp() * 1000)
+        queries = QueryLoad(stack.api_url, keys, cfg.query_interval_s)
+        queries.start()
+        echo(f"  streaming {cfg.users} users for {cfg.stream_s}s; faults: {fault_schedule(cfg)}")
+        _, runner = _stream(stack, cfg, users, t0, echo)
+        runner.join(timeout=300)
+        if runner.error is not None:
+            raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
+        expected = implied_windows(users, t0_ms, cfg.stream_s * 1000)
+        drain_s = _wait_drained(stack, expected, cfg.drain_s, echo)
+        queries.stop_event.set()
+        queries.join(timeout=30)
+        stack.check_children()
+        worker_starts = stack.worker.starts if stack.worker else 0
+        with Database(settings.database_url or "", max_size=1) as db, db.connection() as conn:
+            chaos_mem = fetch_memory(conn, users)
+        dlq = dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
+        echo("  fault-free replay of the same topics into a second database")
+        ref_url = _reference_db(settings)
+        ref_t0 = time.monotonic()
+        _reference_run(settings, ref_url)
+        ref_s = time.monotonic() - ref_t0
+        with Database(ref_url, max_size=1) as db, db.connection() as conn:
+            ref_mem = fetch_memory(conn, users)
+    finally:
+        if queries is not None:
+            queries.stop_event.set()
+        stack.stop()
+    windows = window_figures(expected, chaos_mem)
+    result = {
+        "benchmark": "chaos",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "windows": windows,
+        "reference_windows": window_figures(expected, ref_mem),
+        "duplicated_entities": int(chaos_mem.duplicated_entities),
+        "duplicated_triples": int(chaos_mem.duplicated_triples),
+        "inconsistent_facts": inconsistent_facts(chaos_mem),
+        "against_fault_free_run": compare_with_reference(chaos_mem, ref_mem),
+        "visual_status_30s": dict(chaos_mem.visual),
+        "dlq_by_reason": dlq,
+        "faults": runner.done,
+        "queries": {
+            "total": sum(queries.statuses.values()),
+            "errors_by_status": {k: v for k, v in queries.statuses.items() if k != "200"},
+            "ok": queries.statuses.get("200", 0),
+            "503_without_retry_after": queries.missing_retry_after,
+        },
+        "worker_starts": worker_starts,
+        "drain_s": round(drain_s, 1),
+        "reference_run_s": round(ref_s, 1),
+        "settings": {
+            **{k: v for k, v in asdict(cfg).items() if k != "targets"},
+            "targets": list(cfg.targets),
+            "stream_s": cfg.stream_s,
+            "fps": 1,
+            "audio": f"{AUDIO_CHUNK_S} s WAV chunks",
+            "model": "simulated (bench/ingest_sim.py); encoder: the real service, offline backend",
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "loadavg_start": load_start,
+            "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+        },
+        "wall_s": round(time.monotonic() - started_wall, 1),
+    }
+    if keep:
+        result["kept_dir"] = str(root)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+    return result
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    d = ChaosConfig()
+    p = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="where to write the JSON report")
+    p.add_argument("--users", type=int, default=d.users, help="simulated wearers")
+    p.add_argument("--minutes", type=float, default=d.minutes, help="stream length")
+    p.add_argument("--seed", type=int, default=d.seed, help="fault schedule and frames")
+    p.add_argument("--faults-per-target", type=int, default=d.faults_per_target)
+    p.add_argument("--targets", default=",".join(d.targets), help="comma-separated subset")
+    p.add_argument("--model-latency-s", type=float, default=d.model_latency_s)
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    from worldmm.settings import load_settings
+
+    args = parse_args(argv)
+    targets = tuple(t for t in args.targets.split(",") if t)
+    unknown = set(targets) - set(TARGETS)
+    if unknown:
+        raise SystemExit(f"unknown targets {sorted(unknown)}; choose from {list(TARGETS)}")
+    cfg = ChaosConfig(
+        users=args.users,
+        minutes=args.minutes,
+        seed=args.seed,
+        faults_per_target=args.faults_per_target,
+        targets=targets,
+        model_latency_s=args.model_latency_s,
+    )
+    t0 = time.perf_counter()
+    result = run_chaos(load_settings(), cfg, stamped_echo(t0), keep=args.keep)
+    write_report(result, "bench.chaos", argv, t0, args.out)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""What the chaos benchmark checks once the stream has drained: the memory against the windows
+the stream implies, against itself (duplicates) and against a fault-free run of the same input.
+
+The fetches take a connection; the comparisons are pure functions over what they return.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from worldmm.memory.windows import SCALES, align
+
+WindowKey = tuple[str, int, int]  # user, scale seconds, window start (epoch ms)
+
+
+def implied_windows(users: list[str], t0_ms: int, stream_ms: int) -> set[WindowKey]:
+    """Every window, at every scale, that overlaps [t0, t0 + stream): a session end flushes
+    all of them, the ones cut short as partial."""
+    out: set[WindowKey] = set()
+    for t in range(t0_ms, t0_ms + stream_ms, 30_000):
+        for scale in SCALES:
+            for user in users:
+                out.add((user, scale, align(t, scale)))
+    return out
+
+
+@dataclass
+class Memory:
+    """One database's memory of the benchmark's users, ids and wall times left out."""
+
+    segments: dict[WindowKey, tuple[str, str | None, str | None, bool]] = field(
+        default_factory=dict
+    )  # status, caption, transcript, partial
+    segment_rows: Counter[WindowKey] = field(default_factory=Counter)
+    visual: Counter[str] = field(default_factory=Counter)  # visual_status of 30 s segments
+    duplicated_entities: int = 0
+    duplicated_triples: int = 0
+    episodic: dict[WindowKey, Counter[tuple[str, str, str]]] = field(default_factory=dict)
+    semantic_active: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+
+
+def fetch_memory(conn: psycopg.Connection, users: list[str]) -> Memory:
+    mem = Memory()
+    rows = conn.execute(
+        "SELECT user_id, scale_seconds, (extract(epoch FROM window_start) * 1000)::bigint,"
+        " processing_status, caption, transcript, partial, visual_status"
+        " FROM segments WHERE user_id = ANY(%s)",
+        (users,),
+    ).fetchall()
+    for user, scale, start, status, caption, transcript, partial, visual in rows:
+        key = (user, int(scale), int(start))
+        mem.segment_rows[key] += 1
+        mem.segments[key] = (status, caption, transcript, partial)
+        if scale == 30:
+            mem.visual[visual] += 1
+    mem.duplicated_entities = conn.execute(
+        "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM entities"
+        " WHERE user_id = ANY(%s) AND canonical_entity_id IS NULL"
+        " GROUP BY user_id, lower(canonical_name) HAVING count(*) > 1) d",
+        (users,),
+    ).fetchone()[0]
+    mem.duplicated_triples = conn.execute(
+        "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM triples"
+        " WHERE user_id = ANY(%s) AND invalidated_at IS NULL"
+        " GROUP BY user_id, memory_type, segment_id, subject_entity_id, lower(predicate),"
+        " object_entity_id, object_literal HAVING count(*) > 1) d",
+        (users,),
+    ).fetchone()[0]
+    triples = conn.execute(
+        "SELECT t.user_id, t.memory_type, s.scale_seconds,"
+        " (extract(epoch FROM s.window_start) * 1000)::bigint,"
+        " lower(coalesce(su.canonical_name, su.surface_form)), lower(t.predicate),"
+        " lower(coalesce(ob.canonical_name, ob.surface_form, t.object_literal))"
+        " FROM triples t JOIN entities su ON su.id = t.subject_entity_id"
+        " LEFT JOIN entities ob ON ob.id = t.object_entity_id"
+        " LEFT JOIN segments s ON s.id = t.segment_id"
+        " WHERE t.user_id = ANY(%s) AND t.invalidated_at IS NULL",
+        (users,),
+    ).fetchall()
+    for user, kind, scale, start, subj, pred, obj in triples:
+        if kind == "episodic" and scale is not None:
+            key = (user, int(scale), int(start))
+            mem.episodic.setdefault(key, Counter())[(subj, pred, obj)] += 1
+        elif kind == "semantic":
+            mem.semantic_active[(user, subj, pred, obj)] += 1
+    return mem
+
+
+def window_figures(expected: set[WindowKey], mem: Memory) -> dict[str, int]:
+    complete = {k for k, v in mem.segments.items() if v[0] == "complete"}
+    return {
+        "expected": len(expected),
+        "built": len(expected & complete),
+        "missing": len(expected - complete),
+        "failed": sum(1 for k in expected if mem.segments.get(k, ("",))[0] == "failed"),
+        "duplicated": sum(n - 1 for n in mem.segment_rows.values() if n > 1),
+        "unexpected": len(set(mem.segments) - expected),
+    }
+
+
+def _counter_diff(a: Counter, b: Counter) -> int:
+    """How many items (with multiplicity) are in one and not the other."""
+    return sum(((a - b) + (b - a)).values())
+
+
+def compare_with_reference(chaos: Memory, ref: Memory) -> dict[str, Any]:
+    """Where the chaos run's memory differs from the fault-free run's over the same input.
+    Visual status is left out: an encoder outage leaves clips pending by design."""
+    keys = set(chaos.segments) | set(ref.segments)
+    text_diff = sorted(
+        k for k in keys if (chaos.segments.get(k) or ())[1:3] != (ref.segments.get(k) or ())[1:3]
+    )
+    episodic_diff = sum(
+        _counter_diff(chaos.episodic.get(k, Counter()), ref.episodic.get(k, Counter()))
+        for k in set(chaos.episodic) | set(ref.episodic)
+    )
+    return {
+        "windows_with_other_text": len(text_diff),
+        "windows_with_other_text_sample": [list(k) for k in text_diff[:5]],
+        "episodic_triples_differing": episodic_diff,
+        "semantic_facts_differing": _counter_diff(chaos.semantic_active, ref.semantic_active),
+    }
+
+
+def inconsistent_facts(chaos: Memory) -> int:
+    """Active semantic facts held more than once (consolidation should have merged them)."""
+    return sum(n - 1 for n in chaos.semantic_active.values() if n > 1)
+
+
+def dlq_by_reason(brokers: str, topic: str, timeout_s: float = 10.0) -> dict[str, int]:
+    """Every record on the DLQ topic, counted by its ``reason`` header."""
+    import uuid
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": brokers,
+            "group.id": f"chaos-dlq-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    counts: Counter[str] = Counter()
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_s)
+        parts = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]
+        ends = {}
+        for tp in parts:
+            _, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+            ends[tp.partition] = high
+        if not any(ends.values()):
+            return {}
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        seen = {p: 0 for p in ends}
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while any(seen[p] < ends[p] for p in ends) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            seen[msg.partition()] = msg.offset() + 1
+            headers = dict(msg.headers() or [])
+            reason = headers.get("reason", b"?")
+            counts[reason.decode(errors="replace") if isinstance(reason, bytes) else reason] += 1
+    finally:
+        consumer.close()
+    return dict(counts)
