@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from worldmm.cli import bench, db, demo, gpu, ingest, llm, query, stack
+from worldmm.cli import bench, db, demo, gpu, ingest, llm, mcp, query, stack
 
 app = typer.Typer(
     name="worldmm",
@@ -20,6 +20,7 @@ llm.register(app)  # llm check
 ingest.register(app)  # gateway, dataflow, replay, retrigger
 gpu.register(app)  # gpu-worker
 query.register(app)  # serve, ask
+mcp.register(app)  # mcp (the memory as MCP tools)
 demo.register(app)  # demo
 bench.register(app)  # bench ingest|query|gpu-worker|egolife
 
