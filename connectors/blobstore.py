@@ -8,9 +8,9 @@ the store root.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -95,12 +95,19 @@ class BlobStore(Protocol):
         ...
 
 
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
 class LocalBlobStore:
-    """Blobs as files under ``root``; writes are atomic (temp file in the same dir + rename)."""
+    """Blobs as files under ``root``. A new key is created exclusively; replacing an existing
+    key's bytes is atomic (temp file in the same dir + rename)."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).expanduser().resolve()
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root_s = str(self.root)
+        self._dirs: set[str] = set()  # directories made and checked by put()
+        self._tmp_ids = itertools.count()  # with the pid: unique temp names, no random draw
 
     def __repr__(self) -> str:
         return f"LocalBlobStore({str(self.root)!r})"
@@ -113,12 +120,41 @@ class LocalBlobStore:
         return path
 
     def put(self, key: str, data: bytes) -> bool:
-        path = self.path(key)
-        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-        fd, tmp = self._temp_beside(path)
+        # The ingest hot path (every frame and audio chunk): a new key costs one exclusive
+        # create, one write and a close. Nothing reads a key before its row is in the
+        # database (written after the blob), and a write cut short by a crash is replaced
+        # atomically by the redelivered message, because the bytes differ. The full resolve()
+        # of path() costs an lstat per path component, so only a new directory is resolved
+        # (once per process) and checked to lie inside the root.
+        directory, name = self._dir_of(key)
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, _CREATE, 0o644)
+        except FileNotFoundError:  # a concurrent delete_prefix removed the directory
+            self._dirs.discard(directory)
+            directory, _ = self._dir_of(key)
+            fd = os.open(path, _CREATE, 0o644)
+        except FileExistsError:
+            return self._replace(path, directory, data)
         try:
             with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        except BaseException:
+            Path(path).unlink(missing_ok=True)
+            raise
+        return True
+
+    def _replace(self, path: str, directory: str, data: bytes) -> bool:
+        """The key exists: keep it if it holds ``data``, else swap in a complete new file."""
+        try:
+            with open(path, "rb") as fh:
+                if fh.read() == data:
+                    return False
+        except IsADirectoryError:
+            raise BlobKeyError(f"{path!r} is a directory") from None
+        tmp = os.path.join(directory, f".tmp-{os.getpid()}-{next(self._tmp_ids)}")
+        try:
+            with open(tmp, "xb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
         except BaseException:
@@ -126,17 +162,17 @@ class LocalBlobStore:
             raise
         return True
 
-    @staticmethod
-    def _temp_beside(path: Path) -> tuple[int, str]:
-        # A concurrent delete_prefix may remove the (empty) parent between mkdir and mkstemp.
-        for attempt in range(3):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                return tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-            except FileNotFoundError:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+    def _dir_of(self, key: str) -> tuple[str, str]:
+        """(existing directory, file name) of a validated key."""
+        rel_dir, _, name = validate_key(key).rpartition("/")
+        directory = os.path.join(self._root_s, rel_dir) if rel_dir else self._root_s
+        if directory not in self._dirs:
+            resolved = Path(directory).resolve()  # before mkdir: never create through a link
+            if resolved != self.root and self.root not in resolved.parents:
+                raise BlobKeyError(f"key {key!r} resolves outside the store")
+            os.makedirs(directory, exist_ok=True)
+            self._dirs.add(directory)
+        return directory, name
 
     def get(self, key: str) -> bytes:
         path = self.path(key)

@@ -5,7 +5,6 @@ Wall time comes from an injected ``clock`` (epoch seconds) so tests control it.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
@@ -42,7 +41,7 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
         return None if wake is None else datetime.fromtimestamp(wake, tz=UTC)
 
     def snapshot(self) -> UserWindows | None:
-        return copy.deepcopy(self.state)
+        return self.state.copy() if self.state is not None else None
 
 
 def window_builder(config: WindowConfig, clock: Clock):

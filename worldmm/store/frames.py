@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple, TypeVar
 
 import psycopg
 
@@ -36,6 +38,86 @@ def insert_frame(conn: psycopg.Connection, frame: FrameRow) -> int:
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+class FrameBatchRow(NamedTuple):
+    """One frame of :func:`insert_frames` (a tuple, not a model: a window writes dozens)."""
+
+    session_id: str | None
+    captured_at: datetime
+    seq: int | None
+    blob_key: str
+    content_type: str = "image/jpeg"
+    late: bool = False
+
+
+class AudioBatchRow(NamedTuple):
+    """One audio chunk of :func:`insert_audio_chunks`."""
+
+    session_id: str | None
+    started_at: datetime
+    duration_ms: int
+    sample_rate: int | None
+    blob_key: str
+    codec: str = "wav"
+    late: bool = False
+
+
+R = TypeVar("R", FrameBatchRow, AudioBatchRow)
+
+
+def _dedupe(rows: Sequence[R]) -> list[R]:
+    """One row per blob key (ON CONFLICT DO UPDATE may not touch a row twice in one
+    statement); a key given twice is late only if every copy is, as with two single inserts."""
+    out: dict[str, R] = {}
+    for r in rows:
+        seen = out.get(r.blob_key)
+        out[r.blob_key] = r if seen is None else seen._replace(late=seen.late and r.late)
+    return list(out.values())
+
+
+def insert_frames(conn: psycopg.Connection, user_id: str, rows: Sequence[FrameBatchRow]) -> int:
+    """Record many frames of one user in one statement (a window's captures: one round trip,
+    not one per frame). Same rows and conflict rule as :func:`insert_frame`; returns how many
+    distinct frames were given."""
+    rows = _dedupe(rows)
+    if not rows:
+        return 0
+    sessions, times, seqs, keys, types, late = (list(c) for c in zip(*rows, strict=True))
+    conn.execute(
+        "INSERT INTO frames (user_id, session_id, captured_at, seq, blob_key, content_type, late)"
+        " SELECT %s, u.* FROM unnest(%s::text[], %s::timestamptz[], %s::bigint[], %s::text[],"
+        " %s::text[], %s::boolean[]) AS u"
+        " ON CONFLICT ON CONSTRAINT frames_blob_key DO UPDATE SET"
+        " late = frames.late AND EXCLUDED.late",
+        (user_id, sessions, times, seqs, keys, types, late),
+    )
+    return len(rows)
+
+
+def insert_audio_chunks(
+    conn: psycopg.Connection, user_id: str, rows: Sequence[AudioBatchRow]
+) -> int:
+    """Record many audio chunks of one user in one statement; same rows and conflict rule as
+    :func:`insert_audio_chunk`; returns how many distinct chunks were given."""
+    rows = _dedupe(rows)
+    if not rows:
+        return 0
+    if any(r.duration_ms < 0 for r in rows):
+        raise ValueError("audio chunk duration_ms must be ≥ 0")
+    sessions, starts, durations, rates, keys, codecs, late = (
+        list(c) for c in zip(*rows, strict=True)
+    )
+    conn.execute(
+        "INSERT INTO audio_chunks (user_id, session_id, started_at, duration_ms, sample_rate,"
+        " blob_key, codec, late)"
+        " SELECT %s, u.* FROM unnest(%s::text[], %s::timestamptz[], %s::integer[],"
+        " %s::integer[], %s::text[], %s::text[], %s::boolean[]) AS u"
+        " ON CONFLICT ON CONSTRAINT audio_chunks_blob_key DO UPDATE SET"
+        " late = audio_chunks.late AND EXCLUDED.late",
+        (user_id, sessions, starts, durations, rates, keys, codecs, late),
+    )
+    return len(rows)
 
 
 def list_frames(

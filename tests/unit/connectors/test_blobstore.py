@@ -127,3 +127,20 @@ def test_parse_s3_uri():
     assert parse_s3_uri("s3://my-bucket") == ("my-bucket", "")
     with pytest.raises(ValueError):
         parse_s3_uri("http://x/y")
+
+
+def test_put_replaces_a_file_cut_short_by_a_crash(store):
+    key = frame_key("u1", "s1", TS, 9)
+    store.put(key, b"full bytes")
+    store.path(key).write_bytes(b"full")  # what a crash mid-write leaves
+    assert store.put(key, b"full bytes") is True  # the redelivered message repairs it
+    assert store.get(key) == b"full bytes"
+    assert not [p for p in store.root.rglob(".tmp-*")]
+
+
+def test_put_recreates_a_directory_removed_underneath(store):
+    store.put(frame_key("u1", "s1", TS, 1), b"a")
+    assert store.delete_prefix("frames/u1/") == 1  # empties and removes frames/u1/s1/
+    key = frame_key("u1", "s1", TS, 2)
+    assert store.put(key, b"b") is True
+    assert store.get(key) == b"b"
