@@ -25,6 +25,7 @@ MAX_SHORT_WORDS = 12
 SUPPORT_SHARE = 0.5  # units contributing at least this share of the best one are cited too
 MAX_CITED = 3
 _TOKEN = re.compile(r"[\w'’-]+")
+_LEADING_VERB = re.compile(r"^(?:(?:is|are|was|were|be|been|has|have|had)\s+)+", re.IGNORECASE)
 
 
 def when(u: Unit) -> str:
@@ -44,7 +45,7 @@ def attribution(u: Unit) -> str:
         return f"you {'said so' if u.speaker else 'heard it'} {at}".strip()
     if u.source == "read":
         return f"you saw it written {at}".strip()
-    if u.source == "seen":
+    if u.source in ("seen", "scene"):
         return f"from what you saw {at}".strip()
     if u.source == "context":
         return f"from your memory of {span(u.start, u.end)}".strip()
@@ -60,7 +61,7 @@ def short_answer(question: str, u: Unit) -> str:
     words = list(_TOKEN.finditer(u.text))
     hits = [i for i, m in enumerate(words) if set(scoring.terms(m.group(0))) & asked]
     if hits:
-        tail = u.text[words[hits[-1]].end() :].strip(" ,;:\"'.!?")
+        tail = _LEADING_VERB.sub("", u.text[words[hits[-1]].end() :].strip(" ,;:\"'.!?"))
         if tail and scoring.terms(tail) and len(tail.split()) <= MAX_SHORT_WORDS:
             return tail[0].upper() + tail[1:]
     return u.text.rstrip(" .")
@@ -83,6 +84,7 @@ def answer_free(embedder: TextEmbedder, question: str, passages: Sequence[Passag
     q_terms = set(scoring.terms(question))
     idf_of = scoring.idf([*u_terms, q_terms])
     rel = scoring.relevance(q_terms, u_terms, idf_of, vectors[1:] @ vectors[0])
+    rel += scoring.source_bonus(question, [u.source for u in units])
     best = units[scoring.best_index(rel * np.asarray([u.weight for u in units]))]
     short = short_answer(question, best)
     said = f': "{_quote(best)}"' if short.strip('"') != _quote(best) else ""
@@ -109,10 +111,9 @@ def answer_choice(
     u_terms = [set(scoring.terms(u.text)) for u in units]
     q_terms = set(scoring.terms(question))
     idf_of = scoring.idf([*u_terms, q_terms])
-    att = scoring.attention(
-        scoring.relevance(q_terms, u_terms, idf_of, u_vecs @ q),
-        np.asarray([u.weight for u in units]),
-    )
+    rel = scoring.relevance(q_terms, u_terms, idf_of, u_vecs @ q)
+    rel += scoring.source_bonus(question, [u.source for u in units])
+    att = scoring.attention(rel, np.asarray([u.weight for u in units]))
     weights = scoring.choice_weights([set(scoring.terms(c)) for c in choices], q_terms, idf_of)
     lexical, dense = scoring.support(weights, u_terms, c_vecs @ u_vecs.T)
     best = scoring.best_index((lexical + dense) @ att)

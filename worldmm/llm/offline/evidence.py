@@ -16,14 +16,17 @@ from typing import Literal
 from worldmm.llm.offline.text import sentences
 from worldmm.llm.schemas import Passage
 
-Source = Literal["said", "read", "seen", "context", "fact"]
+Source = Literal["said", "read", "seen", "scene", "context", "fact"]
 
 _SPEAKER_LINE = re.compile(r"^\s*([A-Z][\w' -]{0,30}):\s+(.+)$")
 _CAPTION_SPEECH = re.compile(r'^\s*(?:I heard|([A-Z][\w\' -]{0,30}) said):\s*"(.+?)"?\s*[.!?]?$')
 _CAPTION_READ = re.compile(r"^\s*I saw text reading\s+(.+?)\.?$")
 _QUOTED = re.compile(r'"([^"]+)"')
 _NORM = re.compile(r"[^a-z0-9]+")
+# The offline caption's light/colour/motion cues and its "nothing legible" remarks.
+_SCENE_CUE = re.compile(r"^\s*(?:I was somewhere \w+;|Nothing legible|I recorded a moment with)")
 CONTEXT_WEIGHT = 0.5  # a coarse summary around the hit says less about the moment itself
+SCENE_WEIGHT = 0.5  # so does the light and colour of a scene, next to words said or read
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ def _caption_unit(p: Passage, sentence: str, source: Source, weight: float) -> U
     if read and source != "context":
         shown = _QUOTED.findall(read.group(1)) or [read.group(1)]
         return Unit(", ".join(t.strip() for t in shown), p.ref, "read", p.start, p.end)
+    if _SCENE_CUE.match(sentence):
+        return Unit(sentence, p.ref, "scene", p.start, p.end, weight=weight * SCENE_WEIGHT)
     return Unit(sentence, p.ref, source, p.start, p.end, weight=weight)
 
 

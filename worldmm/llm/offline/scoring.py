@@ -22,6 +22,11 @@ import snowballstemmer
 
 from worldmm.llm.offline.text import STOPWORDS
 
+# A question asking what was written or what was said favours units of that kind.
+_READ_CUES = ("written", "write", "wrote", "read", "sign", "label", "text", "printed", "print")
+_SAID_CUES = ("say", "said", "says", "tell", "told", "talk", "talked", "mention", "ask", "asked")
+SOURCE_CUES = {"read": frozenset(_READ_CUES), "said": frozenset(_SAID_CUES)}
+SOURCE_BONUS = 0.25
 ATTENTION_TEMPERATURE = 0.1  # relevance differences of 0.1 weigh e (2.7) times more
 QUESTION_TERM_WEIGHT = 0.5  # a choice word the question already names tells less
 _WORD = re.compile(r"[a-z]+|\d+")
@@ -87,6 +92,13 @@ def attention(relevance: np.ndarray, unit_weights: np.ndarray) -> np.ndarray:
         return relevance
     z = np.exp((relevance - relevance.max()) / ATTENTION_TEMPERATURE) * unit_weights
     return z / z.sum()
+
+
+def source_bonus(question: str, sources: Sequence[str]) -> np.ndarray:
+    """SOURCE_BONUS for each unit whose kind (said, read) the question asks about."""
+    words = set(_WORD.findall(question.lower()))
+    wanted = {source for source, cues in SOURCE_CUES.items() if words & cues}
+    return np.asarray([SOURCE_BONUS if s in wanted else 0.0 for s in sources], dtype=np.float64)
 
 
 def relevance(

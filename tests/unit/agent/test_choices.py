@@ -1,0 +1,147 @@
+"""Multiple choice and readable answers with the offline roles and the real MiniLM embedder,
+on hand-built hits: no agent loop, as the EgoLife benchmark calls it."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from worldmm.agent.choices import answer_choices, choice_texts
+from worldmm.agent.passages import hit_passages
+from worldmm.llm.offline import OfflineRoles
+from worldmm.memory.retrieval.results import SegmentHit
+
+T0 = datetime(2025, 5, 1, 4, 0, 5, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def roles() -> OfflineRoles:
+    from worldmm.embed.local import MiniLMEmbedder
+
+    return OfflineRoles(MiniLMEmbedder())
+
+
+def hit(i: int, text: str, transcript: str | None = None, context: str | None = None):
+    start = T0 + timedelta(minutes=i)
+    return SegmentHit(
+        segment_id=i,
+        scale=30,
+        start=start,
+        end=start + timedelta(seconds=30),
+        text=text,
+        transcript=transcript,
+        context=context,
+        score=0.1,
+    )
+
+
+def ask(roles, question, choices, hits):
+    return asyncio.run(answer_choices(roles, question, choices, hits))
+
+
+def test_picks_the_supported_choice_and_says_where_it_comes_from(roles):
+    hits = [
+        hit(1, "I walked to the fridge and took out the milk."),
+        hit(2, 'I heard: "I parked the car on level two". I saw text reading "LEVEL 2".'),
+        hit(3, "I was somewhere bright; white and grey dominated what I saw."),
+    ]
+    chosen = ask(roles, "Where did I park the car?", ["Level 1", "Level 2", "Level 3"], hits)
+    assert (chosen.letter, chosen.index, chosen.text) == ("B", 1, "Level 2")
+    assert chosen.evidence_segment_ids[0] == 2 and not chosen.guess
+    assert chosen.answer.startswith("B. Level 2 — ")
+    assert "04:02:05 on 1 May 2025" in chosen.answer
+
+
+def test_question_relevance_outweighs_how_often_a_choice_is_mentioned(roles):
+    # "coffee" appears three times, in passages about something else; the one passage about
+    # drinking with Omar names green tea once. Counting overlap alone would pick coffee.
+    hits = [
+        hit(1, 'I heard: "The office coffee machine is broken again, no coffee today".'),
+        hit(2, "Someone left a coffee cup on the meeting room table."),
+        hit(3, "A quiet walk to the kitchen.", transcript="I drank green tea with Omar."),
+    ]
+    chosen = ask(roles, "What did I drink with Omar?", ["coffee", "green tea"], hits)
+    assert chosen.text == "green tea" and chosen.evidence_segment_ids[0] == 3
+    assert '"I drank green tea with Omar"' in chosen.answer
+
+
+def test_a_paraphrase_wins_by_meaning_when_no_choice_is_named(roles):
+    hits = [hit(1, 'I heard: "I bought strawberries and bananas at the market".')]
+    chosen = ask(roles, "What did I buy at the market?", ["shoes", "fruit", "a bicycle"], hits)
+    assert chosen.text == "fruit"
+    assert "closest match by meaning" in chosen.answer
+
+
+def test_no_evidence_still_answers_and_says_it_is_a_guess(roles):
+    chosen = ask(roles, "Where did I park the car?", ["A. Level 1", "B. Level 2"], [])
+    assert chosen.guess and chosen.evidence_segment_ids == []
+    assert chosen.text in {"Level 1", "Level 2"}  # labels dropped, letters positional
+    assert chosen.answer.startswith(f"{chosen.letter}. {chosen.text} — a guess")
+    again = ask(roles, "Where did I park the car?", ["A. Level 1", "B. Level 2"], [])
+    assert again == chosen  # deterministic
+
+
+def test_identical_choices_tie_to_the_first(roles):
+    hits = [hit(1, "I drank green tea with Omar.")]
+    chosen = ask(roles, "What did I drink?", ["green tea", "green tea", "coffee"], hits)
+    assert chosen.index == 0
+
+
+@pytest.mark.parametrize(
+    ("question", "hits", "starts"),
+    [
+        (
+            "Where did I put the mug?",
+            [hit(1, 'I heard: "I put the mug on the kitchen table". I was somewhere bright.')],
+            "On the kitchen table — you heard it at 04:01:05 on 1 May 2025",
+        ),
+        (
+            "What did Alice say about the meeting?",
+            [hit(2, "Budget review.", transcript="Alice: the meeting moved to three pm")],
+            "Moved to three pm — Alice said so at 04:02:05",
+        ),
+        (
+            "What was written on the note on the fridge?",
+            [hit(3, 'I saw text reading "BUY MILK", "EGGS". I was somewhere bright.')],
+            '"BUY MILK, EGGS" — you saw it written at 04:03:05',
+        ),
+    ],
+)
+def test_free_form_answer_starts_with_the_answer(roles, question, hits, starts):
+    reply = asyncio.run(roles.respond(question, hit_passages(hits), None))
+    assert reply.answer.startswith(starts), reply.answer
+    for internal in ("From your memory", "Search 1", "query", "I was somewhere"):
+        assert internal not in reply.answer
+    assert reply.evidence == [f"S{hits[0].segment_id}"]
+
+
+def test_a_coarse_context_counts_less_than_the_moment_itself(roles):
+    hits = [
+        hit(
+            1,
+            'I heard: "the keys are in the white bowl".',
+            context="Earlier the keys were on the shelf by the door.",
+        )
+    ]
+    reply = asyncio.run(roles.respond("Where are the keys?", hit_passages(hits), None))
+    assert reply.answer.startswith("In the white bowl")
+
+
+@pytest.mark.parametrize(
+    ("choices", "message"),
+    [
+        (["only"], "2 to 8 choices, got 1"),
+        ([f"c{i}" for i in range(9)], "2 to 8 choices, got 9"),
+        (["tea", " "], "choice B is blank"),
+        (["tea", "B. "], "choice B is blank"),
+    ],
+)
+def test_bad_choices_are_refused_with_a_message(choices, message):
+    with pytest.raises(ValueError, match=message):
+        choice_texts(choices)
+
+
+def test_labels_are_dropped_only_when_they_match_the_position():
+    assert choice_texts(["A. tea", "(B) coffee", "D: water"]) == ["tea", "coffee", "D: water"]
