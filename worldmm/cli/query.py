@@ -110,22 +110,27 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _ask_api(api: str, key: str | None, user: str, body: dict) -> tuple[dict, str]:
-    import httpx
+    from pydantic import ValidationError
+
+    from query_api.schemas import QueryRequest
+    from worldmm.client import ApiConnectionError, ApiError, WorldMMClient
 
     if not key:
         raise _fail("--api needs --key (or WORLDMM_API_KEY)")
-    url = f"{api.rstrip('/')}/v1/users/{user}/query"
     try:
-        r = httpx.post(url, json=body, headers={"Authorization": f"Bearer {key}"}, timeout=300)
-    except httpx.HTTPError as exc:
-        raise _fail(f"cannot reach {api}: {exc}") from None
-    if r.status_code != 200:
-        try:
-            detail = r.json().get("detail", r.text)
-        except ValueError:
-            detail = r.text
-        raise _fail(f"{r.status_code} from the API: {detail}")
-    return r.json(), f"via the API at {api}"
+        req = QueryRequest.model_validate(body)
+    except ValidationError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        with WorldMMClient(api, key, user) as mm:
+            reply = mm.query(
+                req.question, choices=req.choices, as_of=req.as_of, max_rounds=req.max_rounds
+            )
+    except ApiConnectionError as exc:
+        raise _fail(exc.detail) from None
+    except ApiError as exc:
+        raise _fail(f"{exc.status} from the API: {exc.detail}") from None
+    return reply.model_dump(mode="json"), f"via the API at {api}"
 
 
 def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:

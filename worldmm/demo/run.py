@@ -334,37 +334,37 @@ class _Run:
         )
 
     def ask(self, questions: list[DemoQuestion]) -> None:
-        import httpx
+        from worldmm.client import ApiError, WorldMMClient
 
         if self.api is None:
             self.start_api()
         assert self.api is not None and self.result.api_url is not None
         admin_key = self.settings.admin_api_key.get_secret_value()  # type: ignore[union-attr]
         url = self.result.api_url
-        with httpx.Client(base_url=url, timeout=self.options.query_timeout_s) as http:
+        timeout = self.options.query_timeout_s
+        with WorldMMClient(url, admin_key, timeout_s=timeout) as admin:
             procs.wait_ready(
                 self.api,
-                lambda: _ready(http),
+                lambda: _ready(url),
                 timeout_s=self.options.api_ready_timeout_s,
                 what="the query API",
             )
-            reply = http.post(
-                "/v1/users", json={"user_id": self.result.user_id}, headers=_bearer(admin_key)
-            )
-            _check(reply, "creating the demo user's API key")
-            key = reply.json()["api_key"]
-            self.result.api_key = key
-            self.note(f"API key for {self.result.user_id} created (POST /v1/users)")
+            try:
+                key = admin.create_user(self.result.user_id).api_key
+            except ApiError as exc:
+                raise StepFailed(f"creating the demo user's API key: {exc}") from None
+        self.result.api_key = key
+        self.note(f"API key for {self.result.user_id} created (POST /v1/users)")
+        with WorldMMClient(url, key, self.result.user_id, timeout_s=timeout) as mm:
             for i, q in enumerate(questions, 1):
-                body: dict[str, object] = {"question": q.question}
-                if q.choices:
-                    body["choices"] = q.choices
                 started = time.monotonic()
-                reply = http.post(
-                    f"/v1/users/{self.result.user_id}/query", json=body, headers=_bearer(key)
+                try:
+                    reply = mm.query(q.question, choices=q.choices or None)
+                except ApiError as exc:
+                    raise StepFailed(f"question {i}: {exc}") from None
+                view = AnswerView.from_reply(
+                    q, reply.model_dump(mode="json"), time.monotonic() - started
                 )
-                _check(reply, f"question {i}")
-                view = AnswerView.from_reply(q, reply.json(), time.monotonic() - started)
                 self.result.answers.append(view)
                 self.console.print(render_answer(i, view, self.result.start))
 
@@ -407,9 +407,24 @@ class _Run:
                     f"  worldmm ask --api {r.api_url} --key {r.api_key} "
                     f"--user {r.user_id} 'What did Alice say?'"
                 )
+            lines.append(f"  WORLDMM_API_KEY={r.api_key} worldmm mcp --api {r.api_url}  (MCP)")
             lines.append("  stop them: worldmm demo --stop")
         for line in lines:  # soft_wrap: paths and commands stay whole (copyable)
             self.console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+    def browser_line(self) -> None:
+        """The last line of a good run: where to look at the memory in a browser."""
+        url = self.result.api_url
+        if url is None:
+            return
+        if self.options.keep:
+            line = f"memory browser: {url}/ui/ (log in with the user key above)"
+        else:
+            line = (
+                f"memory browser: {url}/ui/ (stopped with this run: "
+                "`worldmm demo --keep` keeps it up)"
+            )
+        self.console.print(line, soft_wrap=True, markup=False, highlight=False)
 
     def _bar(self) -> Progress:
         return Progress(
@@ -438,22 +453,16 @@ def _has_ask_command() -> bool:
     return hasattr(query, "ask")
 
 
-def _bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
+def _ready(url: str) -> bool:
+    """One readiness probe (no retries: wait_ready does the polling)."""
+    from worldmm.client import ApiError, RetryPolicy, WorldMMClient
 
-
-def _ready(http) -> bool:
-    import httpx
-
-    try:
-        return http.get("/readyz", timeout=2.0).status_code == 200
-    except httpx.TransportError:
-        return False
-
-
-def _check(reply, what: str) -> None:
-    if reply.status_code >= 300:
-        raise StepFailed(f"{what}: HTTP {reply.status_code} {reply.text[:300]}")
+    with WorldMMClient(url, "readiness-probe", timeout_s=2.0, retry=RetryPolicy(0)) as probe:
+        try:
+            probe.ready()
+        except ApiError:
+            return False
+    return True
 
 
 def demo_settings(settings: Settings, run_id: str) -> Settings:
@@ -536,6 +545,7 @@ def run_demo(
     run.result.timings["total"] = round(time.monotonic() - run.t0, 1)
     if run.result.exit_code == 0:
         console.print(f"[bold green]demo finished[/] in {run.result.timings['total']:.0f}s")
+        run.browser_line()
     return run.result
 
 
