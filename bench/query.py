@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.query_load import LoadReport, load_memory
+from bench.bulk_load import LoadReport, load_memory
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
 from bench.report import Echo, stamped_echo, write_report
 from worldmm.graph.build import build_graph, extend_episodic_graph

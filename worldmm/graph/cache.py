@@ -94,7 +94,9 @@ def graph_size(graph: ig.Graph | TimedGraph) -> int:
 
 def timed_key(key: str) -> str:
     """The key of the time-masked graph (:mod:`worldmm.graph.timed`) next to ``key``'s
-    igraph graph; invalidated and purged with it."""
+    igraph graph. Writers do not tombstone it: a reader checks its fingerprint and extends
+    it with the rows appended since, so an older copy is still a good start; a purge
+    tombstones it and a forget deletes it with the user's other keys."""
     return f"{key}:t"
 
 
@@ -344,10 +346,7 @@ class GraphCache:
         key = cache_key(user_id, memory_type, scale)
         self.memo.retire(key)
         try:
-            with self._redis.pipeline(transaction=True) as pipe:
-                for k in (key, timed_key(key)):
-                    pipe.set(k, TOMBSTONE + os.urandom(8).hex().encode(), ex=self._ttl_s)
-                pipe.execute()
+            self._redis.set(key, TOMBSTONE + os.urandom(8).hex().encode(), ex=self._ttl_s)
             return True
         except redis.RedisError as exc:
             log.error("graph_cache.error op=invalidate key=%s error=%s", key, exc)

@@ -21,7 +21,7 @@ row's time, ``v_from``; semantic: any visible incident unit, since rows can also
 Adjacency is CSR over the units (both directions; an undirected self-loop twice, as igraph
 counts it) for the units present when it was sealed, plus an unsorted *tail* of units added
 since; the tail is folded in once it outgrows ``seal_every`` units, so a new 30 s segment
-costs an append, not a re-sort of the week (see :func:`extend`).
+costs an append and a sort of the tail, not a re-sort of the week (see :func:`extend`).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class TimedGraph:
     sealed: int = 0  # units covered by ``csr``; the rest are the tail
     _deg_now: np.ndarray | None = field(default=None, repr=False)
     _segments: np.ndarray | None = field(default=None, repr=False)
+    _tail: Csr | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.position:
@@ -109,6 +110,7 @@ class TimedGraph:
         """(Re)build the CSR over every unit; the tail becomes empty."""
         self.csr = build_csr(self.n, self.src, self.dst)
         self.sealed = self.units
+        self._tail = None
 
     # --- visibility -----------------------------------------------------------------------
     def unit_visible(self, units: np.ndarray, as_of: int | None) -> np.ndarray:
@@ -165,25 +167,13 @@ class TimedGraph:
         """Every adjacency entry of ``vertices`` as (row position in ``vertices``, unit).
         The neighbour of entry (i, u) is the unit's other end: see :meth:`neighbours`."""
         assert self.csr is not None
-        starts = self.csr.indptr[vertices]
-        lens = self.csr.indptr[vertices + 1] - starts
-        total = int(lens.sum())
-        rows = np.repeat(np.arange(len(vertices)), lens)
-        if total:
-            offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
-            units = self.csr.unit[offsets]
-        else:
-            units = np.zeros(0, dtype=np.int64)
-        if self.sealed < self.units:  # the unsorted tail: a linear scan, kept small
-            t_src, t_dst = self.src[self.sealed :], self.dst[self.sealed :]
-            where = {int(v): i for i, v in enumerate(vertices)}
-            extra_rows, extra_units = [], []
-            for side in (t_src, t_dst):
-                hit = np.flatnonzero(np.isin(side, vertices))
-                extra_rows.append(np.array([where[int(v)] for v in side[hit]], dtype=np.int64))
-                extra_units.append(hit + self.sealed)
-            rows = np.concatenate([rows, *extra_rows])
-            units = np.concatenate([units, *extra_units])
+        rows, units = _gather(self.csr, vertices)
+        if self.sealed < self.units:  # the tail has its own small CSR, built once per graph
+            if self._tail is None:
+                self._tail = build_csr(self.n, self.src[self.sealed :], self.dst[self.sealed :])
+            t_rows, t_units = _gather(self._tail, vertices)
+            rows = np.concatenate([rows, t_rows])
+            units = np.concatenate([units, t_units + self.sealed])
         return rows, units
 
     def neighbours(self, vertices: np.ndarray, rows: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -191,6 +181,17 @@ class TimedGraph:
         own = vertices[rows]
         src = self.src[units]
         return np.where(src == own, self.dst[units], src)
+
+
+def _gather(csr: Csr, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts = csr.indptr[vertices]
+    lens = csr.indptr[vertices + 1] - starts
+    total = int(lens.sum())
+    rows = np.repeat(np.arange(len(vertices)), lens)
+    if not total:
+        return rows, np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
+    return rows, csr.unit[offsets]
 
 
 def build_csr(n: int, src: np.ndarray, dst: np.ndarray) -> Csr:

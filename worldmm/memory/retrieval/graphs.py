@@ -132,7 +132,13 @@ def load_timed(
         stored, token = get_timed(user_id, memory_type, scale)
         if stored is not None and stored.fingerprint == fingerprint:
             memo.put(key, stored)
-            log.info("retrieval.timed_graph source=redis type=%s scale=%s", memory_type, scale)
+            log.info(
+                "retrieval.timed_graph source=redis type=%s scale=%s vertices=%d units=%d",
+                memory_type,
+                scale,
+                stored.n,
+                stored.units,
+            )
             return stored
         if stored is not None and _top_id(stored) > _top_id(base):
             base = stored
@@ -143,8 +149,12 @@ def load_timed(
         graph, how = _build_timed(reader, user_id, memory_type, scale, fingerprint), "built"
     if graph.fingerprint is not None:
         memo.put(key, graph)
+        # Redis gets a built graph, and a grown one only when its tail was just folded into
+        # the CSR (a growth unit, a few hours of wear): rewriting a week's bytes for every
+        # 30 s segment would cost more than the query. A process that starts cold loads the
+        # last copy and extends it by at most one unit.
         put_timed = getattr(cache, "put_timed", None)
-        if put_timed is not None:
+        if put_timed is not None and (how == "built" or graph.sealed == graph.units):
             put_timed(user_id, memory_type, scale, graph, token)
     log.info(
         "retrieval.timed_graph source=%s type=%s scale=%s vertices=%d units=%d ms=%.1f",
