@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.ingest_profile import Sampler, breakdown, fold, top_frames
 from bench.ingest_sim import small_jpeg
 from bench.report import Echo, stamped_echo, write_report
 from worldmm.memory.windows import BASE_S, SCALES, align, window_end
@@ -65,7 +66,8 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Settings the worker gets as WORLDMM_* variables (others keep their defaults).
 _WORKER_FIELDS = (
     "kafka_brokers", "database_url", "redis_url", "topic_prefix", "topic_partitions",
-    "state_dir", "blob_dir", "llm_concurrency", "allowed_lateness_s", "stream_idle_s",
+    "state_dir", "blob_dir", "llm_concurrency", "llm_concurrency_max", "allowed_lateness_s",
+    "stream_idle_s", "dataflow_metrics_port",
     "frames_per_window", "max_past_age_s", "text_embed_dim", "visual_embed_dim",
 )  # fmt: skip
 
@@ -73,26 +75,32 @@ _WORKER_FIELDS = (
 @dataclass(frozen=True)
 class BenchConfig:
     users_start: int = 1
-    users_max: int = 64
+    users_max: int = 2048
+    factor: int = 4  # each level has this many times the users of the one before
     minutes: float = 1.0  # measured stream per level (whole 30 s windows)
     model_latency_s: float = 2.0
-    concurrency: int = 16  # windows in flight per worker (settings.llm_concurrency)
+    concurrency: int = 16  # windows in flight at first (settings.llm_concurrency)
+    concurrency_max: int | None = None  # the adaptive bound's ceiling (None: the setting's)
     seed: int = 0
     realtime_s: float = 30.0  # a window must be queryable this long after it closes
     drain_s: float = 30.0  # wait past the threshold before calling a window missing
     keep: bool = False  # keep the bench users' rows (default: purged after each level)
+    profile: bool = False  # sample the worker with py-spy: CPU by part of the pipeline
+    profile_dir: str | None = None  # where the raw samples are kept (beside --out)
 
     @property
     def windows_per_user(self) -> int:
         return max(1, int(self.minutes * 60 // BASE_S))
 
 
-def user_levels(start: int, most: int) -> list[int]:
-    """1, 2, 4, ... (from ``start``, doubling) up to ``most``; ``most`` itself is the last."""
+def user_levels(start: int, most: int, factor: int = 2) -> list[int]:
+    """start, start·factor, ... up to ``most``; ``most`` itself is the last."""
+    if factor < 2:
+        raise ValueError(f"factor must be ≥ 2, got {factor}")
     out, n = [], max(1, start)
     while n < most:
         out.append(n)
-        n *= 2
+        n *= factor
     return [*out, most] if most >= max(1, start) else out
 
 
@@ -276,6 +284,8 @@ class LevelResult:
     every_window_in_time: bool
     worker_startup_s: float
     notes: list[str] = field(default_factory=list)
+    cpu_breakdown: dict[str, Any] | None = None  # --profile: ms per window by part
+    profile_top_frames: list[tuple[str, int]] | None = None
 
 
 def _level_settings(base: Settings, cfg: BenchConfig, run_id: str, users: int, tmp: Path):
@@ -284,6 +294,7 @@ def _level_settings(base: Settings, cfg: BenchConfig, run_id: str, users: int, t
             "topic_prefix": f"bench.ingest.{run_id}.{users}.",
             "topic_partitions": 1,
             "llm_concurrency": cfg.concurrency,
+            "llm_concurrency_max": cfg.concurrency_max or base.llm_concurrency_max,
             "blob_dir": tmp / "blobs",
             "state_dir": tmp / "state",
             "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),
@@ -342,6 +353,8 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
     started = time.monotonic()
     db_cpu = DbServerCpu(settings.database_url)
     worker = Worker(settings, cfg.model_latency_s, tmp)
+    sampler: Sampler | None = None
+    folded: list[str] | None = None
     try:
         # Event time: from the last 10 min boundary, running at wall speed from now.
         now = datetime.now(UTC)
@@ -369,6 +382,7 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             # Enough stream after the last measured window for the watermark to pass it.
             tail_s = int(settings.allowed_lateness_s) + AUDIO_CHUNK_S + 2
             cpu0, db0, wall0 = worker.cpu_s(), db_cpu.read(), time.time()
+            sampler = Sampler(worker.proc.pid, tmp / "profile.txt") if cfg.profile else None
             echo(f"  {users} users: worker up in {startup_s:.1f}s; streaming {measured_s}s"
                  f" (+{tail_s}s tail)")  # fmt: skip
             passed_at: dict[int, float] = {}  # second offset -> wall time the stream passed it
@@ -405,18 +419,22 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             worker.read_reports()
             if cpu_end is None and all(k in worker.finished for k in base_keys):
                 cpu_end, db_end = worker.cpu_s(), db_cpu.read()
+                folded = sampler.stop() if sampler else None
             if all(k in worker.finished for k in keys):
                 break
             time.sleep(0.2)
         worker.read_reports()
         if cpu_end is None:
             cpu_end, db_end = worker.cpu_s(), db_cpu.read()
+            folded = sampler.stop() if sampler else None
         cpu_total = cpu_end[0] - cpu0[0]
         cpu_kafka = cpu_end[1] - cpu0[1]
         cpu = cpu_total - cpu_kafka
         db_s = DbServerCpu.delta(db0, db_end)
         measured_wall = time.time() - wall0
     finally:
+        if sampler is not None and folded is None:
+            sampler.stop()
         worker.stop()
     load_end = list(os.getloadavg())
 
@@ -466,6 +484,13 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         every_window_in_time=all_done and bool(base_lat) and max(base_lat) <= cfg.realtime_s,
         worker_startup_s=round(startup_s, 1),
     )
+    if folded is not None:
+        result.cpu_breakdown = breakdown(fold(folded), result.cpu_ms_per_window)
+        result.profile_top_frames = top_frames(folded)
+        if cfg.profile_dir:
+            kept = Path(cfg.profile_dir) / f"ingest-profile-{users}.txt"
+            kept.write_text("\n".join(folded) + "\n")
+            result.notes.append(f"py-spy samples (folded): {kept}")
     if lag > 1.0:
         result.notes.append(f"the producer fell {lag:.1f}s behind schedule (machine busy)")
     if not cfg.keep:
@@ -491,7 +516,7 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
     run_id = uuid.uuid4().hex[:8]
     load_start = list(os.getloadavg())
     levels: list[LevelResult] = []
-    for users in user_levels(cfg.users_start, cfg.users_max):
+    for users in user_levels(cfg.users_start, cfg.users_max, cfg.factor):
         lv = run_level(settings, cfg, users, run_id, echo)
         levels.append(lv)
         echo(
@@ -520,6 +545,7 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
         "close_to_queryable_p50_s": head.close_to_queryable_p50_s,
         "close_to_queryable_p95_s": head.close_to_queryable_p95_s,
         "close_to_queryable_max_s": head.close_to_queryable_max_s,
+        "cpu_breakdown": head.cpu_breakdown,
         "settings": {
             **asdict(cfg),
             "windows_per_user": cfg.windows_per_user,
@@ -591,13 +617,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, required=True, help="where to write the JSON result")
     p.add_argument("--users-start", type=int, default=d.users_start, help="first level")
     p.add_argument("--users-max", type=int, default=d.users_max, help="last level tried")
+    p.add_argument("--factor", type=int, default=d.factor, help="users ×factor per level")
     p.add_argument("--minutes", type=float, default=d.minutes, help="stream per level")
     p.add_argument("--model-latency-s", type=float, default=d.model_latency_s,
                    help="simulated latency of every model call")  # fmt: skip
     p.add_argument("--concurrency", type=int, default=d.concurrency,
                    help="windows in flight per worker (WORLDMM_LLM_CONCURRENCY)")  # fmt: skip
+    p.add_argument("--concurrency-max", type=int, default=None,
+                   help="ceiling of the adaptive bound (WORLDMM_LLM_CONCURRENCY_MAX)")  # fmt: skip
     p.add_argument("--seed", type=int, default=d.seed, help="frame generator seed")
     p.add_argument("--keep", action="store_true", help="keep the bench users' rows")
+    p.add_argument("--profile", action="store_true",
+                   help="sample the worker with py-spy: CPU by pipeline part")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -613,11 +644,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = BenchConfig(
         users_start=args.users_start,
         users_max=args.users_max,
+        factor=args.factor,
         minutes=args.minutes,
         model_latency_s=args.model_latency_s,
         concurrency=args.concurrency,
+        concurrency_max=args.concurrency_max,
         seed=args.seed,
         keep=args.keep,
+        profile=args.profile,
+        profile_dir=str(args.out.resolve().parent) if args.profile else None,
     )
     settings, started = resolve_settings(base, echo)
     if not settings.kafka_brokers:

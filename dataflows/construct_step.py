@@ -1,7 +1,10 @@
 """Memory construction as a Bytewax step that never blocks the worker.
 
 Each closed window is submitted to one asyncio loop running in a thread (one per process,
-shared by every worker and user) with at most ``llm_concurrency`` windows in flight; finished
+shared by every worker and user). Windows in flight start bounded by ``llm_concurrency`` and
+the bound grows with the windows waiting, up to ``llm_concurrency_max``
+(worldmm.llm.adaptive): every user's window closes at the same instant, and a fixed bound
+would queue that burst behind a few slots. Finished
 results are emitted from ``on_batch``/``on_notify`` and the step asks to be woken every
 ``POLL`` while work is in flight; ``on_eof`` waits for the rest. A coarse window waits until
 every child it merges has finished. ``snapshot()`` returns the *inputs* of unfinished work,
@@ -21,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 
 from bytewax.operators import StatefulBatchLogic
 
+from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.memory.construct import WindowOutcome, process_window, record_late
 from worldmm.memory.deps import IngestDeps
 from worldmm.memory.windows import (
@@ -43,22 +47,38 @@ Process = Callable[[IngestDeps, WindowEvent], Awaitable[WindowOutcome]]
 class AsyncRunner:
     """One event loop in a daemon thread; coroutines in, concurrent futures out."""
 
-    def __init__(self, deps: IngestDeps, concurrency: int, process: Process | None = None) -> None:
+    def __init__(
+        self,
+        deps: IngestDeps,
+        concurrency: int,
+        process: Process | None = None,
+        concurrency_max: int | None = None,
+    ) -> None:
         self.deps = deps
         self.process = process or run_event
         self.loop = asyncio.new_event_loop()
-        self.loop.set_default_executor(cf.ThreadPoolExecutor(concurrency + 4, "worldmm-io"))
-        self._gate: asyncio.Semaphore | None = None
         self._concurrency = concurrency
+        self._ceiling = max(concurrency, concurrency_max or concurrency)
+        # Blocking calls (store, blob reads, a synchronous ASR client) run in threads: enough
+        # for every window in flight, made only when needed.
+        self.loop.set_default_executor(cf.ThreadPoolExecutor(self._ceiling + 4, "worldmm-io"))
+        self._gate: AdaptiveLimit | None = None
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="worldmm-async", daemon=True
         )
         self.thread.start()
 
-    async def _gated(self, event: WindowEvent) -> WindowOutcome:
+    @property
+    def gate(self) -> AdaptiveLimit:
+        """The windows-in-flight bound (made on the runner's loop, where it is used)."""
         if self._gate is None:
-            self._gate = asyncio.Semaphore(self._concurrency)
-        async with self._gate:
+            self._gate = AdaptiveLimit(
+                self._concurrency, self._ceiling, on_change=report_to_gauges("windows")
+            )
+        return self._gate
+
+    async def _gated(self, event: WindowEvent) -> WindowOutcome:
+        async with self.gate.slot():
             return await self.process(self.deps, event)
 
     def submit(self, event: WindowEvent) -> cf.Future[WindowOutcome]:

@@ -12,6 +12,7 @@ The module attribute ``flow`` is built on first access, so importing reads no co
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import logging
 import math
 import threading
@@ -102,14 +103,19 @@ class _Shared:
     def deps(self) -> IngestDeps:
         with self._lock:
             if self._deps is None:
-                self._deps = self.deps_factory(self.settings)
+                self._deps = metrics.timed_deps(self.deps_factory(self.settings))
             return self._deps
 
     def runner(self) -> AsyncRunner:
         deps = self.deps()
         with self._lock:
             if self._runner is None:
-                self._runner = AsyncRunner(deps, self.settings.llm_concurrency, self.process)
+                self._runner = AsyncRunner(
+                    deps,
+                    self.settings.llm_concurrency,
+                    self.process,
+                    self.settings.llm_concurrency_max,
+                )
             return self._runner
 
     def close(self) -> None:
@@ -145,28 +151,75 @@ def _dlq_for(rec: RawRecord, reason: str, detail: str, at: datetime) -> DlqRecor
     )
 
 
-def to_window_input(
-    msg: codec.Message, blobs_of: Callable[[], Any]
+def blob_of(msg: codec.Message) -> tuple[str, bytes] | None:
+    """The blob a capture is stored as (idempotent key, bytes); None for control messages."""
+    if isinstance(msg, codec.FrameMessage):
+        return frame_key(msg.user_id, msg.session_id, msg.ts, msg.seq), msg.jpeg
+    if isinstance(msg, codec.AudioMessage):
+        return audio_key(msg.user_id, msg.session_id, msg.ts), codec.as_wav(msg)
+    return None
+
+
+def window_input(
+    msg: codec.Message, key: str | None
 ) -> tuple[str, Item | SessionEnd | SessionStart]:
-    """Store the capture's bytes (idempotent key) and keep only a small reference."""
+    """What the window step keeps of a message: a small reference to its stored blob."""
     if isinstance(msg, codec.ControlMessage):
         if msg.event == "session_end":
             last = tuple(sorted((msg.last_ms or {}).items()))
             return msg.user_id, SessionEnd(msg.session_id, msg.ts_ms, last)
         return msg.user_id, SessionStart(msg.session_id, msg.ts_ms)
-    blobs = blobs_of()
+    assert key is not None
     if isinstance(msg, codec.FrameMessage):
-        key = frame_key(msg.user_id, msg.session_id, msg.ts, msg.seq)
-        blobs.put(key, msg.jpeg)
         ref = CaptureRef(key, seq=msg.seq)
         return msg.user_id, Item("frames", key, msg.session_id, msg.ts_ms, msg.ts_ms, ref)
-    key = audio_key(msg.user_id, msg.session_id, msg.ts)
-    blobs.put(key, codec.as_wav(msg))
     ref = CaptureRef(
         key, sample_rate=msg.sample_rate, duration_ms=msg.duration_ms, content_type="audio/wav"
     )
     end = msg.ts_ms + msg.duration_ms
     return msg.user_id, Item("audio", key, msg.session_id, msg.ts_ms, end, ref)
+
+
+def to_window_input(
+    msg: codec.Message, blobs_of: Callable[[], Any]
+) -> tuple[str, Item | SessionEnd | SessionStart]:
+    """Store the capture's bytes (idempotent key) and keep only a small reference."""
+    blob = blob_of(msg)
+    if blob is not None:
+        blobs_of().put(*blob)
+    return window_input(msg, blob[0] if blob else None)
+
+
+# Blob writes of one input batch run in a few threads, in chunks of at least this many: file
+# creation is mostly kernel time that releases the GIL, so the Bytewax thread does not wait
+# for each write in turn, and a chunk amortises the hand-off.
+BLOB_CHUNK = 16
+BLOB_THREADS = 4
+
+
+def put_blobs(
+    blobs: Any, todo: list[tuple[str, bytes] | None], pool: cf.ThreadPoolExecutor | None
+) -> list[OSError | None]:
+    """Write every blob of ``todo`` (None: nothing to write); per entry, the OSError it
+    raised or None. Small batches are written inline."""
+
+    def run(chunk: list[tuple[str, bytes] | None]) -> list[OSError | None]:
+        out: list[OSError | None] = []
+        for blob in chunk:
+            try:
+                if blob is not None:
+                    blobs.put(*blob)
+                out.append(None)
+            except OSError as exc:  # blob store down or full: that record goes to the DLQ
+                out.append(exc)
+        return out
+
+    n = len(todo)
+    if pool is None or n < 2 * BLOB_CHUNK:
+        return run(todo)
+    size = max(BLOB_CHUNK, -(-n // BLOB_THREADS))
+    chunks = [todo[i : i + size] for i in range(0, n, size)]
+    return [err for part in pool.map(run, chunks) for err in part]
 
 
 def outcome_dlq(outcome: WindowOutcome, now: datetime) -> DlqRecord:
@@ -202,11 +255,13 @@ def _count_known_bad(step_id: str, record: DlqRecord) -> None:
 def _count_window(step_id: str, o: WindowOutcome) -> None:
     """Metrics of every finished window (whatever sink reports it; late captures included)."""
     scale = str(o.scale_s)
-    metrics.WINDOWS.labels(scale, o.status).inc()
-    if o.status != "late":
+    if o.status == "late":
+        metrics.LATE_CAPTURES.inc()
+    else:
         metrics.WINDOW_DURATION.labels(scale).observe(o.duration_s)
         lag_s = (time.time() * 1000 - (o.start_ms + o.scale_s * 1000)) / 1000
-        metrics.WINDOW_LAG.labels(scale).observe(max(lag_s, 0.0))
+        metrics.CLOSE_TO_QUERYABLE.labels(scale).observe(max(lag_s, 0.0))
+    metrics.WINDOWS.labels(scale, o.status).inc()  # last: a scrape never sees it alone
 
 
 class _LogPartition(StatelessSinkPartition[WindowOutcome]):
@@ -249,7 +304,9 @@ def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -
     kop.output(step_id, msgs, brokers=[settings.kafka_brokers], topic=topic_names(settings)["dlq"])
 
 
-def _kafka_input(flow: Dataflow, settings: Settings, tail: bool) -> Stream[RawRecord]:
+def _kafka_input(
+    flow: Dataflow, settings: Settings, tail: bool, lag: metrics.LagTracker | None = None
+) -> Stream[RawRecord]:
     from bytewax.connectors.kafka import KafkaSource, KafkaSourceMessage
 
     from connectors.topics import topic_names
@@ -271,6 +328,8 @@ def _kafka_input(flow: Dataflow, settings: Settings, tail: bool) -> Stream[RawRe
         if not isinstance(m, KafkaSourceMessage):
             log.error("kafka_error error=%s", getattr(m, "err", m))
             return None
+        if lag is not None:
+            lag.seen(m.topic, m.partition, m.offset)
         return RawRecord(
             kinds[m.topic], m.topic, m.key, m.value, list(m.headers or []), m.partition, m.offset
         )
@@ -296,6 +355,7 @@ def build_flow(
     flow_id: str = "worldmm_ingest",
     select: Callable[[codec.Message], bool] | None = None,
     resend_bad_records: bool = True,
+    process_id: int = 0,
 ) -> Dataflow:
     """The ingest flow. Kafka in/out by default; tests pass a source, sinks and fake deps.
 
@@ -304,7 +364,8 @@ def build_flow(
     ``select`` keeps only the valid messages it accepts (a replay of one user or time range).
     ``resend_bad_records=False`` counts and logs invalid input without producing it to the
     DLQ again (a replay: the live flow already put those records there); window failures
-    always go to the DLQ.
+    always go to the DLQ. With Kafka input the process serves its metrics on
+    ``dataflow_metrics_port + process_id``.
     """
     shared = _Shared(settings, deps_factory, process)
     if source is None:
@@ -319,7 +380,11 @@ def build_flow(
     if source is not None:
         records = op.input("records_in", flow, source)
     else:
-        records = _kafka_input(flow, settings, tail)
+        # A real process: serve /metrics and follow the consumer lag of what it reads.
+        port = settings.dataflow_metrics_port
+        metrics.serve(port + process_id if port else 0, settings.dataflow_metrics_host)
+        lag = metrics.LagTracker(settings.kafka_brokers).start() if port else None
+        records = _kafka_input(flow, settings, tail, lag)
 
     decoded = op.map("decode", records, lambda r: (r, decode_record(r, limits, now)))
     split = op.branch("valid", decoded, lambda pair: not isinstance(pair[1], DlqRecord))
@@ -328,17 +393,35 @@ def build_flow(
     if select is not None:
         valid = op.filter("select", valid, lambda pair: select(pair[1]))
 
-    def store(pair: tuple[RawRecord, codec.Message]) -> tuple[str, Any] | DlqRecord:
-        rec, msg = pair
-        try:
-            if isinstance(msg, codec.ControlMessage):
-                # a database outage holds the flow here until the server is back
-                retry_while_down(lambda: session_writer(shared.deps(), msg), what="session")
-            return to_window_input(msg, lambda: shared.deps().blobs)
-        except OSError as exc:  # blob store down or full: keep the record for a retry
-            return _dlq_for(rec, "store_failed", f"{type(exc).__name__}: {exc}", now())
+    blob_pool = cf.ThreadPoolExecutor(BLOB_THREADS, "worldmm-blobs")
 
-    stored = op.map("store_blob", valid, store)
+    def store_batch(pairs: list[tuple[RawRecord, codec.Message]]) -> list[Any]:
+        """Session rows for control messages, blobs for captures (written together, see
+        put_blobs); a record whose write failed goes to the DLQ to be retried."""
+        out: list[Any] = []
+        for rec, msg in pairs:
+            if isinstance(msg, codec.ControlMessage):
+                try:
+                    # a database outage holds the flow here until the server is back
+                    retry_while_down(lambda m=msg: session_writer(shared.deps(), m), what="session")
+                except OSError as exc:
+                    out.append(_dlq_for(rec, "store_failed", f"{type(exc).__name__}: {exc}", now()))
+                    continue
+            out.append(None)
+        todo = [
+            None if o is not None else blob_of(msg) for o, (_, msg) in zip(out, pairs, strict=True)
+        ]
+        errors = put_blobs(shared.deps().blobs, todo, blob_pool)
+        for i, ((rec, msg), blob, err) in enumerate(zip(pairs, todo, errors, strict=True)):
+            if out[i] is not None:
+                continue
+            if err is not None:
+                out[i] = _dlq_for(rec, "store_failed", f"{type(err).__name__}: {err}", now())
+            else:
+                out[i] = window_input(msg, blob[0] if blob else None)
+        return out
+
+    stored = op.flat_map_batch("store_blob", valid, store_batch)
     stored_split = op.branch("stored", stored, lambda x: not isinstance(x, DlqRecord))
     windowed_in = op.filter(
         "drop_session_start", stored_split.trues, lambda pair: not isinstance(pair[1], SessionStart)

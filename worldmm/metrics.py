@@ -6,7 +6,7 @@ expose on ``/metrics``.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 60, 120, 300)
 
@@ -41,6 +41,19 @@ LLM_BATCH_LINES_RETRIED = Counter(
     "worldmm_llm_batch_lines_retried_total",
     "Batch lines that failed and were retried directly.",
     ["provider"],
+)
+# Adaptive in-flight bounds (worldmm.llm.adaptive): scope llm_calls (the direct dispatcher)
+# or windows (the ingest construction step); several loops of one process share a child.
+CONCURRENCY_LIMIT = Gauge(
+    "worldmm_concurrency_limit",
+    "Current adaptive bound on calls in flight (grows with the backlog, halves on 429).",
+    ["scope"],
+)
+CONCURRENCY_IN_FLIGHT = Gauge(
+    "worldmm_concurrency_in_flight", "Calls in flight under the adaptive bound.", ["scope"]
+)
+CONCURRENCY_WAITING = Gauge(
+    "worldmm_concurrency_waiting", "Calls waiting for a slot of the adaptive bound.", ["scope"]
 )
 EMBED_LATENCY = Histogram(
     "worldmm_embed_latency_seconds",

@@ -95,7 +95,20 @@ class Settings(BaseSettings):
     )
     llm_construction_model: str = Field(default="gpt-5-mini", description="Model for ingest roles.")
     llm_agent_model: str = Field(default="gpt-5", description="Model for the agent and answers.")
-    llm_concurrency: int = Field(default=16, ge=1, le=1024, description="In-flight LLM calls.")
+    llm_concurrency: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        description="Model calls (and ingest windows) in flight at first; the bound grows with "
+        "the backlog up to LLM_CONCURRENCY_MAX.",
+    )
+    llm_concurrency_max: int = Field(
+        default=1024,
+        ge=1,
+        le=65536,
+        description="Most model calls (and ingest windows) in flight per process: size it to "
+        "the provider's rate limit; a 429 halves the bound, which then grows back (AIMD).",
+    )
     llm_timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one LLM call.")
     llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429/5xx/timeout.")
     llm_batch_poll_s: float = Field(default=10.0, gt=0, description="Batch API poll interval.")
@@ -206,6 +219,17 @@ class Settings(BaseSettings):
     admin_api_key: SecretStr | None = Field(default=None, description="Admin bearer key.")
     api_host: str = Field(default="127.0.0.1", description="Query API bind address.")
     api_port: int = Field(default=8080, ge=1, le=65535, description="Query API port.")
+    dataflow_metrics_port: int = Field(
+        default=9464,
+        ge=0,
+        le=65535,
+        description="Port of each dataflow process's Prometheus /metrics (process i of a "
+        "cluster adds i; 0 turns it off; a port in use is logged and skipped).",
+    )
+    dataflow_metrics_host: str = Field(
+        default="127.0.0.1",
+        description="Bind address of the dataflow metrics (0.0.0.0 for a scraper elsewhere).",
+    )
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level."

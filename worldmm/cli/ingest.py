@@ -230,7 +230,7 @@ def dataflow(
     addr_list = [a for a in (addresses or "").split(";") if a] or None
     if (addr_list is None) != (process_id is None):
         raise typer.BadParameter("--process-id and --addresses go together")
-    flow = build_flow(settings, tail=not to_end)
+    flow = build_flow(settings, tail=not to_end, process_id=process_id or 0)
     cli_main(
         flow,
         workers_per_process=workers,

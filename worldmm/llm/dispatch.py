@@ -1,8 +1,10 @@
 """Direct dispatch: async calls with bounded concurrency, timeouts and retries with backoff.
 
 One ``DirectDispatcher`` serves any number of event loops (the query service's loop, the
-ingest worker's loop thread, tests' ``asyncio.run``): the SDK client and the semaphore are
-made per loop, because both bind to the loop that first uses them.
+ingest worker's loop thread, tests' ``asyncio.run``): the SDK client and the in-flight bound
+are made per loop, because both bind to the loop that first uses them. The bound is adaptive
+(worldmm.llm.adaptive): it starts at ``concurrency``, grows with the calls waiting up to
+``concurrency_max`` and halves on a 429.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Protocol, TypeVar
 import openai
 
 from worldmm import metrics
+from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.llm.errors import ModelCallError
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
 
@@ -114,12 +117,20 @@ class DirectDispatcher:
         concurrency: int,
         timeout_s: float,
         retry: RetryPolicy,
+        concurrency_max: int | None = None,
     ) -> None:
+        ceiling = max(concurrency, concurrency_max or concurrency)
         self._clients = PerLoop(client_factory)
-        self._semaphores = PerLoop(lambda: asyncio.Semaphore(concurrency))
+        self._limits: PerLoop = PerLoop(
+            lambda: AdaptiveLimit(concurrency, ceiling, on_change=report_to_gauges("llm_calls"))
+        )
         self.provider = provider
         self.timeout_s = timeout_s
         self.retry = retry
+
+    def limit(self) -> AdaptiveLimit:
+        """The in-flight bound of the running loop."""
+        return self._limits.get()
 
     def client(self) -> openai.AsyncOpenAI:
         """The SDK client of the running loop (the batch dispatcher shares it)."""
@@ -130,10 +141,14 @@ class DirectDispatcher:
         started = time.perf_counter()
 
         async def once() -> ChatResult:
-            async with self._semaphores.get():
-                reply = await client.chat.completions.create(
-                    **request.body(), timeout=self.timeout_s
-                )
+            async with self.limit().slot() as slot:
+                try:
+                    reply = await client.chat.completions.create(
+                        **request.body(), timeout=self.timeout_s
+                    )
+                except openai.RateLimitError:
+                    slot.throttled()  # the provider says too many: fewer calls in flight
+                    raise
             return result_from_body(reply.model_dump(), time.perf_counter() - started)
 
         labels = {"role": request.role, "provider": self.provider, "dispatch": self.name}

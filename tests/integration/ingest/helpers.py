@@ -2,8 +2,8 @@
 
 Cost control (2 shared cores): the offline captioner reads text from one frame per window,
 the offline encoder from none, four frames are sampled per window, audio is silent PCM with
-ASR off, and windows run one at a time so the order of entity creation is the same in every
-run (the comparisons below need that).
+ASR off, and windows run one at a time (the adaptive bound pinned at 1) so the order of
+entity creation is the same in every run (the comparisons below need that).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[3]
 CHEAP = {
     "allowed_lateness_s": 5.0,
     "llm_concurrency": 1,
+    "llm_concurrency_max": 1,  # one window at a time: the adaptive bound must not grow
     "asr_backend": "none",
     "offline_ocr_frames": 1,
     "gpu_ocr_frames": 0,

@@ -14,6 +14,7 @@ def test_user_levels_double_up_to_the_most() -> None:
     assert user_levels(1, 48) == [1, 2, 4, 8, 16, 32, 48]
     assert user_levels(4, 4) == [4]
     assert user_levels(8, 4) == []
+    assert user_levels(1, 2048, factor=4) == [1, 4, 16, 64, 256, 1024, 2048]
 
 
 def test_expected_windows_inside_the_measured_stream() -> None:

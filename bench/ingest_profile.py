@@ -1,0 +1,130 @@
+"""Where the ingest worker's CPU goes: py-spy samples of the worker, folded into the parts of
+the pipeline (``worldmm bench ingest --profile``).
+
+py-spy samples every Python thread of the worker from outside (no code in the worker, the
+sampler's own CPU is its own process's). librdkafka's threads are native, so they are not
+sampled: the breakdown is of the worker *without* its Kafka client threads, like
+``cpu_ms_per_window``. Idle threads (waiting on a lock, a socket, a sleep) are left out, so
+the samples are the threads' busy time.
+
+A sample is charged to the innermost frame of its stack that belongs to a known part
+(:data:`PARTS`, first match from the leaf up): a psycopg call made from the construction code
+counts as "store writes", a pydantic validation made by the codec as "decode".
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+# (part, path fragments of its code). Order matters only between fragments that could both
+# match one frame; the leaf-most matching frame decides.
+PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("decode", ("connectors/codec.py",)),
+    ("blob writes", ("connectors/blobstore.py",)),
+    ("window state", ("worldmm/memory/windows.py", "dataflows/window_step.py")),
+    ("store writes", ("worldmm/store/", "psycopg/", "psycopg_pool/", "psycopg_binary/")),
+    ("cache calls", ("worldmm/graph/cache", "redis/")),
+    (
+        "construction",
+        ("worldmm/memory/", "dataflows/construct_step.py", "bench/ingest_sim.py", "worldmm/llm/"),
+    ),
+    ("asyncio loop", ("asyncio/",)),
+    ("flow glue", ("dataflows/ingest.py", "dataflows/metrics.py", "bench/ingest_worker.py")),
+    ("metrics", ("prometheus_client/",)),
+    ("Kafka input (Python side)", ("confluent_kafka/", "bytewax/connectors/kafka")),
+    ("Bytewax", ("bytewax/",)),
+)
+
+
+# Leaf frames that are a thread blocked, not running: py-spy's idle detection misses some
+# under --nonblocking (a pool worker waiting for a task, a caller waiting for a connection).
+WAITS = ("Condition.wait (", "_worker (", "Event.wait (", "EpollSelector.select (",
+         "Connection.wait (", "Queue.get (", "SimpleQueue.get (")  # fmt: skip
+WAITING = "waiting (not CPU)"
+
+
+def part_of(stack: list[str]) -> str:
+    """The part a sampled stack (root first, ``func (file:line)`` frames) is charged to."""
+    if stack and stack[-1].startswith(WAITS):
+        return WAITING
+    if stack and stack[-1].startswith("main (") and "bench/ingest_worker.py" in stack[-1]:
+        return "Bytewax"  # the Rust runtime, inside run_main(), between Python callbacks
+    for frame in reversed(stack):
+        for part, fragments in PARTS:
+            if any(f in frame for f in fragments):
+                return part
+    return "other"
+
+
+def fold(lines: Iterable[str]) -> Counter[str]:
+    """Samples per part from py-spy's ``raw`` (folded) output: ``f1;f2;...;fn count``."""
+    out: Counter[str] = Counter()
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        out[part_of(stack.split(";"))] += int(count)
+    return out
+
+
+def top_frames(lines: Iterable[str], n: int = 15) -> list[tuple[str, int]]:
+    """The leaf frames with the most samples (what to look at inside a part)."""
+    leaves: Counter[str] = Counter()
+    for line in lines:
+        stack, _, count = line.strip().rpartition(" ")
+        if count.isdigit() and stack:
+            leaves[stack.split(";")[-1]] += int(count)
+    return leaves.most_common(n)
+
+
+def breakdown(samples: Counter[str], cpu_ms_per_window: float | None) -> dict[str, dict]:
+    """Each part's share of the busy samples and, scaled to the measured CPU, its ms per
+    window; waits are listed with their count only."""
+    total = sum(n for part, n in samples.items() if part != WAITING)
+    out: dict[str, dict] = {}
+    for part, n in samples.most_common():
+        if part == WAITING:
+            continue
+        share = n / total if total else 0.0
+        ms = None if cpu_ms_per_window is None else round(share * cpu_ms_per_window, 2)
+        out[part] = {"samples": n, "share": round(share, 4), "ms_per_window": ms}
+    if samples.get(WAITING):
+        out[WAITING] = {"samples": samples[WAITING], "share": None, "ms_per_window": None}
+    return out
+
+
+class Sampler:
+    """``py-spy record`` attached to a running process until :meth:`stop`."""
+
+    def __init__(self, pid: int, out: Path, rate: int = 97) -> None:
+        exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if not Path(exe).exists():
+            raise RuntimeError("--profile needs py-spy (pip install py-spy==0.4.3)")
+        self.out = out
+        self._log = out.with_suffix(".log").open("wb")
+        self.proc = subprocess.Popen(
+            [exe, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate),
+             "--nonblocking", "--full-filenames", "--output", str(out)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def stop(self) -> list[str]:
+        """Stop sampling (py-spy writes its file on SIGINT); the folded lines."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._log.close()
+        return self.out.read_text().splitlines() if self.out.exists() else []
