@@ -16,8 +16,9 @@ from fastapi import FastAPI, Request
 
 from query_api.deps import ServiceDeps, build_service_deps
 from query_api.errors import install_error_handlers, route_of
+from query_api.limits import BodySizeLimit
 from query_api.metrics import API_LATENCY, API_REQUESTS
-from query_api.routes import health, memory, query, search, users, whoami
+from query_api.routes import health, keys, memory, query, search, users, whoami
 from query_api.ui import install_ui
 from worldmm.settings import Settings
 
@@ -28,8 +29,10 @@ The memory of a camera-glasses wearer, as a service.
 
 Every `/v1/users/{user_id}/...` route needs `Authorization: Bearer <key>`: that user's key
 (from `POST /v1/users`, issued by an admin) or the admin key (`WORLDMM_ADMIN_API_KEY`).
-Errors are JSON `{"detail": "..."}`: 401 missing or invalid key, 403 a key of another user,
-404 unknown user or item, 422 invalid input, 502 a model call failed.
+Errors are JSON `{"detail": "..."}`: 401 missing, invalid or revoked key, 403 a key of
+another user, 404 unknown user or item, 413 body too large, 422 invalid input, 429 the key's
+rate limit (see Retry-After), 502 a model call failed, 503 the database is unavailable (see
+Retry-After). A user may hold several keys; admins create, list, rotate and revoke them.
 Times are ISO 8601 with a zone.
 """
 
@@ -74,7 +77,9 @@ def create_app(settings: Settings, deps: ServiceDeps | None = None) -> FastAPI:
             API_REQUESTS.labels(request.method, route, str(status)).inc()
             API_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
 
-    for module in (health, users, whoami, query, search, memory):
+    for module in (health, users, keys, whoami, query, search, memory):
         app.include_router(module.router)
+    # outermost: an oversized body is refused before any route or middleware reads it
+    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
     install_ui(app)  # the memory browser at /ui
     return app

@@ -1,9 +1,11 @@
-"""Bearer-key authentication: one key per user (stored hashed), plus an admin key.
+"""Bearer-key authentication: any of a user's active keys (stored hashed), or the admin key.
 
-- no key, or a key nobody holds → 401
+- no key, a key nobody holds, or a revoked key → 401 (keys are looked up in PostgreSQL on
+  every request, so a revoke holds at once in every API process)
 - a user's key on another user's routes → 403 (whether or not that other user exists, so
   keys cannot probe which users exist)
 - the admin key acts for any existing user; an unknown user → 404
+- over ``WORLDMM_API_RATE_LIMIT`` requests a minute with one key → 429 with Retry-After
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fastapi import Depends, HTTPException, Path, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from query_api.deps import Deps, ServiceDeps
+from query_api.limits import key_identity
 from query_api.schemas import USER_ID_PATTERN
 from worldmm.store.users import user_exists, user_for_key, verify_api_key
 
@@ -53,8 +56,21 @@ def is_admin_key(deps: ServiceDeps, key: str) -> bool:
     return hmac.compare_digest(key.encode(), admin.get_secret_value().encode())
 
 
+def enforce_rate_limit(deps: ServiceDeps, key: str) -> None:
+    """Take one request from this key's budget; 429 with Retry-After when it is spent."""
+    decision = deps.rate_limiter().check(key_identity(key))
+    if not decision.allowed:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"rate limit of {deps.settings.api_rate_limit} requests per minute for this key"
+            f" reached; retry in {decision.retry_after_s} s",
+            headers={"Retry-After": str(decision.retry_after_s)},
+        )
+
+
 def require_admin(deps: Deps, key: BearerKey) -> None:
     if is_admin_key(deps, key):
+        enforce_rate_limit(deps, key)
         return
     with deps.db.connection() as conn:
         known = user_for_key(conn, key) is not None
@@ -71,12 +87,17 @@ def authorized_user(user_id: UserIdPath, deps: Deps, key: BearerKey) -> str:
         if is_admin_key(deps, key):
             if not user_exists(conn, user_id):
                 raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown user {user_id!r}")
-            return user_id
-        if verify_api_key(conn, user_id, key):
-            return user_id
-        if user_for_key(conn, key) is not None:
-            raise HTTPException(status.HTTP_403_FORBIDDEN, "this API key belongs to another user")
-    raise _unauthorized("invalid API key")
+            allowed = True
+        else:
+            allowed = verify_api_key(conn, user_id, key)
+            if not allowed and user_for_key(conn, key) is not None:
+                raise HTTPException(
+                    status.HTTP_403_FORBIDDEN, "this API key belongs to another user"
+                )
+    if not allowed:
+        raise _unauthorized("invalid API key")
+    enforce_rate_limit(deps, key)  # outside the DB connection: no pooled conn held for Redis
+    return user_id
 
 
 AdminOnly = Depends(require_admin)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import redis
 
     from connectors.blobstore import BlobStore
+    from query_api.limits import RateLimiter
     from worldmm.embed.base import TextEmbedder
     from worldmm.encoder.base import VisualEncoder
     from worldmm.graph.cache import GraphCacheLike
@@ -36,6 +37,7 @@ class ServiceDeps:
     redis: redis.Redis | None = None  # readiness ping and purge sweep; None = no Redis
     owned: list[object] = field(default_factory=list)  # closed by close()
     _retrieval: RetrievalDeps | None = field(default=None, repr=False)
+    _limiter: RateLimiter | None = field(default=None, repr=False)
     _ingest: IngestDeps | None = field(default=None, repr=False)
 
     def retrieval(self, max_rounds: int | None = None) -> RetrievalDeps:
@@ -56,6 +58,14 @@ class ServiceDeps:
             return self._retrieval
         settings = self.settings.model_copy(update={"agent_max_rounds": max_rounds})
         return dataclasses.replace(self._retrieval, settings=settings)
+
+    def rate_limiter(self) -> RateLimiter:
+        """Per-key request budget (WORLDMM_API_RATE_LIMIT), kept in Redis when there is one."""
+        from query_api.limits import RateLimiter
+
+        if self._limiter is None:
+            self._limiter = RateLimiter(self.settings.api_rate_limit, self.redis)
+        return self._limiter
 
     def ingest(self) -> IngestDeps:
         """Memory construction's bundle (for "remember this" notes); no transcriber needed.

@@ -219,6 +219,18 @@ class Settings(BaseSettings):
     admin_api_key: SecretStr | None = Field(default=None, description="Admin bearer key.")
     api_host: str = Field(default="127.0.0.1", description="Query API bind address.")
     api_port: int = Field(default=8080, ge=1, le=65535, description="Query API port.")
+    api_rate_limit: int = Field(
+        default=0,
+        ge=0,
+        description="Requests per minute per API key, shared by every API process through "
+        "Redis (0 = no limit); over it: 429 with Retry-After.",
+    )
+    api_max_body_bytes: int = Field(
+        default=1_048_576,
+        ge=1024,
+        description="Largest request body the API reads; larger ones get 413 before they "
+        "are read whole.",
+    )
     dataflow_metrics_port: int = Field(
         default=9464,
         ge=0,

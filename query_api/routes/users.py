@@ -1,4 +1,5 @@
-"""Admin routes: create a user (returns its API key once) and purge a user."""
+"""Admin routes: create a user (returns its first API key once) and purge a user; both are
+recorded in the admin audit trail (more keys: routes/keys.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from query_api.auth import AdminOnly, UserIdPath
 from query_api.deps import Deps
 from query_api.ops.forget import purge
 from query_api.schemas import CreateUserRequest, CreateUserResponse, ErrorOut, PurgeResponse
+from worldmm.store.admin_audit import record_admin_action
 from worldmm.store.errors import AlreadyExistsError
-from worldmm.store.users import create_user
+from worldmm.store.users import create_user, key_prefix
 
 router = APIRouter(prefix="/v1/users", tags=["users (admin)"])
 
@@ -33,6 +35,9 @@ def create(body: CreateUserRequest, deps: Deps) -> CreateUserResponse:
     try:
         with deps.db.transaction() as conn:
             key = create_user(conn, body.user_id)
+            record_admin_action(
+                conn, "user.create", subject_user=body.user_id, detail={"prefix": key_prefix(key)}
+            )
     except AlreadyExistsError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return CreateUserResponse(user_id=body.user_id, api_key=key)
@@ -49,9 +54,17 @@ async def purge_route(user_id: UserIdPath, deps: Deps) -> PurgeResponse:
     outcome = await run_in_threadpool(purge, deps, user_id)
     if outcome is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown user {user_id!r}")
+    await run_in_threadpool(_audit_purge, deps, user_id, outcome.rows)
     return PurgeResponse(
         user_id=user_id,
         rows_deleted=outcome.rows,
         blobs_deleted=outcome.blobs,
         cache_keys_deleted=outcome.cache_keys,
     )
+
+
+def _audit_purge(deps: Deps, user_id: str, rows: dict[str, int]) -> None:
+    # after the purge's own commit: the purge spans the database, blobs and cache, so it has
+    # no single transaction to join; a purge that failed midway raised before this
+    with deps.db.transaction() as conn:
+        record_admin_action(conn, "user.purge", subject_user=user_id, detail={"rows": rows})

@@ -1,10 +1,11 @@
-"""Users, their API keys (only a hash is stored) and sessions."""
+"""Users, their API keys (several per user; only a hash of each is stored) and sessions."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
@@ -25,21 +26,145 @@ def hash_api_key(key: str) -> str:
     return f"{_HASH_SCHEME}:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
-def create_user(conn: psycopg.Connection, user_id: str) -> str:
-    """Create a user with a fresh API key and return the key; AlreadyExistsError if the user
-    has one. A user that ingest created without a key gets one here."""
+@dataclass(frozen=True)
+class ApiKeyRow:
+    """A key as admins see it: never the key itself, only its first characters."""
+
+    id: int
+    user_id: str
+    prefix: str
+    name: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+    replaced_by: int | None
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A new key: ``key`` is shown once and never stored."""
+
+    row: ApiKeyRow
+    key: str
+
+
+_KEY_COLUMNS = "id, user_id, prefix, name, created_at, revoked_at, replaced_by"
+
+
+def key_prefix(key: str) -> str:
+    """The key's first 12 characters ('wmm_' + 8 of its 43 random ones, 48 bits): enough to
+    tell keys apart in a list or a log, far too few to use."""
+    return key[:12]
+
+
+def _insert_key(conn: psycopg.Connection, user_id: str, name: str | None) -> IssuedKey:
     key = new_api_key()
     row = conn.execute(
-        "INSERT INTO users (id, api_key_hash, api_key_rotated_at) VALUES (%s, %s, now())"
-        " ON CONFLICT (id) DO UPDATE"
-        " SET api_key_hash = EXCLUDED.api_key_hash, api_key_rotated_at = now()"
-        " WHERE users.api_key_hash IS NULL"
-        " RETURNING id",
-        (user_id, hash_api_key(key)),
+        f"INSERT INTO api_keys (user_id, key_hash, prefix, name) VALUES (%s, %s, %s, %s)"
+        f" RETURNING {_KEY_COLUMNS}",
+        (user_id, hash_api_key(key), key_prefix(key), name),
+    ).fetchone()
+    assert row is not None
+    return IssuedKey(ApiKeyRow(*row), key)
+
+
+def _lock_user(conn: psycopg.Connection, user_id: str) -> bool:
+    """Lock the user row (key changes of one user never interleave); False if missing."""
+    row = conn.execute("SELECT 1 FROM users WHERE id = %s FOR UPDATE", (user_id,)).fetchone()
+    return row is not None
+
+
+def create_user(conn: psycopg.Connection, user_id: str) -> str:
+    """Create a user with a first API key and return the key; AlreadyExistsError if the user
+    was ever issued a key (more keys: :func:`issue_key`). A user that ingest created without
+    a key gets one here."""
+    conn.execute("INSERT INTO users (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (user_id,))
+    _lock_user(conn, user_id)
+    if conn.execute("SELECT 1 FROM api_keys WHERE user_id = %s LIMIT 1", (user_id,)).fetchone():
+        raise AlreadyExistsError(f"user {user_id!r} already exists")
+    return _insert_key(conn, user_id, None).key
+
+
+def issue_key(conn: psycopg.Connection, user_id: str, name: str | None = None) -> IssuedKey:
+    """One more key for an existing user; NotFoundError if there is no such user."""
+    if not _lock_user(conn, user_id):
+        raise NotFoundError(f"no user {user_id!r}")
+    return _insert_key(conn, user_id, name)
+
+
+def list_keys(
+    conn: psycopg.Connection,
+    user_id: str | None = None,
+    *,
+    prefix: str | None = None,
+    include_revoked: bool = False,
+    limit: int = 100,
+) -> list[ApiKeyRow]:
+    """Keys of one user (or of everyone), oldest first; ``prefix`` keeps those whose prefix
+    starts with it (finding the key behind a leaked fragment)."""
+    where, args = ["TRUE"], []
+    if user_id is not None:
+        where.append("user_id = %s")
+        args.append(user_id)
+    if prefix:
+        # LIKE with the pattern's own wildcards escaped: a prefix is literal text
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        where.append("prefix LIKE %s")
+        args.append(escaped + "%")
+    if not include_revoked:
+        where.append("revoked_at IS NULL")
+    rows = conn.execute(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE {' AND '.join(where)} ORDER BY id LIMIT %s",
+        (*args, limit),
+    ).fetchall()
+    return [ApiKeyRow(*r) for r in rows]
+
+
+def revoke_key(conn: psycopg.Connection, user_id: str, key_id: int) -> ApiKeyRow:
+    """Revoke one of the user's keys (already revoked: unchanged); NotFoundError if the user
+    has no such key. Every API process refuses it from the next request on."""
+    row = conn.execute(
+        "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
+        f" WHERE user_id = %s AND id = %s RETURNING {_KEY_COLUMNS}",
+        (user_id, key_id),
     ).fetchone()
     if row is None:
-        raise AlreadyExistsError(f"user {user_id!r} already exists")
-    return key
+        raise NotFoundError(f"user {user_id!r} has no key {key_id}")
+    return ApiKeyRow(*row)
+
+
+def rotate_key(
+    conn: psycopg.Connection, user_id: str, key_id: int, name: str | None = None
+) -> IssuedKey:
+    """Replace an active key by a new one (same name unless given): the old one is revoked
+    in the same transaction and points at its successor. NotFoundError if the user has no
+    such active key."""
+    if not _lock_user(conn, user_id):
+        raise NotFoundError(f"no user {user_id!r}")
+    old = conn.execute(
+        "SELECT name FROM api_keys WHERE user_id = %s AND id = %s AND revoked_at IS NULL",
+        (user_id, key_id),
+    ).fetchone()
+    if old is None:
+        raise NotFoundError(f"user {user_id!r} has no active key {key_id}")
+    issued = _insert_key(conn, user_id, name if name is not None else old[0])
+    conn.execute(
+        "UPDATE api_keys SET revoked_at = now(), replaced_by = %s WHERE id = %s",
+        (issued.row.id, key_id),
+    )
+    return issued
+
+
+def rotate_api_key(conn: psycopg.Connection, user_id: str) -> str:
+    """Revoke every active key of the user and issue one new key (the one-key API)."""
+    if not _lock_user(conn, user_id):
+        raise NotFoundError(f"no user {user_id!r}")
+    issued = _insert_key(conn, user_id, None)
+    conn.execute(
+        "UPDATE api_keys SET revoked_at = now(), replaced_by = %s"
+        " WHERE user_id = %s AND revoked_at IS NULL AND id <> %s",
+        (issued.row.id, user_id, issued.row.id),
+    )
+    return issued.key
 
 
 def ensure_user(conn: psycopg.Connection, user_id: str) -> None:
@@ -51,38 +176,34 @@ def user_exists(conn: psycopg.Connection, user_id: str) -> bool:
     return conn.execute("SELECT 1 FROM users WHERE id = %s", (user_id,)).fetchone() is not None
 
 
-def user_for_key(conn: psycopg.Connection, key: str) -> str | None:
-    """The user whose key this is, or None. Looked up by hash: the key itself is never stored
-    and a 256-bit random key cannot be probed through lookup timing."""
+@dataclass(frozen=True)
+class KeyOwner:
+    user_id: str
+    key_id: int
+
+
+def key_owner(conn: psycopg.Connection, key: str) -> KeyOwner | None:
+    """Whose active key this is, or None (unknown or revoked). Looked up by hash on every
+    call: no process keeps a copy that could outlive a revoke."""
     row = conn.execute(
-        "SELECT id FROM users WHERE api_key_hash = %s LIMIT 1", (hash_api_key(key),)
+        "SELECT user_id, id FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL",
+        (hash_api_key(key),),
     ).fetchone()
-    return str(row[0]) if row else None
+    return KeyOwner(str(row[0]), int(row[1])) if row else None
+
+
+def user_for_key(conn: psycopg.Connection, key: str) -> str | None:
+    """The user whose active key this is, or None. Looked up by hash: the key itself is
+    never stored and a 256-bit random key cannot be probed through lookup timing."""
+    owner = key_owner(conn, key)
+    return owner.user_id if owner else None
 
 
 def verify_api_key(conn: psycopg.Connection, user_id: str, key: str) -> bool:
-    """True when ``key`` is this user's key. Compares hashes in constant time."""
-    row = conn.execute("SELECT api_key_hash FROM users WHERE id = %s", (user_id,)).fetchone()
-    stored = row[0] if row and row[0] else None
-    # hash even when there is nothing to compare with, so timing does not reveal which users
-    # exist or have keys
-    candidate = hash_api_key(key)
-    if stored is None:
-        hmac.compare_digest(candidate, candidate)
-        return False
-    return hmac.compare_digest(candidate.encode(), stored.encode())
-
-
-def rotate_api_key(conn: psycopg.Connection, user_id: str) -> str:
-    """Replace the user's key with a new one and return it; the old key stops working."""
-    key = new_api_key()
-    row = conn.execute(
-        "UPDATE users SET api_key_hash = %s, api_key_rotated_at = now() WHERE id = %s RETURNING id",
-        (hash_api_key(key), user_id),
-    ).fetchone()
-    if row is None:
-        raise NotFoundError(f"no user {user_id!r}")
-    return key
+    """True when ``key`` is one of this user's active keys. The hash is looked up by an
+    index, so timing tells nothing about which users exist or hold keys."""
+    owner = key_owner(conn, key)
+    return owner is not None and hmac.compare_digest(owner.user_id.encode(), user_id.encode())
 
 
 def upsert_session(
