@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import platform
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +36,15 @@ import numpy as np
 
 from bench.bulk_load import LoadReport, load_memory
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
+from bench.query_timed import (
+    measure_as_of,
+    measure_new_segments,
+    measure_ppr_overlap,
+    measure_timed_builds,
+)
 from bench.report import Echo, stamped_echo, write_report
 from worldmm.graph.build import build_graph, extend_episodic_graph
-from worldmm.graph.cache import CacheRead, GraphCache, NullCache, make_cache
+from worldmm.graph.cache import CacheRead, GraphCache, GraphMemo, NullCache, make_cache
 from worldmm.graph.serialize import dumps, loads
 from worldmm.models import SCALES
 from worldmm.settings import Settings
@@ -82,6 +90,11 @@ class StubModels:
     # TextEmbedder
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.stack([self._vectors[t] for t in texts]).astype(np.float32)
+
+    def teach(self, text: str, entities: list[str], vectors: dict[str, np.ndarray]) -> None:
+        """Answers for a query made during the run (the new-segment check)."""
+        self._entities[text] = list(entities)
+        self._vectors.update(vectors)
 
     # VisualEncoder (``dim`` is the text one; nothing reads the encoder's)
     async def encode_text(self, text: str) -> np.ndarray:
@@ -163,6 +176,23 @@ class CountingCache:
 
     def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
         return self.inner.invalidate(user_id, memory_type, scale)
+
+    def get_timed(self, user_id: str, memory_type: str, scale: int | None = None) -> Any:
+        t = time.perf_counter()
+        graph, token = self.inner.get_timed(user_id, memory_type, scale)
+        self.watch.add("cache.get_timed", time.perf_counter() - t)
+        if graph is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return graph, token
+
+    def put_timed(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
+        t = time.perf_counter()
+        try:
+            return self.inner.put_timed(user_id, memory_type, scale, graph, token)
+        finally:
+            self.watch.add("cache.put_timed", time.perf_counter() - t)
 
     def purge_user(self, user_id: str) -> int:
         return self.inner.purge_user(user_id)
@@ -277,7 +307,8 @@ def measure_retrieval(
     cold_n: int,
     echo: Echo,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Warm (cache primed by one untimed query) and cold (keys invalidated before each)."""
+    """Warm (graphs in the process memo, primed by one untimed query) and cold (the memo
+    emptied before each query: a new process)."""
     latency: dict[str, Any] = {}
     detail: dict[str, Any] = {}
     for memory_type in MEMORY_TYPES:
@@ -289,11 +320,12 @@ def measure_retrieval(
         warm_cache = cache.take()
         warm_steps = breakdown(cache.watch.take(), warm)
 
-        def invalidate(memory_type: str = memory_type) -> None:
-            for mt, scale in graph_keys(memory_type):
-                cache.invalidate(user_id, mt, scale)
+        def new_process() -> None:
+            # What a process that has not yet served this user pays: graphs from Redis
+            # (numpy buffers), or built from PostgreSQL when no Redis is configured.
+            deps.graphs = GraphMemo(deps.settings.graph_memo_elements)
 
-        cold, cold_hits = asyncio.run(_time_queries(deps, user_id, qs[:cold_n], invalidate))
+        cold, cold_hits = asyncio.run(_time_queries(deps, user_id, qs[:cold_n], new_process))
         cold_cache = cache.take()
         cold_steps = breakdown(cache.watch.take(), cold)
         latency[memory_type] = {"warm": summarise(warm), "cold": summarise(cold)}
@@ -389,6 +421,8 @@ def run_benchmark(
     keep: bool = False,
     drop_indexes: bool = True,
     reuse: bool = False,
+    users: int = 1,
+    new_segments: int = 5,
     echo: Echo = lambda _: None,
 ) -> dict[str, Any]:
     """Generate, load, measure and (unless ``keep``) purge; return the JSON-ready result.
@@ -431,6 +465,9 @@ def run_benchmark(
     inner_cache = make_cache(settings.redis_url, memo_elements=settings.graph_memo_elements)
     cache = CountingCache(inner_cache)
     loaded = False
+    others: list[str] = []
+    if users > 1 and reuse:
+        raise ValueError("--users loads the other users afresh; it cannot be used with --reuse")
     try:
         with db.connection() as conn:
             result["machine"] = machine_info(conn)
@@ -475,11 +512,27 @@ def run_benchmark(
         result["rows"] = counts
         result["expected_rows"] = expected
         result["rows_match"] = counts == expected
+        for i in range(1, users):  # other wearers' memory in the same tables
+            other = f"{user_id}-other{i}"
+            other_cfg = dataclasses.replace(cfg, seed=cfg.seed + 1000 * i)
+            with db.connection() as conn:
+                if user_exists(conn, other):
+                    raise ValueError(f"user {other!r} already exists; pick another --user")
+            others.append(other)
+            with db.connection() as conn:
+                other_report = load_memory(
+                    conn, SyntheticMemory(other_cfg), other, drop_indexes=drop_indexes
+                )
+            echo(f"loaded other user {other}: {other_report.total_rows} rows")
+        result["users"] = users
         result["loadavg"]["after_load"] = _loadavg()
 
         reader = PgMemoryReader(db)
-        echo("graph builds")
-        builds = measure_graph_builds(reader, user_id, build_repeats)
+        if build_repeats > 0:
+            echo("igraph graph builds (the previous query path, for comparison)")
+            result["igraph_build"] = measure_graph_builds(reader, user_id, build_repeats)
+        echo("time-masked graph builds")
+        builds = measure_timed_builds(reader, user_id)
         result["graph_build"] = builds
         result["graph_build_ms"] = {k: v["total_ms"] for k, v in builds.items()}
         echo("  " + ", ".join(f"{k}: {v} ms" for k, v in result["graph_build_ms"].items()))
@@ -494,19 +547,46 @@ def run_benchmark(
             cache=cache,
             settings=settings,  # type: ignore[arg-type]
             store=TimingReader(reader, cache.watch),
+            graphs=GraphMemo(settings.graph_memo_elements),
         )
         echo(f"retrieval: {queries} warm and {min(cold_queries, queries)} cold queries per type")
         latency, detail = measure_retrieval(deps, cache, user_id, qs, cold_queries, echo)
+        end = cfg.start + timedelta(hours=cfg.hours)
+        cache.take()
+        cache.watch.take()
+        as_of = measure_as_of(deps, user_id, qs["episodic"], end, cfg.seed)
+        latency["episodic"]["as_of"] = summarise(as_of)
+        detail["episodic"]["as_of"] = {
+            "cache": cache.take(),
+            "mean_ms_per_step": breakdown(cache.watch.take(), as_of),
+        }
+        echo(f"  episodic as_of (past week): p50 {latency['episodic']['as_of'].get('p50')} ms")
         result["retrieval_ms"] = latency
         result["retrieval"] = detail
+        result["ppr"] = {
+            "method": settings.ppr_method,
+            "push_epsilon": settings.ppr_push_epsilon,
+            "push_vs_prpack": measure_ppr_overlap(
+                deps, user_id, qs["episodic"], settings.ppr_push_epsilon
+            ),
+        }
+        echo(f"  push vs prpack: {result['ppr']['push_vs_prpack']}")
+        if new_segments > 0:
+            fresh = measure_new_segments(db, deps, stub, user_id, end, cfg.text_dim, new_segments)
+            result["new_segment_visible_ms"] = summarise(fresh["ms"])
+            result["new_segment_visible"] = fresh["visible"]
+            echo(
+                f"  new 30 s segment visible: {result['new_segment_visible_ms']} {fresh['visible']}"
+            )
         result["graph_cache"] = "redis" if isinstance(inner_cache, GraphCache) else "none"
         result["loadavg"]["after_queries"] = _loadavg()
     finally:
         if loaded and not keep:
             t = time.perf_counter()
-            with db.transaction() as conn:
-                purge_user(conn, user_id)
-            inner_cache.purge_user(user_id)
+            for uid in [user_id, *others]:
+                with db.transaction() as conn:
+                    purge_user(conn, uid)
+                inner_cache.purge_user(uid)
             result["purge_s"] = round(time.perf_counter() - t, 2)
         if isinstance(inner_cache, GraphCache):
             inner_cache.close()
@@ -546,7 +626,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--days", type=float, default=7.0, help="days of memory (whole hours)")
     p.add_argument("--queries", type=int, default=20, help="warm queries per memory type")
     p.add_argument("--cold-queries", type=int, default=5, help="cold queries per memory type")
-    p.add_argument("--build-repeats", type=int, default=1, help="graph builds per graph")
+    p.add_argument(
+        "--build-repeats",
+        type=int,
+        default=0,
+        help="igraph builds per graph (the previous query path; 0 skips them)",
+    )
+    p.add_argument("--users", type=int, default=1, help="users loaded (the others' memory too)")
+    p.add_argument(
+        "--new-segments", type=int, default=5, help="new 30 s segments written and timed"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--user", default=None, help="user id to load (default: a fresh one)")
     p.add_argument("--keep", action="store_true", help="keep the loaded user afterwards")
@@ -584,6 +673,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             keep=args.keep,
             drop_indexes=not args.keep_indexes,
             reuse=args.reuse,
+            users=args.users,
+            new_segments=args.new_segments,
             echo=echo,
         )
     finally:

@@ -15,7 +15,15 @@ def register(bench_app: typer.Typer) -> None:
         days: Annotated[float, typer.Option(help="Days of synthetic memory (whole hours).")] = 7.0,
         queries: Annotated[int, typer.Option(help="Warm queries per memory type.")] = 20,
         cold_queries: Annotated[int, typer.Option(help="Cold queries per memory type.")] = 5,
-        build_repeats: Annotated[int, typer.Option(help="Timed builds per graph.")] = 1,
+        build_repeats: Annotated[
+            int, typer.Option(help="igraph builds per graph (the previous path; 0 skips).")
+        ] = 0,
+        users: Annotated[
+            int, typer.Option(help="Users loaded: the measured one plus N-1 others.")
+        ] = 1,
+        new_segments: Annotated[
+            int, typer.Option(help="New 30 s segments written, each timed to visibility.")
+        ] = 5,
         seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
         user: Annotated[str | None, typer.Option(help="User id to load (default: fresh).")] = None,
         keep: Annotated[bool, typer.Option(help="Keep the loaded user afterwards.")] = False,
@@ -47,6 +55,10 @@ def register(bench_app: typer.Typer) -> None:
             str(build_repeats),
             "--seed",
             str(seed),
+            "--users",
+            str(users),
+            "--new-segments",
+            str(new_segments),
         ]
         if user is not None:
             argv += ["--user", user]

@@ -35,6 +35,10 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             "1",
             "--user",
             user_id,
+            "--users",
+            "2",
+            "--new-segments",
+            "2",
         ]
     )
     report = json.loads(out.read_text())
@@ -44,19 +48,25 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             stats = report["retrieval_ms"][memory_type][phase]
             assert stats["n"] == n and 0 < stats["p50"] <= stats["p95"] <= stats["max"]
             assert report["retrieval"][memory_type][phase]["mean_hits"] > 0
-    # warm finds every graph in the process's memo (primed by the first query); cold rebuilds
-    # every one (invalidation drops the memo's key too)
+    # warm finds every graph in the process's memo (Redis is not asked); cold is a new
+    # process: every graph comes from Redis (numpy buffers), none is rebuilt
     assert report["retrieval"]["episodic"]["warm"]["cache"] == {
-        "hits": 4 * len(SCALES),
-        "misses": 0,
-        "memo_hits": 4 * len(SCALES),
-    }
-    assert report["retrieval"]["episodic"]["cold"]["cache"] == {
         "hits": 0,
-        "misses": 2 * len(SCALES),
+        "misses": 0,
         "memo_hits": 0,
     }
-    assert report["retrieval"]["semantic"]["cold"]["cache"]["hits"] == 0
+    assert report["retrieval"]["episodic"]["cold"]["cache"]["hits"] == 2 * len(SCALES)
+    assert report["retrieval"]["episodic"]["cold"]["cache"]["misses"] == 0
+    assert report["retrieval"]["semantic"]["cold"]["cache"]["hits"] == 2
+    # as_of questions reuse the warm graphs: no Redis read, no rebuild
+    assert report["retrieval_ms"]["episodic"]["as_of"]["n"] == 4
+    assert report["retrieval"]["episodic"]["as_of"]["cache"]["misses"] == 0
+    assert report["new_segment_visible"] == [True, True]
+    assert report["new_segment_visible_ms"]["n"] == 2
+    overlap = report["ppr"]["push_vs_prpack"]["30"]
+    assert overlap["queries"] > 0 and 0.5 <= overlap["overlap_at_k_mean"] <= 1
+    assert report["users"] == 2
+    assert set(report["igraph_build"]) == {*(str(s) for s in SCALES), "semantic"}
     assert set(report["graph_build_ms"]) == {*(str(s) for s in SCALES), "semantic"}
     assert all(v > 0 for v in report["graph_build_ms"].values())
     assert report["load_rows_per_s"] > 0
@@ -66,6 +76,7 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     assert report["kept"] is False and report["purge_s"] >= 0
     with Database(stack.database_url, max_size=1) as db, db.connection() as conn:
         assert not user_exists(conn, user_id)
+        assert not user_exists(conn, f"{user_id}-other1")
 
 
 def test_kept_user_holds_the_promised_rows(settings, user_id):
