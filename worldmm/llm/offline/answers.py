@@ -45,8 +45,10 @@ def attribution(u: Unit) -> str:
         return f"you {'said so' if u.speaker else 'heard it'} {at}".strip()
     if u.source == "read":
         return f"you saw it written {at}".strip()
-    if u.source in ("seen", "scene"):
+    if u.source == "scene":
         return f"from what you saw {at}".strip()
+    if u.source == "seen":  # a caption sentence, or a note the user asked to remember
+        return f"from your memory {at}".strip()
     if u.source == "context":
         return f"from your memory of {span(u.start, u.end)}".strip()
     return "from what your memory holds as a fact"
