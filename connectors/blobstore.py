@@ -137,11 +137,14 @@ class LocalBlobStore:
         except FileExistsError:
             return self._replace(path, directory, data)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            view = memoryview(data)
+            while view:  # os.write, not a file object: no buffer or wrapper per blob
+                view = view[os.write(fd, view) :]
         except BaseException:
             Path(path).unlink(missing_ok=True)
             raise
+        finally:
+            os.close(fd)
         return True
 
     def _replace(self, path: str, directory: str, data: bytes) -> bool:
