@@ -202,8 +202,48 @@ class Settings(BaseSettings):
     episodic_top_k: str = Field(
         default="30:10,180:5,600:5,3600:3", description="Per-scale top-k 'seconds:k,...'."
     )
-    rerank_keep: int = Field(
-        default=3, ge=1, description="Segments kept by the cross-scale rerank."
+    rerank_keep: int = Field(default=3, ge=1, description="Segments an episodic search returns.")
+    episodic_lanes: str = Field(
+        default="lexical,dense,graph",
+        description="Episodic retrieval lanes fused by reciprocal rank (any of lexical, "
+        "dense, graph).",
+    )
+    episodic_lane_weights: str = Field(
+        default="lexical:1.0,dense:1.0,graph:0.5",
+        description="Reciprocal-rank-fusion weight per lane 'lane:w,...'.",
+    )
+    episodic_rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal rank fusion k.")
+    episodic_lane_candidates: int = Field(
+        default=100, ge=1, le=2000, description="Candidates each lane ranks per search."
+    )
+    episodic_drill_down: bool = Field(
+        default=True,
+        description="Expand a coarse segment that ranks high into its best 30 s windows.",
+    )
+    episodic_drill_parents: int = Field(
+        default=5, ge=0, description="Top coarse segments a search expands."
+    )
+    episodic_drill_keep: int = Field(
+        default=2, ge=1, description="30 s windows kept per expanded segment."
+    )
+    episodic_recency_weight: float = Field(
+        default=0.5, ge=0, description="Recency prior weight when the question names none."
+    )
+    episodic_recency_halflife_h: float = Field(
+        default=12.0, gt=0, description="Half-life (hours) of the default recency prior."
+    )
+    episodic_prior_weight: float = Field(
+        default=2.0,
+        ge=0,
+        description="Prior weight for 'the last time' / 'the first time' questions.",
+    )
+    episodic_prior_halflife_h: float = Field(
+        default=3.0, gt=0, description="Half-life (hours) of the explicit time priors."
+    )
+    episodic_llm_rerank: bool = Field(
+        default=False,
+        description="Let the rerank model reorder the fused candidates (the offline "
+        "provider's rule reranker scored below the fused order).",
     )
     semantic_top_k: int = Field(default=10, ge=1, description="Semantic triples returned.")
     visual_top_k: int = Field(default=3, ge=1, description="Clips returned by visual search.")
@@ -253,6 +293,18 @@ class Settings(BaseSettings):
         parse_scale_map(value)
         return value
 
+    @field_validator("episodic_lanes")
+    @classmethod
+    def _check_lanes(cls, value: str) -> str:
+        parse_lanes(value)
+        return value
+
+    @field_validator("episodic_lane_weights")
+    @classmethod
+    def _check_lane_weights(cls, value: str) -> str:
+        parse_lane_weights(value)
+        return value
+
     # --- derived -------------------------------------------------------------------------
     @property
     def resolved_state_dir(self) -> Path:
@@ -279,6 +331,12 @@ class Settings(BaseSettings):
     def episodic_top_k_map(self) -> dict[int, int]:
         return parse_scale_map(self.episodic_top_k)
 
+    def episodic_lane_set(self) -> tuple[str, ...]:
+        return parse_lanes(self.episodic_lanes)
+
+    def episodic_lane_weight_map(self) -> dict[str, float]:
+        return parse_lane_weights(self.episodic_lane_weights)
+
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
 
@@ -298,6 +356,31 @@ def parse_scale_map(value: str) -> dict[int, int]:
         out[int(scale)] = int(k)
     if any(s <= 0 or k <= 0 for s, k in out.items()):
         raise ValueError("scales and k must be positive")
+    return out
+
+
+EPISODIC_LANES = ("lexical", "dense", "graph")
+
+
+def parse_lanes(value: str) -> tuple[str, ...]:
+    """Parse ``'lexical,dense'`` into known lane names (at least one); ValueError on junk."""
+    lanes = tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
+    unknown = [lane for lane in lanes if lane not in EPISODIC_LANES]
+    if unknown or not lanes:
+        raise ValueError(f"lanes must be a non-empty subset of {list(EPISODIC_LANES)}")
+    return lanes
+
+
+def parse_lane_weights(value: str) -> dict[str, float]:
+    """Parse ``'lexical:1,dense:0.5'``; lanes left out weigh 1. ValueError on junk."""
+    out = dict.fromkeys(EPISODIC_LANES, 1.0)
+    for part in value.split(","):
+        lane, _, w = part.strip().partition(":")
+        if lane not in EPISODIC_LANES or not w:
+            raise ValueError(f"expected 'lane:weight' pairs of {list(EPISODIC_LANES)}")
+        out[lane] = float(w)
+        if out[lane] < 0:
+            raise ValueError("lane weights must not be negative")
     return out
 
 

@@ -96,8 +96,7 @@ async def extract_text_memory(
     deps: IngestDeps, user_id: str, text: str, search: str | None = None
 ) -> TextMemory:
     """NER → episodic triples → entity resolution (triple subjects/objects included), and
-    the embedding of ``search`` (the segment's searchable text; default ``text``) in the same
-    embedder call as the triples."""
+    the embedding of ``search`` (the segment's searchable text; default ``text``)."""
     search = text if search is None else search
     if not text.strip():
         empty = np.zeros((0, deps.embedder.dim), dtype=np.float32)
@@ -112,16 +111,15 @@ async def extract_text_memory(
             surfaces.append(t.object)
     resolutions = await resolve_entities(deps, user_id, surfaces, text)
     texts = [f"{t.subject} {t.predicate} {t.object}" for t in triples]
-    if search.strip():
-        texts.append(search)
     embeddings = (
         await asyncio.to_thread(deps.embedder.embed, texts)
         if texts
         else np.zeros((0, deps.embedder.dim), dtype=np.float32)
     )
-    if search.strip():
-        return TextMemory(triples, resolutions, embeddings[:-1], embeddings[-1])
-    return TextMemory(triples, resolutions, embeddings)
+    # A call of its own: a batch is padded to its longest text, and a caption is ten times
+    # longer than a triple.
+    vec = await asyncio.to_thread(deps.embedder.embed, [search]) if search.strip() else None
+    return TextMemory(triples, resolutions, embeddings, None if vec is None else vec[0])
 
 
 def write_search_embedding(conn, deps: IngestDeps, user_id: str, segment_id: int, mem) -> None:

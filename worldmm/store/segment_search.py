@@ -315,3 +315,25 @@ def fine_descendants(
     for root, child in rows:
         out[int(root)].append(int(child))
     return out
+
+
+def segment_windows(
+    conn: psycopg.Connection, user_id: str, ids: Sequence[int]
+) -> dict[int, tuple[datetime, datetime]]:
+    """(window start, window end) of each of this user's segments among ``ids``."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, window_start, window_end FROM segments WHERE user_id = %s AND id = ANY(%s)",
+        (user_id, list(ids)),
+    ).fetchall()
+    return {int(r[0]): (r[1], r[2]) for r in rows}
+
+
+def first_segment_day(conn: psycopg.Connection, user_id: str):
+    """The date (UTC) of the user's earliest segment, or None without any."""
+    row = conn.execute(
+        "SELECT window_start FROM segments WHERE user_id = %s ORDER BY window_end LIMIT 1",
+        (user_id,),
+    ).fetchone()
+    return row[0].date() if row else None

@@ -21,6 +21,7 @@ from worldmm.memory.retrieval import (
     search_visual,
 )
 from worldmm.memory.retrieval.deps import FrameRef
+from worldmm.memory.retrieval.episodic import EpisodicOptions, run_lanes
 from worldmm.memory.retrieval.visual import MAX_RANGE_FRAMES, thin_frames
 from worldmm.models import SegmentRecord
 from worldmm.settings import Settings
@@ -150,28 +151,37 @@ def test_episodic_finds_the_segment_of_the_named_entity_and_fact(world):
     assert result.hits[0].segment_id == 1
     assert result.hits[0].text.startswith("Kate hands me")
     assert len(result.hits) <= deps.settings.rerank_keep
-    ((query, candidates, keep),) = roles.rerank_calls
-    assert keep == 3 and query == "Which red cup did Kate hand me?"
-    # candidates come from both scales and respect each scale's top-k
-    scales = {h.split(", ")[1].split("]")[0] for _, h in candidates}
-    assert scales == {"30 s", "3 min"}
-    assert len(candidates) <= 10 + 5
+    assert roles.rerank_calls == []  # the rerank model is off by default
+    # without PostgreSQL only the graph lane runs; its rank and score are kept on each hit
+    assert all(set(h.lanes) == {"graph"} for h in result.hits)
+    assert result.hits[0].lanes["graph"].rank == 1
+    # the lane ranks both scales' graphs (the 3 min summary is among the hits)
+    assert {h.scale for h in result.hits} == {30, 180}
+
+
+def with_rerank(deps):
+    deps.settings = deps.settings.model_copy(update={"episodic_llm_rerank": True})
+    return deps
 
 
 def test_episodic_uses_the_rerankers_order_and_ignores_invented_ids(world):
     deps, reader, roles = world
     roles.rerank_ids = ["99", "4", "1", "4"]
-    result = run(search_episodic(deps, USER, "Kate in the kitchen"))
+    result = run(search_episodic(with_rerank(deps), USER, "Kate in the kitchen"))
     assert [h.segment_id for h in result.hits] == [4, 1]
+    ((query, candidates, keep),) = roles.rerank_calls
+    assert keep == 3 and query == "Kate in the kitchen"
+    assert len(candidates) > keep  # the model chooses among more than it keeps
 
 
-def test_episodic_rerank_failure_falls_back_to_ppr_order_per_scale(world, caplog):
+def test_episodic_rerank_failure_falls_back_to_the_fused_order(world, caplog):
     deps, reader, roles = world
+    plain = run(search_episodic(deps, USER, "Which red cup did Kate hand me?"))
     roles.rerank_error = ModelCallError("timeout", role="cross_scale_rerank")
     with caplog.at_level(logging.WARNING):
-        result = run(search_episodic(deps, USER, "Which red cup did Kate hand me?"))
+        result = run(search_episodic(with_rerank(deps), USER, "Which red cup did Kate hand me?"))
     assert "retrieval.rerank_failed" in caplog.text
-    assert [h.scale for h in result.hits][:2] == [30, 180]  # best of each scale in turn
+    assert [h.segment_id for h in result.hits] == [h.segment_id for h in plain.hits]
     assert result.hits[0].segment_id == 1
     assert len(result.hits) == 3
 
@@ -225,9 +235,10 @@ def test_stale_cached_graph_is_rebuilt_even_without_invalidation(world):
     # a new 30 s segment is written and nobody invalidates the cache
     reader.add_segment(USER, seg(6, 30, 90, "I dry the red cup with a towel."))
     reader.add_triple(USER, "episodic", tri(11, "I", "dry", "red cup", 6, 30))
-    again = run(search_episodic(deps, USER, "I dry the red cup with a towel"))
+    opts = EpisodicOptions.from_settings(deps.settings)
+    again = run(run_lanes(deps, USER, "I dry the red cup with a towel", None, opts))
     assert reader.graph_reads == reads + 1  # only the 30 s graph changed and was rebuilt
-    assert 6 in [h.segment_id for h in again.hits]
+    assert 6 in [c.segment_id for c in again.lanes["graph"]]
     assert 6 not in [h.segment_id for h in first.hits]
 
 

@@ -1,66 +1,308 @@
-"""Episodic retrieval: PPR over one graph per scale, then a cross-scale LLM rerank.
+"""Episodic retrieval: three lanes fused by reciprocal rank, the question's time applied to
+each, and coarse segments drilled down to the 30 s windows that hold the moment.
 
-Seeds per scale (HippoRAG recipe): the query's entities (NER, then embedding match against
-the user's canonical entities, cosine >= ``entity_match_threshold``) and the entities of the
-``FACT_SEEDS`` episodic triples of that scale closest to the query. A fact's segment also gets
-its cosine as a dense score (the small segment weight of :func:`seed_vector`). Each scale keeps
-its top k (``settings.episodic_top_k_map()``); the reranker keeps ``settings.rerank_keep``.
+1. The question's time (:mod:`timeparse`) becomes a range and/or a recency / earliness prior.
+2. Lanes (:mod:`lanes`), each usable alone: lexical (PostgreSQL full-text, IDF-weighted),
+   dense (segment text embeddings, HNSW) and graph (per-scale personalized PageRank). Each
+   filters by user, ``as_of`` and the range, then reorders its candidates by the prior.
+3. Reciprocal rank fusion with weights from settings (:mod:`fusion`); every hit keeps each
+   lane's rank and score.
+4. Drill-down: the best coarse segments are expanded into their 30 s descendants, ranked by
+   the same lanes; the best of those replace the summary, which is kept as context. A coarse
+   segment none of whose windows matches better stays as it is.
+5. Optionally, the rerank model reorders the result (``episodic_llm_rerank``).
+
+Everything after the lanes is pure and cheap, so :func:`run_lanes` + :func:`finish` let the
+benchmark score several variants (a lane alone, no drill-down, ...) from one set of lane runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
 
 from worldmm.llm.errors import ModelCallError
+from worldmm.memory.retrieval import lanes as lane_mod
 from worldmm.memory.retrieval.deps import RetrievalDeps
-from worldmm.memory.retrieval.graph_lane import entity_seed_scores, query_entities, rank_scale
-from worldmm.memory.retrieval.results import RetrievalResult, SegmentHit, hit_line
+from worldmm.memory.retrieval.fusion import (
+    BASE_SCALE,
+    Candidate,
+    Fused,
+    Pick,
+    PriorParams,
+    apply_prior,
+    drill_down,
+    rrf,
+    top_coarse,
+)
+from worldmm.memory.retrieval.graph_lane import entity_seed_scores, query_entities
+from worldmm.memory.retrieval.lanes import DENSE, GRAPH, LEXICAL, Window
+from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
+from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
+from worldmm.settings import Settings
 
 log = logging.getLogger(__name__)
 
-def collect_candidates(
+_MENTIONS_DAY_N = re.compile(r"\bday\s*\d", re.IGNORECASE)
+# A drilled-down window "fits" when it matched the question's words, or its text is nearly as
+# close to the question as its parent's summary (cosine within this margin).
+DRILL_COSINE_MARGIN = 0.05
+
+
+@dataclass(frozen=True)
+class EpisodicOptions:
+    lanes: tuple[str, ...] = (LEXICAL, DENSE, GRAPH)
+    weights: dict[str, float] = field(default_factory=lambda: {LEXICAL: 1.0, DENSE: 1.0})
+    rrf_k: float = 60.0
+    candidates: int = 100
+    drill_down: bool = True
+    drill_parents: int = 5
+    drill_keep: int = 2
+    keep: int = 3
+    prior: PriorParams = PriorParams()
+    llm_rerank: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides) -> EpisodicOptions:
+        base = cls(
+            lanes=settings.episodic_lane_set(),
+            weights=settings.episodic_lane_weight_map(),
+            rrf_k=settings.episodic_rrf_k,
+            candidates=settings.episodic_lane_candidates,
+            drill_down=settings.episodic_drill_down,
+            drill_parents=settings.episodic_drill_parents,
+            drill_keep=settings.episodic_drill_keep,
+            keep=settings.rerank_keep,
+            prior=PriorParams(
+                default_weight=settings.episodic_recency_weight,
+                default_halflife_h=settings.episodic_recency_halflife_h,
+                weight=settings.episodic_prior_weight,
+                halflife_h=settings.episodic_prior_halflife_h,
+            ),
+            llm_rerank=settings.episodic_llm_rerank,
+        )
+        return replace(base, **overrides)
+
+
+@dataclass
+class LaneRun:
+    """One question's lane results (priors applied), shared by every fusion variant."""
+
+    user_id: str
+    query: str
+    as_of: datetime | None
+    constraint: TimeConstraint
+    window: Window
+    vector: np.ndarray
+    lanes: dict[str, list[Candidate]]
+
+
+async def run_lanes(
     deps: RetrievalDeps,
     user_id: str,
-    query_vec: np.ndarray,
-    entity_vecs: np.ndarray,
+    query: str,
     as_of: datetime | None,
-) -> list[SegmentHit]:
-    """Per-scale PPR candidates, finest scale first, as hits with their text."""
-    entity_scores = entity_seed_scores(deps, user_id, entity_vecs)
-    ranked: list[tuple[int, int, float]] = []
-    for scale, k in sorted(deps.settings.episodic_top_k_map().items()):
-        for segment_id, score in rank_scale(
-            deps, user_id, scale, k, query_vec, entity_scores, as_of
-        ):
-            ranked.append((scale, segment_id, score))
-    records = {s.id: s for s in deps.reader.segments(user_id, [sid for _, sid, _ in ranked])}
+    options: EpisodicOptions,
+) -> LaneRun:
+    """Parse the question's time, embed it, and run the enabled lanes concurrently."""
+    first_day = None
+    if _MENTIONS_DAY_N.search(query):
+        first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id)
+    constraint = parse_time(query, as_of, first_day=first_day)
+    entities = await query_entities(deps, query) if GRAPH in options.lanes else []
+    vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
+    entity_scores: dict[str, float] = {}
+    if GRAPH in options.lanes and len(vectors) > 1:
+        entity_scores = await asyncio.to_thread(entity_seed_scores, deps, user_id, vectors[1:])
+    window = Window(constraint.start, constraint.end)
+    found = await _lanes(deps, user_id, query, vectors[0], entity_scores, as_of, window, options)
+    if constraint.has_range and not any(found.values()):
+        # Nothing in the range ("yesterday" before the glasses were worn): search it all.
+        log.info("retrieval.time_range_empty phrases=%s", constraint.phrases)
+        constraint = TimeConstraint(prior=constraint.prior, phrases=constraint.phrases)
+        window = Window()
+        found = await _lanes(
+            deps, user_id, query, vectors[0], entity_scores, as_of, window, options
+        )
+    prior = options.prior
+    lanes = {name: apply_prior(c, constraint, as_of, prior) for name, c in found.items()}
+    return LaneRun(user_id, query, as_of, constraint, window, vectors[0], lanes)
+
+
+async def _lanes(
+    deps: RetrievalDeps,
+    user_id: str,
+    query: str,
+    vector: np.ndarray,
+    entity_scores: dict[str, float],
+    as_of: datetime | None,
+    window: Window,
+    options: EpisodicOptions,
+) -> dict[str, list[Candidate]]:
+    k = options.candidates
+    jobs = {}
+    if deps.db is None:  # a reader port without PostgreSQL (tests): only the graph lane runs
+        options = replace(options, lanes=tuple(x for x in options.lanes if x == GRAPH))
+    if LEXICAL in options.lanes:
+        jobs[LEXICAL] = asyncio.to_thread(
+            lane_mod.lexical_lane, deps, user_id, query, k, as_of, window
+        )
+    if DENSE in options.lanes:
+        jobs[DENSE] = asyncio.to_thread(
+            lane_mod.dense_lane, deps, user_id, vector, k, as_of, window
+        )
+    if GRAPH in options.lanes:
+        jobs[GRAPH] = asyncio.to_thread(
+            _graph, deps, user_id, vector, entity_scores, k, as_of, window
+        )
+    results = await asyncio.gather(*jobs.values())
+    return dict(zip(jobs, results, strict=True))
+
+
+def _graph(deps, user_id, vector, entity_scores, k, as_of, window: Window) -> list[Candidate]:
+    cands = lane_mod.graph_lane(deps, user_id, vector, entity_scores, k, as_of)
+    return lane_mod.restrict(cands, window)
+
+
+def fuse(run: LaneRun, options: EpisodicOptions) -> list[Fused]:
+    lanes = {name: c for name, c in run.lanes.items() if name in options.lanes}
+    return rrf(lanes, options.weights, options.rrf_k)
+
+
+def expand(deps: RetrievalDeps, run: LaneRun, fused: list[Fused], options: EpisodicOptions):
+    """The drill-down: children of the top coarse segments, ranked by the same lanes."""
+    parents = top_coarse(fused, options.drill_parents)
+    if not parents or deps.db is None:
+        return drill_down(fused, {}, options.keep, options.drill_keep)
+    assert deps.db is not None
+    from worldmm.store import segment_search
+
+    with deps.db.connection() as conn:
+        tree = segment_search.fine_descendants(conn, run.user_id, [p.segment_id for p in parents])
+    kid_ids = sorted({c for kids in tree.values() for c in kids})
+    if not kid_ids:
+        return drill_down(fused, {}, options.keep, options.drill_keep)
+    n = len(kid_ids)
+    lanes: dict[str, list[Candidate]] = {}
+    if LEXICAL in options.lanes:
+        lanes[LEXICAL] = lane_mod.lexical_lane(
+            deps, run.user_id, run.query, n, run.as_of, run.window, ids=kid_ids
+        )
+    if DENSE in options.lanes:
+        lanes[DENSE] = lane_mod.dense_lane(
+            deps, run.user_id, run.vector, n, run.as_of, run.window, ids=kid_ids
+        )
+    if GRAPH in options.lanes:
+        lanes[GRAPH] = lane_mod.restrict(
+            [c for c in run.lanes.get(GRAPH, []) if c.scale == BASE_SCALE], run.window, set(kid_ids)
+        )
+    lanes = {k: apply_prior(v, run.constraint, run.as_of, options.prior) for k, v in lanes.items()}
+    children: dict[int, list[Fused]] = {}
+    fits: dict[int, bool] = {}
+    for parent in parents:
+        own = set(tree.get(parent.segment_id, []))
+        ranked = rrf(
+            {k: [c for c in v if c.segment_id in own] for k, v in lanes.items()},
+            options.weights,
+            options.rrf_k,
+        )
+        children[parent.segment_id] = ranked
+        fits[parent.segment_id] = bool(ranked) and _fits(parent, ranked[0])
+    return drill_down(fused, children, options.keep, options.drill_keep, fits)
+
+
+def _fits(parent: Fused, child: Fused) -> bool:
+    if LEXICAL in child.lanes:
+        return True
+    if DENSE in child.lanes and DENSE in parent.lanes:
+        return child.lanes[DENSE][1] >= parent.lanes[DENSE][1] - DRILL_COSINE_MARGIN
+    return DENSE in child.lanes or GRAPH in child.lanes
+
+
+def to_hits(deps: RetrievalDeps, user_id: str, picks: list[Pick]) -> list[SegmentHit]:
+    """Picks as hits with their text, lane ranks and drill-down context (a segment deleted
+    since, or one without text, is dropped)."""
+    ids = [p.fused.segment_id for p in picks] + [p.parent.segment_id for p in picks if p.parent]
+    records = {s.id: s for s in deps.reader.segments(user_id, ids)}
     hits = []
-    for scale, segment_id, score in ranked:
-        seg = records.get(segment_id)
+    for p in picks:
+        seg = records.get(p.fused.segment_id)
         text = (seg.caption or seg.transcript or "").strip() if seg else ""
         if seg is None or not text:
-            continue  # deleted meanwhile (forget), or a segment without text yet
+            continue
+        parent = records.get(p.parent.segment_id) if p.parent else None
+        lanes = dict(p.fused.lanes)
         hits.append(
             SegmentHit(
-                segment_id=segment_id,
-                scale=scale,
+                segment_id=seg.id,
+                scale=seg.scale_seconds,
                 start=seg.window_start,
                 end=seg.window_end,
                 text=text,
-                score=score,
+                score=p.parent.score if p.parent else p.fused.score,
+                transcript=seg.transcript,
+                lanes={k: LaneScore(rank=r, score=s) for k, (r, s) in lanes.items()},
+                context=(parent.caption or None) if parent else None,
+                context_segment_id=parent.id if parent else None,
             )
         )
     return hits
 
 
-async def rerank(deps: RetrievalDeps, query: str, hits: list[SegmentHit]) -> list[SegmentHit]:
-    """The reranker's choice (ids it invents are ignored); its failure keeps the best PPR
-    scores per scale in turn, logged — the search still answers."""
-    keep = deps.settings.rerank_keep
+async def finish(deps: RetrievalDeps, run: LaneRun, options: EpisodicOptions) -> RetrievalResult:
+    """Fusion, drill-down and (optionally) the rerank model over one question's lanes."""
+    fused = fuse(run, options)
+    pool = options.keep * 3 if options.llm_rerank else options.keep
+    opts = replace(options, keep=pool)
+    if options.drill_down:
+        picks = await asyncio.to_thread(expand, deps, run, fused, opts)
+    else:
+        picks = [Pick(f) for f in fused[:pool]]
+    hits = await asyncio.to_thread(to_hits, deps, run.user_id, picks)
+    if options.llm_rerank:
+        hits = await rerank(deps, run.query, hits, options.keep)
+    return RetrievalResult(
+        memory_type="episodic", query=run.query, hits=hits[: options.keep], note=_note(run)
+    )
+
+
+def _note(run: LaneRun) -> str | None:
+    c = run.constraint
+    if c == NONE or not c.phrases:
+        return None
+    parts = []
+    if c.has_range:
+        lo = c.start.isoformat(timespec="minutes") if c.start else "the beginning"
+        hi = c.end.isoformat(timespec="minutes") if c.end else "the question time"
+        parts.append(f"from {lo} to {hi}")
+    if c.prior:
+        parts.append(f"favouring {'recent' if c.prior == 'recent' else 'early'} moments")
+    return f"time read from {', '.join(repr(p) for p in c.phrases)}: {'; '.join(parts)}"
+
+
+async def search_episodic(
+    deps: RetrievalDeps,
+    user_id: str,
+    query: str,
+    as_of: datetime | None = None,
+    *,
+    options: EpisodicOptions | None = None,
+) -> RetrievalResult:
+    options = options or EpisodicOptions.from_settings(deps.settings)
+    run = await run_lanes(deps, user_id, query, as_of, options)
+    return await finish(deps, run, options)
+
+
+async def rerank(
+    deps: RetrievalDeps, query: str, hits: list[SegmentHit], keep: int
+) -> list[SegmentHit]:
+    """The rerank model's choice (ids it invents are ignored); on its failure, or an empty
+    choice, the fused order stands (logged) — the search still answers."""
     if len(hits) <= keep:
         return hits
     by_id = {str(h.segment_id): h for h in hits}
@@ -70,30 +312,4 @@ async def rerank(deps: RetrievalDeps, query: str, hits: list[SegmentHit]) -> lis
         log.warning("retrieval.rerank_failed error=%s", exc)
         chosen = []
     picked = [by_id[i] for i in dict.fromkeys(chosen) if i in by_id][:keep]
-    if not picked:
-        picked = _round_robin_by_scale(hits, keep)
-    return picked
-
-
-def _round_robin_by_scale(hits: list[SegmentHit], keep: int) -> list[SegmentHit]:
-    per_scale: dict[int, list[SegmentHit]] = {}
-    for h in hits:
-        per_scale.setdefault(h.scale, []).append(h)
-    out: list[SegmentHit] = []
-    while len(out) < keep and any(per_scale.values()):
-        for scale in sorted(per_scale):
-            if per_scale[scale] and len(out) < keep:
-                out.append(per_scale[scale].pop(0))
-    return out
-
-
-async def search_episodic(
-    deps: RetrievalDeps, user_id: str, query: str, as_of: datetime | None = None
-) -> RetrievalResult:
-    entities = await query_entities(deps, query)
-    vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
-    hits = await asyncio.to_thread(
-        collect_candidates, deps, user_id, vectors[0], vectors[1:], as_of
-    )
-    kept = await rerank(deps, query, hits)
-    return RetrievalResult(memory_type="episodic", query=query, hits=kept)
+    return picked or hits[:keep]

@@ -1,0 +1,201 @@
+"""The three lanes of episodic retrieval, each usable alone, each returning ranked candidates.
+
+- lexical: PostgreSQL full-text search over each segment's caption + transcript
+  (:func:`worldmm.store.segment_search.lexical_search`, IDF-weighted, GIN index);
+- dense: the segment text embeddings in pgvector (HNSW), cosine to the question;
+- graph: per-scale personalized PageRank over the triples (:mod:`graph_lane`).
+
+All three filter by user and ``as_of`` and take the question's time range (``start``/``end``)
+and, for drill-down, an explicit set of segment ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+
+import numpy as np
+
+from worldmm.memory.retrieval.deps import RetrievalDeps
+from worldmm.memory.retrieval.fusion import Candidate
+from worldmm.memory.retrieval.graph_lane import rank_scale
+from worldmm.store import segment_search as ss
+
+log = logging.getLogger(__name__)
+
+LEXICAL, DENSE, GRAPH = "lexical", "dense", "graph"
+# Term statistics are a corpus statistic: a minute-old copy ranks as well as a fresh one, and
+# recomputing them after every 30 s window of a live session would cost a scan each time.
+TERM_STATS_MAX_AGE_S = 60.0
+TERM_STATS_USERS = 256
+MAX_QUERY_TERMS = 32
+
+
+@dataclass(frozen=True)
+class Window:
+    """The question's time range (either end open), applied by every lane."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+def _candidates(rows: Sequence[ss.LaneRow]) -> list[Candidate]:
+    return [Candidate(r.segment_id, r.scale, r.start, r.end, r.score) for r in rows]
+
+
+class TermStatsMemo:
+    """Per user, the lexeme document frequencies the lexical lane weighs terms by, kept in
+    process and refreshed when the user's segments changed and the copy is a minute old."""
+
+    def __init__(self, max_users: int = TERM_STATS_USERS) -> None:
+        self._lock = threading.Lock()
+        self._max = max_users
+        self._entries: OrderedDict[tuple[int, str], tuple[tuple[int, int], float, ss.TermStats]]
+        self._entries = OrderedDict()
+
+    def get(self, conn, db_key: int, user_id: str) -> ss.TermStats:
+        key = (db_key, user_id)
+        stamp = ss.segment_count_stamp(conn, user_id)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and (hit[0] == stamp or now - hit[1] < TERM_STATS_MAX_AGE_S):
+                self._entries.move_to_end(key)
+                return hit[2]
+        stats = ss.term_stats(conn, user_id)
+        with self._lock:
+            self._entries[key] = (stamp, now, stats)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+        return stats
+
+
+TERM_STATS = TermStatsMemo()
+
+
+def idf(docs: int, df: int) -> float:
+    """BM25's IDF, never negative (a term in most segments weighs almost nothing)."""
+    return float(np.log(1.0 + (docs - df + 0.5) / (df + 0.5)))
+
+
+def weighted_terms(lexemes: Sequence[str], stats: ss.TermStats) -> list[tuple[str, float]]:
+    """The query's lexemes with their IDF; unknown lexemes (in no segment) are dropped, and
+    at most ``MAX_QUERY_TERMS`` of the rarest are kept."""
+    terms = [
+        (lex, idf(stats.docs, stats.df[lex]))
+        for lex in dict.fromkeys(lexemes)
+        if stats.df.get(lex, 0) > 0
+    ]
+    terms.sort(key=lambda t: -t[1])
+    return terms[:MAX_QUERY_TERMS]
+
+
+def lexical_lane(
+    deps: RetrievalDeps,
+    user_id: str,
+    query: str,
+    k: int,
+    as_of: datetime | None,
+    window: Window = Window(),
+    ids: Sequence[int] | None = None,
+) -> list[Candidate]:
+    assert deps.db is not None
+    with deps.db.connection() as conn:
+        stats = TERM_STATS.get(conn, id(deps.db), user_id)
+        terms = weighted_terms(ss.query_lexemes(conn, query), stats)
+        rows = ss.lexical_search(
+            conn,
+            user_id,
+            terms,
+            stats.mean_length,
+            k,
+            as_of=as_of,
+            start=window.start,
+            end=window.end,
+            ids=ids,
+        )
+    return _candidates(rows)
+
+
+def dense_lane(
+    deps: RetrievalDeps,
+    user_id: str,
+    vector: np.ndarray,
+    k: int,
+    as_of: datetime | None,
+    window: Window = Window(),
+    ids: Sequence[int] | None = None,
+) -> list[Candidate]:
+    assert deps.db is not None
+    with deps.db.connection() as conn:
+        rows = ss.dense_search(
+            conn,
+            user_id,
+            vector,
+            k,
+            as_of=as_of,
+            start=window.start,
+            end=window.end,
+            ids=ids,
+        )
+    return _candidates(rows)
+
+
+def graph_lane(
+    deps: RetrievalDeps,
+    user_id: str,
+    query_vec: np.ndarray,
+    entity_scores: dict[str, float],
+    k: int,
+    as_of: datetime | None,
+) -> list[Candidate]:
+    """Per-scale PPR, merged by rank within the scale (PageRank mass is not comparable
+    across graphs of different sizes); the score is the mass relative to the scale's best."""
+    ranked: list[tuple[int, int, int, float]] = []  # (rank, scale, segment id, rel. score)
+    for scale, scale_k in sorted(deps.settings.episodic_top_k_map().items()):
+        want = k if scale == 30 else max(scale_k, k // 4)
+        top = rank_scale(deps, user_id, scale, want, query_vec, entity_scores, as_of)
+        best = top[0][1] if top and top[0][1] > 0 else 1.0
+        ranked += [(i, scale, sid, s / best) for i, (sid, s) in enumerate(top)]
+    if not ranked:
+        return []
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    ids = [sid for _, _, sid, _ in ranked]
+    if deps.db is not None:
+        with deps.db.connection() as conn:
+            windows = ss.segment_windows(conn, user_id, ids)
+    else:  # a reader port without PostgreSQL (tests)
+        windows = {s.id: (s.window_start, s.window_end) for s in deps.reader.segments(user_id, ids)}
+    out = []
+    for _rank, scale, sid, score in ranked:
+        w = windows.get(sid)
+        if w is not None:  # a segment forgotten since the graph was built
+            out.append(Candidate(sid, scale, w[0], w[1], score))
+    return out
+
+
+def restrict(cands: Sequence[Candidate], window: Window, ids: set[int] | None = None):
+    """Candidates inside ``window`` (overlapping it) and, when given, among ``ids``."""
+    out = []
+    for c in cands:
+        if window.start is not None and c.end <= window.start:
+            continue
+        if window.end is not None and c.start >= window.end:
+            continue
+        if ids is not None and c.segment_id not in ids:
+            continue
+        out.append(c)
+    return out
+
+
+def first_memory_day(deps: RetrievalDeps, user_id: str) -> date | None:
+    """The day of the user's first segment ("day 1" in a question)."""
+    assert deps.db is not None
+    with deps.db.connection() as conn:
+        return ss.first_segment_day(conn, user_id)
