@@ -75,12 +75,15 @@ def fact_histories(rows: list[TripleRow]) -> list[list[FactVersion]]:
     by_id = {r.id: r for r in rows}
     replaced = {r.replaced_by for r in rows if r.replaced_by is not None}
     chains: list[list[FactVersion]] = []
-    for row in rows:
-        if row.id in replaced:
-            continue  # not a chain's first version
-        chain, seen, cur = [], set(), row
-        while cur is not None and cur.id not in seen:
-            seen.add(cur.id)
+    placed: set[int] = set()
+    starts = [r for r in rows if r.id not in replaced]
+    # then whatever no start reaches (a cycle, or a chain cut by the fact limit): never hide one
+    for row in starts + rows:
+        if row.id in placed:
+            continue
+        chain, cur = [], row
+        while cur is not None and cur.id not in placed:
+            placed.add(cur.id)
             chain.append(FactVersion(cur, cur.invalidated_at is None))
             cur = by_id.get(cur.replaced_by) if cur.replaced_by is not None else None
         chains.append(chain)

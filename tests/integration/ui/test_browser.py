@@ -146,3 +146,44 @@ def test_writes_need_the_ui_header(served):
         )
         assert r.status_code == 403 and "X-WorldMM-UI" in r.text
         assert http.get(f"/ui/segments/{alice.segments[0]}").status_code == 200
+
+
+def test_a_day_reads_only_its_own_range_a_page_at_a_time(served):
+    """121 windows of 30 s on one day, one the day before: the day shows a page of 120 and a
+    'more' link; the next page holds the last one; the other day's segment is never shown."""
+    from datetime import timedelta
+
+    from query_api.ui.views import LANE_PAGE
+    from worldmm.store import segments as segment_store
+    from worldmm.store.models import SegmentWrite
+    from worldmm.store.users import create_user
+
+    user_id = f"ui-week-{DAY:%H%M%S}-{id(served) % 10_000}"
+    with served.deps.db.transaction() as conn:
+        key = create_user(conn, user_id)
+        starts = [DAY + timedelta(seconds=30 * i) for i in range(LANE_PAGE + 1)]
+        starts.append(DAY - timedelta(days=1))
+        for t in starts:
+            segment_store.upsert_segment(
+                conn,
+                SegmentWrite(
+                    user_id=user_id,
+                    scale_seconds=30,
+                    window_start=t,
+                    window_end=t + timedelta(seconds=30),
+                    caption=f"window at {t:%Y-%m-%d %H:%M:%S}",
+                    processing_status="complete",
+                ),
+            )
+    with httpx.Client(base_url=served.url) as http:
+        assert http.post("/ui/login", data={"key": key}).status_code == 303
+        page = http.get("/ui/", params={"day": DAY.date().isoformat()}).text
+        assert page.count('class="seg s30') == LANE_PAGE
+        assert "window at 2026-11-19" not in page  # the day before is not read
+        more = re.search(r'data-get="(/ui/lane\?[^"]+)"', page)
+        assert more, "no 'more' link"
+        rest = http.get(more.group(1).replace("&amp;", "&"), headers={"X-WorldMM-UI": "1"})
+        assert rest.status_code == 200
+        assert rest.text.count('class="seg s30') == 1
+        assert f"window at {starts[LANE_PAGE]:%Y-%m-%d %H:%M:%S}" in rest.text
+        assert 'data-get="/ui/lane' not in rest.text  # the last page
