@@ -28,6 +28,9 @@ _DATAFLOW_ARGS = ["dataflow", "--to-end", "--no-recovery"]
 _API_ARGS = ["serve", "--host", "{host}", "--port", "{port}"]
 
 API_PID_FILE = "demo-api.pid"
+# what a kept API's command line holds (`python -m worldmm.cli serve ...`): a recycled PID
+# from a stale file is never signalled
+_API_MARKER = "worldmm.cli serve"
 
 
 class ChildFailed(RuntimeError):
@@ -145,12 +148,12 @@ def stop_kept_api(settings: Settings, timeout_s: float = 15.0) -> int | None:
     pid_file = settings.resolved_state_dir / API_PID_FILE
     pid = read_pid(pid_file)
     pid_file.unlink(missing_ok=True)
-    if pid is None or not pid_alive(pid, "query_api.app"):
+    if pid is None or not pid_alive(pid, _API_MARKER):
         return None
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while pid_alive(pid, "query_api.app") and time.monotonic() < deadline:
+    while pid_alive(pid, _API_MARKER) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if pid_alive(pid, "query_api.app"):
+    if pid_alive(pid, _API_MARKER):
         os.kill(pid, signal.SIGKILL)
     return pid
