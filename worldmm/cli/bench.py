@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import typer
 
-from worldmm.cli import bench_chaos, bench_egolife, bench_gpu, bench_ingest, bench_query
+from worldmm.cli import (
+    bench_api_load,
+    bench_chaos,
+    bench_egolife,
+    bench_gpu,
+    bench_ingest,
+    bench_query,
+)
 
 
 def register(app: typer.Typer) -> None:
     bench_app = typer.Typer(
         help="Benchmarks; each writes a JSON report (--out).", no_args_is_help=True
     )
-    for module in (bench_ingest, bench_query, bench_gpu, bench_egolife, bench_chaos):
+    modules = (bench_ingest, bench_query, bench_gpu, bench_egolife, bench_chaos, bench_api_load)
+    for module in modules:
         module.register(bench_app)
     app.add_typer(bench_app, name="bench")
