@@ -87,6 +87,7 @@ class BenchConfig:
     keep: bool = False  # keep the bench users' rows (default: purged after each level)
     profile: bool = False  # sample the worker with py-spy: CPU by part of the pipeline
     profile_dir: str | None = None  # where the raw samples are kept (beside --out)
+    blob_root: str | None = None  # parent of each level's blob dir (None: the temp dir)
 
     @property
     def windows_per_user(self) -> int:
@@ -295,7 +296,7 @@ def _level_settings(base: Settings, cfg: BenchConfig, run_id: str, users: int, t
             "topic_partitions": 1,
             "llm_concurrency": cfg.concurrency,
             "llm_concurrency_max": cfg.concurrency_max or base.llm_concurrency_max,
-            "blob_dir": tmp / "blobs",
+            "blob_dir": Path(tempfile.mkdtemp(prefix="blobs-", dir=cfg.blob_root or tmp)),
             "state_dir": tmp / "state",
             "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),
         }
@@ -496,6 +497,7 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
     if not cfg.keep:
         _purge(settings, names)
     _delete_topics(settings)
+    shutil.rmtree(settings.blob_dir, ignore_errors=True)
     shutil.rmtree(tmp, ignore_errors=True)
     return result
 
@@ -622,10 +624,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--model-latency-s", type=float, default=d.model_latency_s,
                    help="simulated latency of every model call")  # fmt: skip
     p.add_argument("--concurrency", type=int, default=d.concurrency,
-                   help="windows in flight per worker (WORLDMM_LLM_CONCURRENCY)")  # fmt: skip
+                   help="windows in flight at first (WORLDMM_LLM_CONCURRENCY)")  # fmt: skip
     p.add_argument("--concurrency-max", type=int, default=None,
                    help="ceiling of the adaptive bound (WORLDMM_LLM_CONCURRENCY_MAX)")  # fmt: skip
     p.add_argument("--seed", type=int, default=d.seed, help="frame generator seed")
+    p.add_argument("--blob-root", default=None,
+                   help="parent of each level's blob dir (default: temp dir)")  # fmt: skip
     p.add_argument("--keep", action="store_true", help="keep the bench users' rows")
     p.add_argument("--profile", action="store_true",
                    help="sample the worker with py-spy: CPU by pipeline part")  # fmt: skip
@@ -649,6 +653,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         model_latency_s=args.model_latency_s,
         concurrency=args.concurrency,
         concurrency_max=args.concurrency_max,
+        blob_root=args.blob_root,
         seed=args.seed,
         keep=args.keep,
         profile=args.profile,

@@ -26,6 +26,9 @@ def register(bench_app: typer.Typer) -> None:
             int, typer.Option(help="Adaptive bound's ceiling (0: WORLDMM_LLM_CONCURRENCY_MAX).")
         ] = 0,
         seed: Annotated[int, typer.Option(help="Frame generator seed.")] = 0,
+        blob_root: Annotated[
+            str, typer.Option(help="Parent of each level's blob dir (default: temp dir).")
+        ] = "",
         keep: Annotated[bool, typer.Option(help="Keep the simulated users' rows.")] = False,
         profile: Annotated[
             bool, typer.Option(help="Sample the worker with py-spy: CPU by pipeline part.")
@@ -45,6 +48,8 @@ def register(bench_app: typer.Typer) -> None:
             "--concurrency", str(concurrency),
             "--seed", str(seed),
         ]  # fmt: skip
+        if blob_root:
+            argv += ["--blob-root", blob_root]
         if concurrency_max:
             argv += ["--concurrency-max", str(concurrency_max)]
         if keep:
