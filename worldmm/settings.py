@@ -193,7 +193,7 @@ class Settings(BaseSettings):
         "neighbourhood) or igraph's exact PRPACK over the whole graph.",
     )
     ppr_push_epsilon: float = Field(
-        default=1e-7,
+        default=1e-5,
         gt=0,
         lt=1,
         description="Forward push error bound: each vertex's score is within epsilon times "
@@ -249,10 +249,11 @@ class Settings(BaseSettings):
     visual_top_k: int = Field(default=3, ge=1, description="Clips returned by visual search.")
     agent_max_rounds: int = Field(default=5, ge=1, le=20, description="Retrieval agent rounds.")
     graph_memo_elements: int = Field(
-        default=3_000_000,
+        default=8_000_000,
         ge=0,
         description="Per process: graphs kept in memory in front of Redis, as vertices + "
-        "edges (a week's 30 s graph is ~290k; 0 turns the memo off).",
+        "edges (time-masked graphs: + units; a week's 30 s graph is ~0.9M, about 50 MB; "
+        "0 turns the memo off).",
     )
 
     # --- query API ----------------------------------------------------------------------

@@ -50,7 +50,8 @@ log = logging.getLogger(__name__)
 KEY_PREFIX = "worldmm:graph"
 TOMBSTONE = b"TOMB"
 DEFAULT_TTL_S = 6 * 3600
-DEFAULT_MEMO_ELEMENTS = 3_000_000  # vertices + edges (a week's 30 s graph: about 290k)
+# vertices + edges (or units: a week's 30 s time-masked graph is about 0.9M, four weeks 3.6M)
+DEFAULT_MEMO_ELEMENTS = 8_000_000
 _PROBE_BYTES = 64  # enough to read a tombstone back, never a whole graph
 
 

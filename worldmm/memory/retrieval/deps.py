@@ -7,10 +7,10 @@ the PostgreSQL adapter over ``db`` unless a reader is passed explicitly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from worldmm.graph.cache import GraphCache, GraphMemo, NullCache
+from worldmm.graph.cache import DEFAULT_MEMO_ELEMENTS, GraphCache, GraphMemo, NullCache
 from worldmm.memory.retrieval.reader import ClipMatch, FrameRef, MemoryReader
 
 __all__ = ["ClipMatch", "FrameRef", "MemoryReader", "RetrievalDeps", "build_retrieval_deps"]
@@ -33,10 +33,15 @@ class RetrievalDeps:
     settings: Settings
     store: MemoryReader | None = None  # overrides the PostgreSQL adapter (tests)
     # This process's time-masked graphs (worldmm.graph.timed), in front of Redis and used
-    # without it too; each is served only while its fingerprint matches the store's.
-    graphs: GraphMemo = field(default_factory=GraphMemo)
+    # without it too; each is served only while its fingerprint matches the store's. None:
+    # one sized by ``settings.graph_memo_elements`` (copies made with dataclasses.replace
+    # share it).
+    graphs: GraphMemo = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
+        if self.graphs is None:
+            budget = getattr(self.settings, "graph_memo_elements", DEFAULT_MEMO_ELEMENTS)
+            self.graphs = GraphMemo(budget)
         if self.store is None:
             if self.db is None:
                 raise ValueError("RetrievalDeps needs a Database (db) or a MemoryReader (store)")
