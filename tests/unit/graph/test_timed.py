@@ -193,3 +193,78 @@ def test_segment_seed_is_the_segments_vertex():
     timed = build_timed("episodic", rows)
     reset = timed_seeds(timed, {}, None, {100: 1.0}, segment_weight=0.05)
     assert reset == {timed.position[segment_node(100)]: pytest.approx(0.05)}
+
+
+# --- compact bytes --------------------------------------------------------------------------
+@pytest.mark.parametrize("memory_type", ["episodic", "semantic"])
+def test_numpy_buffers_round_trip_the_graph(memory_type):
+    from worldmm.graph.timed_io import TimedFormatError, dumps_timed, loads_timed
+
+    rows = episodic_rows(21) if memory_type == "episodic" else semantic_rows(22)
+    g = build_timed(memory_type, rows[:-5], seal_every=3)
+    g = extend(g, rows[-5:])  # a tail the CSR does not cover yet travels too
+    g.fingerprint = "12:34:5"
+    back = loads_timed(dumps_timed(g))
+    assert (back.memory_type, back.fingerprint, back.names, back.label) == (
+        g.memory_type,
+        g.fingerprint,
+        g.names,
+        g.label,
+    )
+    assert back.predicate == g.predicate and back.sealed == g.sealed
+    for attr in ("kind", "segment_id", "v_from", "src", "dst", "ukind", "weight", "t_from"):
+        assert np.array_equal(getattr(back, attr), getattr(g, attr)), attr
+    assert np.array_equal(back.t_to, g.t_to) and np.array_equal(back.triple_id, g.triple_id)
+    assert np.array_equal(back.csr.indptr, g.csr.indptr)
+    names = {entity_node("kate"): 1.0}
+    for as_of in (None, to_micros(at(400))):
+        a = ppr(g, timed_seeds(g, names, as_of), as_of, 0.85, "push", 1e-9)
+        b = ppr(back, timed_seeds(back, names, as_of), as_of, 0.85, "push", 1e-9)
+        assert np.array_equal(a.vertices, b.vertices) and np.allclose(a.scores, b.scores)
+    data = dumps_timed(g)
+    assert dumps_timed(g)[:12] != data[:12]  # a fresh nonce: the cache compares prefixes
+    for bad in (b"WMG1" + data[4:], data[:-3], data + b"x"):
+        with pytest.raises(TimedFormatError):
+            loads_timed(bad)
+
+
+# --- local push against exact PPR on hand-built graphs --------------------------------------
+def _graph_rows(edges: list[tuple[str, str, int]]) -> list[GraphTriple]:
+    """Episodic rows (subject, object, segment) with valid_from = the segment's end."""
+    return [
+        GraphTriple(
+            triple_id=i + 1,
+            subject=s,
+            predicate="p",
+            object=o,
+            segment_id=seg,
+            scale=30,
+            valid_from=at(30 * seg),
+        )
+        for i, (s, o, seg) in enumerate(edges)
+    ]
+
+
+HAND_BUILT = {
+    # a hub the query names, a chain leading away from it, and an unrelated cluster
+    "hub_and_chain": [("hub", f"x{i}", i) for i in range(1, 8)]
+    + [("x7", "y1", 8), ("y1", "y2", 9), ("y2", "y3", 10), ("far", "away", 11)],
+    # two communities joined by one bridge segment
+    "two_communities": [("a", "b", 1), ("b", "c", 2), ("a", "c", 3), ("c", "d", 4)]
+    + [("p", "q", 5), ("q", "r", 6), ("p", "r", 7), ("d", "p", 8)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_BUILT))
+@pytest.mark.parametrize("seed_name", ["hub", "a", "x7", "c"])
+def test_local_push_top_k_equals_exact_pagerank(name, seed_name):
+    rows = _graph_rows(HAND_BUILT[name])
+    g = build_timed("episodic", rows)
+    old = build_graph("episodic", rows)
+    names = {entity_node(seed_name): 1.0, entity_node("q"): 0.3}
+    want = top_segments(old, personalized_pagerank(old, seed_vector(old, names), 0.85).scores, 5)
+    reset = timed_seeds(g, names, None)
+    got = timed_top_segments(g, ppr(g, reset, None, 0.85, "push", 1e-12), None, 5)
+    assert_same_ranking(got, want)
+    exact = timed_top_segments(g, ppr(g, reset, None, 0.85, "prpack"), None, 5)
+    assert_same_ranking(exact, want)
