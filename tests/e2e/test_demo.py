@@ -64,7 +64,11 @@ def test_demo_runs_end_to_end_and_stops_everything(demo_state_dir: Path) -> None
     session_end = result.start + timedelta(minutes=MINUTES)
     assert len(result.answers) == 3
     for view in result.answers:
-        assert view.answer.strip()
+        # the short answer first, then its evidence; never the agent's search log
+        assert view.answer.strip() and " — " in view.answer, view.answer
+        assert not view.answer.startswith(("From your memory", "Search 1")), view.answer
+        # every demo scene speaks: previews lead with the words, not the colours
+        assert not view.evidence[0].text.startswith("I was somewhere"), view.evidence[0].text
         assert view.provider == "offline"
         assert view.rounds
         assert view.evidence, view.question
@@ -79,6 +83,8 @@ def test_demo_runs_end_to_end_and_stops_everything(demo_state_dir: Path) -> None
     assert alive == {}
     assert not (demo_state_dir / "demo-api.pid").exists()
     assert str(demo_state_dir) in text  # it says where the data is
+    last = text.rstrip().splitlines()[-1]  # and ends with where to browse the memory
+    assert last.startswith(f"memory browser: {result.api_url}/ui/"), last
     assert list((demo_state_dir / "blobs" / "frames" / result.user_id).rglob("*.jpg"))
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(result.database_url, connect_timeout=2).close()

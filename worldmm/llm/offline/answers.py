@@ -25,7 +25,11 @@ MAX_SHORT_WORDS = 12
 SUPPORT_SHARE = 0.5  # units contributing at least this share of the best one are cited too
 MAX_CITED = 3
 _TOKEN = re.compile(r"[\w'’-]+")
-_LEADING_VERB = re.compile(r"^(?:(?:is|are|was|were|be|been|has|have|had)\s+)+", re.IGNORECASE)
+# Copulas and reporting verbs that open a tail ("is 4711", "says buy milk") are not the answer.
+_LEADING_VERB = re.compile(
+    r"^(?:(?:is|are|was|were|be|been|has|have|had|says|said|reads|read|shows|showed)\s+)+",
+    re.IGNORECASE,
+)
 
 
 def when(u: Unit) -> str:
