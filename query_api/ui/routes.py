@@ -136,12 +136,12 @@ def lane_more(
     cursor: Annotated[str, Query(max_length=200)],
 ) -> HTMLResponse:
     if scale not in SCALES:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "unknown scale")
+        return _page(request, "_error.html", 422, message=f"Unknown scale {scale}.")
     try:
         shown = views.parse_day(day)
         cards, next_cursor = _lane_page(deps, user_id, shown, scale, cursor)
     except (ValueError, CursorError) as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+        return _page(request, "_error.html", 422, message=str(exc))
     return _page(request, "_cards.html", cards=cards, cursor=next_cursor, scale=scale, day=shown)
 
 
@@ -150,8 +150,8 @@ def lane_more(
 def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: int) -> HTMLResponse:
     with deps.db.connection() as conn:
         row = segment_store.get_segment(conn, user_id, segment_id)
-        if row is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no segment {segment_id}")
+        if row is None:  # another user's id reads the same as a missing one
+            return _page(request, "_error.html", 404, message=f"No segment {segment_id}.")
         parent = (
             segment_store.get_segment(conn, user_id, row.parent_segment_id)
             if row.parent_segment_id
