@@ -43,7 +43,13 @@ class DlqRecord(BaseModel):
     headers: Headers
 
     def header(self, name: str) -> str | None:
-        return header_dict(self.headers).get(name)
+        """One header as text (the first of that name). Not via header_dict: the copied
+        ``orig.*`` headers hold whatever the client sent (not UTF-8, repeated), and reading
+        the DLQ's own headers must never fail on them (a fuzzed record stopped the flow)."""
+        for key, raw in self.headers:
+            if key == name and raw is not None:
+                return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        return None
 
 
 def _text_headers(pairs: Sequence[tuple[str, object]]) -> Headers:
