@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import groupby
 
 from bench.egolife.data import Window
 from bench.egolife.truth import Ranked
 from worldmm.memory.deps import IngestDeps
-from worldmm.memory.retrieval import RetrievalDeps, search_episodic
+from worldmm.memory.retrieval import RetrievalDeps, SegmentHit
 
 SCALE_COUNTS_SQL = (
     "SELECT scale_seconds, processing_status, count(*) FROM segments WHERE user_id = %s"
@@ -135,8 +135,8 @@ def purge(deps: IngestDeps, user_id: str) -> dict[str, int]:
 
 
 def retrieval_deps(deps: IngestDeps) -> RetrievalDeps:
-    """Retrieval over the same pool and models as ingest. No graph cache: every benchmark
-    query carries ``as_of``, and as-of graphs are always rebuilt from the store."""
+    """Retrieval over the same pool and models as ingest. No Redis: the graphs live in the
+    process memo, and one time-masked graph per scale answers every question's ``as_of``."""
     from worldmm.graph.cache import NullCache
 
     return RetrievalDeps(
@@ -149,7 +149,41 @@ def retrieval_deps(deps: IngestDeps) -> RetrievalDeps:
     )
 
 
-async def search(deps: RetrievalDeps, user_id: str, query: str, as_of: datetime) -> list[Ranked]:
-    """The episodic retriever's final (reranked) segments, in its order."""
-    result = await search_episodic(deps, user_id, query, as_of=as_of)
-    return [Ranked(start=h.start, end=h.end, scale=h.scale) for h in result.hits]
+# The memory's variants, all scored from one run of the three lanes per question: the full
+# fused retriever (what the API uses), each lane alone, fusion without the graph lane, and
+# fusion without drill-down. Overrides of EpisodicOptions.
+VARIANTS: dict[str, dict] = {
+    "worldmm": {},
+    "lane-lexical": {"lanes": ("lexical",)},
+    "lane-dense": {"lanes": ("dense",)},
+    "lane-graph": {"lanes": ("graph",)},
+    "fused-no-graph": {"lanes": ("lexical", "dense")},
+    "fused-no-drill": {"drill_down": False},
+}
+
+
+def ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
+    return [Ranked(start=h.start, end=h.end, scale=h.scale) for h in hits]
+
+
+async def search_variants(
+    deps: RetrievalDeps,
+    user_id: str,
+    query: str,
+    question: str,
+    as_of: datetime,
+    names: Sequence[str],
+) -> tuple[dict[str, list[SegmentHit]], float]:
+    """Every variant in ``names`` from one lane run; also the seconds the full retriever
+    (lanes + fusion + drill-down) took, i.e. what one API search costs."""
+    from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes
+
+    base = EpisodicOptions.from_settings(deps.settings)
+    started = time.perf_counter()
+    run = await run_lanes(deps, user_id, query, as_of, base, time_text=question)
+    out = {"worldmm": (await finish(deps, run, base)).hits}
+    seconds = time.perf_counter() - started
+    for name in names:
+        if name not in out:
+            out[name] = (await finish(deps, run, replace(base, **VARIANTS[name]))).hits
+    return {n: out[n] for n in names}, seconds

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-METRICS = ("hit@1", "hit@3", "tiou")
-COLOURS = {"worldmm": "#1f77b4", "bm25": "#ff7f0e", "dense": "#2ca02c"}
+METRICS = ("hit@1", "hit@3", "tiou", "accuracy")
+COLOURS = {
+    "worldmm": "#1f77b4",
+    "lane-lexical": "#9ecae1",
+    "lane-dense": "#6baed6",
+    "lane-graph": "#4292c6",
+    "fused-no-graph": "#2171b5",
+    "fused-no-drill": "#08519c",
+    "bm25": "#ff7f0e",
+    "dense": "#2ca02c",
+    "random": "#7f7f7f",
+}
 
 
 def days_label(days: list[int]) -> str:
@@ -23,9 +33,9 @@ def _bars(ax, groups: list[str], methods: list[str], value) -> None:
     width = 0.8 / max(1, len(methods))
     for j, method in enumerate(methods):
         xs = [i + (j - (len(methods) - 1) / 2) * width for i in range(len(groups))]
-        ys = [value(method, g) for g in groups]
+        ys = [value(method, g) or 0.0 for g in groups]  # None: not measured for the method
         bars = ax.bar(xs, ys, width, label=method, color=COLOURS.get(method))
-        ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
+        ax.bar_label(bars, fmt="%.2f", fontsize=5, padding=1, rotation=90)
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylim(0, 1.05)
     ax.grid(axis="y", alpha=0.3)
@@ -41,16 +51,18 @@ def plot_report(report: dict, path: Path) -> Path:
     methods = list(report["methods"])
     types = sorted({t for m in methods for t in report["methods"][m]["by_type"]})
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 1.7]}
+        1, 2, figsize=(16, 5.5), gridspec_kw={"width_ratios": [1.2, 1.7]}
     )
-    _bars(left, list(METRICS), methods, lambda m, metric: report["methods"][m]["overall"][metric])
+    _bars(
+        left, list(METRICS), methods, lambda m, metric: report["methods"][m]["overall"].get(metric)
+    )
     left.set_title(f"overall ({report['questions']} questions)")
-    left.legend(loc="upper right", fontsize=8)
+    left.legend(loc="upper left", fontsize=7, ncols=2)
 
-    def by_type(m: str, t: str) -> float:
-        return report["methods"][m]["by_type"].get(t, {}).get("hit@3", 0.0)
+    def by_type(m: str, t: str) -> float | None:
+        return report["methods"][m]["by_type"].get(t, {}).get("hit@3")
 
-    _bars(right, types, methods, by_type)
+    _bars(right, types, [m for m in methods if m != "random"], by_type)
     counts = {t: report["methods"][methods[0]]["by_type"].get(t, {}).get("n", 0) for t in types}
     right.set_xticks(range(len(types)), [f"{t}\n(n={counts[t]})" for t in types], fontsize=8)
     right.set_title("hit@3 by question type")

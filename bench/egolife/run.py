@@ -34,13 +34,24 @@ from bench.egolife.data import (
     select_questions,
 )
 from bench.egolife.truth import Interval, QuestionScore, Ranked
+from worldmm.memory.retrieval.results import SegmentHit
 
 if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
     from worldmm.memory.deps import IngestDeps
     from worldmm.settings import Settings
 
-METHODS = ("worldmm", "bm25", "dense")
+MEMORY_METHODS = (
+    "worldmm",
+    "lane-lexical",
+    "lane-dense",
+    "lane-graph",
+    "fused-no-graph",
+    "fused-no-drill",
+)
+BASELINES = ("bm25", "dense")
+METHODS = (*MEMORY_METHODS, *BASELINES, "random")
+RANDOM_SEED = 0
 DEFAULT_USER = "egolife-A1_JAKE"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,6 +112,27 @@ def ask_all(
         ranked.append(search(q))
         progress.advance(task)
     return ranked, (time.perf_counter() - started) / max(1, len(questions))
+
+
+def window_hits(windows: Sequence[Window], ranked: Sequence[Ranked]) -> list[SegmentHit]:
+    """A baseline's ranked windows as evidence for the answerer (same text it searched)."""
+    by_start = {w.start: w for w in windows}
+    hits = []
+    for i, r in enumerate(ranked):
+        w = by_start.get(r.start)
+        if w is not None:
+            hits.append(
+                SegmentHit(
+                    segment_id=-(i + 1),
+                    scale=r.scale,
+                    start=r.start,
+                    end=r.end,
+                    text=w.caption or w.transcript,
+                    transcript=w.transcript or None,
+                    score=0.0,
+                )
+            )
+    return hits
 
 
 def run_baselines(
@@ -173,7 +205,7 @@ def run_worldmm(
     questions: Sequence[Question],
     progress: Progress,
     console: Console,
-) -> tuple[list[list[Ranked]], dict]:
+) -> tuple[dict[str, list[list[SegmentHit]]], dict]:
     from bench.egolife import memory_method as mm
 
     info: dict = {"user_id": cfg.user_id}
@@ -204,30 +236,108 @@ def run_worldmm(
         info["ingest"] = {"reused_windows": len(windows), "windows": 0}
     info["rows"] = mm.memory_counts(deps, cfg.user_id)
     rdeps = mm.retrieval_deps(deps)
+    names = [m for m in MEMORY_METHODS if m in cfg.methods]
 
-    async def ask_every() -> tuple[list[list[Ranked]], float]:
-        task = progress.add_task("ask worldmm", total=len(questions))
-        out, started = [], time.perf_counter()
+    async def ask_every() -> tuple[dict[str, list[list[SegmentHit]]], list[float], float]:
+        task = progress.add_task("ask worldmm (+ variants)", total=len(questions))
+        out: dict[str, list[list[SegmentHit]]] = {n: [] for n in names}
+        full_s: list[float] = []
+        started = time.perf_counter()
         for q in questions:
-            out.append(await mm.search(rdeps, cfg.user_id, q.query_text, q.query_time))
+            hits, seconds = await mm.search_variants(
+                rdeps, cfg.user_id, q.query_text, q.question, q.query_time, names
+            )
+            for n in names:
+                out[n].append(hits[n])
+            full_s.append(seconds)
             progress.advance(task)
-        return out, (time.perf_counter() - started) / max(1, len(questions))
+        return out, full_s, time.perf_counter() - started
 
-    rankings, per_q = asyncio.run(ask_every())
-    info["query_ms"] = round(1000 * per_q, 1)
-    return rankings, info
+    hits, full_s, total_s = asyncio.run(ask_every())
+    ordered = sorted(full_s)
+    info["query_ms"] = round(1000 * sum(full_s) / max(1, len(full_s)), 1)
+    info["query_ms_p50"] = round(1000 * ordered[len(ordered) // 2], 1) if ordered else None
+    info["query_ms_p95"] = (
+        round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1) if ordered else None
+    )
+    info["questions_s"] = round(total_s, 1)
+    return hits, info
+
+
+# --- answers ------------------------------------------------------------------------------
+
+
+def offered(q: Question) -> list[tuple[str, str]]:
+    """The question's (letter, text) choices that are not blank, in letter order."""
+    return [(k, v) for k, v in sorted(q.choices.items()) if v and v.strip()]
+
+
+async def answer_all(
+    roles,
+    questions: Sequence[Question],
+    evidence: dict[str, list[list[SegmentHit]]],
+    progress: Progress,
+) -> dict[str, list[str | None]]:
+    """Each method's chosen letter per question: the same offline answerer reads each
+    method's top hits; ``random`` picks uniformly (seeded)."""
+    import random
+
+    from worldmm.agent.choices import answer_choices
+    from worldmm.llm.errors import ModelCallError
+
+    out: dict[str, list[str | None]] = {}
+    for method, per_q in evidence.items():
+        task = progress.add_task(f"answer {method}", total=len(questions))
+        letters: list[str | None] = []
+        for q, hits in zip(questions, per_q, strict=True):
+            choices = offered(q)
+            try:
+                got = await answer_choices(roles, q.question, [t for _, t in choices], hits)
+                letters.append(choices[got.index][0])
+            except (ValueError, ModelCallError):
+                letters.append(None)
+            progress.advance(task)
+        out[method] = letters
+    rng = random.Random(RANDOM_SEED)
+    out["random"] = [rng.choice(offered(q))[0] if offered(q) else None for q in questions]
+    return out
 
 
 # --- scoring and the report -------------------------------------------------------------
 
 
-def summarise(questions: Sequence[Question], scores: Sequence[QuestionScore]) -> dict:
-    by_type: dict[str, list[QuestionScore]] = {}
-    for q, s in zip(questions, scores, strict=True):
-        by_type.setdefault(q.type, []).append(s)
+def accuracy(questions: Sequence[Question], letters: Sequence[str | None]) -> float:
+    judged = [(q, a) for q, a in zip(questions, letters, strict=True) if q.answer]
+    if not judged:
+        return 0.0
+    return sum(1 for q, a in judged if a is not None and a == q.answer.strip().upper()) / len(
+        judged
+    )
+
+
+def summarise(
+    questions: Sequence[Question],
+    scores: Sequence[QuestionScore] | None,
+    letters: Sequence[str | None] | None,
+) -> dict:
+    """Overall and per-type figures; a method without retrieval (random) has None for
+    hit@k and tIoU, a method not answered has no accuracy."""
+
+    def block(idx: list[int]) -> dict:
+        if scores is not None:
+            agg: dict = truth.aggregate([scores[i] for i in idx])
+        else:
+            agg = {"hit@1": None, "hit@3": None, "tiou": None, "n": len(idx)}
+        if letters is not None:
+            agg["accuracy"] = accuracy([questions[i] for i in idx], [letters[i] for i in idx])
+        return agg
+
+    by_type: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        by_type.setdefault(q.type, []).append(i)
     return {
-        "overall": truth.aggregate(scores),
-        "by_type": {t: truth.aggregate(v) for t, v in sorted(by_type.items())},
+        "overall": block(list(range(len(questions)))),
+        "by_type": {t: block(v) for t, v in sorted(by_type.items())},
     }
 
 
@@ -240,25 +350,29 @@ def question_rows(
     truths: Sequence[list[Interval]],
     rankings: dict[str, list[list[Ranked]]],
     scores: dict[str, list[QuestionScore]],
+    answers: dict[str, list[str | None]],
 ) -> list[dict]:
     rows = []
     for i, q in enumerate(questions):
+        methods: dict[str, dict] = {}
+        for m in [*rankings, *[a for a in answers if a not in rankings]]:
+            row: dict = {}
+            if m in rankings:
+                row.update(scores[m][i].model_dump())
+                row["top"] = [
+                    [r.start.isoformat(), r.end.isoformat(), r.scale] for r in rankings[m][i]
+                ]
+            if m in answers:
+                row["answer"] = answers[m][i]
+            methods[m] = row
         rows.append(
             {
                 "id": q.id,
                 "type": q.type,
                 "query_time": q.query_time.isoformat(),
+                "answer": q.answer,
                 "truth": [_iso(iv) for iv in truths[i]],
-                "methods": {
-                    m: {
-                        **scores[m][i].model_dump(),
-                        "top": [
-                            [r.start.isoformat(), r.end.isoformat(), r.scale]
-                            for r in rankings[m][i]
-                        ],
-                    }
-                    for m in rankings
-                },
+                "methods": methods,
             }
         )
     return rows
@@ -269,17 +383,19 @@ def build_report(
     windows: Sequence[Window],
     questions: Sequence[Question],
     rankings: dict[str, list[list[Ranked]]],
+    answers: dict[str, list[str | None]],
     extra: dict,
 ) -> dict:
     truths = [truth.truth_intervals(q.targets) for q in questions]
     scores = {
         m: [truth.score(r, g) for r, g in zip(rankings[m], truths, strict=True)] for m in rankings
     }
+    names = [m for m in METHODS if m in rankings or m in answers]
     return {
         "benchmark": "egolife-retrieval",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "questions": len(questions),
-        "methods": {m: summarise(questions, scores[m]) for m in rankings},
+        "methods": {m: summarise(questions, scores.get(m), answers.get(m)) for m in names},
         "days": sorted({day_of(w.start) for w in windows}),
         "windows": len(windows),
         "question_file": str(cfg.questions),
@@ -290,10 +406,12 @@ def build_report(
             "hit@k": f"a top-k segment of <= {truth.HIT_MAX_SCALE_S} s overlaps the truth",
             "tiou": f"|R ∩ G| / |R ∪ G| over the top {truth.TIOU_TOP} (any scale)",
             "as_of": "only windows (segments) ending at or before the question time",
+            "accuracy": "the offline answerer's letter from the method's top hits equals the "
+            "question's answer (random: a seeded uniform pick)",
         },
         "host": {"machine": platform.machine(), "python": platform.python_version()},
         **extra,
-        "per_question": question_rows(questions, truths, rankings, scores),
+        "per_question": question_rows(questions, truths, rankings, scores, answers),
     }
 
 
@@ -314,51 +432,99 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     if not windows or not questions:
         raise BenchError("nothing to run: no windows or no questions for these days")
 
-    rankings: dict[str, list[list[Ranked]]] = {}
+    started = time.perf_counter()
+    evidence: dict[str, list[list[SegmentHit]]] = {}
     extra: dict = {
         "settings": {
             "llm_provider": settings.llm_provider,
             "embed_backend": settings.embed_backend,
             "speech_in_caption": cfg.speech_in_caption,
             "top_k": cfg.top_k,
+            "episodic": episodic_settings(settings),
         }
     }
-    with progress_bar(console) as progress:
-        if "worldmm" in cfg.methods:
-            with memory_deps(settings, console) as deps:
-                rankings["worldmm"], extra["worldmm"] = run_worldmm(
-                    cfg, deps, windows, questions, progress, console
-                )
-                base, extra["baselines"] = run_baselines(
-                    cfg, windows, questions, lambda: deps.embedder, progress
-                )
+    memory = any(m in cfg.methods for m in MEMORY_METHODS)
+    memory_ctx = memory_deps(settings, console) if memory else _no_memory()
+    with progress_bar(console) as progress, memory_ctx as deps:
+        if deps is not None:
+            evidence, extra["worldmm"] = run_worldmm(
+                cfg, deps, windows, questions, progress, console
+            )
+            roles, embedder = deps.roles, (lambda: deps.embedder)
         else:
             from worldmm.embed import build_embedder
+            from worldmm.llm.roles import build_roles
 
-            base, extra["baselines"] = run_baselines(
-                cfg, windows, questions, lambda: build_embedder(settings), progress
-            )
-        rankings.update(base)
-
-    rankings = {m: rankings[m] for m in METHODS if m in rankings}
-    report = build_report(cfg, windows, questions, rankings, extra)
+            shared = build_embedder(settings)
+            roles, embedder = build_roles(settings, shared), (lambda: shared)
+        base, extra["baselines"] = run_baselines(cfg, windows, questions, embedder, progress)
+        for m, per_q in base.items():
+            evidence[m] = [window_hits(windows, r) for r in per_q]
+        answered = {m: v for m, v in evidence.items() if m in cfg.methods}
+        answer_started = time.perf_counter()
+        answers = asyncio.run(answer_all(roles, questions, answered, progress))
+        extra["answer_s"] = round(time.perf_counter() - answer_started, 1)
+    if "random" not in cfg.methods:
+        answers.pop("random", None)
+    rankings = {
+        m: [mm_ranked(h) for h in evidence[m]]
+        for m in METHODS
+        if m in evidence and m in cfg.methods
+    }
+    extra["wall_s"] = round(time.perf_counter() - started, 1)
+    report = build_report(cfg, windows, questions, rankings, answers, extra)
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     cfg.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     plot_report(report, cfg.plot_path)
     return report
 
 
+def mm_ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
+    return [Ranked(start=h.start, end=h.end, scale=h.scale) for h in hits]
+
+
+@contextmanager
+def _no_memory() -> Iterator[None]:
+    yield None
+
+
+def episodic_settings(settings: Settings) -> dict:
+    """The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md)."""
+    return {
+        k: getattr(settings, k)
+        for k in (
+            "episodic_lanes",
+            "episodic_lane_weights",
+            "episodic_rrf_k",
+            "episodic_lane_candidates",
+            "episodic_drill_down",
+            "episodic_drill_parents",
+            "episodic_drill_keep",
+            "episodic_recency_weight",
+            "episodic_recency_halflife_h",
+            "episodic_prior_weight",
+            "episodic_prior_halflife_h",
+            "episodic_llm_rerank",
+            "rerank_keep",
+        )
+    }
+
+
+def _fmt(value) -> str:
+    return f"{value:>6.3f}" if isinstance(value, (int, float)) else f"{'-':>6}"
+
+
 def summary_table(report: dict) -> str:
     """A plain-text table of the overall and per-type figures (what the CLI prints)."""
     lines = [
         f"{report['questions']} questions, days {report['days']}, {report['windows']} windows",
-        f"{'method':<9} {'type':<14} {'n':>4} {'hit@1':>6} {'hit@3':>6} {'tIoU':>6}",
+        f"{'method':<15} {'type':<14} {'n':>4} {'hit@1':>6} {'hit@3':>6} {'tIoU':>6} {'acc':>6}",
     ]
     for method, block in report["methods"].items():
         rows = [("overall", block["overall"]), *block["by_type"].items()]
         for name, agg in rows:
             lines.append(
-                f"{method:<9} {name:<14} {agg['n']:>4} {agg['hit@1']:>6.3f} "
-                f"{agg['hit@3']:>6.3f} {agg['tiou']:>6.3f}"
+                f"{method:<15} {name:<14} {agg['n']:>4} {_fmt(agg['hit@1'])} "
+                f"{_fmt(agg['hit@3'])} {_fmt(agg['tiou'])} {_fmt(agg.get('accuracy'))}"
             )
     return "\n".join(lines)

@@ -43,7 +43,11 @@ def egolife(
         None, "--limit-questions", min=1, help="Ask only the first N selected questions."
     ),
     methods: str = typer.Option(
-        "worldmm,bm25,dense", "--methods", help="Comma-separated subset of worldmm,bm25,dense."
+        "worldmm,lane-lexical,lane-dense,lane-graph,fused-no-graph,fused-no-drill,bm25,dense,random",
+        "--methods",
+        help="Comma-separated subset of: worldmm (the fused retriever the API uses), "
+        "lane-lexical, lane-dense, lane-graph (each lane alone), fused-no-graph, "
+        "fused-no-drill, bm25, dense, random (accuracy only).",
     ),
     user_id: str = typer.Option(
         "egolife-A1_JAKE", "--user-id", help="Memory user id the week is ingested as."

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from bench.egolife.run import BenchConfig, run_benchmark
+from bench.egolife.run import METHODS, BenchConfig, run_benchmark
 
 pytestmark = pytest.mark.integration
 
@@ -34,13 +34,13 @@ def write_data(root) -> tuple:
         clips.append({"video_file": f"DAY1_A1_JAKE_11{mm:02d}{ss:02d}00.mp4", "data": lines})
     (sync / "A1_JAKE_DAY1_11000000.json").write_text(json.dumps(clips))
 
-    def q(qid, text, query, target):
+    def q(qid, text, query, target, a="on the stove", b="in the fridge"):
         return {
             "ID": qid,
             "type": "EventRecall",
             "question": text,
-            "choice_a": "yes",
-            "choice_b": "no",
+            "choice_a": a,
+            "choice_b": b,
             "answer": "A",
             "query_time": {"date": "DAY1", "time": query},
             "target_time": {"date": "DAY1", "time": target},
@@ -51,9 +51,16 @@ def write_data(root) -> tuple:
         json.dumps(
             [
                 q("1", "Where did I put the red kettle?", "11100000", "11000200"),
-                q("2", "What did Katrina say about the cat?", "11100000", "11023000"),
+                q(
+                    "2",
+                    "What did Katrina say about the cat?",
+                    "11100000",
+                    "11023000",
+                    a="She is hungry again",
+                    b="She is asleep on the sofa",
+                ),
                 # asked at 11:01:10: only the first two windows had closed
-                q("3", "Who did I feed in the kitchen?", "11011000", "11023000"),
+                q("3", "Who did I feed in the kitchen?", "11011000", "11023000", "the cat", "Jake"),
             ]
         )
     )
@@ -66,7 +73,7 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
         sync_dir=sync,
         questions=questions,
         out=tmp_path / "r.json",
-        methods=["worldmm", "bm25"],
+        methods=list(METHODS),  # every method, as the CLI's default runs them
         user_id=user_id,
         cache_dir=tmp_path / "cache",
     )
@@ -77,14 +84,30 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
     assert info["rows"]["segments"]["30s:complete"] == 6
     assert info["rows"]["segments"].get("180s:complete") == 1  # 11:00-11:03, all six
     assert info["rows"]["triples"].get("episodic:active", 0) > 0
-    assert set(report["methods"]) == {"worldmm", "bm25"}
-    assert set(report["methods"]["worldmm"]["overall"]) >= {"hit@1", "hit@3", "tiou"}
+    assert list(report["methods"]) == list(METHODS)
+    for method in METHODS:
+        overall = report["methods"][method]["overall"]
+        assert set(overall) == {"hit@1", "hit@3", "tiou", "accuracy", "n"}
+        assert 0.0 <= overall["accuracy"] <= 1.0
+        if method == "random":
+            assert overall["hit@1"] is None  # no retrieval, accuracy only
+        else:
+            assert 0.0 <= overall["hit@3"] <= 1.0
+    assert report["worldmm"]["query_ms"] > 0 and report["wall_s"] > 0
     rows = {r["id"]: r for r in report["per_question"]}
     for row in rows.values():
         asked = datetime.fromisoformat(row["query_time"])
+        for method in METHODS:
+            assert row["methods"][method]["answer"] in ("A", "B")
+            if method == "random":
+                continue
+            top = row["methods"][method]["top"]
+            assert all(datetime.fromisoformat(end) <= asked for _s, end, _scale in top)
         top = row["methods"]["worldmm"]["top"]
         assert top, f"no segments returned for question {row['id']}"
-        assert all(datetime.fromisoformat(end) <= asked for _s, end, _scale in top)
+    # the fused retriever found the kettle's window and the offline answerer read it
+    assert rows["1"]["methods"]["worldmm"]["hit1"]
+    assert rows["1"]["methods"]["worldmm"]["answer"] == "A"
     assert len(rows["3"]["methods"]["worldmm"]["top"]) <= 2  # two windows existed then
     assert not rows["3"]["methods"]["worldmm"]["hit3"]  # its evidence came later
 

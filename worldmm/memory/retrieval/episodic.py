@@ -108,12 +108,17 @@ async def run_lanes(
     query: str,
     as_of: datetime | None,
     options: EpisodicOptions,
+    *,
+    time_text: str | None = None,
 ) -> LaneRun:
-    """Parse the question's time, embed it, and run the enabled lanes concurrently."""
+    """Parse the question's time, embed it, and run the enabled lanes concurrently.
+    ``time_text`` is what the time is read from when the query carries more than the
+    question (answer choices naming times must not constrain the search)."""
+    time_text = query if time_text is None else time_text
     first_day = None
-    if _MENTIONS_DAY_N.search(query):
+    if _MENTIONS_DAY_N.search(time_text):
         first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id)
-    constraint = parse_time(query, as_of, first_day=first_day)
+    constraint = parse_time(time_text, as_of, first_day=first_day)
     entities = await query_entities(deps, query) if GRAPH in options.lanes else []
     vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
     entity_scores: dict[str, float] = {}
