@@ -1,0 +1,68 @@
+"""worldmm.client against the real API on the embedded stack: every call returns the API's
+own models, paging follows the cursors, and keys are scoped (a bad key and another user's
+key are typed errors)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from query_api.schemas import QueryResponse, SegmentOut, SemanticList
+from tests.integration.ui.served import DAY, Served, seed_wearer, serve_api
+from worldmm.client import AsyncWorldMMClient, AuthError, NotFoundError, WorldMMClient
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def served(stack, tmp_path_factory) -> Iterator[Served]:
+    with serve_api(stack, tmp_path_factory.mktemp("client-api")) as api:
+        yield api
+
+
+def test_sync_client_reads_asks_and_forgets(served):
+    alice = seed_wearer(served.deps, "cl-alice")
+    day = {"start": DAY, "end": DAY + timedelta(hours=1)}
+    with WorldMMClient(served.url, alice.key) as mm:
+        assert mm.whoami().user_id == alice.user_id
+        assert mm.health().status == "ok"
+        pages = [s.id for s in mm.iter_segments(**day, scale=30, limit=3)]  # two pages
+        assert pages == alice.segments
+        one = mm.segment(alice.parent)
+        assert isinstance(one, SegmentOut) and one.scale == 180
+        frames = mm.frames(**day)
+        assert [f.key for f in frames.items] == [alice.frame_key]
+        assert mm.frame(frames.items[0].url)[:2] == b"\xff\xd8"  # a JPEG, by its URL
+        assert mm.frame(alice.frame_key)[:2] == b"\xff\xd8"  # and by its key
+        found = mm.search("episodic", "basil plant")
+        assert alice.segments[2] in {h["segment_id"] for h in found.results}
+        reply = mm.query("Where did I put my car keys?")
+        assert isinstance(reply, QueryResponse)
+        assert alice.segments[0] in {e.segment_id for e in reply.evidence}
+        gone = mm.forget(DAY, DAY + timedelta(seconds=30))
+        assert gone.rows_deleted["segments"] >= 1
+        with pytest.raises(NotFoundError):
+            mm.segment(alice.segments[0])
+
+
+async def test_async_client_and_key_scoping(served):
+    alice = seed_wearer(served.deps, "cl-owner")
+    bob = seed_wearer(served.deps, "cl-other")
+    async with AsyncWorldMMClient(served.url, bob.key, alice.user_id) as wrong:
+        with pytest.raises(AuthError) as err:
+            await wrong.segments()
+        assert err.value.status == 403 and "another user" in err.value.detail
+    async with AsyncWorldMMClient(served.url, "wmm_not-a-key") as bad:
+        with pytest.raises(AuthError) as err:
+            await bad.segments()
+        assert err.value.status == 401
+    async with AsyncWorldMMClient(served.url, bob.key) as mm:
+        ids = [s.id async for s in mm.iter_segments(scale=30)]
+        assert ids == bob.segments
+        note = await mm.remember("The spare key is under the green flower pot.")
+        assert ["spare key", "is under", "green flower"] in note.episodic_triples
+        assert note.segment_id in {s.id async for s in mm.iter_segments(scale=30)}
+        facts = await mm.semantic(history=True)
+        assert isinstance(facts, SemanticList)
