@@ -62,4 +62,11 @@ def mcp(
         server.run("stdio")
     else:
         print(f"worldmm mcp: streamable HTTP at http://{host}:{http}/mcp", file=sys.stderr)
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            # the endpoint has no auth of its own: whoever reaches it acts with this key
+            print(
+                f"warning: {host} is not loopback; anyone who can reach port {http} can read "
+                "and forget this user's memory. Put it behind an authenticating proxy.",
+                file=sys.stderr,
+            )
         server.run("streamable-http", host=host, port=http)
