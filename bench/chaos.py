@@ -278,6 +278,25 @@ def _wait_drained(stack: ChaosStack, expected, timeout_s: float, echo: Echo) -> 
     return waited
 
 
+def _worker_log_counts(log_text: str) -> dict[str, int]:
+    """What the worker logged about the faults: outages waited out, not failures."""
+    return {
+        "db_unavailable_waits_logged": log_text.count("db_unavailable"),
+        "encoder_unavailable": log_text.count("encoder_unavailable"),
+        "window_failed_attempts": log_text.count("window_failed"),
+        "kafka_errors": log_text.count("kafka_error"),
+    }
+
+
+def _fuzz_reports(fuzz_dir: Path | None) -> dict[str, Any]:
+    """The fuzz tests' counts (tests/fuzz, run with WORLDMM_FUZZ_REPORT_DIR), if given."""
+    import json
+
+    if fuzz_dir is None:
+        return {}
+    return {f.stem: json.loads(f.read_text()) for f in sorted(fuzz_dir.glob("*.json"))}
+
+
 def _reference_db(settings: Settings) -> str:
     """A second database on the same server for the fault-free replay (migrated)."""
     import psycopg
@@ -318,7 +337,12 @@ def _reference_run(settings: Settings, ref_url: str) -> None:
 
 
 def run_chaos(
-    base: Settings, cfg: ChaosConfig, echo: Echo, *, keep: bool = False
+    base: Settings,
+    cfg: ChaosConfig,
+    echo: Echo,
+    *,
+    keep: bool = False,
+    fuzz_dir: Path | None = None,
 ) -> dict[str, Any]:
     """One chaos run on its own stack; the report (see the module docstring)."""
     from connectors.topics import topic_names
@@ -367,6 +391,7 @@ def run_chaos(
         queries.join(timeout=30)
         stack.check_children()
         worker_starts = stack.worker.starts if stack.worker else 0
+        felt = _worker_log_counts(stack.worker.tail(10**8) if stack.worker else "")
         with Database(settings.database_url or "", max_size=1) as db, db.connection() as conn:
             chaos_mem = fetch_memory(conn, users)
         dlq = dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
@@ -401,6 +426,8 @@ def run_chaos(
             "503_without_retry_after": queries.missing_retry_after,
         },
         "worker_starts": worker_starts,
+        "worker_log": felt,
+        "fuzz": _fuzz_reports(fuzz_dir),
         "drain_s": round(drain_s, 1),
         "reference_run_s": round(ref_s, 1),
         "settings": {
@@ -437,6 +464,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--targets", default=",".join(d.targets), help="comma-separated subset")
     p.add_argument("--model-latency-s", type=float, default=d.model_latency_s)
     p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")
+    p.add_argument(
+        "--fuzz-dir", type=Path, default=None, help="fuzz counts (tests/fuzz) to include"
+    )
     return p.parse_args(argv)
 
 
@@ -457,7 +487,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         model_latency_s=args.model_latency_s,
     )
     t0 = time.perf_counter()
-    result = run_chaos(load_settings(), cfg, stamped_echo(t0), keep=args.keep)
+    result = run_chaos(
+        load_settings(), cfg, stamped_echo(t0), keep=args.keep, fuzz_dir=args.fuzz_dir
+    )
     write_report(result, "bench.chaos", argv, t0, args.out)
     return result
 

@@ -26,6 +26,10 @@ def register(bench_app: typer.Typer) -> None:
             float, typer.Option(help="Simulated latency of every model call (s).")
         ] = 0.2,
         keep: Annotated[bool, typer.Option(help="Keep the run's temp dir and logs.")] = False,
+        fuzz_dir: Annotated[
+            Path | None,
+            typer.Option(help="Fuzz counts to include (tests/fuzz, WORLDMM_FUZZ_REPORT_DIR)."),
+        ] = None,
     ) -> None:
         """Stream while every server is SIGKILLed and restarted on a seeded schedule; report
         missing and duplicated windows, entities, triples, DLQ reasons and query statuses."""
@@ -42,4 +46,6 @@ def register(bench_app: typer.Typer) -> None:
         ]  # fmt: skip
         if keep:
             argv.append("--keep")
+        if fuzz_dir is not None:
+            argv += ["--fuzz-dir", str(fuzz_dir)]
         main(argv)
