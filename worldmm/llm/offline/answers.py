@@ -25,6 +25,7 @@ MAX_SHORT_WORDS = 12
 SUPPORT_SHARE = 0.5  # units contributing at least this share of the best one are cited too
 MAX_CITED = 3
 _TOKEN = re.compile(r"[\w'’-]+")
+_ABBREVIATION_END = re.compile(r"\b\w\.\w\.$")  # "p.m.", "e.g."
 # Copulas and reporting verbs that open a tail ("is 4711", "says buy milk") are not the answer.
 _LEADING_VERB = re.compile(
     r"^(?:(?:is|are|was|were|be|been|has|have|had|says|said|reads|read|shows|showed)\s+)+",
@@ -67,14 +68,20 @@ def short_answer(question: str, u: Unit) -> str:
     words = list(_TOKEN.finditer(u.text))
     hits = [i for i, m in enumerate(words) if set(scoring.terms(m.group(0))) & asked]
     if hits:
-        tail = _LEADING_VERB.sub("", u.text[words[hits[-1]].end() :].strip(" ,;:\"'.!?"))
+        tail = _LEADING_VERB.sub("", _trim(u.text[words[hits[-1]].end() :].strip(" ,;:\"'!?")))
         if tail and scoring.terms(tail) and len(tail.split()) <= MAX_SHORT_WORDS:
             return tail[0].upper() + tail[1:]
-    return u.text.rstrip(" .")
+    return _trim(u.text)
+
+
+def _trim(text: str) -> str:
+    """Without the closing full stop, unless it ends an abbreviation ("3 p.m.")."""
+    text = text.rstrip()
+    return text if _ABBREVIATION_END.search(text) else text.rstrip(" .")
 
 
 def _quote(u: Unit) -> str:
-    return u.text if u.source == "read" else u.text.rstrip(" .")
+    return u.text if u.source == "read" else _trim(u.text)
 
 
 def _vectors(embedder: TextEmbedder, texts: list[str]) -> np.ndarray:
