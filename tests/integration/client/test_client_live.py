@@ -38,6 +38,13 @@ def test_sync_client_reads_asks_and_forgets(served):
         assert mm.frame(alice.frame_key)[:2] == b"\xff\xd8"  # and by its key
         found = mm.search("episodic", "basil plant")
         assert alice.segments[2] in {h["segment_id"] for h in found.results}
+        # the other two memories answer too (typed, even when they find nothing here)
+        assert mm.search("semantic", "car keys", as_of=DAY + timedelta(days=1)).memory_type == (
+            "semantic"
+        )
+        seen = mm.search("visual", "2026-11-20T10:00:00Z to 2026-11-20T10:01:00Z")
+        assert [h["key"] for h in seen.results] == [alice.frame_key]  # frames by time range
+        assert mm.frame(seen.results[0]["url"])[:2] == b"\xff\xd8"
         reply = mm.query("Where did I put my car keys?")
         assert isinstance(reply, QueryResponse)
         assert alice.segments[0] in {e.segment_id for e in reply.evidence}
