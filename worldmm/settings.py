@@ -193,7 +193,7 @@ class Settings(BaseSettings):
         "neighbourhood) or igraph's exact PRPACK over the whole graph.",
     )
     ppr_push_epsilon: float = Field(
-        default=1e-5,
+        default=1e-6,
         gt=0,
         lt=1,
         description="Forward push error bound: each vertex's score is within epsilon times "

@@ -24,14 +24,13 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
-import igraph as ig
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from worldmm.graph.timed import TimedGraph
 
 PprMethod = Literal["push", "prpack"]
-DEFAULT_EPSILON = 1e-5
+DEFAULT_EPSILON = 1e-6
 MAX_ROUNDS = 10_000  # a safety stop; push converges long before (d^rounds of the mass)
 
 
@@ -127,9 +126,15 @@ def _push(
 def _prpack(
     graph: TimedGraph, reset: dict[int, float], as_of: int | None, d: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    vis = graph.all_units_visible(as_of)
-    g = ig.Graph(n=graph.n, directed=False)
-    g.add_edges(np.column_stack([graph.src[vis], graph.dst[vis]]).tolist())
+    """Exact PPR on the visible units. The igraph form of the whole graph is built once per
+    graph object (weights read by attribute name, in C); an ``as_of`` run takes the visible
+    edges as a subgraph of it (C, no Python lists)."""
+    full = graph.igraph()
+    if as_of is None and graph.memory_type == "episodic":
+        g = full
+    else:
+        keep = np.flatnonzero(graph.all_units_visible(as_of))
+        g = full.subgraph_edges(keep.tolist(), delete_vertices=False)
     vec = np.zeros(graph.n)
     for v, m in reset.items():
         vec[v] += m
@@ -138,7 +143,7 @@ def _prpack(
             directed=False,
             damping=d,
             reset=vec.tolist(),
-            weights=graph.weight[vis].tolist(),
+            weights="weight",
             implementation="prpack",
         )
     return np.arange(graph.n, dtype=np.int64), np.asarray(scores, dtype=np.float64)

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import igraph as ig
 import numpy as np
 
 from worldmm.graph.types import (
@@ -85,6 +86,7 @@ class TimedGraph:
     _deg_now: np.ndarray | None = field(default=None, repr=False)
     _segments: np.ndarray | None = field(default=None, repr=False)
     _tail: Csr | None = field(default=None, repr=False)
+    _igraph: ig.Graph | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.position:
@@ -161,6 +163,16 @@ class TimedGraph:
         if self._segments is None:
             self._segments = np.flatnonzero(self.kind == SEGMENT)
         return self._segments
+
+    def igraph(self) -> ig.Graph:
+        """Every unit as an igraph edge with its ``weight`` (for exact PRPACK), built once
+        per graph object; edge ``i`` is unit ``i``."""
+        if self._igraph is None:
+            g = ig.Graph(n=self.n, directed=False)
+            g.add_edges(np.column_stack([self.src, self.dst]))
+            g.es["weight"] = self.weight.tolist()
+            self._igraph = g
+        return self._igraph
 
     # --- adjacency ------------------------------------------------------------------------
     def gather(self, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
