@@ -6,6 +6,7 @@ a clear error."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -151,8 +152,6 @@ def test_writes_need_the_ui_header(served):
 def test_a_day_reads_only_its_own_range_a_page_at_a_time(served):
     """121 windows of 30 s on one day, one the day before: the day shows a page of 120 and a
     'more' link; the next page holds the last one; the other day's segment is never shown."""
-    from datetime import timedelta
-
     from query_api.ui.views import LANE_PAGE
     from worldmm.store import segments as segment_store
     from worldmm.store.models import SegmentWrite
@@ -187,3 +186,43 @@ def test_a_day_reads_only_its_own_range_a_page_at_a_time(served):
         assert rest.text.count('class="seg s30') == 1
         assert f"window at {starts[LANE_PAGE]:%Y-%m-%d %H:%M:%S}" in rest.text
         assert 'data-get="/ui/lane' not in rest.text  # the last page
+
+
+def test_facts_page_shows_each_fact_with_its_history_and_evidence(served):
+    """A fact replaced by a newer one: the chain shows the current version and the
+    superseded one, each with the segments it rests on."""
+    import numpy as np
+
+    from worldmm.store import entities as entity_store
+    from worldmm.store import triples as triple_store
+    from worldmm.store.models import TripleWrite
+
+    w = seed_wearer(served.deps, "ui-facts")
+    dim = served.settings.text_embed_dim
+    with served.deps.db.transaction() as conn:
+        anna = entity_store.insert_canonical_entity(conn, w.user_id, "Anna", np.ones(dim)).id
+
+        def fact(segment: int, city: str, days: int) -> int:
+            row = TripleWrite(
+                subject_entity_id=anna,
+                predicate="lives in",
+                object_literal=city,
+                embedding=np.ones(dim),
+                valid_from=DAY + timedelta(days=days),
+            )
+            return triple_store.insert_triples(conn, w.user_id, segment, "semantic", [row])[0]
+
+        old = fact(w.segments[0], "Porto", 0)
+        new = fact(w.segments[3], "Lisbon", 1)
+        triple_store.invalidate_triples(conn, w.user_id, [old], DAY + timedelta(days=1), new)
+    with httpx.Client(base_url=served.url) as http:
+        assert http.post("/ui/login", data={"key": w.key}).status_code == 303
+        page = http.get("/ui/facts")
+    assert page.status_code == 200
+    chain = re.search(r'<li class="fact">(.*?)</li>', page.text, re.S)
+    assert chain, page.text[:2000]
+    body = chain.group(1)
+    assert body.index("Lisbon") < body.index("Porto")  # the current version first
+    assert re.search(r'class="version current">\s*<span>Anna <i>lives in</i> Lisbon', body)
+    assert re.search(r'class="version superseded">\s*<span>Anna <i>lives in</i> Porto', body)
+    assert f"/ui/segments/{w.segments[3]}" in body and f"/ui/segments/{w.segments[0]}" in body
