@@ -3,7 +3,7 @@ small script of our own (static/ui.js) that swaps HTML fragments in place."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -80,7 +80,9 @@ def static(name: str) -> FileResponse:
 
 
 # --- the day -------------------------------------------------------------------------------
-def _lane_page(deps: Deps, user_id: str, day, scale: int, cursor: str | None):
+def _lane_page(
+    deps: Deps, user_id: str, day: date, scale: int, cursor: str | None
+) -> tuple[list[views.Card], str | None]:
     """One page of one lane of one day: the day's range only, never the whole memory."""
     start, end = views.day_bounds(day)
     after = decode_cursor(cursor) if cursor else None
@@ -90,12 +92,12 @@ def _lane_page(deps: Deps, user_id: str, day, scale: int, cursor: str | None):
         )
     more = len(rows) > views.LANE_PAGE
     rows = rows[: views.LANE_PAGE]
-    cards = [views.card_of(r, start, is_note(r.source_topic)) for r in rows]
+    cards = [views.card_of(r, is_note(r.source_topic)) for r in rows]
     next_cursor = encode_cursor(rows[-1].window_start, rows[-1].scale_seconds) if more else None
     return cards, next_cursor
 
 
-def _latest_day(deps: Deps, user_id: str):
+def _latest_day(deps: Deps, user_id: str) -> date:
     with deps.db.connection() as conn:
         rows = segment_store.list_segments(conn, user_id, limit=1, descending=True)
     return rows[0].window_start.astimezone(UTC).date() if rows else datetime.now(UTC).date()
@@ -113,7 +115,6 @@ def day_view(
     for scale, name in views.lanes():
         cards, cursor = _lane_page(deps, user_id, shown, scale, None)
         lanes.append({"scale": scale, "name": name, "cards": cards, "cursor": cursor})
-    start, _ = views.day_bounds(shown)
     return _page(
         request,
         "day.html",
@@ -122,7 +123,6 @@ def day_view(
         prev_day=shown - timedelta(days=1),
         next_day=shown + timedelta(days=1),
         lanes=lanes,
-        day_start=start,
     )
 
 

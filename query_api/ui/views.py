@@ -46,11 +46,9 @@ class Card:
     caption: str
     status: str
     note: bool
-    left_pct: float  # position on the day's 24 h axis (for the hour ruler)
 
 
-def card_of(row: SegmentRow, day_start: datetime, is_note: bool) -> Card:
-    offset = (row.window_start - day_start).total_seconds()
+def card_of(row: SegmentRow, is_note: bool) -> Card:
     return Card(
         id=row.id,
         scale=row.scale_seconds,
@@ -59,7 +57,6 @@ def card_of(row: SegmentRow, day_start: datetime, is_note: bool) -> Card:
         caption=(row.caption or "").strip() or "(no caption)",
         status=status_of(row),
         note=is_note,
-        left_pct=round(max(0.0, min(offset / 86400 * 100, 100.0)), 3),
     )
 
 

@@ -52,10 +52,9 @@ def test_status_words():
     assert status_of(_seg(processing_status="pending")) == "pending"
 
 
-def test_card_position_and_blank_caption():
-    card = card_of(_seg(caption="  "), T0, is_note=False)
-    assert card.left_pct == 25.0  # 06:00 is a quarter of the day
-    assert card.caption == "(no caption)"
+def test_card_of_a_blank_caption_and_a_note():
+    card = card_of(_seg(caption="  ", partial=True), is_note=True)
+    assert (card.caption, card.status, card.note) == ("(no caption)", "partial", True)
 
 
 def test_fact_history_chains_oldest_to_newest_newest_chain_first():
