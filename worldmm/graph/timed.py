@@ -370,7 +370,24 @@ def extend(graph: TimedGraph, rows: Iterable[GraphTripleLike]) -> TimedGraph:
     )
     if out.units - out.sealed > out.seal_every:
         out.seal()
+    _carry_caches(graph, out)
     return out
+
+
+def _carry_caches(base: TimedGraph, grown: TimedGraph) -> None:
+    """Update the base's per-graph arrays for the units appended, instead of recomputing
+    them over the whole graph on the grown graph's first query (O(new), not O(graph))."""
+    added = np.arange(base.units, grown.units)
+    if base._deg_now is not None:
+        deg = np.concatenate([base._deg_now, np.zeros(grown.n - base.n)])
+        vis = added[grown.unit_visible(added, None)]
+        w = grown.weight[vis]
+        deg += np.bincount(grown.src[vis], w, minlength=grown.n)
+        deg += np.bincount(grown.dst[vis], w, minlength=grown.n)
+        grown._deg_now = deg
+    if base._segments is not None:
+        new = np.arange(base.n, grown.n)
+        grown._segments = np.concatenate([base._segments, new[grown.kind[new] == SEGMENT]])
 
 
 def _grown_csr(graph: TimedGraph, added_vertices: int) -> Csr:

@@ -268,3 +268,19 @@ def test_local_push_top_k_equals_exact_pagerank(name, seed_name):
     assert_same_ranking(got, want)
     exact = timed_top_segments(g, ppr(g, reset, None, 0.85, "prpack"), None, 5)
     assert_same_ranking(exact, want)
+
+
+def test_extension_carries_degrees_and_segments_as_a_fresh_build_has_them():
+    rows = semantic_rows(31) + []  # semantic: some appended rows are soft-deleted already
+    base = build_timed("semantic", rows[:25])
+    base.degrees_now(), base.segment_vertices()
+    grown = extend(base, rows[25:])
+    fresh = build_timed("semantic", rows)
+    assert np.allclose(grown._deg_now, fresh.degrees_now())
+    ep = episodic_rows(32)
+    base = build_timed("episodic", ep[:30])
+    base.degrees_now(), base.segment_vertices()
+    grown = extend(base, ep[30:])
+    fresh = build_timed("episodic", ep)
+    assert np.allclose(grown._deg_now, fresh.degrees_now())
+    assert list(grown._segments) == list(fresh.segment_vertices())
