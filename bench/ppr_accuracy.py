@@ -1,0 +1,138 @@
+"""Local push against exact PRPACK on the query benchmark's 30 s graph, without a database.
+
+Builds the time-masked 30 s graph of ``--days`` of the synthetic memory (the rows the query
+benchmark loads, same generator and seed), then for ``--queries`` random seed sets (four
+entities, five dense segment scores, as a search makes them) compares the top ``--k``
+segments of forward push at each ``--eps`` with PRPACK's: overlap@k (mean, min) and each
+solver's median time. Also the cost of the graph's Redis bytes and of extending it by one
+segment. Run:
+
+    python -m bench.ppr_accuracy --days 7 --eps 1e-5,1e-6 --out ppr.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.query_synth import SynthConfig, SyntheticMemory, hours_of
+from bench.report import stamped_echo, write_report
+from worldmm.graph.local_ppr import ppr
+from worldmm.graph.timed import TimedGraph, build_timed, extend, to_micros
+from worldmm.graph.timed_io import dumps_timed, loads_timed
+from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
+from worldmm.graph.types import GraphRow, entity_node
+
+
+def rows_30s(memory: SyntheticMemory) -> list[GraphRow]:
+    """The 30 s episodic rows as the store returns them (valid_from = window end)."""
+    ep, vocab = memory.episodic, memory.vocab
+    starts = memory.segments.starts[30]
+    out = []
+    for i in np.flatnonzero(ep.scale == 30):
+        seg = int(ep.segment[i])
+        literal = bool(ep.literal[i] >= 0)
+        obj = vocab.literals[ep.literal[i]] if literal else vocab.names[ep.obj[i]]
+        end = starts[seg] + timedelta(seconds=30)
+        out.append(GraphRow(int(i), vocab.names[ep.subj[i]], "p", obj, literal, seg, 30, end, None))
+    return out
+
+
+def compare(
+    graph: TimedGraph,
+    names: list[str],
+    segments: int,
+    eps_list: Sequence[float],
+    queries: int,
+    k: int,
+    as_of: int | None,
+    seed: int,
+) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    per: dict[float, dict[str, list[float]]] = {e: {"overlap": [], "ms": []} for e in eps_list}
+    exact_ms = []
+    for _ in range(queries):
+        seeds = {entity_node(n): float(rng.uniform(0.6, 1)) for n in rng.choice(names, 4)}
+        dense = {int(s): float(rng.uniform(0.5, 1)) for s in rng.choice(segments, 5)}
+        reset = timed_seeds(graph, seeds, as_of, dense)
+        t = time.perf_counter()
+        exact = ppr(graph, reset, as_of, 0.85, "prpack")
+        exact_ms.append(1000 * (time.perf_counter() - t))
+        want = {s for s, _ in timed_top_segments(graph, exact, as_of, k)}
+        for eps in eps_list:
+            t = time.perf_counter()
+            pushed = ppr(graph, reset, as_of, 0.85, "push", eps)
+            per[eps]["ms"].append(1000 * (time.perf_counter() - t))
+            got = {s for s, _ in timed_top_segments(graph, pushed, as_of, k)}
+            per[eps]["overlap"].append(len(got & want) / max(1, len(want)))
+    return {
+        "prpack_ms_p50": round(float(np.median(exact_ms)), 1),
+        "push": {
+            f"{eps:g}": {
+                "overlap_at_k_mean": round(float(np.mean(v["overlap"])), 3),
+                "overlap_at_k_min": round(float(np.min(v["overlap"])), 3),
+                "ms_p50": round(float(np.median(v["ms"])), 1),
+            }
+            for eps, v in per.items()
+        },
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(prog="python -m bench.ppr_accuracy", description=__doc__)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--days", type=float, default=7.0)
+    p.add_argument("--eps", default="1e-5,1e-6", help="comma-separated push error bounds")
+    p.add_argument("--queries", type=int, default=10)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    echo = stamped_echo(t0)
+    cfg = SynthConfig(hours=hours_of(args.days), seed=args.seed)
+    memory = SyntheticMemory(cfg)
+    rows = rows_30s(memory)
+    t = time.perf_counter()
+    graph = build_timed("episodic", rows)
+    result: dict[str, Any] = {
+        "benchmark": "ppr-accuracy",
+        "days": args.days,
+        "rows": len(rows),
+        "vertices": graph.n,
+        "units": graph.units,
+        "build_ms": round(1000 * (time.perf_counter() - t)),
+    }
+    echo(f"graph: {graph.n} vertices, {graph.units} units")
+    t = time.perf_counter()
+    data = dumps_timed(graph)
+    t1 = time.perf_counter()
+    loads_timed(data)
+    result["cached_bytes"] = len(data)
+    result["serialise_ms"] = round(1000 * (t1 - t), 1)
+    result["cold_load_ms"] = round(1000 * (time.perf_counter() - t1), 1)
+    last = max(r.segment_id or 0 for r in rows)
+    base = build_timed("episodic", [r for r in rows if r.segment_id != last])
+    t = time.perf_counter()
+    extend(base, [r for r in rows if r.segment_id == last])
+    result["extend_one_segment_ms"] = round(1000 * (time.perf_counter() - t), 1)
+    eps_list = [float(x) for x in args.eps.split(",")]
+    names = list(memory.vocab.names)
+    segments = len(memory.segments.starts[30])
+    middle = to_micros(cfg.start + timedelta(hours=cfg.hours / 2))
+    for label, as_of in (("now", None), ("as_of_middle", middle)):
+        result[label] = compare(
+            graph, names, segments, eps_list, args.queries, args.k, as_of, args.seed
+        )
+        echo(f"{label}: {result[label]}")
+    write_report(result, "bench.ppr_accuracy", argv, t0, args.out)
+    return result
+
+
+if __name__ == "__main__":
+    main()
