@@ -383,7 +383,7 @@ def build_flow(
         # A real process: serve /metrics and follow the consumer lag of what it reads.
         port = settings.dataflow_metrics_port
         metrics.serve(port + process_id if port else 0, settings.dataflow_metrics_host)
-        lag = metrics.LagTracker(settings.kafka_brokers).start() if port else None
+        lag = metrics.lag_tracker(settings.kafka_brokers) if port else None
         records = _kafka_input(flow, settings, tail, lag)
 
     decoded = op.map("decode", records, lambda r: (r, decode_record(r, limits, now)))

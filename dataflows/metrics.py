@@ -203,3 +203,16 @@ class LagTracker:
                 log.debug("lag_probe_failed topic=%s partition=%d error=%s", topic, partition, exc)
                 continue
             CONSUMER_LAG.labels(topic, str(partition)).set(max(high - nxt, 0))
+
+
+_trackers: dict[str, LagTracker] = {}
+
+
+def lag_tracker(brokers: str) -> LagTracker:
+    """The process's tracker for ``brokers``, started on first use (every flow built in one
+    process shares it: one probe thread, whatever the number of flows)."""
+    with _served_lock:
+        tracker = _trackers.get(brokers)
+        if tracker is None:
+            tracker = _trackers[brokers] = LagTracker(brokers).start()
+        return tracker
