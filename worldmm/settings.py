@@ -187,10 +187,11 @@ class Settings(BaseSettings):
     consolidation_threshold: float = Field(default=0.6, ge=0, le=1, description="Semantic cosine.")
     consolidation_top_k: int = Field(default=20, ge=1, description="Candidates per new triple.")
     ppr_damping: float = Field(default=0.85, gt=0, lt=1, description="PageRank damping.")
-    ppr_method: Literal["push", "prpack"] = Field(
-        default="push",
+    ppr_method: Literal["auto", "push", "prpack"] = Field(
+        default="auto",
         description="Personalized PageRank: local forward push (work bounded by the seeds' "
-        "neighbourhood) or igraph's exact PRPACK over the whole graph.",
+        "neighbourhood), igraph's exact PRPACK over the whole graph, or auto (PRPACK for "
+        "graphs under 200k edge units, push above).",
     )
     ppr_push_epsilon: float = Field(
         default=1e-6,
