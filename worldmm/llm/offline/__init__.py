@@ -15,6 +15,7 @@ import numpy as np
 
 from worldmm.embed.base import TextEmbedder
 from worldmm.llm.offline import answers, routing, semantic, text
+from worldmm.llm.offline.memo import MemoEmbedder
 from worldmm.llm.offline.ranking import mmr_select, near_duplicates, relevance
 from worldmm.llm.offline.vision import SceneCues, scene_cues
 from worldmm.llm.schemas import (
@@ -95,6 +96,7 @@ class OfflineRoles:
 
     def __init__(self, embedder: TextEmbedder, *, max_rounds: int = 5, ocr_frames: int = 4):
         self._embedder = embedder
+        self._answer_embedder = MemoEmbedder(embedder)  # passages recur across questions
         self._max_rounds = max_rounds
         self._ocr_frames = ocr_frames
         self.versions = {role: f"{role}/{_REVISED.get(role, OFFLINE_VERSION)}" for role in _ROLES}
@@ -148,4 +150,6 @@ class OfflineRoles:
     async def respond(
         self, question: str, passages: list[Passage], choices: list[str] | None
     ) -> Response:
-        return await asyncio.to_thread(answers.answer, self._embedder, question, passages, choices)
+        return await asyncio.to_thread(
+            answers.answer, self._answer_embedder, question, passages, choices
+        )
