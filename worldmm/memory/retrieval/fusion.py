@@ -3,8 +3,8 @@
 Every lane (lexical, dense, graph) returns candidates with its own score, on its own scale
 (BM25 sums, cosines, PageRank mass). Nothing here compares raw scores across lanes:
 
-- a time prior reorders one lane's candidates: the lane's score, min-max normalised over its
-  candidates, times ``1 + weight * p(t)`` where ``p`` decays with the distance from the
+- a time prior reorders one lane's candidates: the lane's score relative to its best
+  candidate, times ``1 + weight * p(t)`` where ``p`` decays with the distance from the
   question time ("the last time": recent) or from the earliest candidate ("the first time");
 - reciprocal rank fusion adds ``weight / (k + rank)`` per lane (Cormack et al. 2009), so a
   segment found by two lanes outranks one found by a single lane at the same rank;
@@ -103,14 +103,12 @@ def apply_prior(
     if not cands:
         return []
     prior, weight = prior_values(cands, constraint, as_of, params)
-    lo = min(c.score for c in cands)
     hi = max(c.score for c in cands)
-    span = hi - lo
     out = []
     for c, p in zip(cands, prior, strict=True):
-        norm = (c.score - lo) / span if span > 0 else 1.0
-        # a small floor keeps the lane's weakest candidate in play when time favours it
-        out.append((0.05 + norm) * (1.0 + weight * p))
+        # relative to the lane's best (a cosine below 0 counts as no match)
+        norm = max(0.0, c.score) / hi if hi > 0 else 1.0
+        out.append(norm * (1.0 + weight * p))
     order = sorted(range(len(cands)), key=lambda i: (-out[i], cands[i].segment_id))
     return [
         Candidate(
