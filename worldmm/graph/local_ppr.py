@@ -81,9 +81,8 @@ def ppr(
 def _degrees(graph: TimedGraph, vertices: np.ndarray, as_of: int | None) -> np.ndarray:
     if as_of is None:
         return graph.degrees_now()[vertices]
-    rows, units = graph.gather(vertices)
-    vis = graph.unit_visible(units, as_of)
-    return np.bincount(rows[vis], graph.weight[units[vis]], minlength=len(vertices))
+    rows, units = graph.gather_visible(vertices, as_of)
+    return np.bincount(rows, graph.weight[units], minlength=len(vertices))
 
 
 def _push(
@@ -111,9 +110,7 @@ def _push(
         ru = r[frontier].copy()
         r[frontier] = 0.0
         p[frontier] += (1.0 - d) * ru
-        rows, units = graph.gather(frontier)
-        vis = graph.unit_visible(units, as_of)
-        rows, units = rows[vis], units[vis]
+        rows, units = graph.gather_visible(frontier, as_of)
         far = graph.neighbours(frontier, rows, units)
         degf = deg[frontier]
         share = d * ru[rows] * graph.weight[units] / degf[rows]

@@ -87,6 +87,7 @@ class TimedGraph:
     _segments: np.ndarray | None = field(default=None, repr=False)
     _tail: Csr | None = field(default=None, repr=False)
     _igraph: ig.Graph | None = field(default=None, repr=False)
+    _keys: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.position:
@@ -110,9 +111,10 @@ class TimedGraph:
 
     def seal(self) -> None:
         """(Re)build the CSR over every unit; the tail becomes empty."""
-        self.csr = build_csr(self.n, self.src, self.dst)
+        self.csr = build_csr(self.n, self.src, self.dst, self.t_from)
         self.sealed = self.units
         self._tail = None
+        self._keys = None
 
     # --- visibility -----------------------------------------------------------------------
     def unit_visible(self, units: np.ndarray, as_of: int | None) -> np.ndarray:
@@ -181,12 +183,53 @@ class TimedGraph:
         assert self.csr is not None
         rows, units = _gather(self.csr, vertices)
         if self.sealed < self.units:  # the tail has its own small CSR, built once per graph
-            if self._tail is None:
-                self._tail = build_csr(self.n, self.src[self.sealed :], self.dst[self.sealed :])
-            t_rows, t_units = _gather(self._tail, vertices)
+            t_rows, t_units = self._tail_gather(vertices)
             rows = np.concatenate([rows, t_rows])
-            units = np.concatenate([units, t_units + self.sealed])
+            units = np.concatenate([units, t_units])
         return rows, units
+
+    def gather_visible(
+        self, vertices: np.ndarray, as_of: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`gather` restricted to the units that exist at ``as_of``. Episodic rows of
+        the CSR are sorted by time, so a past time reads only the prefix of each row (a hub
+        seen in every segment of the week costs what it had then, not what it has now)."""
+        if self.memory_type != "episodic" or as_of is None:
+            rows, units = self.gather(vertices)
+            if self.memory_type == "episodic":
+                return rows, units
+            keep = self.unit_visible(units, as_of)
+            return rows[keep], units[keep]
+        assert self.csr is not None
+        keys, times = self._time_keys()
+        upto = int(np.searchsorted(times, as_of, side="right"))  # ranks 1..upto are visible
+        stride = len(times) + 1
+        ends = np.searchsorted(keys, vertices * stride + upto, side="right")
+        rows, units = _gather(self.csr, vertices, ends)
+        if self.sealed < self.units:
+            t_rows, t_units = self._tail_gather(vertices)
+            keep = self.t_from[t_units] <= as_of
+            rows = np.concatenate([rows, t_rows[keep]])
+            units = np.concatenate([units, t_units[keep]])
+        return rows, units
+
+    def _tail_gather(self, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._tail is None:
+            self._tail = build_csr(self.n, self.src[self.sealed :], self.dst[self.sealed :])
+        rows, units = _gather(self._tail, vertices)
+        return rows, units + self.sealed
+
+    def _time_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per CSR entry ``row * (R + 1) + rank of its time`` (sorted, R distinct times), and
+        the distinct times: one binary search finds where a row's visible prefix ends."""
+        if self._keys is None:
+            assert self.csr is not None
+            etime = self.t_from[self.csr.unit]
+            times = np.unique(etime)
+            rank = np.searchsorted(times, etime) + 1
+            row = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.csr.indptr))
+            self._keys = (row * (len(times) + 1) + rank, times)
+        return self._keys
 
     def neighbours(self, vertices: np.ndarray, rows: np.ndarray, units: np.ndarray) -> np.ndarray:
         """The far end of each gathered entry (a self-loop's far end is itself)."""
@@ -195,9 +238,12 @@ class TimedGraph:
         return np.where(src == own, self.dst[units], src)
 
 
-def _gather(csr: Csr, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _gather(
+    csr: Csr, vertices: np.ndarray, ends: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Entries ``indptr[v]`` up to ``ends`` (default: the whole row) of each vertex."""
     starts = csr.indptr[vertices]
-    lens = csr.indptr[vertices + 1] - starts
+    lens = (csr.indptr[vertices + 1] if ends is None else ends) - starts
     total = int(lens.sum())
     rows = np.repeat(np.arange(len(vertices)), lens)
     if not total:
@@ -206,12 +252,16 @@ def _gather(csr: Csr, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, csr.unit[offsets]
 
 
-def build_csr(n: int, src: np.ndarray, dst: np.ndarray) -> Csr:
-    """Both directions of every unit, grouped by vertex (stable: unit order within a row)."""
+def build_csr(n: int, src: np.ndarray, dst: np.ndarray, t_from: np.ndarray | None = None) -> Csr:
+    """Both directions of every unit, grouped by vertex; within a row by ``t_from`` when
+    given, else in unit order."""
     ids = np.arange(len(src), dtype=np.int64)
     rows = np.concatenate([src, dst]).astype(np.int64)
     unit = np.concatenate([ids, ids])
-    order = np.argsort(rows, kind="stable")
+    if t_from is None:
+        order = np.argsort(rows, kind="stable")
+    else:
+        order = np.lexsort((np.concatenate([t_from, t_from]), rows))
     counts = np.bincount(rows, minlength=n) if n else np.zeros(0, dtype=np.int64)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])

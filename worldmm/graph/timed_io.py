@@ -18,7 +18,7 @@ import numpy as np
 
 from worldmm.graph.timed import Csr, TimedGraph
 
-TIMED_MAGIC = b"WMT1"
+TIMED_MAGIC = b"WMT2"  # 2: CSR rows sorted by time (a WMT1 payload is not read)
 _NONCE_BYTES = 8
 # (attribute, dtype, length: "n" vertices, "u" units, "n1" vertices + 1, "c" CSR entries)
 _ARRAYS = (

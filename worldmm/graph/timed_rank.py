@@ -25,8 +25,8 @@ def segment_spread(graph: TimedGraph, v: int, as_of: int | None) -> int:
     if graph.kind[v] == SEGMENT:
         return 0
     vertices = np.array([v], dtype=np.int64)
-    rows, units = graph.gather(vertices)
-    units = units[(graph.ukind[units] == MENTION) & graph.unit_visible(units, as_of)]
+    _, units = graph.gather_visible(vertices, as_of)
+    units = units[graph.ukind[units] == MENTION]
     far = graph.neighbours(vertices, np.zeros(len(units), dtype=np.int64), units)
     far = far[graph.kind[far] == SEGMENT]
     return len(np.unique(far))

@@ -236,7 +236,7 @@ def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, u
         deps.graphs = GraphMemo()
         result = graph_lane(deps, memory, user_id, "I wash the red cup at the sink")
         assert memory.seg_ids["sink"] in result
-        assert raw.get(timed_key(cache_key(user_id, "episodic", 30))).startswith(b"WMT1")
+        assert raw.get(timed_key(cache_key(user_id, "episodic", 30))).startswith(b"WMT2")
         # a writer that forgets to invalidate: the fingerprint check still rebuilds
         memory.segment(
             "towel", 30, 90, "I dry the red cup with a towel.", [("I", "dry", "red cup", False)]
