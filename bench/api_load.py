@@ -2,8 +2,9 @@
 
 Starts ``worldmm serve`` as separate processes (2 by default) on loopback ports, over the
 configured stack or the embedded one, then lets ``--clients`` asyncio clients send requests
-for ``--duration`` seconds, each client cycling through the routes and alternating between
-the processes:
+for ``--duration`` seconds; client ``c`` sends route ``c mod 4`` back to back (so each route
+has its own share of the clients and a slow one holds up no other), alternating between the
+processes:
 
 - ``ask``: ``POST /v1/users/{u}/query`` (the retrieval agent; the offline stand-in models of
   ``WORLDMM_LLM_PROVIDER=offline`` answer, MiniLM embeds the question);
@@ -138,8 +139,8 @@ async def drive(
         pools = [httpx.AsyncClient(base_url=u, headers=headers, timeout=timeout_s) for u in urls]
         try:
             i = c
+            route = ROUTES[c % len(ROUTES)]  # one route per client: a slow one starves no other
             while time.perf_counter() < t_end:
-                route = ROUTES[i % len(ROUTES)]
                 method, path, payload = request_for(route, user, i, hours, start)
                 client = pools[i % len(pools)]
                 t = time.perf_counter()
