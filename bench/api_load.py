@@ -251,6 +251,7 @@ def run(args: argparse.Namespace, settings: Settings, echo: Echo) -> dict[str, A
             "warmup_s": args.warmup,
             "days": args.days,
             "routes": list(ROUTES),
+            "route_per_client": True,  # client c sends ROUTES[c % 4] only
             "llm_provider": settings.llm_provider,
             "rate_limit": "off (WORLDMM_API_RATE_LIMIT=0)",
         },
