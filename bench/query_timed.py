@@ -109,6 +109,8 @@ def measure_new_segments(
         return (v / np.linalg.norm(v)).astype(np.float32).tolist()
 
     times, visible = [], []
+    written_segments: list[int] = []
+    written_entities: list[int] = []
     for i in range(n):
         start = end + timedelta(seconds=30 * i)
         name, other = f"bench new thing {i}", f"bench new place {i}"
@@ -128,6 +130,8 @@ def measure_new_segments(
             )
             a = entities.insert_canonical_entity(conn, user_id, name, vec).id
             b = entities.insert_canonical_entity(conn, user_id, other, unit()).id
+            written_segments.append(sid)
+            written_entities += [a, b]
             triples.insert_triples(
                 conn,
                 user_id,
@@ -151,6 +155,19 @@ def measure_new_segments(
             deps, user_id, 30, 10, np.asarray(vec, np.float32), {entity_node(name): 1.0}, None
         )
         visible.append(sid in [s for s, _ in ranked])
+    # Leave the user's memory exactly as loaded (a later --reuse run checks its row counts).
+    with db.transaction() as conn:
+        for table, column, ids in (
+            ("triples", "segment_id", written_segments),
+            ("segments", "id", written_segments),
+            ("entities", "id", written_entities),
+        ):
+            conn.execute(
+                f"DELETE FROM {table} WHERE user_id = %s AND {column} = ANY(%s)", (user_id, ids)
+            )
+        conn.execute(
+            "DELETE FROM sessions WHERE user_id = %s AND session_id = 'bench-new'", (user_id,)
+        )
     return {"ms": times, "visible": visible}
 
 
