@@ -24,8 +24,8 @@ RANGES = [
     ("What did I do the day before yesterday?", at(13, 0), at(14, 0)),
     ("Who did I talk to yesterday?", at(14, 0), at(15, 0)),
     ("What did we watch last night?", at(14, 18), at(15, 5)),
-    ("What was on the table just now?", AS_OF - timedelta(minutes=15), None),
-    ("What did I read a moment ago?", AS_OF - timedelta(minutes=15), None),
+    ("What was on the table just now?", AS_OF - timedelta(hours=1), None),
+    ("What did I read a moment ago?", AS_OF - timedelta(hours=1), None),
     ("What did I buy earlier today?", at(15, 0), None),  # end past as_of is left open
     ("What did I cook on day 3?", at(12, 0), at(13, 0)),  # first_day = Jan 10
     ("Who called two hours ago?", AS_OF - timedelta(hours=3), AS_OF - timedelta(hours=1)),

@@ -28,7 +28,7 @@ DAY_PARTS: dict[str, tuple[int, int]] = {
     "evening": (17, 23),
     "night": (18, 29),  # 18:00 to 05:00 the next morning
 }
-JUST_NOW = timedelta(minutes=15)
+JUST_NOW = timedelta(hours=1)  # "just now" in conversation reaches back an hour or so
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 NUMBERS = {
     "a": 1,
