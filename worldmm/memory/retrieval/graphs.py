@@ -1,5 +1,10 @@
 """Get a user's memory graph: from the cache, or rebuilt from the store (and cached).
 
+Retrieval uses :func:`load_timed`: one time-masked graph per key (:mod:`worldmm.graph.timed`)
+serves "now" and every ``as_of``. :func:`load_graph` is the igraph form (a graph of the rows
+visible at ``as_of``), kept for the query benchmark's comparison builds and its tests; what
+follows describes both.
+
 A cached graph is used only while its ``fingerprint`` (count and highest id of its rows,
 read before the rows) still matches the store: writers invalidate the key on a new triple,
 and this check keeps the cache correct even when one does not. ``as_of`` queries bypass the
