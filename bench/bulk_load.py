@@ -18,15 +18,16 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from bench.query_synth import SyntheticMemory, TripleSpecs, iter_slices
+from bench.query_synth import SyntheticMemory, TripleSpecs, iter_slices, unit_rows
 from worldmm.models import SCALES
 from worldmm.store.bulk import copy_rows, vector_indexes_dropped
 from worldmm.store.users import ensure_user
 
-VECTOR_TABLES = ("entities", "triples", "visual_embeddings")
+VECTOR_TABLES = ("entities", "triples", "visual_embeddings", "segment_embeddings")
 _VERSIONS = Jsonb({"generator": "bench.query_synth"})
 
 
@@ -240,6 +241,25 @@ class Loader:
             rows(),
         )
 
+    def segment_text(self) -> None:
+        """One text vector per segment of every scale: the dense lane's rows. Seeded random
+        unit vectors: what matters for latency is how many the HNSW index holds."""
+        segs = self.mem.segments
+        dim = self.mem.cfg.text_dim
+        rng = np.random.default_rng(self.mem.cfg.seed + 104729)
+
+        def rows() -> Iterator[tuple]:
+            for scale in sorted(SCALES):
+                ids = self.segment_ids[scale]
+                for lo, hi in iter_slices(len(ids), 2048):
+                    vecs = unit_rows(rng.standard_normal((hi - lo, dim))).astype(np.float32)
+                    for k in range(lo, hi):
+                        start, end = segs.starts[scale][k], segs.end(scale, k)
+                        yield (ids[k], self.user, scale, start, end, "synthetic", vecs[k - lo])
+
+        cols = ("segment_id", "user_id", "scale_seconds", "window_start", "window_end", "model")
+        self.copy("segment_embeddings", (*cols, "embedding"), rows())
+
     _TRIPLE_COLS = (
         "user_id",
         "memory_type",
@@ -331,6 +351,7 @@ class Loader:
         self.segments()
         self.frames()
         self.visual()
+        self.segment_text()
         self.episodic()
         self.semantic()
 
@@ -365,7 +386,7 @@ def load_memory(
     try:
         conn.execute(
             "VACUUM (ANALYZE) users, sessions, entities, segments, frames, visual_embeddings,"
-            " triples"
+            " segment_embeddings, triples"
         )
     finally:
         conn.autocommit = autocommit
