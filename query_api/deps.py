@@ -94,12 +94,11 @@ class ServiceDeps:
 
 def build_service_deps(settings: Settings) -> ServiceDeps:
     """Real dependencies from settings: the models load here, once per process."""
-    import redis as redis_mod
 
     from connectors.blobstore import build_blob_store
     from worldmm.embed import build_embedder
     from worldmm.encoder import build_visual_encoder
-    from worldmm.graph.cache import GraphCache, NullCache
+    from worldmm.graph.cache import GraphCache, NullCache, redis_client
     from worldmm.llm.roles import build_roles
     from worldmm.stack import database_url, redis_url
     from worldmm.store.db import Database
@@ -115,9 +114,7 @@ def build_service_deps(settings: Settings) -> ServiceDeps:
         cache: GraphCacheLike = NullCache()
         cache_url = redis_url(settings)
         if cache_url:
-            client = redis_mod.Redis.from_url(
-                cache_url, socket_timeout=1.0, socket_connect_timeout=1.0
-            )
+            client = redis_client(cache_url, timeout_s=1.0)  # fails fast while Redis is down
             owned.append(client)
             cache = GraphCache(client, memo_elements=settings.graph_memo_elements)
         return ServiceDeps(

@@ -239,10 +239,7 @@ class GraphCache:
         timeout_s: float = 1.0,
         memo_elements: int = DEFAULT_MEMO_ELEMENTS,
     ) -> GraphCache:
-        client = redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-        )
-        return cls(client, ttl_s, memo_elements)
+        return cls(redis_client(url, timeout_s), ttl_s, memo_elements)
 
     def close(self) -> None:
         self._redis.close()
@@ -381,6 +378,22 @@ class GraphCache:
 
 # Token of a read that failed: ``put`` must not write after it (the key's state is unknown).
 _UNKNOWN = b"\x00unknown"
+
+
+def redis_client(url: str, timeout_s: float = 1.0) -> redis.Redis:
+    """A client that fails fast when Redis is down: one immediate retry (a pooled
+    connection gone stale across a Redis restart), not redis-py's default of 10 retries
+    with backoff, which stalled each cache call for many seconds while Redis was away and
+    so every question (graphs come from PostgreSQL then) and every ingest window."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
+        retry=Retry(NoBackoff(), 1),
+    )
 
 
 def make_cache(

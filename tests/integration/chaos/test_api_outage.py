@@ -16,12 +16,11 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-import redis
 from fastapi.testclient import TestClient
 
 from query_api.app import create_app
 from tests.integration.query_api.conftest import auth
-from worldmm.graph.cache import GraphCache
+from worldmm.graph.cache import GraphCache, redis_client
 from worldmm.store.db import Database
 
 pytestmark = pytest.mark.integration
@@ -121,7 +120,7 @@ def test_database_down_is_503_with_retry_after_then_served_again(relayed, make_u
 
 
 def test_redis_down_questions_are_answered_from_the_database(api_deps, make_user):
-    dead = redis.Redis(port=1, socket_connect_timeout=0.2, socket_timeout=0.2)
+    dead = redis_client("redis://127.0.0.1:1/0", timeout_s=0.2)  # as the service builds it
     deps = dataclasses.replace(
         api_deps, cache=GraphCache(dead), redis=dead, _retrieval=None, _ingest=None, owned=[]
     )

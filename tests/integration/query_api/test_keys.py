@@ -150,9 +150,9 @@ def test_rate_limit_is_shared_by_processes_and_per_key(api_deps, make_user):
 
         # Redis down: each process keeps its own budget instead of failing or letting all in
         dead = dataclasses.replace(procs[0], _limiter=None)
-        import redis
+        from worldmm.graph.cache import redis_client
 
-        dead.redis = redis.Redis(port=1, socket_connect_timeout=0.2)
+        dead.redis = redis_client("redis://127.0.0.1:1/0", timeout_s=0.2)
         c = TestClient(create_app(dead.settings, deps=dead))
         fresh = c.post(f"/v1/users/{u.user_id}/keys", headers=ADMIN).json()["api_key"]
         got = [_segments(c, u.user_id, fresh) for _ in range(limit + 1)]
