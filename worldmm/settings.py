@@ -210,8 +210,9 @@ class Settings(BaseSettings):
         "dense, graph).",
     )
     episodic_lane_weights: str = Field(
-        default="lexical:1.0,dense:1.0,graph:0.5",
-        description="Reciprocal-rank-fusion weight per lane 'lane:w,...'.",
+        default="lexical:1.0,dense:1.0,graph:0.0",
+        description="Reciprocal-rank-fusion weight per lane 'lane:w,...'; a lane of weight 0 "
+        "is not run (the graph lane lost on EgoLife days 1-3 with the offline triples).",
     )
     episodic_rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal rank fusion k.")
     episodic_lane_candidates: int = Field(
@@ -222,13 +223,13 @@ class Settings(BaseSettings):
         description="Expand a coarse segment that ranks high into its best 30 s windows.",
     )
     episodic_drill_parents: int = Field(
-        default=5, ge=0, description="Top coarse segments a search expands."
+        default=3, ge=0, description="Top coarse segments a search expands."
     )
     episodic_drill_keep: int = Field(
         default=2, ge=1, description="30 s windows kept per expanded segment."
     )
     episodic_recency_weight: float = Field(
-        default=0.5, ge=0, description="Recency prior weight when the question names none."
+        default=4.0, ge=0, description="Recency prior weight when the question names none."
     )
     episodic_recency_halflife_h: float = Field(
         default=12.0, gt=0, description="Half-life (hours) of the default recency prior."
@@ -239,7 +240,7 @@ class Settings(BaseSettings):
         description="Prior weight for 'the last time' / 'the first time' questions.",
     )
     episodic_prior_halflife_h: float = Field(
-        default=3.0, gt=0, description="Half-life (hours) of the explicit time priors."
+        default=12.0, gt=0, description="Half-life (hours) of the explicit time priors."
     )
     episodic_llm_rerank: bool = Field(
         default=False,

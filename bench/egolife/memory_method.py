@@ -154,12 +154,13 @@ def retrieval_deps(deps: IngestDeps) -> RetrievalDeps:
 # fusion without drill-down. Overrides of EpisodicOptions.
 VARIANTS: dict[str, dict] = {
     "worldmm": {},
-    "lane-lexical": {"lanes": ("lexical",)},
-    "lane-dense": {"lanes": ("dense",)},
-    "lane-graph": {"lanes": ("graph",)},
+    "lane-lexical": {"lanes": ("lexical",), "weights": {"lexical": 1.0}},
+    "lane-dense": {"lanes": ("dense",), "weights": {"dense": 1.0}},
+    "lane-graph": {"lanes": ("graph",), "weights": {"graph": 1.0}},
     "fused-no-graph": {"lanes": ("lexical", "dense")},
     "fused-no-drill": {"drill_down": False},
 }
+ALL_LANES = {"lanes": ("lexical", "dense", "graph")}
 
 
 def ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
@@ -183,6 +184,14 @@ async def search_variants(
     run = await run_lanes(deps, user_id, query, as_of, base, time_text=question)
     out = {"worldmm": (await finish(deps, run, base)).hits}
     seconds = time.perf_counter() - started
+    # the ablations need every lane, whatever weight the defaults give it
+    every = replace(base, weights={**base.weights, "graph": base.weights.get("graph") or 1.0})
+    missing = [lane for lane in ALL_LANES["lanes"] if lane not in run.lanes]
+    if missing and any(n != "worldmm" for n in names):
+        extra = await run_lanes(
+            deps, user_id, query, as_of, replace(every, lanes=tuple(missing)), time_text=question
+        )
+        run = replace(run, lanes={**run.lanes, **extra.lanes})
     for name in names:
         if name not in out:
             out[name] = (await finish(deps, run, replace(base, **VARIANTS[name]))).hits

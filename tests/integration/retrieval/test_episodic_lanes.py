@@ -128,7 +128,9 @@ def deps(db, settings, embedder) -> RetrievalDeps:
 
 
 def lane(deps, user, query, name, as_of=None, **extra) -> list[int]:
-    opts = EpisodicOptions.from_settings(deps.settings, lanes=(name,), drill_down=False, **extra)
+    opts = EpisodicOptions.from_settings(
+        deps.settings, lanes=(name,), weights={name: 1.0}, drill_down=False, **extra
+    )
     run = asyncio.run(run_lanes(deps, user, query, as_of, opts))
     return [c.segment_id for c in run.lanes[name]]
 

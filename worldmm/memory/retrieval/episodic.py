@@ -119,10 +119,11 @@ async def run_lanes(
     if _MENTIONS_DAY_N.search(time_text):
         first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id)
     constraint = parse_time(time_text, as_of, first_day=first_day)
-    entities = await query_entities(deps, query) if GRAPH in options.lanes else []
+    graph = GRAPH in active(deps, options).lanes
+    entities = await query_entities(deps, query) if graph else []
     vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
     entity_scores: dict[str, float] = {}
-    if GRAPH in options.lanes and len(vectors) > 1:
+    if graph and len(vectors) > 1:
         entity_scores = await asyncio.to_thread(entity_seed_scores, deps, user_id, vectors[1:])
     window = Window(constraint.start, constraint.end)
     found = await _lanes(deps, user_id, query, vectors[0], entity_scores, as_of, window, options)
@@ -151,8 +152,7 @@ async def _lanes(
 ) -> dict[str, list[Candidate]]:
     k = options.candidates
     jobs = {}
-    if deps.db is None:  # a reader port without PostgreSQL (tests): only the graph lane runs
-        options = replace(options, lanes=tuple(x for x in options.lanes if x == GRAPH))
+    options = active(deps, options)
     if LEXICAL in options.lanes:
         jobs[LEXICAL] = asyncio.to_thread(
             lane_mod.lexical_lane, deps, user_id, query, k, as_of, window
@@ -174,8 +174,22 @@ def _graph(deps, user_id, vector, entity_scores, k, as_of, window: Window) -> li
     return lane_mod.restrict(cands, window)
 
 
+def active(deps: RetrievalDeps, options: EpisodicOptions) -> EpisodicOptions:
+    """The lanes that run: a lane of weight 0 cannot change the fused order, so it is not
+    worth its time; without PostgreSQL (a reader port in tests) only the graph lane can."""
+    if deps.db is None:
+        weights = {**options.weights, GRAPH: options.weights.get(GRAPH) or 1.0}
+        return replace(options, lanes=(GRAPH,), weights=weights)
+    lanes = tuple(x for x in options.lanes if options.weights.get(x, 1.0) > 0)
+    return replace(options, lanes=lanes)
+
+
 def fuse(run: LaneRun, options: EpisodicOptions) -> list[Fused]:
-    lanes = {name: c for name, c in run.lanes.items() if name in options.lanes}
+    lanes = {
+        name: c
+        for name, c in run.lanes.items()
+        if name in options.lanes and options.weights.get(name, 1.0) > 0
+    }
     return rrf(lanes, options.weights, options.rrf_k)
 
 
@@ -261,6 +275,7 @@ def to_hits(deps: RetrievalDeps, user_id: str, picks: list[Pick]) -> list[Segmen
 
 async def finish(deps: RetrievalDeps, run: LaneRun, options: EpisodicOptions) -> RetrievalResult:
     """Fusion, drill-down and (optionally) the rerank model over one question's lanes."""
+    options = active(deps, options)
     fused = fuse(run, options)
     pool = options.keep * 3 if options.llm_rerank else options.keep
     opts = replace(options, keep=pool)
