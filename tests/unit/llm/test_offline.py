@@ -221,7 +221,10 @@ def test_every_role_on_a_real_frame_and_speech(roles):
 
     require_espeak()
     transcript = LocalWhisperTranscriber().transcribe(
-        make_speech_wav("Lucia wants to buy strawberries at the market.")
+        # Whisper tiny.en hears this espeak sentence with "strawberr" at 130 and 150 wpm on
+        # espeak-ng 1.51; "Lucia wants to buy strawberries…" came out "You should want to
+        # survive strong every night…" there
+        make_speech_wav("Lucia said she wants to buy strawberries at the market.")
     )
     assert "strawberr" in transcript.text.lower()
     frames = [make_frame_jpeg("MARKET"), make_frame_jpeg("FRUIT", color=(40, 150, 60))]
