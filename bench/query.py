@@ -653,6 +653,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+ALL_LANES = "lexical:1.0,dense:1.0,graph:0.5"
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from worldmm import stack
     from worldmm.settings import load_settings
@@ -660,6 +663,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     t0 = time.perf_counter()
     echo = stamped_echo(t0)
+    # All three episodic lanes, the graph's too (its default weight is 0 with the offline
+    # triples): this measures the path a deployment with LLM-built triples runs. The cold
+    # child processes inherit it through the environment; an explicit setting wins.
+    os.environ.setdefault("WORLDMM_EPISODIC_LANE_WEIGHTS", ALL_LANES)
     base = load_settings()
     settings, started = resolve_settings(base, echo)
     try:

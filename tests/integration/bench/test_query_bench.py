@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.query import main, run_benchmark
+from bench.query import ALL_LANES, main, run_benchmark
 from bench.query_synth import SynthConfig, expected_counts
 from worldmm.models import SCALES
 from worldmm.store.db import Database
@@ -20,6 +20,8 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     monkeypatch.setenv("WORLDMM_DATABASE_URL", stack.database_url)
     monkeypatch.setenv("WORLDMM_REDIS_URL", stack.redis_url)
     monkeypatch.setenv("WORLDMM_STATE_DIR", str(tmp_path / "state"))
+    # what main() sets by default, set here so the process environment is restored after
+    monkeypatch.setenv("WORLDMM_EPISODIC_LANE_WEIGHTS", ALL_LANES)
     out = tmp_path / "query.json"
     main(
         [
