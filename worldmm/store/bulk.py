@@ -56,30 +56,46 @@ def _column_oids(conn: psycopg.Connection, table: str, columns: Sequence[str]) -
     return [by_name[c] for c in columns]
 
 
+# pgvector builds an HNSW graph fast while it fits in maintenance_work_mem and much more slowly
+# once it spills (it says "hnsw graph no longer fits"); the graph is about the size of its
+# vectors plus neighbour lists, so the table's own size with some headroom is a fair budget.
+HNSW_BUILD_MEM_MIN = 256 << 20
+HNSW_BUILD_MEM_MAX = 6 << 30
+
+
+def hnsw_build_memory(table_bytes: int, *, cap: int = HNSW_BUILD_MEM_MAX) -> int:
+    """Bytes of maintenance_work_mem for building an HNSW index over a table this large."""
+    return int(min(cap, max(HNSW_BUILD_MEM_MIN, table_bytes * 1.5)))
+
+
 @contextmanager
 def vector_indexes_dropped(
-    conn: psycopg.Connection, tables: Sequence[str], *, maintenance_work_mem: str = "1GB"
+    conn: psycopg.Connection, tables: Sequence[str], *, max_build_memory: int = HNSW_BUILD_MEM_MAX
 ) -> Iterator[list[str]]:
     """Drop the HNSW indexes of ``tables`` for a bulk load and rebuild them afterwards.
 
     Inserting into an HNSW index row by row is slow (20k x 1536-d took minutes on a busy
-    2-core machine); building it once after the load is much faster. For benchmark and
-    restore loads only: the tables are locked and unindexed while the block runs.
-    Yields the names of the dropped indexes.
+    2-core machine); building it once after the load is much faster. Each rebuild gets
+    maintenance_work_mem sized to its table (``hnsw_build_memory``, at most
+    ``max_build_memory``). For benchmark and restore loads only: the tables are locked and
+    unindexed while the block runs. Yields the names of the dropped indexes.
     """
     rows = conn.execute(
-        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+        "SELECT indexname, indexdef, tablename FROM pg_indexes"
+        " WHERE schemaname = current_schema()"
         " AND tablename = ANY(%s) AND indexdef ILIKE '%%USING hnsw%%' ORDER BY indexname",
         (list(tables),),
     ).fetchall()
-    for name, _ in rows:
+    for name, _, _ in rows:
         conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
     try:
-        yield [name for name, _ in rows]
+        yield [name for name, _, _ in rows]
     finally:
-        conn.execute(
-            sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem))
-        )
-        for _, definition in rows:
+        for _, definition, table in rows:
+            size = conn.execute("SELECT pg_table_size(to_regclass(%s))", (table,)).fetchone()
+            budget = hnsw_build_memory(int(size[0] or 0), cap=max_build_memory)
+            conn.execute(
+                sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(f"{budget // 1024}kB"))
+            )
             conn.execute(definition.encode())
         conn.execute("RESET maintenance_work_mem")

@@ -383,7 +383,29 @@ def triples_fingerprint(
     conn: psycopg.Connection, user_id: str, memory_type: TripleType, scale: int | None = None
 ) -> str:
     """A cheap version stamp of the triples a graph is built from: any insert, soft delete
-    or deletion (forget) of this user's triples of that type (and scale) changes it."""
+    or deletion (forget) of this user's triples of that type (and scale) changes it.
+
+    Read from ``triple_counts``, which triggers keep in step with ``triples`` (migration
+    0006): a primary-key read whatever the size of the memory. Without a scale, the
+    counters of every scale of the type are summed."""
+    memory_type = _memory_type(memory_type)
+    where = "user_id = %s AND memory_type = %s" + (" AND scale_seconds = %s" if scale else "")
+    args: tuple = (user_id, memory_type) + ((scale,) if scale else ())
+    row = conn.execute(
+        "SELECT COALESCE(sum(n), 0), COALESCE(max(top_id), 0), COALESCE(sum(invalidated), 0)"
+        f" FROM triple_counts WHERE {where}",
+        args,
+    ).fetchone()
+    assert row is not None  # an aggregate always returns one row
+    return f"{row[0]}:{row[1]}:{row[2]}"
+
+
+def counted_fingerprint(
+    conn: psycopg.Connection, user_id: str, memory_type: TripleType, scale: int | None = None
+) -> str:
+    """:func:`triples_fingerprint` counted from the rows themselves (a scan of that scale's
+    rows); what the trigger-kept counters must agree with, except that their highest id
+    never goes down."""
     memory_type = _memory_type(memory_type)
     where = "user_id = %s AND memory_type = %s" + (" AND scale_seconds = %s" if scale else "")
     args: tuple = (user_id, memory_type) + ((scale,) if scale else ())

@@ -281,9 +281,14 @@ def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory,
     caplog.clear()
     result = graph_lane(deps, memory, user_id, "I wash the red cup at the sink")
     assert memory.seg_ids["sink"] not in result
-    # Not extended: the rows are those of the first build again (same fingerprint), whose
-    # copy Redis still holds (extensions are not written back segment by segment).
-    assert paths() == ["source=redis"]
+    # Not extended, and not the first build's copy in Redis either: the rows are those of the
+    # first build again, but the kept fingerprint's highest id never goes down, so it differs
+    # from that copy's and the graph is rebuilt from the rows left.
+    assert paths() == ["source=built"]
+    rebuilt = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "episodic", 30)
+    assert shape(rebuilt) == shape(
+        build_timed("episodic", deps.reader.graph_history(user_id, "episodic", 30))
+    )
 
 
 def test_semantic_over_the_store(deps, memory, user_id):

@@ -163,3 +163,128 @@ def test_fingerprint_changes_on_insert_invalidate_and_forget(conn, user_id) -> N
     assert triples.triples_fingerprint(conn, user_id, "episodic", scale=30) == "0:0:0"
     graph = triples.triples_for_graph(conn, user_id, "semantic")
     assert graph == []
+
+
+def _agrees(conn, user_id: str, memory_type: str, scale: int | None) -> None:
+    """The trigger-kept fingerprint equals the one counted from the rows, but for a highest
+    id that never goes down."""
+    kept = triples.parse_fingerprint(triples.triples_fingerprint(conn, user_id, memory_type, scale))
+    counted = triples.parse_fingerprint(
+        triples.counted_fingerprint(conn, user_id, memory_type, scale)
+    )
+    assert kept is not None and counted is not None
+    assert (kept[0], kept[2]) == (counted[0], counted[2]), (memory_type, scale, kept, counted)
+    assert kept[1] >= counted[1]
+
+
+def test_kept_fingerprint_follows_every_kind_of_write(conn, user_id, other_user) -> None:
+    """Inserts (several scales, one statement), a replayed insert, a replaced segment's
+    deletes, soft deletes, a forget and another user's writes: after each, every counter
+    agrees with the rows."""
+    from worldmm.store.purge import forget_range
+
+    me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
+    keys = [("episodic", 30), ("episodic", 180), ("episodic", None), ("semantic", None)]
+
+    def write(seg: int, memory_type: str, objects: list[str]) -> list[int]:
+        rows = [
+            TripleWrite(
+                subject_entity_id=me.id,
+                predicate="saw",
+                object_literal=o,
+                embedding=unit_vector(DIM, len(o)),
+            )
+            for o in objects
+        ]
+        return triples.insert_triples(conn, user_id, seg, memory_type, rows)
+
+    def check() -> None:
+        for memory_type, scale in keys:
+            _agrees(conn, user_id, memory_type, scale)
+
+    segs = [make_segment(conn, user_id, T0 + i * 30 * S) for i in range(4)]
+    coarse = make_segment(conn, user_id, T0, scale=180)
+    for i, seg in enumerate(segs):
+        write(seg, "episodic", [f"thing {i}", f"other {i}"])
+    write(coarse, "episodic", ["summary"])
+    check()
+    assert triples.triples_fingerprint(conn, user_id, "episodic", 30) == (
+        triples.counted_fingerprint(conn, user_id, "episodic", 30)
+    )
+    before = triples.triples_fingerprint(conn, user_id, "episodic", 30)
+    write(segs[0], "episodic", ["thing 0"])  # a replayed window: same natural key, no change
+    assert triples.triples_fingerprint(conn, user_id, "episodic", 30) == before
+    # a replayed window that extracted something else: one row replaced, one new
+    triples.replace_episodic_triples(
+        conn,
+        user_id,
+        segs[1],
+        [
+            TripleWrite(
+                subject_entity_id=me.id,
+                predicate="saw",
+                object_literal="a new thing",
+                embedding=unit_vector(DIM, 5),
+            )
+        ],
+    )
+    check()
+    facts = write(coarse, "semantic", ["tea", "coffee", "rain"])
+    triples.invalidate_triples(conn, user_id, facts[:2], T0 + 300 * S, facts[2])
+    check()
+    assert triples.parse_fingerprint(triples.triples_fingerprint(conn, user_id, "semantic"))[2] == 2
+    # one statement that touches several scales at once
+    conn.execute(
+        "DELETE FROM triples WHERE user_id = %s AND object_literal LIKE 'other%%'", (user_id,)
+    )
+    check()
+    forget_range(conn, user_id, T0, T0 + 60 * S)
+    check()
+    # someone else's writes never move this user's counters
+    mine = [triples.triples_fingerprint(conn, user_id, t, s) for t, s in keys]
+    them = entities.insert_canonical_entity(conn, other_user, "I", unit_vector(DIM, 1))
+    theirs = make_segment(conn, other_user, T0)
+    triples.insert_triples(
+        conn,
+        other_user,
+        theirs,
+        "episodic",
+        [
+            TripleWrite(
+                subject_entity_id=them.id,
+                predicate="saw",
+                object_literal="x",
+                embedding=unit_vector(DIM, 3),
+            )
+        ],
+    )
+    assert [triples.triples_fingerprint(conn, user_id, t, s) for t, s in keys] == mine
+    _agrees(conn, other_user, "episodic", 30)
+
+
+def test_purging_a_user_drops_their_counters(conn, user_id) -> None:
+    from worldmm.store.purge import purge_user
+
+    me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
+    seg = make_segment(conn, user_id, T0)
+    triples.insert_triples(
+        conn,
+        user_id,
+        seg,
+        "episodic",
+        [
+            TripleWrite(
+                subject_entity_id=me.id,
+                predicate="saw",
+                object_literal="x",
+                embedding=unit_vector(DIM, 3),
+            )
+        ],
+    )
+    assert triples.triples_fingerprint(conn, user_id, "episodic", 30).startswith("1:")
+    purge_user(conn, user_id)
+    (left,) = conn.execute(
+        "SELECT count(*) FROM triple_counts WHERE user_id = %s", (user_id,)
+    ).fetchone()
+    assert left == 0
+    assert triples.triples_fingerprint(conn, user_id, "episodic", 30) == "0:0:0"
