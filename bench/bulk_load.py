@@ -43,6 +43,14 @@ class LoadReport:
     total_s: float = 0.0  # wall time of the load, generation included
     dropped_indexes: list[str] = field(default_factory=list)
 
+    def add(self, other: LoadReport) -> None:
+        """Sum another loader's rows and times into this report."""
+        for table, n in other.rows.items():
+            self.rows[table] = self.rows.get(table, 0) + n
+            self.copy_s[table] = self.copy_s.get(table, 0.0) + other.copy_s.get(table, 0.0)
+        self.generate_s += other.generate_s
+        self.fixup_s += other.fixup_s
+
     @property
     def total_rows(self) -> int:
         return sum(self.rows.values())
@@ -359,19 +367,36 @@ class Loader:
 def load_memory(
     conn: psycopg.Connection, memory: SyntheticMemory, user_id: str, *, drop_indexes: bool = True
 ) -> LoadReport:
-    """Load everything in one transaction on ``conn`` (autocommit off), then VACUUM ANALYZE.
+    """Load one user's memory in one transaction on ``conn`` (autocommit off), then VACUUM
+    ANALYZE (see :func:`load_memories`)."""
+    return load_memories(conn, [(memory, user_id)], drop_indexes=drop_indexes)
+
+
+def load_memories(
+    conn: psycopg.Connection,
+    memories: Sequence[tuple[SyntheticMemory, str]],
+    *,
+    drop_indexes: bool = True,
+) -> LoadReport:
+    """Load several users' memories in one transaction on ``conn`` (autocommit off), with
+    one rebuild of the vector indexes for all of them, then VACUUM ANALYZE. The report sums
+    the users' rows and times.
 
     Identity values follow COPY order within one session, which the semantic read-back
     relies on (ids above the user's previous highest, in order).
     """
+    if not memories:
+        raise ValueError("no memories to load")
     started = time.perf_counter()
-    loader = Loader(conn, memory, user_id)
-    report = loader.report
+    report = LoadReport()
     with conn.transaction():
         guard = vector_indexes_dropped(conn, VECTOR_TABLES) if drop_indexes else nullcontext([])
         with guard as dropped:
             report.dropped_indexes = list(dropped)
-            loader.load_all()
+            for memory, user_id in memories:
+                loader = Loader(conn, memory, user_id)
+                loader.load_all()
+                report.add(loader.report)
             rebuild_started = time.perf_counter()
         report.index_rebuild_s = time.perf_counter() - rebuild_started
         commit_started = time.perf_counter()
@@ -379,7 +404,8 @@ def load_memory(
     t = time.perf_counter()
     # VACUUM, not only ANALYZE: a memory written over a week has its visibility map kept
     # current by autovacuum; right after a bulk load it is empty, and every index-only scan
-    # (the graph fingerprint) visits the heap: 430 ms instead of 45 ms per episodic query.
+    # visits the heap (430 ms instead of 45 ms per episodic query when the graph fingerprint
+    # was such a scan).
     conn.commit()
     autocommit = conn.autocommit
     conn.autocommit = True

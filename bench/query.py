@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.bulk_load import LoadReport, load_memory
+from bench.bulk_load import LoadReport, load_memories, load_memory
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
 from bench.query_timed import (
     measure_as_of,
@@ -348,6 +348,62 @@ def measure_retrieval(
     return latency, detail
 
 
+def measure_queries(
+    deps: Any,
+    cache: CountingCache,
+    user_id: str,
+    queries: dict[str, list[Query]],
+    cold_n: int,
+    end: Any,
+    seed: int,
+    echo: Echo,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`measure_retrieval` plus the episodic questions asked as of a past time."""
+    latency, detail = measure_retrieval(deps, cache, user_id, queries, cold_n, echo)
+    cache.take()
+    cache.watch.take()
+    as_of = measure_as_of(deps, user_id, queries["episodic"], end, seed)
+    latency["episodic"]["as_of"] = summarise(as_of)
+    detail["episodic"]["as_of"] = {
+        "cache": cache.take(),
+        "mean_ms_per_step": breakdown(cache.watch.take(), as_of),
+    }
+    echo(f"  episodic as_of (past week): p50 {latency['episodic']['as_of'].get('p50')} ms")
+    return latency, detail
+
+
+def load_others(
+    db: Any, cfg: SynthConfig, user_ids: Sequence[str], drop_indexes: bool, echo: Echo
+) -> dict[str, Any]:
+    """Other wearers' memory over the same hours (other seeds), in one transaction with one
+    rebuild of the vector indexes. Returns the load's figures."""
+    memories = [
+        (SyntheticMemory(dataclasses.replace(cfg, seed=cfg.seed + 1000 * i)), uid)
+        for i, uid in enumerate(user_ids, start=1)
+    ]
+    echo(f"loading {len(memories)} other users' memory")
+    with db.connection() as conn:
+        report = load_memories(conn, memories, drop_indexes=drop_indexes)
+    echo(f"  loaded {report.total_rows} rows in {report.load_s:.1f} s")
+    return {"user_ids": list(user_ids), "load": report.as_dict()}
+
+
+def compare_latency(alone: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """Per memory and phase, p50 and p95 with the others' memory over the same alone."""
+    out: dict[str, Any] = {}
+    for memory_type, phases in shared.items():
+        for phase, figures in phases.items():
+            before = alone.get(memory_type, {}).get(phase, {})
+            ratios = {
+                f"{q}_ratio": round(figures[q] / before[q], 2)
+                for q in ("p50", "p95")
+                if figures.get(q) and before.get(q)
+            }
+            if ratios:
+                out.setdefault(memory_type, {})[phase] = ratios
+    return out
+
+
 # --- counts ---------------------------------------------------------------------------------
 
 
@@ -466,8 +522,8 @@ def run_benchmark(
     cache = CountingCache(inner_cache)
     loaded = False
     others: list[str] = []
-    if users > 1 and reuse:
-        raise ValueError("--users loads the other users afresh; it cannot be used with --reuse")
+    if users < 1:
+        raise ValueError("--users must be at least 1")
     try:
         with db.connection() as conn:
             result["machine"] = machine_info(conn)
@@ -512,18 +568,6 @@ def run_benchmark(
         result["rows"] = counts
         result["expected_rows"] = expected
         result["rows_match"] = counts == expected
-        for i in range(1, users):  # other wearers' memory in the same tables
-            other = f"{user_id}-other{i}"
-            other_cfg = dataclasses.replace(cfg, seed=cfg.seed + 1000 * i)
-            with db.connection() as conn:
-                if user_exists(conn, other):
-                    raise ValueError(f"user {other!r} already exists; pick another --user")
-            others.append(other)
-            with db.connection() as conn:
-                other_report = load_memory(
-                    conn, SyntheticMemory(other_cfg), other, drop_indexes=drop_indexes
-                )
-            echo(f"loaded other user {other}: {other_report.total_rows} rows")
         result["users"] = users
         result["loadavg"]["after_load"] = _loadavg()
 
@@ -531,12 +575,7 @@ def run_benchmark(
         if build_repeats > 0:
             echo("igraph graph builds (the previous query path, for comparison)")
             result["igraph_build"] = measure_graph_builds(reader, user_id, build_repeats)
-        echo("time-masked graph builds")
-        builds = measure_timed_builds(reader, user_id)
-        result["graph_build"] = builds
-        result["graph_build_ms"] = {k: v["total_ms"] for k, v in builds.items()}
-        echo("  " + ", ".join(f"{k}: {v} ms" for k, v in result["graph_build_ms"].items()))
-
+        end = cfg.start + timedelta(hours=cfg.hours)
         qs = make_queries(memory, queries, seed=cfg.seed)
         stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim, cfg.visual_dim)
         deps = RetrievalDeps(
@@ -549,18 +588,31 @@ def run_benchmark(
             store=TimingReader(reader, cache.watch),
             graphs=GraphMemo(settings.graph_memo_elements),
         )
-        echo(f"retrieval: {queries} warm and {min(cold_queries, queries)} cold queries per type")
-        latency, detail = measure_retrieval(deps, cache, user_id, qs, cold_queries, echo)
-        end = cfg.start + timedelta(hours=cfg.hours)
-        cache.take()
-        cache.watch.take()
-        as_of = measure_as_of(deps, user_id, qs["episodic"], end, cfg.seed)
-        latency["episodic"]["as_of"] = summarise(as_of)
-        detail["episodic"]["as_of"] = {
-            "cache": cache.take(),
-            "mean_ms_per_step": breakdown(cache.watch.take(), as_of),
-        }
-        echo(f"  episodic as_of (past week): p50 {latency['episodic']['as_of'].get('p50')} ms")
+        if users > 1:
+            # The same questions before and after the others' memory is in the same tables:
+            # what the user's queries pay for sharing the store.
+            echo(f"retrieval with {user_id}'s memory alone")
+            alone, _ = measure_queries(deps, cache, user_id, qs, cold_queries, end, cfg.seed, echo)
+            result["retrieval_ms_alone"] = alone
+            names = [f"{user_id}-other{i}" for i in range(1, users)]
+            with db.connection() as conn:
+                taken = [name for name in names if user_exists(conn, name)]
+            if taken:  # someone's kept memory: never load over it, never purge it
+                raise ValueError(f"users {taken} already exist; pick another --user")
+            others = names
+            result["others"] = load_others(db, cfg, others, drop_indexes, echo)
+            result["loadavg"]["after_others"] = _loadavg()
+        echo("time-masked graph builds")
+        builds = measure_timed_builds(reader, user_id)
+        result["graph_build"] = builds
+        result["graph_build_ms"] = {k: v["total_ms"] for k, v in builds.items()}
+        echo("  " + ", ".join(f"{k}: {v} ms" for k, v in result["graph_build_ms"].items()))
+        latency, detail = measure_queries(
+            deps, cache, user_id, qs, cold_queries, end, cfg.seed, echo
+        )
+        if users > 1:
+            result["others_effect"] = compare_latency(result["retrieval_ms_alone"], latency)
+            echo(f"  with the others' memory / alone: {result['others_effect']}")
         result["retrieval_ms"] = latency
         result["retrieval"] = detail
         result["ppr"] = {

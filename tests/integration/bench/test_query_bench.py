@@ -68,6 +68,15 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     overlap = report["ppr"]["push_vs_prpack"]["30"]
     assert overlap["queries"] > 0 and 0.5 <= overlap["overlap_at_k_mean"] <= 1
     assert report["users"] == 2
+    # the same questions were timed with the user alone, then with the other's memory loaded
+    # (its rows really are there: counted before the purge)
+    assert report["retrieval_ms_alone"]["episodic"]["warm"]["n"] == 4
+    assert report["others"]["user_ids"] == [f"{user_id}-other1"]
+    assert report["others"]["load"]["total_rows"] == report["load"]["total_rows"]
+    for memory_type in ("episodic", "semantic", "visual"):
+        ratios = report["others_effect"][memory_type]["warm"]
+        assert ratios["p50_ratio"] > 0 and ratios["p95_ratio"] > 0
+    assert "as_of" in report["others_effect"]["episodic"]
     assert set(report["igraph_build"]) == {*(str(s) for s in SCALES), "semantic"}
     assert set(report["graph_build_ms"]) == {*(str(s) for s in SCALES), "semantic"}
     assert all(v > 0 for v in report["graph_build_ms"].values())
