@@ -59,14 +59,22 @@ class TermStatsMemo:
         self._entries = OrderedDict()
 
     def get(self, conn, db_key: int, user_id: str) -> ss.TermStats:
+        # A copy younger than the max age is served without asking the store anything; an
+        # older one is checked against the segments' stamp (a count over the user's segments,
+        # which grows with the memory) and recomputed only when they changed.
         key = (db_key, user_id)
-        stamp = ss.segment_count_stamp(conn, user_id)
         now = time.monotonic()
         with self._lock:
             hit = self._entries.get(key)
-            if hit is not None and (hit[0] == stamp or now - hit[1] < TERM_STATS_MAX_AGE_S):
+            if hit is not None and now - hit[1] < TERM_STATS_MAX_AGE_S:
                 self._entries.move_to_end(key)
                 return hit[2]
+        stamp = ss.segment_count_stamp(conn, user_id)
+        if hit is not None and hit[0] == stamp:
+            with self._lock:
+                self._entries[key] = (stamp, now, hit[2])
+                self._entries.move_to_end(key)
+            return hit[2]
         stats = ss.term_stats(conn, user_id)
         with self._lock:
             self._entries[key] = (stamp, now, stats)
