@@ -5,8 +5,9 @@
 --
 -- Each counter row changes in the same transaction as the triples it counts, so any snapshot
 -- sees the two agree. Writers of the same user, type and scale queue on the counter row from
--- their triples statement to their commit; the dataflow already writes a user's windows one
--- at a time, and statements that touch several counter rows take them in key order.
+-- their triples statement to their commit (a window writes only its own segment's embedding
+-- rows after its triples, so the wait is short and cannot deadlock); statements that touch
+-- several counter rows take them in key order.
 -- `top_id` only grows: after a delete it may be above the highest remaining id, which readers
 -- treat like any change that is not a pure append (they rebuild).
 CREATE TABLE triple_counts (
