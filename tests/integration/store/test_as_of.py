@@ -288,3 +288,55 @@ def test_purging_a_user_drops_their_counters(conn, user_id) -> None:
     ).fetchone()
     assert left == 0
     assert triples.triples_fingerprint(conn, user_id, "episodic", 30) == "0:0:0"
+
+
+def test_two_writers_of_one_scale_queue_and_both_count(conn, database, user_id) -> None:
+    """A second transaction writing the same user's scale waits on the counter row until
+    the first commits, then counts its own rows on top: no deadlock, nothing lost."""
+    import threading
+    import time
+
+    me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
+    first, second = (make_segment(conn, user_id, T0 + i * 30 * S) for i in range(2))
+    conn.commit()
+
+    def rows(tag: str) -> list[TripleWrite]:
+        return [
+            TripleWrite(
+                subject_entity_id=me.id,
+                predicate="saw",
+                object_literal=f"{tag} {i}",
+                embedding=unit_vector(DIM, i + 2),
+            )
+            for i in range(3)
+        ]
+
+    done: list[BaseException | None] = []
+    with database.connection() as a, database.connection() as b:
+        triples.insert_triples(a, user_id, first, "episodic", rows("a"))
+        (b_pid,) = b.execute("SELECT pg_backend_pid()").fetchone()
+
+        def write_b() -> None:
+            try:
+                triples.insert_triples(b, user_id, second, "episodic", rows("b"))
+                b.commit()
+                done.append(None)
+            except BaseException as exc:  # reported to the test below
+                done.append(exc)
+
+        writer = threading.Thread(target=write_b)
+        writer.start()
+        deadline = time.monotonic() + 30
+        waiting = False
+        while not waiting and time.monotonic() < deadline:  # poll the server, not a sleep
+            (waiting,) = conn.execute(
+                "SELECT count(*) > 0 FROM pg_stat_activity"
+                " WHERE pid = %s AND wait_event_type = 'Lock'",
+                (b_pid,),
+            ).fetchone()
+        assert waiting, "the second writer never waited on the counter row"
+        a.commit()
+        writer.join(timeout=30)
+        assert done == [None]
+    assert triples.triples_fingerprint(conn, user_id, "episodic", 30).startswith("6:")
+    _agrees(conn, user_id, "episodic", 30)
