@@ -187,6 +187,26 @@ def _tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+# BM25's length normalisation is largest for the shortest segments (relative length -> 0): no
+# segment scores more than this many times the sum of the IDFs of the lexemes it matches.
+MAX_LENGTH_FACTOR = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B))
+
+
+def prunable_terms(terms: Sequence[tuple[str, float]], threshold: float) -> int:
+    """How many of the commonest ``terms`` (sorted rarest first) the candidate search may
+    leave out, given ``threshold``: a score ``k`` segments are known to reach. A segment
+    that matches only left-out lexemes scores at most ``MAX_LENGTH_FACTOR`` times their IDF
+    sum, which must stay below the threshold; so it cannot be among the top ``k`` (MaxScore,
+    Turtle and Flood 1995). The rarest term is always searched."""
+    dropped, total = 0, 0.0
+    for _lexeme, weight in reversed(terms[1:]):
+        if MAX_LENGTH_FACTOR * (total + weight) >= threshold:
+            break
+        total += weight
+        dropped += 1
+    return dropped
+
+
 def lexical_search(
     conn: psycopg.Connection,
     user_id: str,
@@ -199,48 +219,95 @@ def lexical_search(
     end: datetime | None = None,
     scales: Sequence[int] | None = None,
     ids: Sequence[int] | None = None,
+    prune: bool = True,
 ) -> list[LaneRow]:
-    """The user's top ``k`` segments for weighted lexemes ``terms`` (lexeme, idf), best first."""
-    terms = [(t, w) for t, w in terms if w > 0]
+    """The user's top ``k`` segments for weighted lexemes ``terms`` (lexeme, idf), best first.
+
+    Scoring every segment that holds any query lexeme costs as many segments as the
+    commonest lexeme matches (a third of four weeks' segments for a colour word). With
+    ``prune`` the commonest lexemes only score, they do not select candidates, as long as
+    that provably leaves the top ``k`` unchanged (:func:`prunable_terms`): first with the
+    rarest lexeme's IDF as the guessed threshold, then, if the ``k``-th score found is too
+    low for that, once more with it. Never more than two queries, and the result is the
+    unpruned one."""
+    terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
-    literals = [_tsquery_literal(t) for t, _ in terms]
-    known = sorted(mean_length)
-    overall = (sum(mean_length.values()) / len(mean_length)) if mean_length else 1.0
-    params = {
-        "u": user_id,
-        "any": " | ".join(literals),
-        "terms": literals,
-        "w": [float(w) for _, w in terms],
-        "scale_keys": known,
-        "scale_mean": [max(1.0, mean_length[s]) for s in known],
-        "overall": max(1.0, overall),
-        "k1": BM25_K1,
-        "b": BM25_B,
-        "k": k,
-        "as_of": as_of,
-        "start": start,
-        "end": end,
-        "scales": list(scales) if scales is not None else None,
-        "ids": list(ids) if ids is not None else None,
-    }
-    rows = conn.execute(
-        "WITH q AS (SELECT * FROM unnest(%(terms)s::text[]::tsquery[], %(w)s::float8[])"
-        " AS q(term, w)),"
-        " cand AS (SELECT s.id, s.scale_seconds, s.window_start, s.window_end,"
-        " length(s.search_tsv)::float8 / coalesce("
-        "(%(scale_mean)s::float8[])[array_position(%(scale_keys)s::int[], s.scale_seconds)],"
-        " %(overall)s) AS rel_len,"
-        " (SELECT sum(q.w) FROM q WHERE s.search_tsv @@ q.term) AS raw"
-        " FROM segments s WHERE s.user_id = %(u)s AND s.processing_status = 'complete'"
-        " AND s.search_tsv @@ %(any)s::tsquery"
-        f"{_filters('s', as_of, start, end, scales, ids)})"
-        " SELECT id, scale_seconds, window_start, window_end,"
-        " raw * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * rel_len)) AS score"
-        " FROM cand ORDER BY score DESC, id LIMIT %(k)s",
-        params,
-    ).fetchall()
-    return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]
+    query = _LexicalQuery(conn, user_id, terms, mean_length, k, as_of, start, end, scales, ids)
+    if not prune:
+        return query.run(len(terms))
+    dropped = prunable_terms(terms, terms[0][1])
+    if dropped == 0:
+        return query.run(len(terms))
+    rows = query.run(len(terms) - dropped)
+    if len(rows) < k:  # too few to bound anything: search with every lexeme
+        return query.run(len(terms))
+    needed = prunable_terms(terms, rows[-1].score)
+    if needed >= dropped:
+        return rows
+    return query.run(len(terms) - needed)
+
+
+class _LexicalQuery:
+    """One lexical search's SQL, run with the ``n`` rarest lexemes selecting candidates and
+    every lexeme scoring them (an inline sum, not a subquery per segment)."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        user_id: str,
+        terms: Sequence[tuple[str, float]],
+        mean_length: dict[int, float],
+        k: int,
+        as_of: datetime | None,
+        start: datetime | None,
+        end: datetime | None,
+        scales: Sequence[int] | None,
+        ids: Sequence[int] | None,
+    ) -> None:
+        self.conn = conn
+        self.literals = [_tsquery_literal(t) for t, _ in terms]
+        known = sorted(mean_length)
+        overall = (sum(mean_length.values()) / len(mean_length)) if mean_length else 1.0
+        self.params: dict[str, object] = {
+            "u": user_id,
+            "scale_keys": known,
+            "scale_mean": [max(1.0, mean_length[s]) for s in known],
+            "overall": max(1.0, overall),
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "k": k,
+            "as_of": as_of,
+            "start": start,
+            "end": end,
+            "scales": list(scales) if scales is not None else None,
+            "ids": list(ids) if ids is not None else None,
+        }
+        for i, (literal, (_, weight)) in enumerate(zip(self.literals, terms, strict=True)):
+            self.params[f"t{i}"] = literal
+            self.params[f"w{i}"] = float(weight)
+        raw = sql.SQL(" + ").join(
+            sql.SQL("CASE WHEN s.search_tsv @@ {}::tsquery THEN {}::float8 ELSE 0.0 END").format(
+                sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
+            )
+            for i in range(len(terms))
+        )
+        self.sql = sql.SQL(
+            "SELECT id, scale_seconds, window_start, window_end,"
+            " raw * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * rel_len)) AS score"
+            " FROM (SELECT s.id, s.scale_seconds, s.window_start, s.window_end,"
+            " length(s.search_tsv)::float8 / coalesce("
+            "(%(scale_mean)s::float8[])[array_position(%(scale_keys)s::int[], s.scale_seconds)],"
+            " %(overall)s) AS rel_len, ({raw}) AS raw"
+            " FROM segments s WHERE s.user_id = %(u)s AND s.processing_status = 'complete'"
+            " AND s.search_tsv @@ %(any)s::tsquery{filters}) AS cand"
+            " ORDER BY score DESC, id LIMIT %(k)s"
+        ).format(raw=raw, filters=sql.SQL(_filters("s", as_of, start, end, scales, ids)))
+
+    def run(self, n: int) -> list[LaneRow]:
+        params = {**self.params, "any": " | ".join(self.literals[:n])}
+        rows = self.conn.execute(self.sql, params).fetchall()
+        return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]
 
 
 def dense_search(
