@@ -105,3 +105,16 @@ def test_invalid_setting_names_the_variable(tmp_path: Path):
     res = _cli(tmp_path, "status", env_extra={"WORLDMM_TOPIC_PARTITIONS": "zero"})
     assert res.returncode == 2
     assert "WORLDMM_TOPIC_PARTITIONS" in res.stderr
+
+
+def test_embedded_postgres_gets_shared_buffers_sized_to_the_machine(stack):
+    import psycopg
+
+    assert postgres.shared_buffers_mb(1 << 30) == postgres.SHARED_BUFFERS_MIN_MB
+    assert postgres.shared_buffers_mb(8 << 30) == 1024
+    assert postgres.shared_buffers_mb(256 << 30) == postgres.SHARED_BUFFERS_MAX_MB
+    with psycopg.connect(stack.database_url) as conn:
+        (pages,) = conn.execute(
+            "SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'"
+        ).fetchone()
+    assert pages * 8 // 1024 == postgres.shared_buffers_mb()
