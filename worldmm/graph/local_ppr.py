@@ -131,15 +131,14 @@ def _push(
 def _prpack(
     graph: TimedGraph, reset: dict[int, float], as_of: int | None, d: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact PPR on the visible units. The igraph form of the whole graph is built once per
-    graph object (weights read by attribute name, in C); an ``as_of`` run takes the visible
-    edges as a subgraph of it (C, no Python lists)."""
-    full = graph.igraph()
-    if as_of is None and graph.memory_type == "episodic":
-        g = full
+    """Exact PPR on the visible units. The igraph forms of the whole graph and of what is
+    visible now are built once per graph object (weights read by attribute name, in C); an
+    ``as_of`` run takes the visible edges as a subgraph of the whole."""
+    if as_of is None:
+        g = graph.igraph_now()
     else:
         keep = np.flatnonzero(graph.all_units_visible(as_of))
-        g = full.subgraph_edges(keep.tolist(), delete_vertices=False)
+        g = graph.igraph().subgraph_edges(keep.tolist(), delete_vertices=False)
     vec = np.zeros(graph.n)
     for v, m in reset.items():
         vec[v] += m

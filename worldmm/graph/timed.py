@@ -87,6 +87,7 @@ class TimedGraph:
     _segments: np.ndarray | None = field(default=None, repr=False)
     _tail: Csr | None = field(default=None, repr=False)
     _igraph: ig.Graph | None = field(default=None, repr=False)
+    _igraph_now: ig.Graph | None = field(default=None, repr=False)
     _keys: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -175,6 +176,19 @@ class TimedGraph:
             g.es["weight"] = self.weight.tolist()
             self._igraph = g
         return self._igraph
+
+    def igraph_now(self) -> ig.Graph:
+        """:meth:`igraph` less the units not visible now (soft-deleted facts), built once per
+        graph object: a question about now does not rebuild that subgraph every time."""
+        if self._igraph_now is None:
+            if self.memory_type == "episodic":  # episodic units are never hidden "now"
+                self._igraph_now = self.igraph()
+            else:
+                keep = np.flatnonzero(self.all_units_visible(None))
+                self._igraph_now = self.igraph().subgraph_edges(
+                    keep.tolist(), delete_vertices=False
+                )
+        return self._igraph_now
 
     # --- adjacency ------------------------------------------------------------------------
     def gather(self, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
