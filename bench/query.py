@@ -532,6 +532,10 @@ def run_benchmark(
                 raise ValueError(f"user {user_id!r} already exists; pick another --user")
             if reuse and not exists:
                 raise ValueError(f"--reuse: user {user_id!r} does not exist (load it with --keep)")
+            names = [f"{user_id}-other{i}" for i in range(1, users)]
+            taken = [name for name in names if user_exists(conn, name)]
+            if taken:  # someone's kept memory: never load over it, never purge it
+                raise ValueError(f"users {taken} already exist; pick another --user")
         echo(f"generating {cfg.hours} h of memory (seed {cfg.seed})")
         t = time.perf_counter()
         memory = SyntheticMemory(cfg)
@@ -588,17 +592,13 @@ def run_benchmark(
             store=TimingReader(reader, cache.watch),
             graphs=GraphMemo(settings.graph_memo_elements),
         )
+        echo(f"retrieval: {queries} warm and {min(cold_queries, queries)} cold queries per type")
         if users > 1:
             # The same questions before and after the others' memory is in the same tables:
             # what the user's queries pay for sharing the store.
             echo(f"retrieval with {user_id}'s memory alone")
             alone, _ = measure_queries(deps, cache, user_id, qs, cold_queries, end, cfg.seed, echo)
             result["retrieval_ms_alone"] = alone
-            names = [f"{user_id}-other{i}" for i in range(1, users)]
-            with db.connection() as conn:
-                taken = [name for name in names if user_exists(conn, name)]
-            if taken:  # someone's kept memory: never load over it, never purge it
-                raise ValueError(f"users {taken} already exist; pick another --user")
             others = names
             result["others"] = load_others(db, cfg, others, drop_indexes, echo)
             result["loadavg"]["after_others"] = _loadavg()

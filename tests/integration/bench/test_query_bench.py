@@ -145,3 +145,17 @@ def test_kept_user_holds_the_promised_rows(settings, user_id):
         run_benchmark(settings, cfg, user_id=user_id + "-nobody", reuse=True)
     with Database(settings.database_url, max_size=1) as db, db.transaction() as conn:
         purge_user(conn, user_id)
+
+
+def test_users_never_loads_over_or_purges_someone_elses_kept_memory(settings, user_id):
+    from worldmm.store.users import ensure_user
+
+    kept = f"{user_id}-other1"
+    with Database(settings.database_url, max_size=1) as db, db.transaction() as conn:
+        ensure_user(conn, kept)
+    with pytest.raises(ValueError, match="already exist"):
+        run_benchmark(settings, SynthConfig(hours=1), queries=2, user_id=user_id, users=2)
+    with Database(settings.database_url, max_size=1) as db, db.transaction() as conn:
+        assert user_exists(conn, kept)
+        assert not user_exists(conn, user_id)  # nothing was loaded
+        purge_user(conn, kept)
