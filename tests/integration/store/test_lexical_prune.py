@@ -81,3 +81,39 @@ def test_prunable_terms_keeps_the_rarest_and_the_bound() -> None:
     assert ss.prunable_terms(terms, f * 0.6) == 1  # the bound must stay strictly below
     assert ss.prunable_terms(terms, 1e9) == 3  # never the rarest
     assert ss.prunable_terms(terms[:1], 1e9) == 0
+
+
+def test_the_full_text_index_is_keyed_by_user(conn, user_id, other_user) -> None:
+    """Migration 0007: one GIN index over (user_id, search_tsv) for complete segments instead
+    of one over search_tsv alone; a lexical search still finds only its user's segments.
+    (Which plan PostgreSQL picks depends on the sizes: on the query benchmark's four weeks
+    it scans this index; on a table this small a plain user-id scan is cheaper.)"""
+    (definition,) = conn.execute(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'segments_user_search_idx'"
+    ).fetchone()
+    assert "gin (user_id, search_tsv)" in definition
+    assert "processing_status = 'complete'" in definition
+    (old,) = conn.execute(
+        "SELECT count(*) FROM pg_indexes WHERE indexname = 'segments_search_tsv_idx'"
+    ).fetchone()
+    assert old == 0
+    mine = []
+    for uid in (user_id, other_user):
+        for i in range(40):
+            sid = upsert_segment(
+                conn,
+                SegmentWrite(
+                    user_id=uid,
+                    scale_seconds=30,
+                    window_start=T0 + timedelta(seconds=30 * i),
+                    window_end=T0 + timedelta(seconds=30 * (i + 1)),
+                    caption=f"the {'kettle' if i % 4 == 0 else 'teapot'} is on the stove",
+                    processing_status="complete",
+                ),
+            )
+            if uid == user_id and i % 4 == 0:
+                mine.append(sid)
+    stats = ss.term_stats(conn, user_id)
+    terms = weighted_terms(ss.query_lexemes(conn, "where is the kettle"), stats)
+    rows = ss.lexical_search(conn, user_id, terms, stats.mean_length, 50)
+    assert sorted(r.segment_id for r in rows) == sorted(mine)
