@@ -177,6 +177,20 @@ def _agrees(conn, user_id: str, memory_type: str, scale: int | None) -> None:
     assert kept[1] >= counted[1]
 
 
+def _saw(conn, user_id: str, segment: int, subject: int, objects, memory_type="episodic"):
+    """Insert "<subject> saw <object>" triples into ``segment``; return their ids."""
+    rows = [
+        TripleWrite(
+            subject_entity_id=subject,
+            predicate="saw",
+            object_literal=o,
+            embedding=unit_vector(DIM, len(o)),
+        )
+        for o in objects
+    ]
+    return triples.insert_triples(conn, user_id, segment, memory_type, rows)
+
+
 def test_kept_fingerprint_follows_every_kind_of_write(conn, user_id, other_user) -> None:
     """Inserts (several scales, one statement), a replayed insert, a replaced segment's
     deletes, soft deletes, a forget and another user's writes: after each, every counter
@@ -187,16 +201,7 @@ def test_kept_fingerprint_follows_every_kind_of_write(conn, user_id, other_user)
     keys = [("episodic", 30), ("episodic", 180), ("episodic", None), ("semantic", None)]
 
     def write(seg: int, memory_type: str, objects: list[str]) -> list[int]:
-        rows = [
-            TripleWrite(
-                subject_entity_id=me.id,
-                predicate="saw",
-                object_literal=o,
-                embedding=unit_vector(DIM, len(o)),
-            )
-            for o in objects
-        ]
-        return triples.insert_triples(conn, user_id, seg, memory_type, rows)
+        return _saw(conn, user_id, seg, me.id, objects, memory_type)
 
     def check() -> None:
         for memory_type, scale in keys:
@@ -243,21 +248,7 @@ def test_kept_fingerprint_follows_every_kind_of_write(conn, user_id, other_user)
     # someone else's writes never move this user's counters
     mine = [triples.triples_fingerprint(conn, user_id, t, s) for t, s in keys]
     them = entities.insert_canonical_entity(conn, other_user, "I", unit_vector(DIM, 1))
-    theirs = make_segment(conn, other_user, T0)
-    triples.insert_triples(
-        conn,
-        other_user,
-        theirs,
-        "episodic",
-        [
-            TripleWrite(
-                subject_entity_id=them.id,
-                predicate="saw",
-                object_literal="x",
-                embedding=unit_vector(DIM, 3),
-            )
-        ],
-    )
+    _saw(conn, other_user, make_segment(conn, other_user, T0), them.id, ["x"])
     assert [triples.triples_fingerprint(conn, user_id, t, s) for t, s in keys] == mine
     _agrees(conn, other_user, "episodic", 30)
 
@@ -267,20 +258,7 @@ def test_purging_a_user_drops_their_counters(conn, user_id) -> None:
 
     me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
     seg = make_segment(conn, user_id, T0)
-    triples.insert_triples(
-        conn,
-        user_id,
-        seg,
-        "episodic",
-        [
-            TripleWrite(
-                subject_entity_id=me.id,
-                predicate="saw",
-                object_literal="x",
-                embedding=unit_vector(DIM, 3),
-            )
-        ],
-    )
+    _saw(conn, user_id, seg, me.id, ["x"])
     assert triples.triples_fingerprint(conn, user_id, "episodic", 30).startswith("1:")
     purge_user(conn, user_id)
     (left,) = conn.execute(
