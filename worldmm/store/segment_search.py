@@ -120,26 +120,40 @@ def missing_embeddings(
 # --- reads -----------------------------------------------------------------------------------
 
 
-def _filters(
-    alias: str,
-    as_of: datetime | None,
-    start: datetime | None,
-    end: datetime | None,
-    scales: Sequence[int] | None,
-    ids: Sequence[int] | None,
-) -> str:
-    where = []
-    if as_of is not None:
-        where.append(f"{alias}.window_end <= %(as_of)s")
-    if start is not None:
-        where.append(f"{alias}.window_end > %(start)s")
-    if end is not None:
-        where.append(f"{alias}.window_start < %(end)s")
-    if scales is not None:
-        where.append(f"{alias}.scale_seconds = ANY(%(scales)s)")
-    if ids is not None:
-        where.append(f"{alias}.{'segment_id' if alias == 'e' else 'id'} = ANY(%(ids)s)")
-    return "".join(f" AND {w}" for w in where)
+class Filters(NamedTuple):
+    """What every lane read filters by besides the user: ``as_of``, a window range, scales
+    and an explicit id set (each None when not given)."""
+
+    as_of: datetime | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    scales: Sequence[int] | None = None
+    ids: Sequence[int] | None = None
+
+    def where(self, alias: str) -> str:
+        """The SQL conditions (each led by AND) on table alias ``alias``."""
+        where = []
+        if self.as_of is not None:
+            where.append(f"{alias}.window_end <= %(as_of)s")
+        if self.start is not None:
+            where.append(f"{alias}.window_end > %(start)s")
+        if self.end is not None:
+            where.append(f"{alias}.window_start < %(end)s")
+        if self.scales is not None:
+            where.append(f"{alias}.scale_seconds = ANY(%(scales)s)")
+        if self.ids is not None:
+            where.append(f"{alias}.{'segment_id' if alias == 'e' else 'id'} = ANY(%(ids)s)")
+        return "".join(f" AND {w}" for w in where)
+
+    def params(self) -> dict[str, object]:
+        """The values :meth:`where` refers to."""
+        return {
+            "as_of": self.as_of,
+            "start": self.start,
+            "end": self.end,
+            "scales": list(self.scales) if self.scales is not None else None,
+            "ids": list(self.ids) if self.ids is not None else None,
+        }
 
 
 def query_lexemes(conn: psycopg.Connection, text: str) -> list[str]:
@@ -233,7 +247,9 @@ def lexical_search(
     terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
-    query = _LexicalQuery(conn, user_id, terms, mean_length, k, as_of, start, end, scales, ids)
+    query = _LexicalQuery(
+        conn, user_id, terms, mean_length, k, Filters(as_of, start, end, scales, ids)
+    )
     if not prune:
         return query.run(len(terms))
     dropped = prunable_terms(terms, terms[0][1])
@@ -259,11 +275,7 @@ class _LexicalQuery:
         terms: Sequence[tuple[str, float]],
         mean_length: dict[int, float],
         k: int,
-        as_of: datetime | None,
-        start: datetime | None,
-        end: datetime | None,
-        scales: Sequence[int] | None,
-        ids: Sequence[int] | None,
+        filters: Filters,
     ) -> None:
         self.conn = conn
         self.literals = [_tsquery_literal(t) for t, _ in terms]
@@ -277,11 +289,7 @@ class _LexicalQuery:
             "k1": BM25_K1,
             "b": BM25_B,
             "k": k,
-            "as_of": as_of,
-            "start": start,
-            "end": end,
-            "scales": list(scales) if scales is not None else None,
-            "ids": list(ids) if ids is not None else None,
+            **filters.params(),
         }
         for i, (literal, (_, weight)) in enumerate(zip(self.literals, terms, strict=True)):
             self.params[f"t{i}"] = literal
@@ -302,7 +310,7 @@ class _LexicalQuery:
             " FROM segments s WHERE s.user_id = %(u)s AND s.processing_status = 'complete'"
             " AND s.search_tsv @@ %(any)s::tsquery{filters}) AS cand"
             " ORDER BY score DESC, id LIMIT %(k)s"
-        ).format(raw=raw, filters=sql.SQL(_filters("s", as_of, start, end, scales, ids)))
+        ).format(raw=raw, filters=sql.SQL(filters.where("s")))
 
     def run(self, n: int) -> list[LaneRow]:
         params = {**self.params, "any": " | ".join(self.literals[:n])}
@@ -328,21 +336,13 @@ def dense_search(
         return []
     q = as_vector(embedding)
     cast = vec_cast(q)
-    params = {
-        "q": q,
-        "u": user_id,
-        "k": k,
-        "as_of": as_of,
-        "start": start,
-        "end": end,
-        "scales": list(scales) if scales is not None else None,
-        "ids": list(ids) if ids is not None else None,
-    }
+    filters = Filters(as_of, start, end, scales, ids)
+    params = {"q": q, "u": user_id, "k": k, **filters.params()}
     rows = knn_dicts(
         conn,
         "SELECT e.segment_id, e.scale_seconds, e.window_start, e.window_end,"
         f" 1 - (e.embedding <=> %(q)s{cast}) AS score FROM segment_embeddings e"
-        f" WHERE e.user_id = %(u)s{_filters('e', as_of, start, end, scales, ids)}"
+        f" WHERE e.user_id = %(u)s{filters.where('e')}"
         f" ORDER BY e.embedding <=> %(q)s{cast}, e.segment_id LIMIT %(k)s",
         params,
         k=k,

@@ -398,20 +398,3 @@ def triples_fingerprint(
     ).fetchone()
     assert row is not None  # an aggregate always returns one row
     return f"{row[0]}:{row[1]}:{row[2]}"
-
-
-def counted_fingerprint(
-    conn: psycopg.Connection, user_id: str, memory_type: TripleType, scale: int | None = None
-) -> str:
-    """:func:`triples_fingerprint` counted from the rows themselves (a scan of that scale's
-    rows); what the trigger-kept counters must agree with, except that their highest id
-    never goes down."""
-    memory_type = _memory_type(memory_type)
-    where = "user_id = %s AND memory_type = %s" + (" AND scale_seconds = %s" if scale else "")
-    args: tuple = (user_id, memory_type) + ((scale,) if scale else ())
-    row = conn.execute(
-        f"SELECT count(*), COALESCE(max(id), 0), count(invalidated_at) FROM triples WHERE {where}",
-        args,
-    ).fetchone()
-    assert row is not None  # an aggregate always returns one row
-    return f"{row[0]}:{row[1]}:{row[2]}"

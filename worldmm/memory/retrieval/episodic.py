@@ -185,11 +185,8 @@ def active(deps: RetrievalDeps, options: EpisodicOptions) -> EpisodicOptions:
 
 
 def fuse(run: LaneRun, options: EpisodicOptions) -> list[Fused]:
-    lanes = {
-        name: c
-        for name, c in run.lanes.items()
-        if name in options.lanes and options.weights.get(name, 1.0) > 0
-    }
+    """RRF over the lanes ``options`` runs (callers pass them through :func:`active`)."""
+    lanes = {name: c for name, c in run.lanes.items() if name in options.lanes}
     return rrf(lanes, options.weights, options.rrf_k)
 
 
