@@ -185,7 +185,7 @@ def start_servers(settings: Settings, n: int, admin_key: str, log_dir: Path) -> 
             [
                 sys.executable,
                 "-m",
-                "worldmm.cli",
+                "apps.cli",
                 "serve",
                 "--host",
                 "127.0.0.1",

@@ -319,8 +319,8 @@ def _reference_run(settings: Settings, ref_url: str) -> None:
     simulated models: latency does not change what is built)."""
     from bytewax.testing import TestingSink, run_main
 
+    from apps.dataflows.ingest import build_flow
     from bench.ingest_worker import simulated_deps
-    from dataflows.ingest import build_flow
 
     ref = settings.model_copy(
         update={"database_url": ref_url, "redis_url": "none", "gpu_worker_url": None}

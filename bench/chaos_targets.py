@@ -161,7 +161,7 @@ class ChaosStack:
         py = sys.executable
         self.encoder = Child(
             "encoder",
-            [py, "-m", "worldmm.cli", "gpu-worker", "--backend", "offline",
+            [py, "-m", "apps.cli", "gpu-worker", "--backend", "offline",
              "--port", str(self.ports["encoder"])],
             env, self.root / "encoder.log",
         )  # fmt: skip
@@ -174,7 +174,7 @@ class ChaosStack:
         )  # fmt: skip
         self.api = Child(
             "api",
-            [py, "-m", "worldmm.cli", "serve", "--port", str(self.ports["api"])],
+            [py, "-m", "apps.cli", "serve", "--port", str(self.ports["api"])],
             env, self.root / "api.log",
         )  # fmt: skip
         for child in (self.encoder, self.api, self.worker):

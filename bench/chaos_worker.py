@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from bytewax._bytewax import cli_main
     from bytewax.recovery import RecoveryConfig, init_db_dir
 
-    from dataflows.ingest import build_flow
+    from apps.dataflows.ingest import build_flow
     from worldmm.settings import load_settings
 
     p = argparse.ArgumentParser(prog="python -m bench.chaos_worker")

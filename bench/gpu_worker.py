@@ -66,14 +66,14 @@ def build_backend(
     if random_model:
         import torch
 
-        from gpu_worker.backends.random_model import build_random_model
-        from gpu_worker.backends.vlm2vec import Vlm2VecBackend
+        from apps.gpu_worker.backends.random_model import build_random_model
+        from apps.gpu_worker.backends.vlm2vec import Vlm2VecBackend
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         model, tokenizer = build_random_model(random_model, device=device, dtype=dtype)
         return Vlm2VecBackend(model, tokenizer, label=f"random-{random_model} (Qwen2-VL shapes)")
-    from gpu_worker.backends import load_backend
+    from apps.gpu_worker.backends import load_backend
 
     return load_backend(backend, dim=dim, model_dir=model_dir, ocr_frames=ocr_frames, device=device)
 
@@ -137,8 +137,8 @@ def run_benchmark(
     max_wait_ms: float = 5.0,
     progress=None,
 ) -> dict:
-    from gpu_worker.app import WorkerConfig, create_app
-    from gpu_worker.threaded import ThreadedServer
+    from apps.gpu_worker.app import WorkerConfig, create_app
+    from apps.gpu_worker.threaded import ThreadedServer
 
     say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
     say(f"loading backend {random_model and 'random-' + random_model or backend} ...")

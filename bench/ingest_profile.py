@@ -26,16 +26,24 @@ from pathlib import Path
 # match one frame; the leaf-most matching frame decides.
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("decode", ("connectors/codec.py",)),
-    ("blob writes", ("connectors/blobstore.py",)),
-    ("window state", ("worldmm/memory/windows.py", "dataflows/window_step.py")),
+    ("blob writes", ("worldmm/blobs.py",)),
+    ("window state", ("worldmm/memory/windows.py", "apps/dataflows/window_step.py")),
     ("store writes", ("worldmm/store/", "psycopg/", "psycopg_pool/", "psycopg_binary/")),
     ("cache calls", ("worldmm/graph/cache", "redis/")),
     (
         "construction",
-        ("worldmm/memory/", "dataflows/construct_step.py", "bench/ingest_sim.py", "worldmm/llm/"),
+        (
+            "worldmm/memory/",
+            "apps/dataflows/construct_step.py",
+            "bench/ingest_sim.py",
+            "worldmm/llm/",
+        ),
     ),
     ("asyncio loop", ("asyncio/",)),
-    ("flow glue", ("dataflows/ingest.py", "dataflows/metrics.py", "bench/ingest_worker.py")),
+    (
+        "flow glue",
+        ("apps/dataflows/ingest.py", "apps/dataflows/metrics.py", "bench/ingest_worker.py"),
+    ),
     ("metrics", ("prometheus_client/",)),
     ("Kafka input (Python side)", ("confluent_kafka/", "bytewax/connectors/kafka")),
     ("Bytewax", ("bytewax/",)),

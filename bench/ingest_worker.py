@@ -58,7 +58,7 @@ def simulated_deps(settings: Settings, latency_s: float) -> IngestDeps:
         SimulatedRoles,
         SimulatedTranscriber,
     )
-    from connectors.blobstore import build_blob_store
+    from worldmm.blobs import build_blob_store
     from worldmm.graph.cache import make_cache
     from worldmm.store.db import Database
 
@@ -79,7 +79,7 @@ def simulated_deps(settings: Settings, latency_s: float) -> IngestDeps:
 def main(argv: Sequence[str] | None = None) -> None:
     from bytewax.testing import run_main
 
-    from dataflows.ingest import build_flow
+    from apps.dataflows.ingest import build_flow
     from worldmm.settings import load_settings
 
     p = argparse.ArgumentParser(prog="python -m bench.ingest_worker")

@@ -31,14 +31,13 @@ from pydantic import (
     field_validator,
 )
 
+from worldmm.models import SAFE_ID_RE, from_epoch_ms, to_epoch_ms
+
 TopicKind = Literal["frames", "audio", "control"]
 StreamKind = Literal["frames", "audio"]  # the capture streams a session end reports on
 ControlEvent = Literal["session_start", "session_end"]
 Headers = list[tuple[str, bytes]]
 Record = tuple[bytes, bytes, Headers]
-
-# Ids end up in blob keys and file names: keep them to a charset that is safe everywhere.
-SAFE_ID_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,128}$")
 
 JPEG = "image/jpeg"
 WAV = "audio/wav"
@@ -164,21 +163,6 @@ Message = FrameMessage | AudioMessage | ControlMessage
 
 
 # --- time --------------------------------------------------------------------------------
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
-
-
-def to_epoch_ms(ts: datetime) -> int:
-    """Exact integer milliseconds (no float rounding), truncated toward the past."""
-    if ts.tzinfo is None:
-        raise ValueError("naive datetime: capture times must be timezone-aware")
-    return (ts - _EPOCH) // _MS
-
-
-def from_epoch_ms(ms: int) -> datetime:
-    return _EPOCH + timedelta(milliseconds=ms)
 
 
 # --- encode ------------------------------------------------------------------------------

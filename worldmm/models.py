@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
@@ -10,6 +12,24 @@ from pydantic import AwareDatetime, BaseModel, Field, field_validator
 # Window scales in seconds, finest first. The 3 min / 10 min / 1 h levels merge the finer ones.
 SCALES: tuple[int, ...] = (30, 180, 600, 3600)
 BASE_SCALE = SCALES[0]
+
+# Ids end up in blob keys and file names: keep them to a charset that is safe everywhere.
+SAFE_ID_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,128}$")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def to_epoch_ms(ts: datetime) -> int:
+    """Exact integer milliseconds (no float rounding), truncated toward the past."""
+    if ts.tzinfo is None:
+        raise ValueError("naive datetime: capture times must be timezone-aware")
+    return (ts - _EPOCH) // _MS
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)
+
 
 MemoryType = Literal["episodic", "semantic", "visual"]
 TripleType = Literal["episodic", "semantic"]
@@ -68,3 +88,29 @@ class SegmentRecord(BaseModel):
     processing_status: ProcessingStatus = "pending"
     visual_status: VisualStatus = "none"
     error: str | None = None
+
+
+# --- multiple choice: 2-8 options, lettered A-H by position ------------------------------
+MIN_CHOICES = 2
+MAX_CHOICES = 8
+Letter = Literal["A", "B", "C", "D", "E", "F", "G", "H"]
+_LABEL = re.compile(r"^\s*\(?([A-Ha-h])[).:]\s+")
+
+
+def choice_letter(index: int) -> str:
+    return chr(ord("A") + index)
+
+
+def choice_texts(choices: Sequence[str]) -> list[str]:
+    """The option texts, checked: 2-8 non-blank strings (else ValueError). A leading label
+    that matches the position ("B. eggs" second) is dropped, so letters stay positional."""
+    if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
+        raise ValueError(f"give {MIN_CHOICES} to {MAX_CHOICES} choices, got {len(choices)}")
+    texts = []
+    for i, choice in enumerate(choices):
+        m = _LABEL.match(choice)
+        text = choice[m.end() :] if m and m.group(1).upper() == choice_letter(i) else choice
+        if not text.strip():
+            raise ValueError(f"choice {choice_letter(i)} is blank")
+        texts.append(text.strip())
+    return texts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from worldmm.cli.bench_egolife import egolife
+from bench.cli.egolife import egolife
 
 
 def main() -> None:

@@ -283,7 +283,7 @@ async def answer_all(
     import random
 
     from worldmm.agent.choices import answer_choices
-    from worldmm.llm.errors import ModelCallError
+    from worldmm.providers.errors import ModelCallError
 
     out: dict[str, list[str | None]] = {}
     for method, per_q in evidence.items():

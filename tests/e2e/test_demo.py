@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from rich.console import Console
 
-from worldmm.demo.run import DemoOptions, run_demo
-from worldmm.demo.script import expected_windows
+from apps.demo.run import DemoOptions, run_demo
+from apps.demo.script import expected_windows
 from worldmm.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.slow]

@@ -19,11 +19,11 @@ def _ten_minute_floor(ts: datetime) -> datetime:
 def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp_path) -> None:
     from bytewax.testing import TestingSink, run_main
 
-    from connectors.blobstore import LocalBlobStore
+    from apps.dataflows.ingest import build_flow
     from connectors.gateway import GlassesProducer, plan_recording, run_gateway
     from connectors.synthetic import DEFAULT_SCRIPT, generate_session
     from connectors.topics import create_topics
-    from dataflows.ingest import build_flow
+    from worldmm.blobs import LocalBlobStore
     from worldmm.store.db import Database
     from worldmm.store.frames import list_frames
     from worldmm.store.segments import list_segments

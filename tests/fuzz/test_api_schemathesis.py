@@ -59,7 +59,7 @@ def api_schema(client):
 
 def _operations() -> list[tuple[str, str]]:
     """Every (method, path) of the schema, read from an app built without dependencies."""
-    from query_api.app import create_app
+    from apps.query_api.app import create_app
     from worldmm.settings import load_settings
 
     spec = create_app(load_settings()).openapi()

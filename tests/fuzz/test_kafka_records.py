@@ -15,10 +15,10 @@ from pathlib import Path
 from bytewax.testing import TestingSink, TestingSource, run_main
 from hypothesis import HealthCheck, given, settings
 
+from apps.dataflows.ingest import build_flow, decode_record
 from connectors import codec
-from connectors.blobstore import LocalBlobStore, audio_key, frame_key
-from dataflows.ingest import build_flow, decode_record
 from tests.fuzz.records import NOW, huge_record, raw_records
+from worldmm.blobs import LocalBlobStore, audio_key, frame_key
 from worldmm.memory.construct import WindowOutcome
 from worldmm.memory.windows import BASE_S, BaseWindow, LateItem
 from worldmm.settings import load_settings

@@ -21,7 +21,7 @@ def _cli(state: Path, *args: str, env_extra: dict | None = None) -> subprocess.C
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORLDMM_")}
     env.update({"WORLDMM_STATE_DIR": str(state), **(env_extra or {})})
     return subprocess.run(
-        [sys.executable, "-m", "worldmm.cli", *args],
+        [sys.executable, "-m", "apps.cli", *args],
         capture_output=True,
         text=True,
         env=env,

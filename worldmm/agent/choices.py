@@ -8,22 +8,15 @@ prompt and returns the letter.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from worldmm.agent.passages import hit_passages
-from worldmm.llm.errors import ParseError
 from worldmm.llm.roles import ModelRoles
-from worldmm.llm.schemas import choice_letter
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
-
-MIN_CHOICES = 2
-MAX_CHOICES = 8
-Letter = Literal["A", "B", "C", "D", "E", "F", "G", "H"]
-_LABEL = re.compile(r"^\s*\(?([A-Ha-h])[).:]\s+")
+from worldmm.models import MAX_CHOICES, Letter, choice_letter, choice_texts
+from worldmm.providers.errors import ParseError
 
 
 class ChoiceAnswer(BaseModel):
@@ -33,21 +26,6 @@ class ChoiceAnswer(BaseModel):
     answer: str = Field(description="The readable answer: letter, choice, then the evidence.")
     evidence_segment_ids: list[int] = Field(description="Segments the choice rests on.")
     guess: bool = Field(description="True when no evidence supported any choice.")
-
-
-def choice_texts(choices: Sequence[str]) -> list[str]:
-    """The option texts, checked: 2-8 non-blank strings (else ValueError). A leading label
-    that matches the position ("B. eggs" second) is dropped, so letters stay positional."""
-    if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
-        raise ValueError(f"give {MIN_CHOICES} to {MAX_CHOICES} choices, got {len(choices)}")
-    texts = []
-    for i, choice in enumerate(choices):
-        m = _LABEL.match(choice)
-        text = choice[m.end() :] if m and m.group(1).upper() == choice_letter(i) else choice
-        if not text.strip():
-            raise ValueError(f"choice {choice_letter(i)} is blank")
-        texts.append(text.strip())
-    return texts
 
 
 async def answer_choices(

@@ -15,15 +15,15 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
-from worldmm.agent.choices import answer_choices, choice_texts
+from worldmm.agent.choices import answer_choices
 from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
-from worldmm.llm.errors import ModelCallError, ParseError
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound
 from worldmm.memory.retrieval import SEARCHES, RetrievalDeps, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
-from worldmm.models import MemoryType
+from worldmm.models import MemoryType, choice_texts
+from worldmm.providers.errors import ModelCallError, ParseError
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ def build_transcriber(settings: Settings) -> Transcriber:
     if settings.asr_backend == "none":
         return NullTranscriber()
     from worldmm.asr.api import WhisperAPITranscriber
-    from worldmm.llm.providers import sync_openai_client
+    from worldmm.providers.clients import sync_openai_client
 
     client = sync_openai_client(settings, base_url=settings.asr_base_url)
     label = "openai" if not settings.asr_base_url else "whisper-api"

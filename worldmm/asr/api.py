@@ -7,7 +7,7 @@ import time
 from worldmm import metrics
 from worldmm.asr.audio import speech_chunk, to_wav
 from worldmm.asr.base import Transcript, TranscriptSegment
-from worldmm.llm.errors import ModelCallError
+from worldmm.providers.errors import ModelCallError
 
 
 class WhisperAPITranscriber:

@@ -32,7 +32,7 @@ def build_embedder(settings: Settings) -> TextEmbedder:
         embedder: TextEmbedder = MiniLMEmbedder()
     else:
         from worldmm.embed.openai_api import OpenAIEmbedder
-        from worldmm.llm.providers import sync_openai_client
+        from worldmm.providers.clients import sync_openai_client
 
         embedder = OpenAIEmbedder(
             sync_openai_client(settings), settings.embed_model, settings.text_embed_dim

@@ -8,7 +8,7 @@ import numpy as np
 
 from worldmm import metrics
 from worldmm.embed.base import EmbeddingDimensionError, l2_normalise
-from worldmm.llm.errors import ModelCallError
+from worldmm.providers.errors import ModelCallError
 
 
 class OpenAIEmbedder:

@@ -19,8 +19,8 @@ from typing import Any
 
 from worldmm import metrics
 from worldmm.llm.dispatch import DirectDispatcher, record_success
-from worldmm.llm.errors import ModelCallError
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
+from worldmm.providers.errors import ModelCallError
 
 log = logging.getLogger(__name__)
 TERMINAL = {"completed", "failed", "expired", "cancelled"}

@@ -20,8 +20,8 @@ import openai
 
 from worldmm import metrics
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
-from worldmm.llm.errors import ModelCallError
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
+from worldmm.providers.errors import ModelCallError
 
 T = TypeVar("T")
 

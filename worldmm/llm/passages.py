@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from worldmm.llm.schemas import Passage, choice_letter
+from worldmm.llm.schemas import Passage
+from worldmm.models import choice_letter
 
 NOTHING = "(nothing was retrieved)"
 

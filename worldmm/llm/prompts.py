@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from worldmm.llm.errors import PromptError
 from worldmm.llm.schemas import ROLE_REPLIES
+from worldmm.providers.errors import PromptError
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 _VAR = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")

@@ -11,12 +11,12 @@ from pydantic import BaseModel
 from worldmm import metrics
 from worldmm.llm import schemas as s
 from worldmm.llm.dispatch import DirectDispatcher, Dispatcher, RetryPolicy
-from worldmm.llm.errors import ParseError
 from worldmm.llm.parsing import parse_reply
 from worldmm.llm.passages import render_choices, render_passages
 from worldmm.llm.prompts import ROLES, load_prompt
 from worldmm.llm.request import ChatRequest, build_request
-from worldmm.models import Triple
+from worldmm.models import Triple, choice_letter
+from worldmm.providers.errors import ParseError
 
 if TYPE_CHECKING:
     from worldmm.settings import Settings
@@ -236,7 +236,7 @@ class RemoteRoles:
                 index = s.letter_index(reply.answer, len(choices))
             if index is None:
                 raise ParseError(
-                    f"response: no choice letter A-{s.choice_letter(len(choices) - 1)} in the "
+                    f"response: no choice letter A-{choice_letter(len(choices) - 1)} in the "
                     f"reply (choice={reply.choice!r})",
                     role="response",
                     raw=reply.model_dump_json(),
@@ -248,7 +248,7 @@ class RemoteRoles:
 
 def build_remote_roles(settings: Settings) -> RemoteRoles:
     from worldmm.llm.batch import BatchDispatcher
-    from worldmm.llm.providers import async_openai_client, provider_label
+    from worldmm.providers.clients import async_openai_client, provider_label
 
     async_openai_client(settings)  # fail now, not at the first call, on a bad provider config
     provider = provider_label(settings)

@@ -170,10 +170,6 @@ class Response(BaseModel):
 _LETTER = re.compile(r"^\s*\(?([A-Za-z])(?:[).:\s]|$)")
 
 
-def choice_letter(index: int) -> str:
-    return chr(ord("A") + index)
-
-
 def letter_index(value: str | None, n_choices: int) -> int | None:
     """0-based index of a reply's letter ("B", "b.", "(C) ..."), None when none is in range."""
     m = _LETTER.match(value or "")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from connectors.blobstore import BlobStore
+    from worldmm.blobs import BlobStore
     from worldmm.embed.base import TextEmbedder
     from worldmm.encoder.base import VisualEncoder
     from worldmm.graph.cache import GraphCacheLike
@@ -65,7 +65,7 @@ def pool_size(concurrency: int) -> int:
 
 def build_ingest_deps(settings: Settings) -> IngestDeps:
     """The real dependencies from settings (models load here, once per process)."""
-    from connectors.blobstore import build_blob_store
+    from worldmm.blobs import build_blob_store
     from worldmm.embed import build_embedder
     from worldmm.encoder import build_visual_encoder
     from worldmm.graph.cache import make_cache

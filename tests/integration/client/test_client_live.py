@@ -1,4 +1,4 @@
-"""worldmm.client against the real API on the embedded stack: every call returns the API's
+"""apps.client against the real API on the embedded stack: every call returns the API's
 own models, paging follows the cursors, and keys are scoped (a bad key and another user's
 key are typed errors)."""
 
@@ -9,9 +9,9 @@ from datetime import timedelta
 
 import pytest
 
-from query_api.schemas import QueryResponse, SegmentOut, SemanticList
+from apps.client import AsyncWorldMMClient, AuthError, NotFoundError, WorldMMClient
 from tests.integration.ui.served import DAY, Served, seed_wearer, serve_api
-from worldmm.client import AsyncWorldMMClient, AuthError, NotFoundError, WorldMMClient
+from worldmm.wire.schemas import QueryResponse, SegmentOut, SemanticList
 
 pytestmark = pytest.mark.integration
 

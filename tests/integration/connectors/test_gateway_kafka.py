@@ -50,7 +50,7 @@ def _env(settings):
 
 
 def test_cli_sends_a_synthetic_session(settings, topics, user_id, one_minute):
-    from worldmm.cli import app
+    from apps.cli import app
 
     start = one_minute.start
     args = [
@@ -125,7 +125,7 @@ def test_video_input_with_its_audio_track(settings, topics, user_id, tmp_path):
     import numpy as np
     from PIL import Image
 
-    from worldmm.cli import app
+    from apps.cli import app
 
     path = tmp_path / "clip.mp4"
     with av.open(str(path), "w") as out:
@@ -160,7 +160,7 @@ def test_video_input_with_its_audio_track(settings, topics, user_id, tmp_path):
 
 
 def test_missing_topics_is_a_clear_error(settings, user_id, one_minute):
-    from worldmm.cli import app
+    from apps.cli import app
 
     args = ["gateway", "--user", user_id, "--session", "s", "--frames",
             str(one_minute.frames_dir)]  # fmt: skip

@@ -75,7 +75,7 @@ def worldmm(args: list[str], settings: Settings, log: Path) -> subprocess.Popen:
     """``worldmm ARGS`` as a child process (its own process group), output to ``log``."""
     out = log.open("wb")
     return subprocess.Popen(
-        [sys.executable, "-m", "worldmm.cli", *args],
+        [sys.executable, "-m", "apps.cli", *args],
         cwd=REPO,
         env=env_for(settings),
         stdout=out,

@@ -32,7 +32,7 @@ MINUTES = 3
 def _clean_run(settings) -> None:
     from bytewax.testing import run_main
 
-    from dataflows.ingest import build_flow
+    from apps.dataflows.ingest import build_flow
 
     run_main(build_flow(settings, tail=False))
 
@@ -113,7 +113,7 @@ def test_kill_and_resume_builds_the_same_memory_as_a_clean_run(
     set_env(monkeypatch, clean)
     from typer.testing import CliRunner
 
-    from worldmm.cli import app
+    from apps.cli import app
 
     result = CliRunner().invoke(
         app,

@@ -28,7 +28,7 @@ class FailingCaptions:
         return getattr(self._roles, name)
 
     async def caption(self, frames, transcript):
-        from worldmm.llm.errors import ModelCallError
+        from worldmm.providers.errors import ModelCallError
 
         if self._poisoned.intersection(frames):
             self.failures += 1
@@ -65,10 +65,10 @@ def test_failed_model_call_is_recorded_and_retriggered(
 ) -> None:
     from bytewax.testing import run_main
 
+    from apps.dataflows.ingest import build_flow
     from connectors import kafka_io
     from connectors.dlq import parse_dlq_record
     from connectors.topics import create_topics, topic_names
-    from dataflows.ingest import build_flow
     from worldmm.memory.deps import build_ingest_deps
     from worldmm.memory.windows import dt_to_ms
 
@@ -104,7 +104,7 @@ def test_failed_model_call_is_recorded_and_retriggered(
     assert entries[0].body["window_start_ms"] == dt_to_ms(bad_start)
 
     # -- the provider is back: retrigger that window (its parents follow) ----------------
-    from worldmm.cli import app
+    from apps.cli import app
 
     set_env(monkeypatch, settings)
     lo, hi = bad_start.isoformat(), (bad_start + timedelta(seconds=30)).isoformat()
@@ -136,11 +136,11 @@ def test_gpu_worker_down_leaves_clips_pending_until_retrigger_visual(
 ) -> None:
     from bytewax.testing import run_main
 
+    from apps.dataflows.ingest import build_flow
+    from apps.gpu_worker.app import WorkerConfig, create_app
+    from apps.gpu_worker.backends.offline import OfflineBackend
+    from apps.gpu_worker.threaded import ThreadedServer
     from connectors.topics import create_topics
-    from dataflows.ingest import build_flow
-    from gpu_worker.app import WorkerConfig, create_app
-    from gpu_worker.backends.offline import OfflineBackend
-    from gpu_worker.threaded import ThreadedServer
 
     settings = cheap(
         settings,
@@ -160,7 +160,7 @@ def test_gpu_worker_down_leaves_clips_pending_until_retrigger_visual(
 
     backend = OfflineBackend(settings.visual_embed_dim, ocr_frames=0)
     with ThreadedServer(create_app(backend, WorkerConfig())) as server:
-        from worldmm.cli import app
+        from apps.cli import app
 
         set_env(monkeypatch, settings.model_copy(update={"gpu_worker_url": server.url}))
         result = CliRunner().invoke(app, ["retrigger", "--user", user_id, "--visual"])

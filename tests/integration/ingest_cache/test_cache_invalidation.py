@@ -13,7 +13,7 @@ import igraph as ig
 import pytest
 
 from bench.ingest_sim import HashEmbedder, SimulatedRoles, small_jpeg
-from connectors.blobstore import LocalBlobStore, frame_key
+from worldmm.blobs import LocalBlobStore, frame_key
 from worldmm.graph.cache import TOMBSTONE, GraphCache
 from worldmm.memory.construct import process_window
 from worldmm.memory.construct_inputs import CaptureRef

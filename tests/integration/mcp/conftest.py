@@ -23,7 +23,7 @@ def served(stack, tmp_path_factory) -> Iterator[Served]:
 
 
 def mcp_command(api_url: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "worldmm.cli", "mcp", "--api", api_url, *extra]
+    return [sys.executable, "-m", "apps.cli", "mcp", "--api", api_url, *extra]
 
 
 def key_env(key: str) -> dict[str, str]:

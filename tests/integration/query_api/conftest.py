@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from query_api.app import create_app
-from query_api.deps import ServiceDeps, build_service_deps
+from apps.query_api.app import create_app
+from apps.query_api.deps import ServiceDeps, build_service_deps
 from worldmm.settings import Settings, load_settings
 from worldmm.store import entities as entity_store
 from worldmm.store import segments as segment_store

@@ -81,7 +81,7 @@ def test_bad_choices_are_422_with_a_message(client, make_user, choices, message)
 def test_ask_command_passes_choices(api_settings, tea_user, monkeypatch):
     from typer.testing import CliRunner
 
-    from worldmm.cli import app
+    from apps.cli import app
 
     a, seg = tea_user
     for name, value in {

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from query_api.app import create_app
-from query_api.deps import ServiceDeps
+from apps.query_api.app import create_app
+from apps.query_api.deps import ServiceDeps
 from tests.integration.query_api.conftest import ADMIN, auth
 from worldmm.store.db import Database
 

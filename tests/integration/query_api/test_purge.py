@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import redis
 
-from connectors.blobstore import audio_key, frame_key, user_prefixes
-from query_api.ops.forget import user_cache_pattern
+from apps.query_api.ops.forget import user_cache_pattern
 from tests.integration.query_api.conftest import ADMIN, seed_segment
+from worldmm.blobs import audio_key, frame_key, user_prefixes
 from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store

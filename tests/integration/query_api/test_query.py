@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from query_api.app import create_app
+from apps.query_api.app import create_app
 from tests.integration.query_api.conftest import seed_segment
-from worldmm.llm.errors import ModelCallError
+from worldmm.providers.errors import ModelCallError
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from connectors.blobstore import frame_key
 from tests.integration.query_api.conftest import ADMIN, seed_segment
+from worldmm.blobs import frame_key
 from worldmm.store import frames as frame_store
 from worldmm.store.models import FrameRow
 
@@ -152,7 +152,7 @@ def test_readiness_names_the_failed_dependency(api_settings, api_deps):
     import redis
     from fastapi.testclient import TestClient
 
-    from query_api.app import create_app
+    from apps.query_api.app import create_app
 
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, socket_timeout=0.5)
     deps = dataclasses.replace(api_deps, redis=dead, owned=[], _retrieval=None, _ingest=None)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import uvicorn
 
-from query_api.app import create_app
+from apps.query_api.app import create_app
 from tests.integration.query_api.conftest import ADMIN
 
 pytestmark = pytest.mark.integration
@@ -66,7 +66,7 @@ def test_query_over_a_real_socket(served):
 def test_ask_command_over_the_api_and_in_process(served, api_settings, monkeypatch):
     from typer.testing import CliRunner
 
-    from worldmm.cli import app
+    from apps.cli import app
 
     with httpx.Client(base_url=served, timeout=60) as http:
         user = f"cli-{uuid.uuid4().hex[:10]}"

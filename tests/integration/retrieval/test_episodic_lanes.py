@@ -239,7 +239,7 @@ def test_backfill_command_shows_progress_and_fills_the_dense_lane(db, settings, 
         m.seg(f"s{i}", DAY + timedelta(minutes=i), 30, f"Window {i}: I water plant number {i}.")
     with db.connection() as conn:
         assert segment_search.count_missing_embeddings(conn, embedder.name, user_id) == 5
-    from worldmm.cli import app
+    from apps.cli import app
 
     env = {
         "WORLDMM_DATABASE_URL": settings.database_url,

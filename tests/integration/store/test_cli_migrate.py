@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from worldmm.cli import app
+from apps.cli import app
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import uvicorn
 from PIL import Image
 
-from connectors.blobstore import frame_key
-from query_api.app import create_app
-from query_api.deps import ServiceDeps, build_service_deps
+from apps.query_api.app import create_app
+from apps.query_api.deps import ServiceDeps, build_service_deps
 from tests.integration.query_api.conftest import seed_segment
+from worldmm.blobs import frame_key
 from worldmm.settings import Settings, load_settings
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store

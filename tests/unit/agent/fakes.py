@@ -14,10 +14,10 @@ import numpy as np
 from worldmm.encoder.base import EncoderUnavailable
 from worldmm.graph.build import is_active
 from worldmm.graph.types import GraphTriple, normalise
-from worldmm.llm.errors import ModelCallError, ParseError
 from worldmm.llm.schemas import AgentAction, AgentRound, Passage, Response
 from worldmm.memory.retrieval.deps import ClipMatch, FrameRef
 from worldmm.models import SegmentRecord
+from worldmm.providers.errors import ModelCallError, ParseError
 
 _WORD = re.compile(r"[a-z0-9]+")
 

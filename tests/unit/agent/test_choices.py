@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from worldmm.agent.choices import answer_choices, choice_texts
+from worldmm.agent.choices import answer_choices
 from worldmm.agent.passages import hit_passages
 from worldmm.llm.offline import OfflineRoles
 from worldmm.memory.retrieval.results import SegmentHit
+from worldmm.models import choice_texts
 
 T0 = datetime(2025, 5, 1, 4, 0, 5, tzinfo=UTC)
 

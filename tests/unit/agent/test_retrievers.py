@@ -11,7 +11,6 @@ import pytest
 from tests.unit.agent.fakes import Clip, FakeEncoder, FakeReader, HashEmbedder, ScriptedRoles
 from worldmm.graph.cache import CacheRead, NullCache
 from worldmm.graph.types import GraphTriple
-from worldmm.llm.errors import ModelCallError
 from worldmm.memory.retrieval import (
     RetrievalDeps,
     parse_time_range,
@@ -24,6 +23,7 @@ from worldmm.memory.retrieval.deps import FrameRef
 from worldmm.memory.retrieval.episodic import EpisodicOptions, run_lanes
 from worldmm.memory.retrieval.visual import MAX_RANGE_FRAMES, thin_frames
 from worldmm.models import SegmentRecord
+from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
 
 USER = "alice"

@@ -9,7 +9,7 @@ from tests.fakes.openai_server import Reply
 from tests.fixtures.media import make_silence_wav, pcm_to_wav
 from worldmm.asr import AudioDecodeError, build_transcriber
 from worldmm.asr.audio import decode_audio
-from worldmm.llm.errors import ModelCallError
+from worldmm.providers.errors import ModelCallError
 from worldmm.settings import load_settings
 
 

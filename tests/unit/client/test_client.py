@@ -7,9 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from query_api.schemas import QueryResponse, SegmentOut
-from tests.unit.client.fake_api import fake_api
-from worldmm.client import (
+from apps.client import (
     ApiConnectionError,
     AsyncWorldMMClient,
     AuthError,
@@ -18,6 +16,8 @@ from worldmm.client import (
     UnavailableError,
     WorldMMClient,
 )
+from tests.unit.client.fake_api import fake_api
+from worldmm.wire.schemas import QueryResponse, SegmentOut
 
 KEY = "wmm_test-key-123"
 REPLY = {

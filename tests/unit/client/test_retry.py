@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-from worldmm.client.retry import RetryPolicy, parse_retry_after
+from apps.client.retry import RetryPolicy, parse_retry_after
 
 NOW = datetime(2026, 11, 24, 22, 0, tzinfo=UTC)
 

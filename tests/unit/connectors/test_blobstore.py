@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from connectors.blobstore import (
+from worldmm.blobs import (
     BlobKeyError,
     BlobNotFound,
     BlobStore,

@@ -126,7 +126,7 @@ def test_default_start():
     ],
 )
 def test_cli_unreadable_input_exits_2_naming_the_file(tmp_path, monkeypatch, args, needle):
-    from worldmm.cli import app
+    from apps.cli import app
 
     bad, good = tmp_path / "bad", tmp_path / "good"
     bad.mkdir()
@@ -141,7 +141,7 @@ def test_cli_unreadable_input_exits_2_naming_the_file(tmp_path, monkeypatch, arg
 
 
 def test_cli_rejects_unsafe_user(tmp_path):
-    from worldmm.cli import app
+    from apps.cli import app
 
     result = CliRunner().invoke(
         app, ["gateway", "--user", "../x", "--session", "s", "--frames", str(tmp_path)]

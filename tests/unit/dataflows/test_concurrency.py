@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from bytewax.testing import TestingSink, TestingSource, run_main
 
+from apps.dataflows.ingest import RawRecord, build_flow
 from bench.ingest_sim import CallLog, HashEmbedder, SimulatedRoles, max_overlap, small_jpeg
 from connectors import codec
-from connectors.blobstore import LocalBlobStore
-from dataflows.ingest import RawRecord, build_flow
+from worldmm.blobs import LocalBlobStore
 from worldmm.memory.deps import IngestDeps
 
 pytestmark = pytest.mark.integration
@@ -109,7 +109,7 @@ async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_p
     """The visual encoder needs only the frames: its call overlaps the caption call instead
     of waiting for caption → NER → triples."""
     from bench.ingest_sim import SimulatedEncoder
-    from connectors.blobstore import frame_key
+    from worldmm.blobs import frame_key
     from worldmm.memory.construct import process_window
     from worldmm.memory.construct_inputs import CaptureRef
     from worldmm.memory.windows import BaseWindow, Item, dt_to_ms

@@ -9,9 +9,9 @@ pytestmark = pytest.mark.integration
 
 
 def test_dataflow_command_runs_to_the_end_with_recovery(settings, tmp_path, monkeypatch) -> None:
+    from apps.cli import app
     from connectors import codec, kafka_io
     from connectors.topics import create_topics, topic_names
-    from worldmm.cli import app
 
     create_topics(settings.kafka_brokers, settings)
     # only malformed input: the flow must route it to the DLQ and never load a model

@@ -12,9 +12,9 @@ import pytest
 from bytewax.testing import TestingSink, TestingSource, cluster_main, run_main
 from PIL import Image
 
+from apps.dataflows.ingest import RawRecord, build_flow
 from connectors import codec
-from connectors.blobstore import LocalBlobStore
-from dataflows.ingest import RawRecord, build_flow
+from worldmm.blobs import LocalBlobStore
 from worldmm.memory.construct import WindowOutcome
 from worldmm.memory.windows import BASE_S, BaseWindow, CoarseWindow, LateItem, dt_to_ms
 from worldmm.settings import load_settings

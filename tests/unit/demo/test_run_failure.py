@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from worldmm.demo.run import DemoOptions, run_demo
+from apps.demo.run import DemoOptions, run_demo
 from worldmm.settings import load_settings
 from worldmm.stack.process import free_port
 

@@ -7,15 +7,15 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from connectors.synthetic import SAMPLE_RATE, plan_scenes
-from worldmm.demo.script import (
+from apps.demo.script import (
     aligned_start,
     demo_questions,
     demo_script,
     expected_windows,
     spoken_lines,
 )
-from worldmm.demo.speech import kept_wav, load_line, place_kept_speech
+from apps.demo.speech import kept_wav, load_line, place_kept_speech
+from connectors.synthetic import SAMPLE_RATE, plan_scenes
 
 T0 = datetime(2026, 3, 2, 9, 20, tzinfo=UTC)
 
@@ -58,7 +58,7 @@ def test_script_fits_the_length_and_questions_match_its_scenes() -> None:
 
 def test_every_spoken_line_has_a_kept_recording() -> None:
     missing = [line for line in spoken_lines() if not kept_wav(line).is_file()]
-    assert missing == [], "run worldmm.demo.speech.write_kept_speech(spoken_lines())"
+    assert missing == [], "run apps.demo.speech.write_kept_speech(spoken_lines())"
     samples = load_line(spoken_lines()[0])
     assert 1.0 < samples.size / SAMPLE_RATE < 6.0
     assert np.abs(samples).max() > 1000  # speech, not silence

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from worldmm.cli import app
+from apps.cli import app
 
 
 def test_offline_check_passes():

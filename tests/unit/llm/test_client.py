@@ -205,7 +205,7 @@ def test_failed_batch_job_falls_back_to_direct_calls(fake_openai):
 
 
 def test_openai_provider_without_key_is_a_clear_error():
-    from worldmm.llm.providers import ProviderConfigError
+    from worldmm.providers.clients import ProviderConfigError
 
     with pytest.raises(ProviderConfigError, match="WORLDMM_OPENAI_API_KEY"):
         build_roles(load_settings(llm_provider="openai", openai_api_key=None), embedder=None)

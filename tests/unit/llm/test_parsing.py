@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from worldmm.llm.errors import ParseError
 from worldmm.llm.parsing import extract_json, parse_reply
 from worldmm.llm.schemas import ROLE_REPLIES, AgentAction
+from worldmm.providers.errors import ParseError
 
 GOOD: dict[str, dict] = {
     "caption": {"caption": "I poured coffee while Lucia talked about the trip."},

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from worldmm.llm.errors import PromptError
 from worldmm.llm.prompts import PROMPTS_DIR, ROLES, load_prompt, parse_template, schema_text
+from worldmm.providers.errors import PromptError
 
 
 @pytest.mark.parametrize("role", ROLES)

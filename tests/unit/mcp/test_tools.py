@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from mcp import Client
 
+from apps.client import AsyncWorldMMClient
+from apps.mcp import build_server
 from tests.unit.client.fake_api import fake_api
-from worldmm.client import AsyncWorldMMClient
-from worldmm.mcp import build_server
 
 KEY = "wmm_fake"
 PAGE = {"items": [], "next_cursor": None}

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from connectors.blobstore import LocalBlobStore
+from worldmm.blobs import LocalBlobStore
 from worldmm.encoder.base import EncoderUnavailable
 from worldmm.llm.schemas import ConsolidationDecision, SemanticExtraction
 from worldmm.memory.construct import process_window

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from query_api.limits import LocalBuckets, gcra
+from apps.query_api.limits import LocalBuckets, gcra
 from worldmm.store.outage import Backoff, is_db_unavailable, retry_while_down
 
 

@@ -8,15 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from connectors.blobstore import LocalBlobStore
-from query_api.cursors import CursorError, decode_cursor, encode_cursor
-from query_api.ops.forget import delete_blobs, user_cache_pattern
-from query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
-from query_api.ops.remember import note_window
-from query_api.schemas import QueryRequest
+from apps.query_api.cursors import CursorError, decode_cursor, encode_cursor
+from apps.query_api.ops.forget import delete_blobs, user_cache_pattern
+from apps.query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
+from apps.query_api.ops.remember import note_window
 from worldmm.agent import AgentResult, RoundRecord
+from worldmm.blobs import LocalBlobStore
 from worldmm.graph.cache import cache_key
 from worldmm.memory.retrieval import FrameHit, SegmentHit
+from worldmm.wire.schemas import QueryRequest
 
 T = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from query_api.ui.views import card_of, day_bounds, fact_histories, parse_day, status_of
+from apps.query_api.ui.views import card_of, day_bounds, fact_histories, parse_day, status_of
 from worldmm.store.models import SegmentRow, TripleRow
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)

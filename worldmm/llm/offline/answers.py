@@ -18,7 +18,8 @@ from worldmm.embed.base import TextEmbedder
 from worldmm.llm.offline import scoring
 from worldmm.llm.offline.evidence import Unit, evidence_units
 from worldmm.llm.passages import clock, span
-from worldmm.llm.schemas import Passage, Response, choice_letter
+from worldmm.llm.schemas import Passage, Response
+from worldmm.models import choice_letter
 
 NOTHING_FOUND = "I found nothing in your memory about this."
 MAX_SHORT_WORDS = 12

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from worldmm.llm.errors import ModelCallError
+from worldmm.providers.errors import ModelCallError
 
 _PALETTE: dict[str, tuple[int, int, int]] = {
     "black": (20, 20, 20),

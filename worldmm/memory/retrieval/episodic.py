@@ -26,7 +26,6 @@ from datetime import datetime
 
 import numpy as np
 
-from worldmm.llm.errors import ModelCallError
 from worldmm.memory.retrieval import lanes as lane_mod
 from worldmm.memory.retrieval.deps import RetrievalDeps
 from worldmm.memory.retrieval.fusion import (
@@ -44,6 +43,7 @@ from worldmm.memory.retrieval.graph_lane import entity_seed_scores, query_entiti
 from worldmm.memory.retrieval.lanes import DENSE, GRAPH, LEXICAL, Window
 from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
 from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
+from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from worldmm.graph.ppr import fact_seed_scores
 from worldmm.graph.timed import to_micros
 from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
 from worldmm.graph.types import GraphTriple, entity_node
-from worldmm.llm.errors import ModelCallError
 from worldmm.memory.retrieval.deps import RetrievalDeps
 from worldmm.memory.retrieval.graphs import load_timed
+from worldmm.providers.errors import ModelCallError
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,43 @@
+"""Start the service: load the backend once, then serve with uvicorn."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from apps.gpu_worker.app import WorkerConfig, create_app
+from apps.gpu_worker.backends import load_backend
+from worldmm.settings import Settings
+
+log = logging.getLogger("gpu_worker")
+
+
+def config_from(settings: Settings) -> WorkerConfig:
+    return WorkerConfig(
+        batch_size=settings.gpu_batch_size,
+        max_wait_ms=settings.gpu_max_wait_ms,
+        queue_size=settings.gpu_queue_size,
+    )
+
+
+def serve(
+    settings: Settings, *, backend: str, model_dir: Path | None, host: str, port: int
+) -> None:
+    import uvicorn
+
+    encoder = load_backend(
+        backend,
+        dim=settings.visual_embed_dim,
+        model_dir=model_dir,
+        ocr_frames=settings.gpu_ocr_frames,
+    )
+    if encoder.dim != settings.visual_embed_dim:
+        log.warning(
+            "gpu_worker.dim_mismatch backend_dim=%d configured=%d: clients configured with "
+            "WORLDMM_VISUAL_EMBED_DIM=%d will refuse these vectors",
+            encoder.dim,
+            settings.visual_embed_dim,
+            settings.visual_embed_dim,
+        )
+    app = create_app(encoder, config_from(settings))
+    uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower())

@@ -1,0 +1,104 @@
+"""Bearer-key authentication: any of a user's active keys (stored hashed), or the admin key.
+
+- no key, a key nobody holds, or a revoked key → 401 (keys are looked up in PostgreSQL on
+  every request, so a revoke holds at once in every API process)
+- a user's key on another user's routes → 403 (whether or not that other user exists, so
+  keys cannot probe which users exist)
+- the admin key acts for any existing user; an unknown user → 404
+- over ``WORLDMM_API_RATE_LIMIT`` requests a minute with one key → 429 with Retry-After
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Path, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from apps.query_api.deps import Deps, ServiceDeps
+from apps.query_api.limits import key_identity
+from worldmm.store.users import user_exists, user_for_key, verify_api_key
+from worldmm.wire.schemas import USER_ID_PATTERN
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="A user's API key (from POST /v1/users) or the admin key.",
+)
+
+UserIdPath = Annotated[
+    str,
+    Path(pattern=USER_ID_PATTERN, description="The user whose memory this is.", examples=["alice"]),
+]
+
+
+def _unauthorized(message: str) -> HTTPException:
+    return HTTPException(
+        status.HTTP_401_UNAUTHORIZED, message, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+def bearer_key(
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    if creds is None or not creds.credentials:
+        raise _unauthorized("missing bearer API key (Authorization: Bearer <key>)")
+    return creds.credentials
+
+
+BearerKey = Annotated[str, Depends(bearer_key)]
+
+
+def is_admin_key(deps: ServiceDeps, key: str) -> bool:
+    admin = deps.settings.admin_api_key
+    if admin is None or not admin.get_secret_value():
+        return False
+    return hmac.compare_digest(key.encode(), admin.get_secret_value().encode())
+
+
+def enforce_rate_limit(deps: ServiceDeps, key: str) -> None:
+    """Take one request from this key's budget; 429 with Retry-After when it is spent."""
+    decision = deps.rate_limiter().check(key_identity(key))
+    if not decision.allowed:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"rate limit of {deps.settings.api_rate_limit} requests per minute for this key"
+            f" reached; retry in {decision.retry_after_s} s",
+            headers={"Retry-After": str(decision.retry_after_s)},
+        )
+
+
+def require_admin(deps: Deps, key: BearerKey) -> None:
+    if is_admin_key(deps, key):
+        enforce_rate_limit(deps, key)
+        return
+    with deps.db.connection() as conn:
+        known = user_for_key(conn, key) is not None
+    if known:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "this route needs the admin key")
+    raise _unauthorized("invalid API key")
+
+
+def authorized_user(user_id: UserIdPath, deps: Deps, key: BearerKey) -> str:
+    """The path's user id, once the key may act for that user."""
+    if user_id in (".", ".."):
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "invalid user id")
+    with deps.db.connection() as conn:
+        if is_admin_key(deps, key):
+            if not user_exists(conn, user_id):
+                raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown user {user_id!r}")
+            allowed = True
+        else:
+            allowed = verify_api_key(conn, user_id, key)
+            if not allowed and user_for_key(conn, key) is not None:
+                raise HTTPException(
+                    status.HTTP_403_FORBIDDEN, "this API key belongs to another user"
+                )
+    if not allowed:
+        raise _unauthorized("invalid API key")
+    enforce_rate_limit(deps, key)  # outside the DB connection: no pooled conn held for Redis
+    return user_id
+
+
+AdminOnly = Depends(require_admin)
+AuthorizedUser = Annotated[str, Depends(authorized_user)]

@@ -1,0 +1,98 @@
+"""Answer a question from one user's memory with the retrieval agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import quote
+
+from apps.query_api.deps import ServiceDeps
+from worldmm.agent import AgentResult, answer_question
+from worldmm.wire.schemas import (
+    ChoiceOut,
+    EvidenceOut,
+    QueryRequest,
+    QueryResponse,
+    RoundOut,
+    TripleOut,
+)
+
+
+class RoundsOutOfRange(ValueError):
+    """max_rounds above what the server allows."""
+
+
+def frame_url(user_id: str, key: str) -> str:
+    """The API path serving a frame's JPEG (keys hold '/', kept as path separators)."""
+    return f"/v1/users/{quote(user_id, safe='@')}/frames/{quote(key, safe='/@')}"
+
+
+def check_rounds(deps: ServiceDeps, max_rounds: int | None) -> int | None:
+    limit = deps.settings.agent_max_rounds
+    if max_rounds is not None and not 1 <= max_rounds <= limit:
+        raise RoundsOutOfRange(f"max_rounds must be between 1 and {limit}, got {max_rounds}")
+    return max_rounds
+
+
+async def run_query(
+    deps: ServiceDeps,
+    user_id: str,
+    req: QueryRequest,
+    *,
+    url_of: Callable[[str, str], str] = frame_url,
+) -> QueryResponse:
+    """Run the agent (raises ModelCallError when the model fails to answer)."""
+    rounds = check_rounds(deps, req.max_rounds)
+    result = await answer_question(
+        deps.retrieval(rounds),
+        user_id,
+        req.question,
+        choices=req.choices,
+        as_of=req.as_of,
+    )
+    return to_response(result, user_id, req, url_of)
+
+
+def to_response(
+    result: AgentResult,
+    user_id: str,
+    req: QueryRequest,
+    url_of: Callable[[str, str], str] = frame_url,
+) -> QueryResponse:
+    choice = result.choice
+    return QueryResponse(
+        answer=result.answer,
+        choice=None if choice is None else ChoiceOut.model_validate(choice.model_dump()),
+        provider=result.label,
+        as_of=req.as_of,
+        stopped=result.stopped,
+        rounds=[
+            RoundOut(
+                memory_type=r.memory_type,
+                query=r.query,
+                results=[_hit_json(h, user_id, url_of) for h in r.results],
+                note=r.note,
+                repeated=r.repeated,
+            )
+            for r in result.rounds
+        ],
+        evidence=[EvidenceOut.model_validate(e.model_dump()) for e in result.evidence],
+        triples=[
+            TripleOut(
+                triple_id=t.triple_id,
+                subject=t.subject,
+                predicate=t.predicate,
+                object=t.object,
+                valid_from=t.valid_from,
+                invalidated_at=t.invalidated_at,
+            )
+            for t in result.triples
+        ],
+        frames=[url_of(user_id, key) for key in result.frames],
+    )
+
+
+def _hit_json(hit, user_id: str, url_of: Callable[[str, str], str]) -> dict:
+    data = hit.model_dump(mode="json")
+    if "key" in data:  # a frame: give the client something it can fetch
+        data["url"] = url_of(user_id, data["key"])
+    return data

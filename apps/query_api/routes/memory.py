@@ -1,0 +1,257 @@
+"""Reading and editing one user's memory: segments, frames, semantic facts, notes, forgetting."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path, Query, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from pydantic import AwareDatetime
+
+from apps.query_api.auth import AuthorizedUser
+from apps.query_api.cursors import decode_cursor, encode_cursor
+from apps.query_api.deps import Deps
+from apps.query_api.ops.forget import forget
+from apps.query_api.ops.query import frame_url
+from apps.query_api.ops.remember import is_note, remember
+from apps.query_api.routes.common import USER_ERRORS, check_range, check_scale
+from worldmm.blobs import BlobKeyError, BlobNotFound, validate_key
+from worldmm.models import SCALES
+from worldmm.store import frames as frame_store
+from worldmm.store import segments as segment_store
+from worldmm.store.models import SegmentRow
+from worldmm.store.triples import list_semantic
+from worldmm.wire.schemas import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
+    ErrorOut,
+    ForgetResponse,
+    FrameOut,
+    FramePage,
+    RememberRequest,
+    RememberResponse,
+    SegmentOut,
+    SegmentPage,
+    SemanticFactOut,
+    SemanticList,
+)
+
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["memory"], responses=USER_ERRORS)
+
+From = Annotated[
+    AwareDatetime | None,
+    Query(alias="from", description="Start of the range (ISO 8601 with zone), inclusive."),
+]
+To = Annotated[AwareDatetime | None, Query(alias="to", description="End of the range, exclusive.")]
+AsOf = Annotated[
+    AwareDatetime | None, Query(description="Only what existed at this time (ISO 8601).")
+]
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"Page size (1-{MAX_PAGE}).")]
+Cursor = Annotated[
+    str | None,
+    Query(max_length=200, description="next_cursor of the previous page."),
+]
+
+
+def _segment_out(row: SegmentRow) -> SegmentOut:
+    return SegmentOut(
+        id=row.id,
+        scale=row.scale_seconds,
+        start=row.window_start,
+        end=row.window_end,
+        partial=row.partial,
+        session_id=row.session_id,
+        caption=row.caption,
+        transcript=row.transcript,
+        parent_segment_id=row.parent_segment_id,
+        processing_status=row.processing_status,
+        visual_status=row.visual_status,
+        note=is_note(row.source_topic),
+    )
+
+
+# --- segments --------------------------------------------------------------------------
+@router.get(
+    "/segments",
+    response_model=SegmentPage,
+    summary="List segments overlapping a time range",
+    description="Oldest first, every scale unless `scale` is given; paged with `cursor`.",
+)
+def list_segments(
+    user_id: AuthorizedUser,
+    deps: Deps,
+    start: From = None,
+    end: To = None,
+    scale: Annotated[
+        int | None,
+        Query(description="30, 180, 600 or 3600 seconds.", json_schema_extra={"enum": SCALES}),
+    ] = None,
+    as_of: AsOf = None,
+    limit: Limit = DEFAULT_PAGE,
+    cursor: Cursor = None,
+) -> SegmentPage:
+    check_range(start, end)
+    check_scale(scale)
+    after = decode_cursor(cursor) if cursor else None
+    with deps.db.connection() as conn:
+        rows = segment_store.list_segments(
+            conn,
+            user_id,
+            start=start,
+            end=end,
+            scale=scale,
+            as_of=as_of,
+            limit=limit + 1,
+            after=after,
+        )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return SegmentPage(
+        items=[_segment_out(r) for r in rows],
+        next_cursor=encode_cursor(rows[-1].window_start, rows[-1].scale_seconds) if more else None,
+    )
+
+
+@router.get(
+    "/segments/{segment_id}",
+    response_model=SegmentOut,
+    summary="One segment",
+)
+def read_segment(
+    user_id: AuthorizedUser,
+    segment_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+    deps: Deps,
+) -> SegmentOut:
+    with deps.db.connection() as conn:
+        row = segment_store.get_segment(conn, user_id, segment_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no segment {segment_id}")
+    return _segment_out(row)
+
+
+# --- frames ----------------------------------------------------------------------------
+@router.get(
+    "/frames",
+    response_model=FramePage,
+    summary="List stored frames captured in a time range",
+)
+def list_frames(
+    user_id: AuthorizedUser,
+    deps: Deps,
+    start: From = None,
+    end: To = None,
+    limit: Limit = DEFAULT_PAGE,
+    cursor: Cursor = None,
+) -> FramePage:
+    check_range(start, end)
+    after = decode_cursor(cursor) if cursor else None
+    with deps.db.connection() as conn:
+        rows = frame_store.list_frames(
+            conn, user_id, start=start, end=end, limit=limit + 1, after=after
+        )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return FramePage(
+        items=[
+            FrameOut(
+                key=r.blob_key,
+                ts=r.captured_at,
+                session_id=r.session_id,
+                seq=r.seq,
+                url=frame_url(user_id, r.blob_key),
+            )
+            for r in rows
+        ],
+        next_cursor=encode_cursor(rows[-1].captured_at, rows[-1].id) if more else None,
+    )
+
+
+@router.get(
+    "/frames/{key:path}",
+    response_class=Response,
+    summary="One frame's JPEG bytes",
+    responses={200: {"content": {"image/jpeg": {}}, "description": "The frame"}},
+)
+def read_frame(user_id: AuthorizedUser, key: str, deps: Deps) -> Response:
+    missing = HTTPException(status.HTTP_404_NOT_FOUND, "no such frame")
+    # only this user's frames: a key under anyone else's prefix is simply not found
+    if not key.startswith(f"frames/{user_id}/"):
+        raise missing
+    try:
+        data = deps.blobs.get(validate_key(key))
+    except (BlobKeyError, BlobNotFound):
+        raise missing from None
+    return Response(
+        data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"}
+    )
+
+
+# --- semantic --------------------------------------------------------------------------
+@router.get(
+    "/semantic",
+    response_model=SemanticList,
+    summary="Semantic facts (active ones, or every version with history=true)",
+)
+def semantic(
+    user_id: AuthorizedUser,
+    deps: Deps,
+    history: Annotated[bool, Query(description="Include replaced facts.")] = False,
+    as_of: AsOf = None,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
+) -> SemanticList:
+    with deps.db.connection() as conn:
+        rows = list_semantic(conn, user_id, history=history, as_of=as_of, limit=limit)
+    return SemanticList(
+        items=[
+            SemanticFactOut(
+                id=r.id,
+                subject=r.subject_name,
+                predicate=r.predicate,
+                object=r.object_name,
+                valid_from=r.valid_from,
+                invalidated_at=r.invalidated_at,
+                replaced_by=r.replaced_by,
+                origin=r.origin,
+                evidence_segment_ids=r.evidence_segment_ids,
+            )
+            for r in rows
+        ]
+    )
+
+
+# --- writing -----------------------------------------------------------------------------
+@router.post(
+    "/memories",
+    response_model=RememberResponse,
+    status_code=status.HTTP_201_CREATED,
+    summary="Remember this: store a note as episodic and semantic memory",
+    responses={502: {"model": ErrorOut, "description": "A model call failed; retry later"}},
+)
+async def remember_route(
+    user_id: AuthorizedUser, body: RememberRequest, deps: Deps
+) -> RememberResponse:
+    return await remember(deps, user_id, body)
+
+
+@router.delete(
+    "/memories",
+    response_model=ForgetResponse,
+    summary="Forget a time range: segments, facts drawn from them, frames and audio",
+)
+async def forget_route(
+    user_id: AuthorizedUser,
+    deps: Deps,
+    start: Annotated[AwareDatetime, Query(alias="from", description="Start (inclusive).")],
+    end: Annotated[AwareDatetime, Query(alias="to", description="End (exclusive).")],
+) -> ForgetResponse:
+    if start >= end:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must be before 'to'")
+    outcome = await run_in_threadpool(forget, deps, user_id, start, end)
+    return ForgetResponse(
+        user_id=user_id,
+        start=start,
+        end=end,
+        rows_deleted=outcome.rows,
+        blobs_deleted=outcome.blobs,
+    )

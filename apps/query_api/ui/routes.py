@@ -1,0 +1,286 @@
+"""The memory browser at /ui: a day of one wearer's memory, server-rendered (Jinja2), with a
+small script of our own (static/ui.js) that swaps HTML fragments in place."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Form, HTTPException, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError
+
+from apps.query_api.cursors import CursorError, decode_cursor, encode_cursor
+from apps.query_api.deps import Deps
+from apps.query_api.ops.forget import forget
+from apps.query_api.ops.query import run_query
+from apps.query_api.ops.remember import is_note
+from apps.query_api.ui import views
+from apps.query_api.ui.session import (
+    UiUser,
+    UiWrite,
+    clear_session,
+    set_session,
+    user_of_key,
+)
+from worldmm.blobs import BlobKeyError, BlobNotFound, validate_key
+from worldmm.models import SCALES
+from worldmm.providers.errors import ModelCallError
+from worldmm.store import frames as frame_store
+from worldmm.store import segments as segment_store
+from worldmm.store.triples import list_semantic, triples_for_segments
+from worldmm.wire.schemas import QueryRequest
+
+HERE = Path(__file__).parent
+STATIC = {"ui.js": "text/javascript", "ui.css": "text/css"}
+templates = Jinja2Templates(directory=HERE / "templates")
+templates.env.filters["hm"] = lambda ts: ts.astimezone(UTC).strftime("%H:%M:%S")
+templates.env.filters["iso"] = lambda ts: ts.astimezone(UTC).isoformat()
+templates.env.globals["scale_name"] = views.SCALE_NAMES.get
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+def _page(request: Request, name: str, code: int = 200, **context: object) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context, status_code=code)
+
+
+# --- session -----------------------------------------------------------------------------
+@router.get("/login")
+def login_form(request: Request) -> HTMLResponse:
+    return _page(request, "login.html", error=None)
+
+
+@router.post("/login")
+def login(request: Request, deps: Deps, key: Annotated[str, Form()] = "") -> Response:
+    try:
+        user_of_key(deps, key)
+    except ValueError as exc:
+        return _page(request, "login.html", status.HTTP_401_UNAUTHORIZED, error=str(exc))
+    response = RedirectResponse("/ui/", status_code=status.HTTP_303_SEE_OTHER)
+    set_session(response, request, key.strip())
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    response = RedirectResponse("/ui/login", status_code=status.HTTP_303_SEE_OTHER)
+    clear_session(response)
+    return response
+
+
+@router.get("/static/{name}")
+def static(name: str) -> FileResponse:
+    if name not in STATIC:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such file")
+    return FileResponse(HERE / "static" / name, media_type=STATIC[name])
+
+
+# --- the day -------------------------------------------------------------------------------
+def _lane_page(
+    deps: Deps, user_id: str, day: date, scale: int, cursor: str | None
+) -> tuple[list[views.Card], str | None]:
+    """One page of one lane of one day: the day's range only, never the whole memory."""
+    start, end = views.day_bounds(day)
+    after = decode_cursor(cursor) if cursor else None
+    with deps.db.connection() as conn:
+        rows = segment_store.list_segments(
+            conn, user_id, start=start, end=end, scale=scale, limit=views.LANE_PAGE + 1, after=after
+        )
+    more = len(rows) > views.LANE_PAGE
+    rows = rows[: views.LANE_PAGE]
+    cards = [views.card_of(r, is_note(r.source_topic)) for r in rows]
+    next_cursor = encode_cursor(rows[-1].window_start, rows[-1].scale_seconds) if more else None
+    return cards, next_cursor
+
+
+def _latest_day(deps: Deps, user_id: str) -> date:
+    with deps.db.connection() as conn:
+        rows = segment_store.list_segments(conn, user_id, limit=1, descending=True)
+    return rows[0].window_start.astimezone(UTC).date() if rows else datetime.now(UTC).date()
+
+
+@router.get("/")
+def day_view(
+    request: Request, deps: Deps, user_id: UiUser, day: Annotated[str | None, Query()] = None
+) -> HTMLResponse:
+    try:
+        shown = views.parse_day(day) if day else _latest_day(deps, user_id)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    lanes = []
+    for scale, name in views.lanes():
+        cards, cursor = _lane_page(deps, user_id, shown, scale, None)
+        lanes.append({"scale": scale, "name": name, "cards": cards, "cursor": cursor})
+    return _page(
+        request,
+        "day.html",
+        user_id=user_id,
+        day=shown,
+        prev_day=shown - timedelta(days=1),
+        next_day=shown + timedelta(days=1),
+        lanes=lanes,
+    )
+
+
+@router.get("/lane")
+def lane_more(
+    request: Request,
+    deps: Deps,
+    user_id: UiUser,
+    day: Annotated[str, Query()],
+    scale: Annotated[int, Query()],
+    cursor: Annotated[str, Query(max_length=200)],
+) -> HTMLResponse:
+    if scale not in SCALES:
+        return _page(request, "_error.html", 422, message=f"Unknown scale {scale}.")
+    try:
+        shown = views.parse_day(day)
+        cards, next_cursor = _lane_page(deps, user_id, shown, scale, cursor)
+    except (ValueError, CursorError) as exc:
+        return _page(request, "_error.html", 422, message=str(exc))
+    return _page(request, "_cards.html", cards=cards, cursor=next_cursor, scale=scale, day=shown)
+
+
+# --- a segment -----------------------------------------------------------------------------
+@router.get("/segments/{segment_id}")
+def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: int) -> HTMLResponse:
+    with deps.db.connection() as conn:
+        row = segment_store.get_segment(conn, user_id, segment_id)
+        if row is None:  # another user's id reads the same as a missing one
+            return _page(request, "_error.html", 404, message=f"No segment {segment_id}.")
+        parent = (
+            segment_store.get_segment(conn, user_id, row.parent_segment_id)
+            if row.parent_segment_id
+            else None
+        )
+        children = segment_store.children_of(conn, user_id, row.id)
+        triples = triples_for_segments(conn, user_id, [row.id])
+        frames = frame_store.list_frames(
+            conn, user_id, start=row.window_start, end=row.window_end, limit=12
+        )
+    return _page(
+        request,
+        "_segment.html",
+        seg=row,
+        status_word=views.status_of(row),
+        parent=parent,
+        children=children,
+        triples=triples,
+        frames=frames,
+    )
+
+
+def _frame_bytes(deps: Deps, user_id: str, key: str) -> Response:
+    missing = HTTPException(status.HTTP_404_NOT_FOUND, "no such frame")
+    if not key.startswith(f"frames/{user_id}/"):  # only this user's frames
+        raise missing
+    try:
+        data = deps.blobs.get(validate_key(key))
+    except (BlobKeyError, BlobNotFound):
+        raise missing from None
+    return Response(
+        data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"}
+    )
+
+
+@router.get("/frames/{key:path}")
+def frame(deps: Deps, user_id: UiUser, key: str) -> Response:
+    return _frame_bytes(deps, user_id, key)
+
+
+@router.get("/thumb/{segment_id}")
+def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
+    """The first frame of a segment's window (loaded lazily, as cards scroll into view)."""
+    with deps.db.connection() as conn:
+        row = segment_store.get_segment(conn, user_id, segment_id)
+        frames = (
+            frame_store.list_frames(
+                conn, user_id, start=row.window_start, end=row.window_end, limit=1
+            )
+            if row
+            else []
+        )
+    if not frames:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return _frame_bytes(deps, user_id, frames[0].blob_key)
+
+
+# --- semantic facts --------------------------------------------------------------------------
+@router.get("/facts")
+def facts(request: Request, deps: Deps, user_id: UiUser) -> HTMLResponse:
+    with deps.db.connection() as conn:
+        rows = list_semantic(conn, user_id, history=True, limit=2000)
+    return _page(request, "facts.html", user_id=user_id, chains=views.fact_histories(rows))
+
+
+# --- ask and forget --------------------------------------------------------------------------
+@router.post("/ask", dependencies=[UiWrite])
+async def ask(
+    request: Request, deps: Deps, user_id: UiUser, question: Annotated[str, Form()] = ""
+) -> HTMLResponse:
+    try:
+        req = QueryRequest(question=question)
+    except ValidationError:
+        return _page(request, "_error.html", 422, message="Type a question first.")
+    try:
+        reply = await run_query(deps, user_id, req, url_of=lambda _u, k: f"/ui/frames/{k}")
+    except ModelCallError as exc:
+        return _page(request, "_error.html", 502, message=f"The model call failed: {exc}")
+    return _page(request, "_answer.html", reply=reply)
+
+
+def _range(start: str, end: str) -> tuple[datetime, datetime]:
+    """Times from the form (datetime-local inputs, read as UTC like everything shown)."""
+    try:
+        a, b = datetime.fromisoformat(start), datetime.fromisoformat(end)
+    except ValueError:
+        raise ValueError("Give both times as YYYY-MM-DDTHH:MM.") from None
+    a = a if a.tzinfo else a.replace(tzinfo=UTC)
+    b = b if b.tzinfo else b.replace(tzinfo=UTC)
+    if a >= b:
+        raise ValueError("The start must be before the end.")
+    return a, b
+
+
+@router.post("/forget/confirm", dependencies=[UiWrite])
+def forget_confirm(
+    request: Request,
+    deps: Deps,
+    user_id: UiUser,
+    start: Annotated[str, Form()] = "",
+    end: Annotated[str, Form()] = "",
+) -> HTMLResponse:
+    """Step one: say what would go, and ask."""
+    try:
+        a, b = _range(start, end)
+    except ValueError as exc:
+        return _page(request, "_error.html", 422, message=str(exc))
+    with deps.db.connection() as conn:
+        count = len(segment_store.list_segments(conn, user_id, start=a, end=b, limit=10001))
+    return _page(request, "_forget_confirm.html", start=a, end=b, count=count)
+
+
+@router.post("/forget", dependencies=[UiWrite])
+async def forget_range(
+    request: Request,
+    deps: Deps,
+    user_id: UiUser,
+    start: Annotated[str, Form()] = "",
+    end: Annotated[str, Form()] = "",
+    confirm: Annotated[str, Form()] = "",
+) -> HTMLResponse:
+    """Step two, only with the confirmation's field; the page then reloads its lanes."""
+    if confirm != "yes":
+        return _page(request, "_error.html", 422, message="Forgetting needs a confirmation.")
+    try:
+        a, b = _range(start, end)
+    except ValueError as exc:
+        return _page(request, "_error.html", 422, message=str(exc))
+    outcome = await run_in_threadpool(forget, deps, user_id, a, b)
+    response = _page(request, "_forget_done.html", start=a, end=b, rows=outcome.rows)
+    response.headers["X-UI-Reload"] = "1"
+    return response

@@ -1,3 +1,0 @@
-from worldmm.cli import main
-
-main()

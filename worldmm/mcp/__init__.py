@@ -1,5 +1,0 @@
-"""An MCP server over the query API: one wearer's memory as tools for agents (``worldmm mcp``)."""
-
-from worldmm.mcp.server import build_server
-
-__all__ = ["build_server"]

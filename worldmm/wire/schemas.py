@@ -1,0 +1,296 @@
+"""Request and response bodies of the query API (the wire contract, documented in OpenAPI)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from worldmm.models import MAX_CHOICES, MIN_CHOICES, MemoryType, choice_texts
+
+# The same characters the ingest path accepts in ids (worldmm.models.SAFE_ID_RE), so every
+# user that can stream can be queried and blob prefixes stay safe path segments.
+USER_ID_PATTERN = r"^[A-Za-z0-9_.@-]{1,128}$"
+USER_ID_RE = re.compile(USER_ID_PATTERN)
+MAX_QUESTION_CHARS = 2000
+MAX_CHOICE_CHARS = 500
+MAX_NOTE_CHARS = 4000
+MAX_PAGE = 500
+DEFAULT_PAGE = 100
+
+UserId = Annotated[
+    str,
+    Field(
+        pattern=USER_ID_PATTERN,
+        description="1-128 characters of A-Z a-z 0-9 _ . @ - (not '.' or '..').",
+        examples=["alice"],
+    ),
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _storable(value: str) -> str:
+    """PostgreSQL text holds neither NUL nor lone surrogates: refuse them here (422) rather
+    than fail at the insert (500)."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL (\\u0000) characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode (no lone surrogates)") from None
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return _storable(value.strip())
+
+
+# --- users -----------------------------------------------------------------------------
+class CreateUserRequest(_Body):
+    user_id: UserId
+
+    @field_validator("user_id")
+    @classmethod
+    def _no_dots(cls, v: str) -> str:
+        if v in (".", ".."):
+            raise ValueError("'.' and '..' are not user ids")
+        return v
+
+
+class CreateUserResponse(BaseModel):
+    user_id: str
+    api_key: str = Field(description="The user's bearer key. Shown once; only a hash is kept.")
+
+
+class WhoAmI(BaseModel):
+    user_id: str | None = Field(description="The user this key belongs to; null for the admin key.")
+    admin: bool
+
+
+class PurgeResponse(BaseModel):
+    user_id: str
+    rows_deleted: dict[str, int] = Field(description="Rows removed per table.")
+    blobs_deleted: int
+    cache_keys_deleted: int
+
+
+# --- query -----------------------------------------------------------------------------
+class QueryRequest(_Body):
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, description="A question about the past."
+    )
+    choices: list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE_CHARS)]] | None = Field(
+        default=None,
+        min_length=MIN_CHOICES,
+        max_length=MAX_CHOICES,
+        description=(
+            f"{MIN_CHOICES} to {MAX_CHOICES} non-blank multiple-choice options, lettered A, B, "
+            "... by position (a leading 'B. ' on the second one is dropped). The answer then "
+            "picks one, and the reply's `choice` says which."
+        ),
+        examples=[["coffee", "green tea", "water", "juice"]],
+    )
+    as_of: AwareDatetime | None = Field(
+        default=None,
+        description="Answer only from memory that existed at this time (ISO 8601 with zone).",
+    )
+    max_rounds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Retrieval rounds (1 to the server's WORLDMM_AGENT_MAX_ROUNDS).",
+    )
+
+    _question = field_validator("question")(_not_blank)
+
+    @field_validator("choices")
+    @classmethod
+    def _choices_storable(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return None
+        choice_texts(v)  # a blank option is refused here, with its letter
+        return [_storable(c) for c in v]
+
+
+class RoundOut(BaseModel):
+    memory_type: MemoryType
+    query: str
+    results: list[dict[str, Any]] = Field(
+        description="Hits of this search: segments, semantic triples or frames."
+    )
+    note: str | None = Field(default=None, description="Why results are missing or degraded.")
+    repeated: bool = Field(default=False, description="Same search as an earlier round.")
+
+
+class LaneOut(BaseModel):
+    rank: int = Field(description="1-based rank the lane gave the segment.")
+    score: float = Field(description="The lane's own score (not comparable across lanes).")
+
+
+class EvidenceOut(BaseModel):
+    segment_id: int
+    scale: int
+    start: AwareDatetime
+    end: AwareDatetime
+    text: str = Field(description="The caption (30 s) or summary (coarser scales).")
+    transcript: str | None = Field(default=None, description="What was said in the window.")
+    score: float | None = Field(default=None, description="The fused retrieval score.")
+    lanes: dict[str, LaneOut] = Field(
+        default_factory=dict,
+        description="Each retrieval lane's rank and score behind the fused score.",
+    )
+    context: str | None = Field(
+        default=None, description="The coarser summary a drill-down came from."
+    )
+    context_segment_id: int | None = Field(
+        default=None, description="The coarser segment a drill-down came from."
+    )
+
+
+class ChoiceOut(BaseModel):
+    letter: str = Field(description="The chosen option's letter, A for the first.")
+    index: int = Field(description="0-based position of the chosen option in `choices`.")
+    text: str = Field(description="The chosen option, without a letter.")
+    evidence_segment_ids: list[int] = Field(description="Segments the choice rests on.")
+    guess: bool = Field(description="True when nothing retrieved supported any option.")
+
+
+class TripleOut(BaseModel):
+    triple_id: int
+    subject: str
+    predicate: str
+    object: str
+    valid_from: AwareDatetime | None = None
+    invalidated_at: AwareDatetime | None = None
+
+
+class QueryResponse(BaseModel):
+    answer: str = Field(
+        description="The short answer first, then the evidence it rests on, in plain words."
+    )
+    choice: ChoiceOut | None = Field(
+        default=None, description="The option picked, when the question came with choices."
+    )
+    provider: str = Field(description="Which model provider answered, e.g. 'offline'.")
+    as_of: AwareDatetime | None = None
+    stopped: str = Field(
+        description="Why the search ended: answer, max_rounds, parse_error or model_error."
+    )
+    rounds: list[RoundOut]
+    evidence: list[EvidenceOut] = Field(description="Episodic segments the answer drew on.")
+    triples: list[TripleOut] = Field(default_factory=list, description="Semantic facts used.")
+    frames: list[str] = Field(description="URLs of the frames retrieved (JPEG).")
+
+
+class SearchRequest(_Body):
+    memory_type: MemoryType = Field(description="episodic, semantic or visual.")
+    query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for.")
+    as_of: AwareDatetime | None = Field(
+        default=None, description="Search only memory that existed at this time."
+    )
+
+    _query = field_validator("query")(_not_blank)
+
+
+class SearchResponse(BaseModel):
+    memory_type: MemoryType
+    query: str
+    results: list[dict[str, Any]] = Field(
+        description="Segments, semantic triples or frames (with a url), best first."
+    )
+    note: str | None = Field(default=None, description="Why results are missing or degraded.")
+
+
+# --- reading memory --------------------------------------------------------------------
+class SegmentOut(BaseModel):
+    id: int
+    scale: int
+    start: AwareDatetime
+    end: AwareDatetime
+    partial: bool
+    session_id: str | None = None
+    caption: str | None = None
+    transcript: str | None = None
+    parent_segment_id: int | None = None
+    processing_status: str
+    visual_status: str
+    note: bool = Field(description="True for an explicit 'remember this' note.")
+
+
+class SegmentPage(BaseModel):
+    items: list[SegmentOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null at end.")
+
+
+class FrameOut(BaseModel):
+    key: str
+    ts: AwareDatetime
+    session_id: str | None = None
+    seq: int | None = None
+    url: str
+
+
+class FramePage(BaseModel):
+    items: list[FrameOut]
+    next_cursor: str | None
+
+
+class SemanticFactOut(BaseModel):
+    id: int
+    subject: str
+    predicate: str
+    object: str
+    valid_from: AwareDatetime
+    invalidated_at: AwareDatetime | None = None
+    replaced_by: int | None = None
+    origin: str
+    evidence_segment_ids: list[int]
+
+
+class SemanticList(BaseModel):
+    items: list[SemanticFactOut]
+
+
+# --- writing memory --------------------------------------------------------------------
+class RememberRequest(_Body):
+    text: str = Field(min_length=1, max_length=MAX_NOTE_CHARS, description="What to remember.")
+    at: AwareDatetime | None = Field(default=None, description="When it was true (default: now).")
+
+    _text = field_validator("text")(_not_blank)
+
+
+class RememberResponse(BaseModel):
+    segment_id: int
+    start: AwareDatetime
+    end: AwareDatetime
+    entities: list[str]
+    episodic_triples: list[list[str]]
+    semantic_triples: list[list[str]]
+    construction: str = Field(description="Which code built the memory (shared or local).")
+
+
+class ForgetResponse(BaseModel):
+    user_id: str
+    start: AwareDatetime
+    end: AwareDatetime
+    rows_deleted: dict[str, int]
+    blobs_deleted: int
+
+
+# --- health ----------------------------------------------------------------------------
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    checks: dict[str, str] = Field(description="Each dependency: 'ok' or why it failed.")
+
+
+class ErrorOut(BaseModel):
+    detail: str
