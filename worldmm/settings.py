@@ -52,7 +52,6 @@ class Settings(BaseSettings):
     topic_prefix: str = Field(default="worldmm.", description="Prefix of every topic name.")
     topic_partitions: int = Field(default=1, ge=1, le=1024, description="Partitions per topic.")
     topic_replication: int = Field(default=1, ge=1, description="Replication factor of topics.")
-    consumer_group: str = Field(default="worldmm-ingest", description="Kafka consumer group.")
 
     # --- windows -------------------------------------------------------------------------
     allowed_lateness_s: float = Field(
@@ -156,21 +155,6 @@ class Settings(BaseSettings):
     gpu_breaker_reset_s: float = Field(
         default=30.0, gt=0, description="Seconds the circuit stays open before one trial call."
     )
-    gpu_backend: Literal["offline", "vlm2vec"] = Field(
-        default="offline", description="GPU worker backend: offline (CPU) or vlm2vec (weights)."
-    )
-    gpu_model_dir: Path | None = Field(
-        default=None, description="Local VLM2Vec-V2 checkpoint directory (never downloaded)."
-    )
-    gpu_host: str = Field(default="127.0.0.1", description="GPU worker bind address.")
-    gpu_port: int = Field(default=8090, ge=1, le=65535, description="GPU worker port.")
-    gpu_batch_size: int = Field(default=16, ge=1, le=256, description="Max requests per batch.")
-    gpu_max_wait_ms: float = Field(
-        default=10.0, ge=0, description="How long a batch waits to fill before it runs."
-    )
-    gpu_queue_size: int = Field(
-        default=64, ge=1, description="Queued requests per endpoint before answering 503."
-    )
     gpu_ocr_frames: int = Field(
         default=4, ge=0, le=16, description="Frames per clip the offline encoder reads text from."
     )
@@ -204,26 +188,21 @@ class Settings(BaseSettings):
         default="30:10,180:5,600:5,3600:3", description="Per-scale top-k 'seconds:k,...'."
     )
     rerank_keep: int = Field(default=3, ge=1, description="Segments an episodic search returns.")
-    episodic_lanes: str = Field(
-        default="lexical,dense,graph",
-        description="Episodic retrieval lanes fused by reciprocal rank (any of lexical, "
-        "dense, graph).",
-    )
     episodic_lane_weights: str = Field(
         default="lexical:1.0,dense:1.0,graph:0.0",
-        description="Reciprocal-rank-fusion weight per lane 'lane:w,...'; a lane of weight 0 "
-        "is not run (the graph lane lost on EgoLife days 1-3 with the offline triples).",
+        description="Episodic lanes (lexical, dense, graph) and their reciprocal-rank-fusion "
+        "weights 'lane:w,...': a lane runs when its weight is above 0, and a lane left out "
+        "weighs 0 (the graph lane lost on EgoLife days 1-3 with the offline triples).",
     )
     episodic_rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal rank fusion k.")
     episodic_lane_candidates: int = Field(
         default=100, ge=1, le=2000, description="Candidates each lane ranks per search."
     )
-    episodic_drill_down: bool = Field(
-        default=True,
-        description="Expand a coarse segment that ranks high into its best 30 s windows.",
-    )
     episodic_drill_parents: int = Field(
-        default=3, ge=0, description="Top coarse segments a search expands."
+        default=3,
+        ge=0,
+        description="Top coarse segments a search expands into their best 30 s windows "
+        "(0: no drill-down).",
     )
     episodic_drill_keep: int = Field(
         default=2, ge=1, description="30 s windows kept per expanded segment."
@@ -296,12 +275,6 @@ class Settings(BaseSettings):
         parse_scale_map(value)
         return value
 
-    @field_validator("episodic_lanes")
-    @classmethod
-    def _check_lanes(cls, value: str) -> str:
-        parse_lanes(value)
-        return value
-
     @field_validator("episodic_lane_weights")
     @classmethod
     def _check_lane_weights(cls, value: str) -> str:
@@ -334,9 +307,6 @@ class Settings(BaseSettings):
     def episodic_top_k_map(self) -> dict[int, int]:
         return parse_scale_map(self.episodic_top_k)
 
-    def episodic_lane_set(self) -> tuple[str, ...]:
-        return parse_lanes(self.episodic_lanes)
-
     def episodic_lane_weight_map(self) -> dict[str, float]:
         return parse_lane_weights(self.episodic_lane_weights)
 
@@ -365,18 +335,10 @@ def parse_scale_map(value: str) -> dict[int, int]:
 EPISODIC_LANES = ("lexical", "dense", "graph")
 
 
-def parse_lanes(value: str) -> tuple[str, ...]:
-    """Parse ``'lexical,dense'`` into known lane names (at least one); ValueError on junk."""
-    lanes = tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
-    unknown = [lane for lane in lanes if lane not in EPISODIC_LANES]
-    if unknown or not lanes:
-        raise ValueError(f"lanes must be a non-empty subset of {list(EPISODIC_LANES)}")
-    return lanes
-
-
 def parse_lane_weights(value: str) -> dict[str, float]:
-    """Parse ``'lexical:1,dense:0.5'``; lanes left out weigh 1. ValueError on junk."""
-    out = dict.fromkeys(EPISODIC_LANES, 1.0)
+    """Parse ``'lexical:1,dense:0.5'`` into a weight for every lane; a lane left out weighs 0
+    (it does not run). ValueError on junk, a negative weight, or no lane above 0."""
+    out = dict.fromkeys(EPISODIC_LANES, 0.0)
     for part in value.split(","):
         lane, _, w = part.strip().partition(":")
         if lane not in EPISODIC_LANES or not w:
@@ -384,6 +346,11 @@ def parse_lane_weights(value: str) -> dict[str, float]:
         out[lane] = float(w)
         if out[lane] < 0:
             raise ValueError("lane weights must not be negative")
+    if not any(out.values()):
+        raise ValueError(
+            f"at least one lane of {list(EPISODIC_LANES)} needs a weight above 0 "
+            "(a lane left out weighs 0)"
+        )
     return out
 
 

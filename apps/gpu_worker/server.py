@@ -12,16 +12,14 @@ from worldmm.settings import Settings
 log = logging.getLogger("gpu_worker")
 
 
-def config_from(settings: Settings) -> WorkerConfig:
-    return WorkerConfig(
-        batch_size=settings.gpu_batch_size,
-        max_wait_ms=settings.gpu_max_wait_ms,
-        queue_size=settings.gpu_queue_size,
-    )
-
-
 def serve(
-    settings: Settings, *, backend: str, model_dir: Path | None, host: str, port: int
+    settings: Settings,
+    config: WorkerConfig,
+    *,
+    backend: str,
+    model_dir: Path | None,
+    host: str,
+    port: int,
 ) -> None:
     import uvicorn
 
@@ -39,5 +37,5 @@ def serve(
             settings.visual_embed_dim,
             settings.visual_embed_dim,
         )
-    app = create_app(encoder, config_from(settings))
+    app = create_app(encoder, config)
     uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower())

@@ -18,6 +18,7 @@ from bench.egolife.data import Window
 from bench.egolife.truth import Ranked
 from worldmm.memory.deps import IngestDeps
 from worldmm.memory.retrieval import RetrievalDeps, SegmentHit
+from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes
 
 SCALE_COUNTS_SQL = (
     "SELECT scale_seconds, processing_status, count(*) FROM segments WHERE user_id = %s"
@@ -154,13 +155,22 @@ def retrieval_deps(deps: IngestDeps) -> RetrievalDeps:
 # fusion without drill-down. Overrides of EpisodicOptions.
 VARIANTS: dict[str, dict] = {
     "worldmm": {},
-    "lane-lexical": {"lanes": ("lexical",), "weights": {"lexical": 1.0}},
-    "lane-dense": {"lanes": ("dense",), "weights": {"dense": 1.0}},
-    "lane-graph": {"lanes": ("graph",), "weights": {"graph": 1.0}},
-    "fused-no-graph": {"lanes": ("lexical", "dense")},
-    "fused-no-drill": {"drill_down": False},
+    "lane-lexical": {"weights": {"lexical": 1.0}},
+    "lane-dense": {"weights": {"dense": 1.0}},
+    "lane-graph": {"weights": {"graph": 1.0}},
+    "fused-no-graph": {"weights": {"graph": 0.0}},  # merged into the base weights
+    "fused-no-drill": {"drill_parents": 0},
 }
-ALL_LANES = {"lanes": ("lexical", "dense", "graph")}
+ALL_LANES = ("lexical", "dense", "graph")
+
+
+def variant(base: EpisodicOptions, name: str) -> EpisodicOptions:
+    """``base`` with the variant's overrides; a lane alone replaces the weights, fusion
+    without the graph keeps the others' weights."""
+    over = dict(VARIANTS[name])
+    if name == "fused-no-graph":
+        over["weights"] = {**base.weights, **over["weights"]}
+    return replace(base, **over)
 
 
 def ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
@@ -177,8 +187,6 @@ async def search_variants(
 ) -> tuple[dict[str, list[SegmentHit]], float]:
     """Every variant in ``names`` from one lane run; also the seconds the full retriever
     (lanes + fusion + drill-down) took, i.e. what one API search costs."""
-    from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes
-
     base = EpisodicOptions.from_settings(deps.settings)
     started = time.perf_counter()
     run = await run_lanes(deps, user_id, query, as_of, base, time_text=question)
@@ -186,13 +194,18 @@ async def search_variants(
     seconds = time.perf_counter() - started
     # the ablations need every lane, whatever weight the defaults give it
     every = replace(base, weights={**base.weights, "graph": base.weights.get("graph") or 1.0})
-    missing = [lane for lane in ALL_LANES["lanes"] if lane not in run.lanes]
+    missing = [lane for lane in ALL_LANES if lane not in run.lanes]
     if missing and any(n != "worldmm" for n in names):
         extra = await run_lanes(
-            deps, user_id, query, as_of, replace(every, lanes=tuple(missing)), time_text=question
+            deps,
+            user_id,
+            query,
+            as_of,
+            replace(every, weights={lane: every.weights[lane] for lane in missing}),
+            time_text=question,
         )
         run = replace(run, lanes={**run.lanes, **extra.lanes})
     for name in names:
         if name not in out:
-            out[name] = (await finish(deps, run, replace(base, **VARIANTS[name]))).hits
+            out[name] = (await finish(deps, run, variant(base, name))).hits
     return {n: out[n] for n in names}, seconds

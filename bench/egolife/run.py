@@ -493,11 +493,9 @@ def episodic_settings(settings: Settings) -> dict:
     return {
         k: getattr(settings, k)
         for k in (
-            "episodic_lanes",
             "episodic_lane_weights",
             "episodic_rrf_k",
             "episodic_lane_candidates",
-            "episodic_drill_down",
             "episodic_drill_parents",
             "episodic_drill_keep",
             "episodic_recency_weight",

@@ -48,7 +48,6 @@ def options_for(base: EpisodicOptions, p: dict) -> EpisodicOptions:
         weights=weights,
         drill_parents=p["drill_parents"],
         drill_keep=p["drill_keep"],
-        drill_down=p["drill_parents"] > 0,
         rrf_k=p["rrf_k"],
     )
 

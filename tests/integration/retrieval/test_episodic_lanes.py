@@ -129,7 +129,7 @@ def deps(db, settings, embedder) -> RetrievalDeps:
 
 def lane(deps, user, query, name, as_of=None, **extra) -> list[int]:
     opts = EpisodicOptions.from_settings(
-        deps.settings, lanes=(name,), weights={name: 1.0}, drill_down=False, **extra
+        deps.settings, weights={name: 1.0}, drill_parents=0, **extra
     )
     run = asyncio.run(run_lanes(deps, user, query, as_of, opts))
     return [c.segment_id for c in run.lanes[name]]
@@ -155,7 +155,7 @@ def test_dense_finds_a_paraphrase_lexical_misses(deps, memory, user_id):
 
 def test_fusion_keeps_both_and_shows_each_lanes_rank(deps, memory, user_id):
     q = "where did I see qv7x, and what pasta did we have for supper"
-    opts = EpisodicOptions.from_settings(deps.settings, drill_down=False)
+    opts = EpisodicOptions.from_settings(deps.settings, drill_parents=0)
     result = asyncio.run(search_episodic(deps, user_id, q, BEFORE_LATER, options=opts))
     by_id = {h.segment_id: h for h in result.hits}
     assert memory.ids["rare"] in by_id and memory.ids["pasta"] in by_id
@@ -195,9 +195,9 @@ def test_the_last_time_prefers_the_recent_match(deps, memory, user_id):
 
 def test_drill_down_returns_the_30s_children_of_a_matching_10min_segment(deps, memory, user_id):
     q = "laundry dishes trash chores"
-    base = EpisodicOptions.from_settings(deps.settings, lanes=("lexical", "dense"))
+    base = EpisodicOptions.from_settings(deps.settings, weights={"lexical": 1.0, "dense": 1.0})
     run = asyncio.run(run_lanes(deps, user_id, q, BEFORE_LATER, base))
-    flat = asyncio.run(finish(deps, run, replace(base, drill_down=False)))
+    flat = asyncio.run(finish(deps, run, replace(base, drill_parents=0)))
     assert flat.hits[0].segment_id == memory.ids["chores"] and flat.hits[0].scale == 600
     drilled = asyncio.run(finish(deps, run, base))
     kids = {memory.ids[k] for k in ("laundry", "dishes", "trash")}
@@ -210,7 +210,7 @@ def test_drill_down_returns_the_30s_children_of_a_matching_10min_segment(deps, m
 
 def test_a_coarse_segment_stays_when_no_window_fits(deps, memory, user_id):
     # only the summary holds "evening"; no 30 s child matches any lane better
-    base = EpisodicOptions.from_settings(deps.settings, lanes=("lexical",))
+    base = EpisodicOptions.from_settings(deps.settings, weights={"lexical": 1.0})
     result = asyncio.run(search_episodic(deps, user_id, "evening", BEFORE_LATER, options=base))
     assert result.hits[0].segment_id == memory.ids["chores"]
 

@@ -168,7 +168,7 @@ def deps(db, settings, memory):
     cache = GraphCache.from_url(settings.redis_url, ttl_s=300)
     roles = ScriptedRoles()
     # every lane on, the graph's too (its default weight is 0 with the offline triples)
-    settings = settings.model_copy(update={"episodic_lane_weights": "graph:0.5"})
+    settings = settings.model_copy(update={"episodic_lane_weights": "lexical:1,dense:1,graph:0.5"})
     d = RetrievalDeps(
         db=db,
         roles=roles,

@@ -42,7 +42,7 @@ def test_rrf_weights_decide_between_lanes() -> None:
 
 def test_recent_prior_lifts_the_newer_of_two_close_matches() -> None:
     lane = [cand(1, 30, 0.80), cand(2, 1, 0.78), cand(3, 2, 0.10)]
-    params = PriorParams(default_weight=0.0, weight=2.0, halflife_h=3.0)
+    params = PriorParams(default_weight=0.0, default_halflife_h=12.0, weight=2.0, halflife_h=3.0)
     flat = apply_prior(lane, TimeConstraint(), NOW, params)
     assert [c.segment_id for c in flat] == [1, 2, 3]  # no phrase, no default prior
     recent = apply_prior(lane, TimeConstraint(prior="recent"), NOW, params)
@@ -52,13 +52,15 @@ def test_recent_prior_lifts_the_newer_of_two_close_matches() -> None:
 
 def test_early_prior_lifts_the_first_occurrence() -> None:
     lane = [cand(1, 1, 0.80), cand(2, 40, 0.75)]
-    out = apply_prior(lane, TimeConstraint(prior="early"), NOW, PriorParams(weight=2.0))
+    out = apply_prior(
+        lane, TimeConstraint(prior="early"), NOW, PriorParams(0.5, 12.0, weight=2.0, halflife_h=3.0)
+    )
     assert out[0].segment_id == 2
 
 
 def test_a_weak_match_is_not_rescued_by_recency_alone() -> None:
     lane = [cand(1, 20, 10.0), cand(2, 0.1, 0.5), cand(3, 19, 9.5)]
-    out = apply_prior(lane, TimeConstraint(), NOW, PriorParams(default_weight=0.5))
+    out = apply_prior(lane, TimeConstraint(), NOW, PriorParams(0.5, 12.0, 2.0, 3.0))
     assert out[0].segment_id == 1 and out[-1].segment_id == 2
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -56,25 +56,29 @@ DRILL_COSINE_MARGIN = 0.05
 
 @dataclass(frozen=True)
 class EpisodicOptions:
-    lanes: tuple[str, ...] = (LEXICAL, DENSE, GRAPH)
-    weights: dict[str, float] = field(default_factory=lambda: {LEXICAL: 1.0, DENSE: 1.0})
-    rrf_k: float = 60.0
-    candidates: int = 100
-    drill_down: bool = True
-    drill_parents: int = 5
-    drill_keep: int = 2
-    keep: int = 3
-    prior: PriorParams = PriorParams()
-    llm_rerank: bool = False
+    """How one episodic search runs; every value comes from :class:`Settings`
+    (:meth:`from_settings`), so there is one default for each, kept there."""
+
+    weights: dict[str, float]  # a lane runs when its weight is above 0
+    rrf_k: float
+    candidates: int
+    drill_parents: int  # 0: no drill-down
+    drill_keep: int
+    keep: int
+    prior: PriorParams
+    llm_rerank: bool
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        """The lanes that run: a lane of weight 0 cannot change the fused order."""
+        return tuple(x for x in (LEXICAL, DENSE, GRAPH) if self.weights.get(x, 0.0) > 0)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> EpisodicOptions:
         base = cls(
-            lanes=settings.episodic_lane_set(),
             weights=settings.episodic_lane_weight_map(),
             rrf_k=settings.episodic_rrf_k,
             candidates=settings.episodic_lane_candidates,
-            drill_down=settings.episodic_drill_down,
             drill_parents=settings.episodic_drill_parents,
             drill_keep=settings.episodic_drill_keep,
             keep=settings.rerank_keep,
@@ -175,17 +179,14 @@ def _graph(deps, user_id, vector, entity_scores, k, as_of, window: Window) -> li
 
 
 def active(deps: RetrievalDeps, options: EpisodicOptions) -> EpisodicOptions:
-    """The lanes that run: a lane of weight 0 cannot change the fused order, so it is not
-    worth its time; without PostgreSQL (a reader port in tests) only the graph lane can."""
+    """Without PostgreSQL (a reader port in tests) only the graph lane can run."""
     if deps.db is None:
-        weights = {**options.weights, GRAPH: options.weights.get(GRAPH) or 1.0}
-        return replace(options, lanes=(GRAPH,), weights=weights)
-    lanes = tuple(x for x in options.lanes if options.weights.get(x, 1.0) > 0)
-    return replace(options, lanes=lanes)
+        return replace(options, weights={GRAPH: options.weights.get(GRAPH) or 1.0})
+    return options
 
 
 def fuse(run: LaneRun, options: EpisodicOptions) -> list[Fused]:
-    """RRF over the lanes ``options`` runs (callers pass them through :func:`active`)."""
+    """RRF over the lanes ``options`` runs."""
     lanes = {name: c for name, c in run.lanes.items() if name in options.lanes}
     return rrf(lanes, options.weights, options.rrf_k)
 
@@ -195,7 +196,6 @@ def expand(deps: RetrievalDeps, run: LaneRun, fused: list[Fused], options: Episo
     parents = top_coarse(fused, options.drill_parents)
     if not parents or deps.db is None:
         return drill_down(fused, {}, options.keep, options.drill_keep)
-    assert deps.db is not None
     from worldmm.store import segment_search
 
     with deps.db.connection() as conn:
@@ -276,7 +276,7 @@ async def finish(deps: RetrievalDeps, run: LaneRun, options: EpisodicOptions) ->
     fused = fuse(run, options)
     pool = options.keep * 3 if options.llm_rerank else options.keep
     opts = replace(options, keep=pool)
-    if options.drill_down:
+    if options.drill_parents:
         picks = await asyncio.to_thread(expand, deps, run, fused, opts)
     else:
         picks = [Pick(f) for f in fused[:pool]]

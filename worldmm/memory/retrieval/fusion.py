@@ -42,12 +42,13 @@ class Candidate:
 
 @dataclass(frozen=True)
 class PriorParams:
-    """How strongly time pulls: the default (no phrase) and the explicit priors."""
+    """How strongly time pulls: the default (no phrase) and the explicit priors (values from
+    settings, through ``EpisodicOptions.from_settings``)."""
 
-    default_weight: float = 0.5
-    default_halflife_h: float = 12.0
-    weight: float = 2.0
-    halflife_h: float = 3.0
+    default_weight: float
+    default_halflife_h: float
+    weight: float
+    halflife_h: float
 
 
 @dataclass
@@ -126,10 +127,11 @@ def apply_prior(
 def rrf(
     lanes: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float], k: float
 ) -> list[Fused]:
-    """Reciprocal rank fusion of ranked lanes; ties go to the earlier window, then the id."""
+    """Reciprocal rank fusion of ranked lanes; ties go to the earlier window, then the id.
+    A lane without a weight weighs 0, as in settings."""
     fused: dict[int, Fused] = {}
     for lane, cands in lanes.items():
-        w = weights.get(lane, 1.0)
+        w = weights.get(lane, 0.0)
         for rank, c in enumerate(cands, start=1):
             f = fused.get(c.segment_id)
             if f is None:
