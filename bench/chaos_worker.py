@@ -19,11 +19,11 @@ from datetime import timedelta
 from pathlib import Path
 
 from bench.ingest_worker import ReportSink, simulated_deps
-from worldmm.memory.deps import IngestDeps
+from worldmm.deps import Deps
 from worldmm.settings import Settings
 
 
-def chaos_deps(settings: Settings, latency_s: float) -> IngestDeps:
+def chaos_deps(settings: Settings, latency_s: float) -> Deps:
     """Simulated models and embedder; the encoder is the HTTP client of the real service."""
     from worldmm.encoder import build_visual_encoder
 

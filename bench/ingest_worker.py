@@ -19,8 +19,8 @@ from pathlib import Path
 
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
+from worldmm.deps import Deps, build_deps
 from worldmm.memory.construct import WindowOutcome
-from worldmm.memory.deps import IngestDeps, pool_size
 from worldmm.settings import Settings
 
 
@@ -50,7 +50,7 @@ class ReportSink(DynamicSink[WindowOutcome]):
         return _ReportPartition(self.path)
 
 
-def simulated_deps(settings: Settings, latency_s: float) -> IngestDeps:
+def simulated_deps(settings: Settings, latency_s: float) -> Deps:
     """Real store, blob store and graph cache; simulated model calls and a hash embedder."""
     from bench.ingest_sim import (
         HashEmbedder,
@@ -58,21 +58,14 @@ def simulated_deps(settings: Settings, latency_s: float) -> IngestDeps:
         SimulatedRoles,
         SimulatedTranscriber,
     )
-    from worldmm.blobs import build_blob_store
-    from worldmm.graph.cache import make_cache
-    from worldmm.store.db import Database
 
-    if not settings.database_url:
-        raise ValueError("WORLDMM_DATABASE_URL is not set")
-    return IngestDeps(
-        settings=settings,
-        db=Database(settings.database_url, max_size=pool_size(settings.llm_concurrency)),
+    return build_deps(
+        settings,
+        role="ingest",
         roles=SimulatedRoles(latency_s),
         embedder=HashEmbedder(settings.text_embed_dim),
         transcriber=SimulatedTranscriber(latency_s),
         encoder=SimulatedEncoder(settings.visual_embed_dim, latency_s),
-        blobs=build_blob_store(settings),
-        cache=make_cache(settings.redis_url),
     )
 
 

@@ -484,8 +484,9 @@ def run_benchmark(
     """Generate, load, measure and (unless ``keep``) purge; return the JSON-ready result.
     ``settings.database_url`` must point at a migrated database."""
     from bench.query_synth import make_queries
-    from worldmm.memory.retrieval import RetrievalDeps
-    from worldmm.memory.retrieval.pg_reader import PgMemoryReader
+    from worldmm.blobs import build_blob_store
+    from worldmm.deps import Deps
+    from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.store.db import Database
     from worldmm.store.purge import purge_user
     from worldmm.store.users import user_exists
@@ -575,23 +576,24 @@ def run_benchmark(
         result["users"] = users
         result["loadavg"]["after_load"] = _loadavg()
 
-        reader = PgMemoryReader(db)
+        reader = MemoryReader(db)
         if build_repeats > 0:
             echo("igraph graph builds (the previous query path, for comparison)")
             result["igraph_build"] = measure_graph_builds(reader, user_id, build_repeats)
         end = cfg.start + timedelta(hours=cfg.hours)
         qs = make_queries(memory, queries, seed=cfg.seed)
         stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim, cfg.visual_dim)
-        deps = RetrievalDeps(
+        deps = Deps(
+            settings=settings,
             db=db,
-            roles=stub,
+            roles=stub,  # type: ignore[arg-type]
             embedder=stub,
             encoder=stub,  # type: ignore[arg-type]
+            blobs=build_blob_store(settings),
             cache=cache,
-            settings=settings,  # type: ignore[arg-type]
-            store=TimingReader(reader, cache.watch),
             graphs=GraphMemo(settings.graph_memo_elements),
         )
+        deps.reader = TimingReader(reader, cache.watch)  # where a query's store time goes
         echo(f"retrieval: {queries} warm and {min(cold_queries, queries)} cold queries per type")
         if users > 1:
             # The same questions before and after the others' memory is in the same tables:

@@ -173,14 +173,15 @@ def _flow_settings() -> Settings:
     updates: dict = {}
     if not settings.kafka_brokers:
         updates["kafka_brokers"] = _kafka_brokers(settings)
-    if not settings.database_url:
-        from worldmm import stack
+    from worldmm import stack
 
-        try:
-            updates["database_url"] = stack.resolve_urls(settings).database_url
-        except stack.StackError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from None
+    try:
+        if not settings.database_url:
+            updates["database_url"] = stack.database_url(settings)
+        stack.redis_url(settings)  # resolved again by build_deps: fail here, with the fix
+    except stack.StackError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     return settings.model_copy(update=updates) if updates else settings
 
 
@@ -333,12 +334,12 @@ def retrigger(
     from stored captures."""
     import asyncio
 
+    from worldmm.deps import build_deps
     from worldmm.memory.construct_retry import retrigger as run_retrigger
-    from worldmm.memory.deps import build_ingest_deps
 
     lo, hi = _range(start, end)
     settings = _flow_settings()
-    deps = build_ingest_deps(settings)
+    deps = build_deps(settings, role="ingest")
     try:
         result = asyncio.run(
             run_retrigger(

@@ -138,8 +138,8 @@ def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:
 
     from pydantic import ValidationError
 
-    from apps.query_api.deps import build_service_deps
     from apps.query_api.ops.query import RoundsOutOfRange, run_query
+    from worldmm.deps import build_deps
     from worldmm.providers.errors import ModelCallError
     from worldmm.stack import StackError
     from worldmm.store.users import user_exists
@@ -151,7 +151,7 @@ def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:
     except ValidationError as exc:
         raise _fail(str(exc)) from None
     try:
-        deps = build_service_deps(settings)
+        deps = build_deps(settings, role="api")
     except StackError as exc:
         raise _fail(str(exc)) from None
     try:

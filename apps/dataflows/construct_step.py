@@ -24,9 +24,9 @@ from datetime import UTC, datetime, timedelta
 
 from bytewax.operators import StatefulBatchLogic
 
+from worldmm.deps import Deps
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.memory.construct import WindowOutcome, process_window, record_late
-from worldmm.memory.deps import IngestDeps
 from worldmm.memory.windows import (
     BASE_S,
     BaseWindow,
@@ -43,7 +43,7 @@ log = logging.getLogger("worldmm.dataflow.construct")
 POLL = timedelta(milliseconds=100)
 
 
-Process = Callable[[IngestDeps, WindowEvent], Awaitable[WindowOutcome]]
+Process = Callable[[Deps, WindowEvent], Awaitable[WindowOutcome]]
 
 
 class AsyncRunner:
@@ -51,7 +51,7 @@ class AsyncRunner:
 
     def __init__(
         self,
-        deps: IngestDeps,
+        deps: Deps,
         concurrency: int,
         process: Process | None = None,
         concurrency_max: int | None = None,
@@ -91,7 +91,7 @@ class AsyncRunner:
         self.thread.join(timeout=5)
 
 
-async def run_event(deps: IngestDeps, event: WindowEvent) -> WindowOutcome:
+async def run_event(deps: Deps, event: WindowEvent) -> WindowOutcome:
     # A database outage waits (capped backoff) and redoes the window: the writes are
     # idempotent, and neither failing the window nor stopping the flow would be right.
     if isinstance(event, LateItem):

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import bytewax.operators as op
@@ -33,9 +34,9 @@ from apps.dataflows.window_step import window_builder
 from connectors import codec
 from connectors.dlq import DlqRecord, message_dlq_record, window_dlq_record
 from worldmm.blobs import audio_key, frame_key
+from worldmm.deps import Deps, build_deps
 from worldmm.memory.construct import WindowOutcome, record_session
 from worldmm.memory.construct_inputs import CaptureRef
-from worldmm.memory.deps import IngestDeps, build_ingest_deps
 from worldmm.memory.windows import Item, SessionEnd, WindowConfig, ms_to_dt
 from worldmm.settings import Settings, load_settings
 from worldmm.store.outage import retry_while_down
@@ -90,17 +91,17 @@ class _Shared:
     def __init__(
         self,
         settings: Settings,
-        deps_factory: Callable[[Settings], IngestDeps],
+        deps_factory: Callable[[Settings], Deps],
         process: Process = run_event,
     ) -> None:
         self.settings = settings
         self.deps_factory = deps_factory
         self.process = process
         self._lock = threading.Lock()
-        self._deps: IngestDeps | None = None
+        self._deps: Deps | None = None
         self._runner: AsyncRunner | None = None
 
-    def deps(self) -> IngestDeps:
+    def deps(self) -> Deps:
         with self._lock:
             if self._deps is None:
                 self._deps = metrics.timed_deps(self.deps_factory(self.settings))
@@ -346,9 +347,9 @@ def build_flow(
     source: Source[RawRecord] | None = None,
     dlq_sink: Sink[DlqRecord] | None = None,
     report_sink: Sink[WindowOutcome] | None = None,
-    deps_factory: Callable[[Settings], IngestDeps] = build_ingest_deps,
+    deps_factory: Callable[[Settings], Deps] = partial(build_deps, role="ingest"),
     process: Process = run_event,
-    session_writer: Callable[[IngestDeps, codec.ControlMessage], None] = record_session,
+    session_writer: Callable[[Deps, codec.ControlMessage], None] = record_session,
     clock: Callable[[], float] = time.time,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     tail: bool = True,

@@ -14,12 +14,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 
-from apps.query_api.deps import ServiceDeps, build_service_deps
+from apps.query_api.deps import install
 from apps.query_api.errors import install_error_handlers, route_of
 from apps.query_api.limits import BodySizeLimit
 from apps.query_api.metrics import API_LATENCY, API_REQUESTS
 from apps.query_api.routes import health, keys, memory, query, search, users, whoami
 from apps.query_api.ui import install_ui
+from worldmm.deps import Deps, build_deps
 from worldmm.settings import Settings
 
 log = logging.getLogger("query_api")
@@ -37,11 +38,12 @@ Times are ISO 8601 with a zone.
 """
 
 
-def create_app(settings: Settings, deps: ServiceDeps | None = None) -> FastAPI:
+def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = deps is None
-        app.state.deps = build_service_deps(settings) if owned else deps
+        if owned:  # only PostgreSQL and Redis: the query service never talks to Kafka
+            install(app.state, build_deps(settings, role="api"))
         log.info(
             "query_api.start provider=%s cache=%s blobs=%r",
             app.state.deps.roles.label,
@@ -61,7 +63,7 @@ def create_app(settings: Settings, deps: ServiceDeps | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     if deps is not None:  # usable without running the lifespan (e.g. a bare TestClient)
-        app.state.deps = deps
+        install(app.state, deps)
     install_error_handlers(app)
 
     @app.middleware("http")

@@ -16,8 +16,9 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from apps.query_api.deps import Deps, ServiceDeps
-from apps.query_api.limits import key_identity
+from apps.query_api.deps import Deps, Limiter
+from apps.query_api.limits import RateLimiter, key_identity
+from worldmm.deps import Deps as Bundle
 from worldmm.store.users import user_exists, user_for_key, verify_api_key
 from worldmm.wire.schemas import USER_ID_PATTERN
 
@@ -49,28 +50,28 @@ def bearer_key(
 BearerKey = Annotated[str, Depends(bearer_key)]
 
 
-def is_admin_key(deps: ServiceDeps, key: str) -> bool:
+def is_admin_key(deps: Bundle, key: str) -> bool:
     admin = deps.settings.admin_api_key
     if admin is None or not admin.get_secret_value():
         return False
     return hmac.compare_digest(key.encode(), admin.get_secret_value().encode())
 
 
-def enforce_rate_limit(deps: ServiceDeps, key: str) -> None:
+def enforce_rate_limit(limiter: RateLimiter, key: str) -> None:
     """Take one request from this key's budget; 429 with Retry-After when it is spent."""
-    decision = deps.rate_limiter().check(key_identity(key))
+    decision = limiter.check(key_identity(key))
     if not decision.allowed:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
-            f"rate limit of {deps.settings.api_rate_limit} requests per minute for this key"
+            f"rate limit of {limiter.per_minute} requests per minute for this key"
             f" reached; retry in {decision.retry_after_s} s",
             headers={"Retry-After": str(decision.retry_after_s)},
         )
 
 
-def require_admin(deps: Deps, key: BearerKey) -> None:
+def require_admin(deps: Deps, limiter: Limiter, key: BearerKey) -> None:
     if is_admin_key(deps, key):
-        enforce_rate_limit(deps, key)
+        enforce_rate_limit(limiter, key)
         return
     with deps.db.connection() as conn:
         known = user_for_key(conn, key) is not None
@@ -79,7 +80,7 @@ def require_admin(deps: Deps, key: BearerKey) -> None:
     raise _unauthorized("invalid API key")
 
 
-def authorized_user(user_id: UserIdPath, deps: Deps, key: BearerKey) -> str:
+def authorized_user(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerKey) -> str:
     """The path's user id, once the key may act for that user."""
     if user_id in (".", ".."):
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "invalid user id")
@@ -96,7 +97,7 @@ def authorized_user(user_id: UserIdPath, deps: Deps, key: BearerKey) -> str:
                 )
     if not allowed:
         raise _unauthorized("invalid API key")
-    enforce_rate_limit(deps, key)  # outside the DB connection: no pooled conn held for Redis
+    enforce_rate_limit(limiter, key)  # outside the DB connection: no pooled conn held for Redis
     return user_id
 
 

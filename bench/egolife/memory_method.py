@@ -16,8 +16,8 @@ from itertools import groupby
 
 from bench.egolife.data import Window
 from bench.egolife.truth import Ranked
-from worldmm.memory.deps import IngestDeps
-from worldmm.memory.retrieval import RetrievalDeps, SegmentHit
+from worldmm.deps import Deps
+from worldmm.memory.retrieval import SegmentHit
 from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes
 
 SCALE_COUNTS_SQL = (
@@ -64,7 +64,7 @@ class IngestReport:
 
 
 async def ingest_windows(
-    deps: IngestDeps,
+    deps: Deps,
     user_id: str,
     windows: Sequence[Window],
     *,
@@ -90,7 +90,7 @@ async def ingest_windows(
     return report
 
 
-def memory_counts(deps: IngestDeps, user_id: str) -> dict:
+def memory_counts(deps: Deps, user_id: str) -> dict:
     """Row counts of the user's memory: per table, segments per scale and status, triples
     per memory type (active / invalidated), canonical entities and aliases."""
     from worldmm.store.purge import count_user_rows
@@ -110,7 +110,7 @@ def memory_counts(deps: IngestDeps, user_id: str) -> dict:
     }
 
 
-def stored_base_starts(deps: IngestDeps, user_id: str) -> set[datetime]:
+def stored_base_starts(deps: Deps, user_id: str) -> set[datetime]:
     """Starts of the user's complete 30 s segments."""
     with deps.db.connection() as conn:
         rows = conn.execute(
@@ -128,26 +128,19 @@ def missing_hours(windows: Sequence[Window], stored: set[datetime]) -> list[Wind
     return [w for w in windows if hour_key(w) in todo]
 
 
-def purge(deps: IngestDeps, user_id: str) -> dict[str, int]:
+def purge(deps: Deps, user_id: str) -> dict[str, int]:
     from worldmm.store.purge import purge_user
 
     with deps.db.transaction() as conn:
         return purge_user(conn, user_id)
 
 
-def retrieval_deps(deps: IngestDeps) -> RetrievalDeps:
+def retrieval_deps(deps: Deps) -> Deps:
     """Retrieval over the same pool and models as ingest. No Redis: the graphs live in the
     process memo, and one time-masked graph per scale answers every question's ``as_of``."""
     from worldmm.graph.cache import NullCache
 
-    return RetrievalDeps(
-        db=deps.db,
-        roles=deps.roles,
-        embedder=deps.embedder,
-        encoder=None,
-        cache=NullCache(),
-        settings=deps.settings,
-    )
+    return replace(deps, encoder=None, cache=NullCache())
 
 
 # The memory's variants, all scored from one run of the three lanes per question: the full
@@ -178,7 +171,7 @@ def ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
 
 
 async def search_variants(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     query: str,
     question: str,

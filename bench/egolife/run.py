@@ -37,8 +37,8 @@ from bench.egolife.truth import Interval, QuestionScore, Ranked
 from worldmm.memory.retrieval.results import SegmentHit
 
 if TYPE_CHECKING:
+    from worldmm.deps import Deps
     from worldmm.embed.base import TextEmbedder
-    from worldmm.memory.deps import IngestDeps
     from worldmm.settings import Settings
 
 MEMORY_METHODS = (
@@ -175,11 +175,11 @@ def run_baselines(
 
 
 @contextmanager
-def memory_deps(settings: Settings, console: Console) -> Iterator[IngestDeps]:
+def memory_deps(settings: Settings, console: Console) -> Iterator[Deps]:
     """Ingest dependencies on the configured services, or on the embedded stack (started if
     needed, like `worldmm up`, and left running so `--reuse` finds the memory next time)."""
     from worldmm import stack
-    from worldmm.memory.deps import build_ingest_deps
+    from worldmm.deps import build_deps
     from worldmm.store.migrate import apply_migrations
 
     try:
@@ -191,7 +191,7 @@ def memory_deps(settings: Settings, console: Console) -> Iterator[IngestDeps]:
     settings = settings.model_copy(
         update={"database_url": urls.database_url, "redis_url": urls.redis_url or "none"}
     )
-    deps = build_ingest_deps(settings)
+    deps = build_deps(settings, role="ingest")
     try:
         yield deps
     finally:
@@ -200,7 +200,7 @@ def memory_deps(settings: Settings, console: Console) -> Iterator[IngestDeps]:
 
 def run_worldmm(
     cfg: BenchConfig,
-    deps: IngestDeps,
+    deps: Deps,
     windows: Sequence[Window],
     questions: Sequence[Question],
     progress: Progress,

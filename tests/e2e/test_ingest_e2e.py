@@ -77,10 +77,10 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
     outcomes: list = []
 
     def deps_factory(s):
+        from worldmm.deps import build_deps
         from worldmm.llm.offline import OfflineRoles
-        from worldmm.memory.deps import build_ingest_deps
 
-        deps = build_ingest_deps(s)
+        deps = build_deps(s, role="ingest")
         deps.roles = OfflineRoles(deps.embedder, ocr_frames=1)
         return deps
 

@@ -14,16 +14,20 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from worldmm.agent.choices import answer_choices
 from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound
-from worldmm.memory.retrieval import SEARCHES, RetrievalDeps, RetrievalResult, Search
+from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.models import MemoryType, choice_texts
 from worldmm.providers.errors import ModelCallError, ParseError
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +118,7 @@ async def _retrieve(
 
 
 async def answer_question(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     question: str,
     *,
@@ -137,6 +141,6 @@ async def answer_question(
 
 
 async def _bound(
-    fn: Search, deps: RetrievalDeps, user_id: str, as_of: datetime | None, query: str
+    fn: Search, deps: Deps, user_id: str, as_of: datetime | None, query: str
 ) -> RetrievalResult:
     return await fn(deps, user_id, query, as_of)

@@ -14,10 +14,9 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from worldmm.llm.schemas import ConsolidationDecision
-from worldmm.memory.deps import IngestDeps
 from worldmm.memory.entity_resolution import (
     EntityResolution,
     apply_resolutions,
@@ -28,6 +27,9 @@ from worldmm.models import Triple
 from worldmm.store import audit as audit_store
 from worldmm.store import triples as triple_store
 from worldmm.store.models import TripleRow, TripleWrite
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger("worldmm.memory.consolidation")
 
@@ -94,7 +96,7 @@ class ConsolidationStats:
 
 
 async def consolidate_semantic(
-    deps: IngestDeps,
+    deps: Deps,
     user_id: str,
     segment_id: int,
     event_time: datetime,
@@ -115,7 +117,7 @@ async def consolidate_semantic(
 
 
 async def _consolidate_each(
-    deps: IngestDeps,
+    deps: Deps,
     user_id: str,
     segment_id: int,
     event_time: datetime,
@@ -175,14 +177,14 @@ def _text(t: Triple) -> str:
 
 
 def _candidates(
-    deps: IngestDeps, user_id: str, emb, threshold: float, k: int
+    deps: Deps, user_id: str, emb, threshold: float, k: int
 ) -> list[tuple[TripleRow, float]]:
     with deps.db.connection() as conn:
         return triple_store.similar_active_semantic_triples(conn, user_id, emb, threshold, k)
 
 
 def _write_plan(
-    deps: IngestDeps,
+    deps: Deps,
     user_id: str,
     segment_id: int,
     event_time: datetime,

@@ -1,4 +1,4 @@
-"""Memory construction for one closed window: plain async functions over :class:`IngestDeps`.
+"""Memory construction for one closed window: plain async functions over :class:`Deps`.
 
 * 30 s (:func:`build_base_segment`): audio → ASR; frames sampled uniformly (the same frames go
   to the captioner and the visual encoder); caption → NER → episodic triples → entity
@@ -19,13 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct_inputs import AudioPiece, CaptureRef, sample_uniform, window_audio
-from worldmm.memory.deps import IngestDeps
 from worldmm.memory.entity_resolution import (
     EntityResolution,
     apply_resolutions,
@@ -50,6 +49,9 @@ from worldmm.store import visual as visual_store
 from worldmm.store.frames import AudioBatchRow, FrameBatchRow
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentRow, SegmentWrite, TripleWrite
 from worldmm.store.outage import is_db_unavailable
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger("worldmm.memory.construct")
 
@@ -93,7 +95,7 @@ class TextMemory:
 
 
 async def extract_text_memory(
-    deps: IngestDeps, user_id: str, text: str, search: str | None = None
+    deps: Deps, user_id: str, text: str, search: str | None = None
 ) -> TextMemory:
     """NER → episodic triples → entity resolution (triple subjects/objects included), and
     the embedding of ``search`` (the segment's searchable text; default ``text``)."""
@@ -122,7 +124,7 @@ async def extract_text_memory(
     return TextMemory(triples, resolutions, embeddings, None if vec is None else vec[0])
 
 
-def write_search_embedding(conn, deps: IngestDeps, user_id: str, segment_id: int, mem) -> None:
+def write_search_embedding(conn, deps: Deps, user_id: str, segment_id: int, mem) -> None:
     """The dense lane's row for a segment just written (same transaction)."""
     if mem.search_embedding is not None:
         segment_search.upsert_segment_embeddings(
@@ -147,7 +149,7 @@ def triple_rows(mem: TextMemory, ids: dict[str, int]) -> list[TripleWrite]:
     return rows
 
 
-def _versions(deps: IngestDeps, roles: list[str]) -> tuple[dict, dict]:
+def _versions(deps: Deps, roles: list[str]) -> tuple[dict, dict]:
     versions = getattr(deps.roles, "versions", {}) or {}
     prompts = {r: versions[r] for r in roles if r in versions}
     return {"llm": getattr(deps.roles, "label", "?"), "embed": deps.embedder.name}, prompts
@@ -169,7 +171,7 @@ def _segment(window: Window, **fields) -> SegmentWrite:
 # --- 30 s ------------------------------------------------------------------------------
 
 
-async def build_base_segment(deps: IngestDeps, window: BaseWindow) -> WindowOutcome:
+async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
     """Turn one closed 30 s window into its segment, entities, triples and clip embedding."""
     settings = deps.settings
     frames = [i for i in window.items if i.kind == "frames"]
@@ -232,7 +234,7 @@ async def build_base_segment(deps: IngestDeps, window: BaseWindow) -> WindowOutc
     )
 
 
-async def _transcribe(deps: IngestDeps, window: BaseWindow, audio: list) -> str:
+async def _transcribe(deps: Deps, window: BaseWindow, audio: list) -> str:
     if not audio or deps.transcriber is None:
         return ""
     wavs = await asyncio.gather(*(asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in audio))
@@ -246,7 +248,7 @@ async def _transcribe(deps: IngestDeps, window: BaseWindow, audio: list) -> str:
     return (getattr(result, "text", result) or "").strip()
 
 
-async def _encode(deps: IngestDeps, jpegs: list[bytes]):
+async def _encode(deps: Deps, jpegs: list[bytes]):
     from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
 
     assert deps.encoder is not None
@@ -276,7 +278,7 @@ def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual) -> int:
     return segment_id
 
 
-def invalidate_episodic(deps: IngestDeps, user_id: str, scale_s: int) -> None:
+def invalidate_episodic(deps: Deps, user_id: str, scale_s: int) -> None:
     """After a committed write of a scale's episodic triples: drop exactly that cached graph
     (the cache logs its own failures; the query path's fingerprint check is the backstop)."""
     deps.cache.invalidate(user_id, "episodic", scale_s)
@@ -296,7 +298,7 @@ def audio_row(user_id: str, item, *, late: bool = False) -> AudioChunkRow:
     )
 
 
-def record_session(deps: IngestDeps, msg) -> None:
+def record_session(deps: Deps, msg) -> None:
     """A session start/end control message: the session's times in the store."""
     start = msg.ts if msg.event == "session_start" else None
     end = msg.ts if msg.event == "session_end" else None
@@ -305,7 +307,7 @@ def record_session(deps: IngestDeps, msg) -> None:
         user_store.upsert_session(conn, msg.user_id, msg.session_id, start, end)
 
 
-def record_late(deps: IngestDeps, user_id: str, item) -> None:
+def record_late(deps: Deps, user_id: str, item) -> None:
     """Keep a capture that missed its window (timestamp retrieval still finds it)."""
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, user_id)
@@ -328,7 +330,7 @@ def record_late(deps: IngestDeps, user_id: str, item) -> None:
 # --- 3 min / 10 min / 1 h ----------------------------------------------------------------
 
 
-async def build_summary_segment(deps: IngestDeps, window: CoarseWindow) -> WindowOutcome:
+async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutcome:
     """Merge the children's captions into this window's summary and extract its memory."""
     children = await asyncio.to_thread(load_children, deps, window)
     captions = [c.caption for c in children if c.processing_status == "complete" and c.caption]
@@ -377,7 +379,7 @@ async def build_summary_segment(deps: IngestDeps, window: CoarseWindow) -> Windo
     )
 
 
-def load_children(deps: IngestDeps, window: CoarseWindow) -> list[SegmentRow]:
+def load_children(deps: Deps, window: CoarseWindow) -> list[SegmentRow]:
     """Every stored child of the window (a re-closed window also sees earlier sessions')."""
     wanted = {(s, ms_to_dt(start)) for s, start in children_of(window.wid)}
     with deps.db.connection() as conn:
@@ -403,7 +405,7 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
 # --- the status protocol -------------------------------------------------------------------
 
 
-async def process_window(deps: IngestDeps, window: Window) -> WindowOutcome:
+async def process_window(deps: Deps, window: Window) -> WindowOutcome:
     """pending → complete, or failed (with the error) after ``window_max_attempts`` tries."""
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -449,7 +451,7 @@ def _scale(window: Window) -> int:
     return BASE_S if isinstance(window, BaseWindow) else window.scale_s
 
 
-def _mark_pending(deps: IngestDeps, window: Window) -> None:
+def _mark_pending(deps: Deps, window: Window) -> None:
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, window.user_id)
         existing = segment_store.get_segment_by_window(
@@ -478,7 +480,7 @@ def _record_captures(conn, window: BaseWindow) -> None:
     frame_store.insert_audio_chunks(conn, window.user_id, audio)
 
 
-def _mark_failed(deps: IngestDeps, window: Window, error: str) -> int:
+def _mark_failed(deps: Deps, window: Window, error: str) -> int:
     with deps.db.transaction() as conn:
         existing = segment_store.get_segment_by_window(
             conn, window.user_id, _scale(window), ms_to_dt(window.start_ms)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from worldmm.memory.construct import (
     WindowOutcome,
@@ -21,7 +22,6 @@ from worldmm.memory.construct import (
     triple_rows,
     write_search_embedding,
 )
-from worldmm.memory.deps import IngestDeps
 from worldmm.memory.windows import (
     BASE_S,
     BaseWindow,
@@ -38,12 +38,15 @@ from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
 from worldmm.store import users as user_store
 
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
+
 CaptionWindow = tuple[datetime, datetime, str, str]
 """(window start, window end, caption text, transcript text)."""
 
 
 async def ingest_caption_windows(
-    deps: IngestDeps,
+    deps: Deps,
     user_id: str,
     windows: Sequence[CaptionWindow],
     *,
@@ -88,7 +91,7 @@ async def ingest_caption_windows(
 
 
 async def build_caption_segment(
-    deps: IngestDeps, window: BaseWindow, caption: str, transcript: str
+    deps: Deps, window: BaseWindow, caption: str, transcript: str
 ) -> WindowOutcome:
     mem = await extract_text_memory(
         deps, window.user_id, caption, segment_search.search_text(caption, transcript)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from worldmm.memory.construct import WindowOutcome, process_window
 from worldmm.memory.construct_inputs import CaptureRef, sample_uniform
-from worldmm.memory.deps import IngestDeps
 from worldmm.memory.windows import (
     BASE_S,
     BaseWindow,
@@ -37,6 +36,7 @@ from worldmm.store import visual as visual_store
 from worldmm.store.models import SegmentRow
 
 if TYPE_CHECKING:
+    from worldmm.deps import Deps
     from worldmm.store.db import Database
 
 
@@ -48,7 +48,7 @@ class RetriggerResult:
 
 
 def _select(
-    deps: IngestDeps,
+    deps: Deps,
     user_id: str,
     session_id: str | None,
     start: datetime | None,
@@ -70,7 +70,7 @@ def _select(
     return rows, [v for v in visual if v.scale_seconds == BASE_S]
 
 
-def base_window_from_store(deps: IngestDeps, seg: SegmentRow) -> BaseWindow:
+def base_window_from_store(deps: Deps, seg: SegmentRow) -> BaseWindow:
     with deps.db.connection() as conn:
         frames = frame_store.list_frames(
             conn, seg.user_id, seg.window_start, seg.window_end, limit=10_000
@@ -109,7 +109,7 @@ def coarse_window_from_store(seg: SegmentRow) -> CoarseWindow:
 
 
 async def retrigger(
-    deps: IngestDeps,
+    deps: Deps,
     user_id: str,
     *,
     session_id: str | None = None,
@@ -162,9 +162,7 @@ def _ancestors(wids: set[WindowId]) -> set[WindowId]:
     return out
 
 
-def _stored_windows(
-    deps: IngestDeps, user_id: str, wids: set[WindowId]
-) -> dict[WindowId, SegmentRow]:
+def _stored_windows(deps: Deps, user_id: str, wids: set[WindowId]) -> dict[WindowId, SegmentRow]:
     """The stored segments of these windows (an ancestor never written is not invented)."""
     out: dict[WindowId, SegmentRow] = {}
     with deps.db.connection() as conn:
@@ -190,7 +188,7 @@ def forget_derived(
         return forget_range(conn, user_id, lo, hi).counts
 
 
-async def _reencode(deps: IngestDeps, seg: SegmentRow) -> bool:
+async def _reencode(deps: Deps, seg: SegmentRow) -> bool:
     from worldmm.encoder.base import EncoderUnavailable
 
     if deps.encoder is None:

@@ -13,13 +13,15 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import psycopg
 
-from worldmm.memory.deps import IngestDeps
 from worldmm.store import entities as entity_store
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger("worldmm.memory.entities")
 
@@ -51,7 +53,7 @@ def unique_surfaces(surfaces: Iterable[str]) -> list[str]:
 
 
 async def resolve_entities(
-    deps: IngestDeps, user_id: str, surfaces: Iterable[str], context: str
+    deps: Deps, user_id: str, surfaces: Iterable[str], context: str
 ) -> dict[str, EntityResolution]:
     """Decide, for each distinct surface, which canonical entity it is (keyed by surface_key)."""
     names = unique_surfaces(surfaces)
@@ -71,7 +73,7 @@ async def resolve_entities(
 
 
 def _lookup(
-    deps: IngestDeps, user_id: str, names: list[str], vectors: np.ndarray
+    deps: Deps, user_id: str, names: list[str], vectors: np.ndarray
 ) -> list[tuple[entity_store.EntityRow | None, list]]:
     threshold = deps.settings.entity_match_threshold
     with deps.db.connection() as conn:
@@ -90,7 +92,7 @@ def _lookup(
 
 
 async def _confirm_or_new(
-    deps: IngestDeps, name: str, vec: np.ndarray, candidates: list, context: str
+    deps: Deps, name: str, vec: np.ndarray, candidates: list, context: str
 ) -> EntityResolution:
     for row, similarity in candidates:
         if await deps.roles.entity_confirm(name, row.name, context):

@@ -15,9 +15,9 @@ from datetime import datetime
 
 import redis
 
-from apps.query_api.deps import ServiceDeps
 from apps.query_api.ops.remember import invalidate_user_graphs
 from worldmm.blobs import BlobKeyError, BlobStore, user_prefixes
+from worldmm.deps import Deps
 from worldmm.graph.cache import cache_key
 from worldmm.store.purge import forget_range, purge_user
 from worldmm.store.users import user_exists
@@ -38,7 +38,7 @@ class PurgeOutcome:
     cache_keys: int
 
 
-def forget(deps: ServiceDeps, user_id: str, start: datetime, end: datetime) -> ForgetOutcome:
+def forget(deps: Deps, user_id: str, start: datetime, end: datetime) -> ForgetOutcome:
     with deps.db.transaction() as conn:
         result = forget_range(conn, user_id, start, end)
     blobs = delete_blobs(deps.blobs, result.blob_keys)
@@ -86,7 +86,7 @@ def sweep_cache(client: redis.Redis | None, user_id: str) -> int:
     return len(keys)
 
 
-def purge(deps: ServiceDeps, user_id: str) -> PurgeOutcome | None:
+def purge(deps: Deps, user_id: str) -> PurgeOutcome | None:
     """Delete everything of the user; None when there is no such user."""
     with deps.db.connection() as conn:
         if not user_exists(conn, user_id):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import quote
 
-from apps.query_api.deps import ServiceDeps
 from worldmm.agent import AgentResult, answer_question
+from worldmm.deps import Deps
 from worldmm.wire.schemas import (
     ChoiceOut,
     EvidenceOut,
@@ -26,7 +26,7 @@ def frame_url(user_id: str, key: str) -> str:
     return f"/v1/users/{quote(user_id, safe='@')}/frames/{quote(key, safe='/@')}"
 
 
-def check_rounds(deps: ServiceDeps, max_rounds: int | None) -> int | None:
+def check_rounds(deps: Deps, max_rounds: int | None) -> int | None:
     limit = deps.settings.agent_max_rounds
     if max_rounds is not None and not 1 <= max_rounds <= limit:
         raise RoundsOutOfRange(f"max_rounds must be between 1 and {limit}, got {max_rounds}")
@@ -34,7 +34,7 @@ def check_rounds(deps: ServiceDeps, max_rounds: int | None) -> int | None:
 
 
 async def run_query(
-    deps: ServiceDeps,
+    deps: Deps,
     user_id: str,
     req: QueryRequest,
     *,
@@ -43,7 +43,7 @@ async def run_query(
     """Run the agent (raises ModelCallError when the model fails to answer)."""
     rounds = check_rounds(deps, req.max_rounds)
     result = await answer_question(
-        deps.retrieval(rounds),
+        deps if rounds is None else deps.with_settings(agent_max_rounds=rounds),
         user_id,
         req.question,
         choices=req.choices,

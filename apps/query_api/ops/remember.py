@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from apps.query_api.deps import ServiceDeps
+from worldmm.deps import Deps
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct import TextMemory, extract_text_memory, triple_rows
 from worldmm.memory.entity_resolution import apply_resolutions
@@ -44,7 +44,7 @@ def _on_grid(ts: datetime) -> bool:
 
 
 def _write_note(
-    deps: ServiceDeps, user_id: str, text: str, at: datetime, mem: TextMemory
+    deps: Deps, user_id: str, text: str, at: datetime, mem: TextMemory
 ) -> tuple[int, datetime, datetime]:
     versions = getattr(deps.roles, "versions", {}) or {}
     with deps.db.transaction() as conn:
@@ -95,7 +95,7 @@ def _write_note(
     return segment_id, start, end
 
 
-def _mark_remembered(deps: ServiceDeps, user_id: str, segment_id: int) -> list[list[str]]:
+def _mark_remembered(deps: Deps, user_id: str, segment_id: int) -> list[list[str]]:
     with deps.db.transaction() as conn:
         conn.execute(
             "UPDATE triples SET origin = 'remembered' WHERE user_id = %s AND segment_id = %s"
@@ -106,23 +106,22 @@ def _mark_remembered(deps: ServiceDeps, user_id: str, segment_id: int) -> list[l
     return [r.as_list() for r in rows if r.memory_type == "semantic"]
 
 
-def invalidate_user_graphs(deps: ServiceDeps, user_id: str) -> None:
+def invalidate_user_graphs(deps: Deps, user_id: str) -> None:
     """Every cached graph of the user (one key per memory type and scale)."""
     deps.cache.invalidate(user_id, "semantic")
     for scale in SCALES:
         deps.cache.invalidate(user_id, "episodic", scale)
 
 
-async def remember(deps: ServiceDeps, user_id: str, req: RememberRequest) -> RememberResponse:
+async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
     """Build and store the note's memory (raises ModelCallError when a model call fails)."""
     at = (req.at or datetime.now(UTC)).astimezone(UTC)
-    ingest = deps.ingest()
-    mem = await extract_text_memory(ingest, user_id, req.text)
+    mem = await extract_text_memory(deps, user_id, req.text)
     segment_id, start, end = await asyncio.to_thread(_write_note, deps, user_id, req.text, at, mem)
     extraction = await deps.roles.semantic_triples(req.text, mem.triples)
-    async with ingest.user_lock(user_id):  # consolidations of a user never interleave
+    async with deps.user_lock(user_id):  # consolidations of a user never interleave
         await consolidate_semantic(
-            ingest, user_id, segment_id, end, extraction.semantic_triples, req.text
+            deps, user_id, segment_id, end, extraction.semantic_triples, req.text
         )
     semantic = await asyncio.to_thread(_mark_remembered, deps, user_id, segment_id)
     await asyncio.to_thread(invalidate_user_graphs, deps, user_id)

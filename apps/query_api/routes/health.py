@@ -8,7 +8,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from apps.query_api.deps import Deps, ServiceDeps
+from apps.query_api.deps import Deps
+from worldmm.deps import Deps as Bundle
 from worldmm.store.migrate import check_schema
 from worldmm.wire.schemas import Health, Readiness
 
@@ -21,7 +22,7 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
-def readiness_checks(deps: ServiceDeps) -> dict[str, str]:
+def readiness_checks(deps: Bundle) -> dict[str, str]:
     """'ok' or the reason, per dependency. Redis is checked only when configured."""
     checks: dict[str, str] = {}
     try:

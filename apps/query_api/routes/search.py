@@ -30,7 +30,7 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["query"])
     },
 )
 async def search_route(user_id: AuthorizedUser, body: SearchRequest, deps: Deps) -> SearchResponse:
-    result = await search(deps.retrieval(), body.memory_type, user_id, body.query, body.as_of)
+    result = await search(deps, body.memory_type, user_id, body.query, body.as_of)
     return SearchResponse(
         memory_type=result.memory_type,
         query=result.query,

@@ -94,7 +94,7 @@ def relayed(api_deps) -> Iterator[tuple[TestClient, Relay]]:
     relay.up()
     netloc = f"{url.username}@127.0.0.1:{relay.port}" if url.username else f"127.0.0.1:{relay.port}"
     db = Database(urlunsplit(url._replace(netloc=netloc)), max_size=2, timeout_s=2.0)
-    deps = dataclasses.replace(api_deps, db=db, owned=[], _retrieval=None, _ingest=None)
+    deps = dataclasses.replace(api_deps, db=db)
     try:
         with TestClient(create_app(deps.settings, deps=deps)) as c:
             yield c, relay
@@ -121,9 +121,7 @@ def test_database_down_is_503_with_retry_after_then_served_again(relayed, make_u
 
 def test_redis_down_questions_are_answered_from_the_database(api_deps, make_user):
     dead = redis_client("redis://127.0.0.1:1/0", timeout_s=0.2)  # as the service builds it
-    deps = dataclasses.replace(
-        api_deps, cache=GraphCache(dead), redis=dead, _retrieval=None, _ingest=None, owned=[]
-    )
+    deps = dataclasses.replace(api_deps, cache=GraphCache(dead), redis=dead)
     u = make_user()
     c = TestClient(create_app(deps.settings, deps=deps))
     r = c.post(

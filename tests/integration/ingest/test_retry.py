@@ -69,7 +69,7 @@ def test_failed_model_call_is_recorded_and_retriggered(
     from connectors import kafka_io
     from connectors.dlq import parse_dlq_record
     from connectors.topics import create_topics, topic_names
-    from worldmm.memory.deps import build_ingest_deps
+    from worldmm.deps import build_deps
     from worldmm.memory.windows import dt_to_ms
 
     settings = cheap(settings, window_max_attempts=2)
@@ -80,7 +80,7 @@ def test_failed_model_call_is_recorded_and_retriggered(
     roles: list[FailingCaptions] = []
 
     def deps_factory(s):
-        deps = build_ingest_deps(s)
+        deps = build_deps(s, role="ingest")
         deps.roles = FailingCaptions(deps.roles, poisoned)
         roles.append(deps.roles)
         return deps

@@ -14,10 +14,10 @@ import pytest
 
 from bench.ingest_sim import HashEmbedder, SimulatedRoles, small_jpeg
 from worldmm.blobs import LocalBlobStore, frame_key
+from worldmm.deps import Deps
 from worldmm.graph.cache import TOMBSTONE, GraphCache
 from worldmm.memory.construct import process_window
 from worldmm.memory.construct_inputs import CaptureRef
-from worldmm.memory.deps import IngestDeps
 from worldmm.memory.windows import BaseWindow, CoarseWindow, Item, dt_to_ms
 
 pytestmark = pytest.mark.integration
@@ -30,7 +30,7 @@ KEYS = [("episodic", s) for s in (30, 180, 600, 3600)] + [("semantic", None)]
 def deps(settings, tmp_path):
     from worldmm.store.db import Database
 
-    d = IngestDeps(
+    d = Deps(
         settings=settings,
         db=Database(settings.database_url, max_size=2),
         roles=SimulatedRoles(0.0),
@@ -65,7 +65,7 @@ def _state(cache: GraphCache, user: str) -> dict[str, str]:
     return out
 
 
-def _base(deps: IngestDeps, user: str, start: datetime) -> BaseWindow:
+def _base(deps: Deps, user: str, start: datetime) -> BaseWindow:
     items = []
     for k in range(0, 30, 5):
         ts = start + timedelta(seconds=k)

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from apps.query_api.app import create_app
-from apps.query_api.deps import ServiceDeps, build_service_deps
+from worldmm.deps import Deps, build_deps
 from worldmm.settings import Settings, load_settings
 from worldmm.store import entities as entity_store
 from worldmm.store import segments as segment_store
@@ -39,8 +39,8 @@ def api_settings(stack, tmp_path_factory) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def api_deps(api_settings) -> Iterator[ServiceDeps]:
-    deps = build_service_deps(api_settings)
+def api_deps(api_settings) -> Iterator[Deps]:
+    deps = build_deps(api_settings, role="api")
     yield deps
     deps.close()
 
@@ -80,7 +80,7 @@ def make_user(client):
 
 
 def seed_segment(
-    deps: ServiceDeps,
+    deps: Deps,
     user_id: str,
     start: datetime,
     end: datetime,

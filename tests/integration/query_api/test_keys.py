@@ -11,24 +11,22 @@ import pytest
 from fastapi.testclient import TestClient
 
 from apps.query_api.app import create_app
-from apps.query_api.deps import ServiceDeps
 from tests.integration.query_api.conftest import ADMIN, auth
+from worldmm.deps import Deps
 from worldmm.store.db import Database
 
 pytestmark = pytest.mark.integration
 
 
-def _second_process(deps: ServiceDeps, **settings) -> ServiceDeps:
-    """Another API process's state: its own pool, limiter and memo-free bundles (models are
-    shared only to save loading them again; they hold no key state)."""
+def _second_process(deps: Deps, **settings) -> Deps:
+    """Another API process's state: its own pool, graph memo and locks, and (create_app) its
+    own limiter (models are shared only to save loading them again; they hold no key state)."""
     return dataclasses.replace(
         deps,
         settings=deps.settings.model_copy(update=settings),
         db=Database(deps.db.database_url, max_size=2, name="worldmm-test-second"),
-        owned=[],
-        _retrieval=None,
-        _ingest=None,
-        _limiter=None,
+        graphs=None,
+        _locks={},
     )
 
 
@@ -149,7 +147,7 @@ def test_rate_limit_is_shared_by_processes_and_per_key(api_deps, make_user):
         assert _segments(clients[0], u.user_id, u.key) == 200  # another key has its own
 
         # Redis down: each process keeps its own budget instead of failing or letting all in
-        dead = dataclasses.replace(procs[0], _limiter=None)
+        dead = dataclasses.replace(procs[0])
         from worldmm.graph.cache import redis_client
 
         dead.redis = redis_client("redis://127.0.0.1:1/0", timeout_s=0.2)

@@ -158,7 +158,7 @@ class FlakyRoles:
 def test_failing_model_is_502_and_the_service_stays_up(api_settings, api_deps, make_user):
     a = make_user()
     roles = FlakyRoles(api_deps.roles, fail=1)
-    deps = dataclasses.replace(api_deps, roles=roles, owned=[], _retrieval=None, _ingest=None)
+    deps = dataclasses.replace(api_deps, roles=roles)
     with TestClient(create_app(api_settings, deps=deps)) as flaky:
         url = f"/v1/users/{a.user_id}/query"
         r = flaky.post(url, json={"question": "What did I do?"}, headers=a.headers)

@@ -155,7 +155,7 @@ def test_readiness_names_the_failed_dependency(api_settings, api_deps):
     from apps.query_api.app import create_app
 
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, socket_timeout=0.5)
-    deps = dataclasses.replace(api_deps, redis=dead, owned=[], _retrieval=None, _ingest=None)
+    deps = dataclasses.replace(api_deps, redis=dead)
     with TestClient(create_app(api_settings, deps=deps)) as c:
         r = c.get("/readyz")
         assert r.status_code == 503

@@ -13,11 +13,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
+from worldmm.blobs import LocalBlobStore
+from worldmm.deps import Deps
 from worldmm.embed.local import MiniLMEmbedder
 from worldmm.graph.cache import NullCache
 from worldmm.llm.roles import build_roles
 from worldmm.memory.backfill import backfill_segment_embeddings
-from worldmm.memory.retrieval import RetrievalDeps
 from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes, search_episodic
 from worldmm.store import entities, segment_search, segments, triples, users
 from worldmm.store.db import Database
@@ -116,14 +117,15 @@ def memory(db, user_id, embedder) -> Memory:
 
 
 @pytest.fixture
-def deps(db, settings, embedder) -> RetrievalDeps:
-    return RetrievalDeps(
+def deps(db, settings, embedder, tmp_path) -> Deps:
+    return Deps(
+        settings=settings,
         db=db,
         roles=build_roles(settings, embedder),
         embedder=embedder,
         encoder=None,
+        blobs=LocalBlobStore(tmp_path / "blobs"),
         cache=NullCache(),
-        settings=settings,
     )
 
 

@@ -4,112 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
 
+from tests.integration.retrieval.memory import Memory, at
 from tests.unit.agent.fakes import FakeEncoder, HashEmbedder, ScriptedRoles, search
 from worldmm.agent import answer_question
+from worldmm.blobs import LocalBlobStore
+from worldmm.deps import Deps
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key, timed_key
 from worldmm.llm.schemas import AgentAction
 from worldmm.memory.retrieval import (
-    RetrievalDeps,
     search_episodic,
     search_semantic,
     search_visual,
 )
 from worldmm.models import SCALES
-from worldmm.store import entities, frames, segments, triples, users, visual
 from worldmm.store.db import Database
-from worldmm.store.models import FrameRow, SegmentWrite, TripleWrite
 
 pytestmark = pytest.mark.integration
-
-T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)
-
-
-def at(seconds: float) -> datetime:
-    return T0 + timedelta(seconds=seconds)
-
-
-class Memory:
-    """Writes a small memory for one user through the store's own repository functions."""
-
-    def __init__(self, db: Database, user_id: str, text: HashEmbedder, vis: HashEmbedder):
-        self.db, self.user, self.text, self.vis = db, user_id, text, vis
-        self.seg_ids: dict[str, int] = {}
-        self.triple_ids: dict[str, int] = {}
-
-    def _entity(self, conn, name: str) -> int:
-        return entities.insert_canonical_entity(conn, self.user, name, self.text.vector(name)).id
-
-    def segment(self, label, scale, start, caption, facts, clip_text=None, frame_count=0):
-        with self.db.transaction() as conn:
-            users.ensure_user(conn, self.user)
-            sid = segments.upsert_segment(
-                conn,
-                SegmentWrite(
-                    user_id=self.user,
-                    session_id="s1",
-                    scale_seconds=scale,
-                    window_start=at(start),
-                    window_end=at(start + scale),
-                    caption=caption,
-                    processing_status="complete",
-                ),
-            )
-            rows = []
-            for s, p, o, literal in facts:
-                rows.append(
-                    TripleWrite(
-                        subject_entity_id=self._entity(conn, s),
-                        predicate=p,
-                        object_entity_id=None if literal else self._entity(conn, o),
-                        object_literal=o if literal else None,
-                        embedding=self.text.vector(f"{s} {p} {o}"),
-                    )
-                )
-            triples.insert_triples(conn, self.user, sid, "episodic", rows)
-            if clip_text:
-                visual.upsert_visual_embedding(conn, self.user, sid, self.vis.vector(clip_text))
-            for i in range(frame_count):
-                frames.insert_frame(
-                    conn,
-                    FrameRow(
-                        user_id=self.user,
-                        session_id="s1",
-                        captured_at=at(start + i * 0.5),
-                        seq=i,
-                        blob_key=f"{self.user}/frames/{start + i * 0.5:.1f}.jpg",
-                    ),
-                )
-        self.seg_ids[label] = sid
-
-    def fact(self, label, s, p, o, since, literal=False):
-        with self.db.transaction() as conn:
-            users.ensure_user(conn, self.user)
-            (tid,) = triples.insert_triples(
-                conn,
-                self.user,
-                None,
-                "semantic",
-                [
-                    TripleWrite(
-                        subject_entity_id=self._entity(conn, s),
-                        predicate=p,
-                        object_entity_id=None if literal else self._entity(conn, o),
-                        object_literal=o if literal else None,
-                        embedding=self.text.vector(f"{s} {p} {o}"),
-                        valid_from=since,
-                    )
-                ],
-            )
-        self.triple_ids[label] = tid
-
-    def remove(self, label, when):
-        with self.db.transaction() as conn:
-            triples.invalidate_triples(conn, self.user, [self.triple_ids[label]], when, None)
 
 
 @pytest.fixture
@@ -164,18 +78,19 @@ def memory(db, user_id, settings):
 
 
 @pytest.fixture
-def deps(db, settings, memory):
+def deps(db, settings, memory, tmp_path):
     cache = GraphCache.from_url(settings.redis_url, ttl_s=300)
     roles = ScriptedRoles()
     # every lane on, the graph's too (its default weight is 0 with the offline triples)
     settings = settings.model_copy(update={"episodic_lane_weights": "lexical:1,dense:1,graph:0.5"})
-    d = RetrievalDeps(
+    d = Deps(
+        settings=settings,
         db=db,
         roles=roles,
         embedder=memory.text,
         encoder=FakeEncoder(memory.vis),
+        blobs=LocalBlobStore(tmp_path / "blobs"),
         cache=cache,
-        settings=settings,
     )
     yield d
     cache.close()

@@ -18,9 +18,9 @@ import uvicorn
 from PIL import Image
 
 from apps.query_api.app import create_app
-from apps.query_api.deps import ServiceDeps, build_service_deps
 from tests.integration.query_api.conftest import seed_segment
 from worldmm.blobs import frame_key
+from worldmm.deps import Deps, build_deps
 from worldmm.settings import Settings, load_settings
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
@@ -34,7 +34,7 @@ ADMIN_KEY = "admin-" + uuid.uuid4().hex
 @dataclass
 class Served:
     url: str
-    deps: ServiceDeps
+    deps: Deps
     settings: Settings
 
 
@@ -54,7 +54,7 @@ def served_settings(stack, root: Path) -> Settings:
 @contextmanager
 def serve_api(stack, root: Path) -> Iterator[Served]:
     settings = served_settings(stack, root)
-    deps = build_service_deps(settings)
+    deps = build_deps(settings, role="api")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -104,7 +104,7 @@ def _jpeg(color: tuple[int, int, int]) -> bytes:
     return out.getvalue()
 
 
-def seed_wearer(deps: ServiceDeps, prefix: str, scenes=SCENES, start: datetime = DAY) -> Wearer:
+def seed_wearer(deps: Deps, prefix: str, scenes=SCENES, start: datetime = DAY) -> Wearer:
     """A user with a key, four 30 s segments (one with a stored frame) and their 3 min parent."""
     user_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
     with deps.db.transaction() as conn:

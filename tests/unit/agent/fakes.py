@@ -1,22 +1,21 @@
-"""In-memory fakes of our own interfaces (ModelRoles, TextEmbedder, VisualEncoder,
-MemoryReader) for retriever and agent tests. No hosted API is mocked here."""
+"""Fakes of our own interfaces (ModelRoles, TextEmbedder, VisualEncoder) for retriever and
+agent tests, and a recorder around the real PostgreSQL reader. No hosted API is mocked here."""
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from worldmm.encoder.base import EncoderUnavailable
-from worldmm.graph.build import is_active
-from worldmm.graph.types import GraphTriple, normalise
 from worldmm.llm.schemas import AgentAction, AgentRound, Passage, Response
-from worldmm.memory.retrieval.deps import ClipMatch, FrameRef
-from worldmm.models import SegmentRecord
+from worldmm.memory.retrieval.reader import MemoryReader
 from worldmm.providers.errors import ModelCallError, ParseError
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -123,121 +122,31 @@ class FakeEncoder:
         return self._embedder.vector(text)
 
 
-@dataclass
-class Clip:
-    segment_id: int
-    start: datetime
-    end: datetime
-    vector: np.ndarray
+GRAPH_READS = ("triples_for_graph", "graph_history")
 
 
-class FakeReader:
-    """MemoryReader over lists; records every call's ``as_of`` and ``user_id``."""
+class RecordingReader:
+    """The real reader over PostgreSQL, recording every call's (method, user_id, as_of) and
+    counting graph reads; ``fingerprint_override`` freezes the fingerprint to test the paths
+    where a change goes unseen. Tests put it on a bundle with ``deps.reader = ...``."""
 
-    def __init__(self, embedder: HashEmbedder) -> None:
-        self.embedder = embedder
-        self.triples: dict[str, list[tuple[str, GraphTriple]]] = {}  # user -> (type, triple)
-        self.entities: dict[str, list[str]] = {}
-        self.segs: dict[str, dict[int, SegmentRecord]] = {}
-        self.clips: dict[str, list[Clip]] = {}
-        self.frame_rows: dict[str, list[FrameRef]] = {}
-        self.calls: list[tuple[str, str, datetime | None]] = []  # (method, user, as_of)
+    def __init__(self, inner: MemoryReader) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, str, datetime | None]] = []
         self.graph_reads = 0
-        self.fingerprint_override: str | None = None  # freeze it to test stale-cache paths
+        self.fingerprint_override: str | None = None
 
-    # --- fixtures-side helpers -----------------------------------------------------------
-    def add_segment(self, user: str, seg: SegmentRecord) -> None:
-        self.segs.setdefault(user, {})[seg.id] = seg
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self.inner, name)
+        signature = inspect.signature(method)
 
-    def add_triple(self, user: str, memory_type: str, t: GraphTriple) -> None:
-        self.triples.setdefault(user, []).append((memory_type, t))
-        names = self.entities.setdefault(user, [])
-        objs = [] if t.object_is_literal else [t.object]
-        for name in (t.subject, *objs):
-            if normalise(name) not in map(normalise, names):
-                names.append(name)
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs).arguments
+            self.calls.append((name, bound["user_id"], bound.get("as_of")))
+            if name in GRAPH_READS:
+                self.graph_reads += 1
+            if name == "graph_fingerprint" and self.fingerprint_override is not None:
+                return self.fingerprint_override
+            return method(*args, **kwargs)
 
-    # --- MemoryReader ---------------------------------------------------------------------
-    def _exists(self, user: str, memory_type: str, t: GraphTriple, as_of: datetime | None):
-        if memory_type == "semantic":
-            return is_active(t, as_of) and (as_of is None or t.valid_from <= as_of)
-        seg = self.segs[user][t.segment_id]
-        return as_of is None or seg.window_end <= as_of
-
-    def _rows(self, user, memory_type, scale, as_of):
-        return [
-            t
-            for m, t in self.triples.get(user, [])
-            if m == memory_type
-            and (scale is None or t.scale == scale)
-            and self._exists(user, m, t, as_of)
-        ]
-
-    def triples_for_graph(self, user_id, memory_type, scale=None, as_of=None):
-        self.calls.append(("triples_for_graph", user_id, as_of))
-        self.graph_reads += 1
-        return self._rows(user_id, memory_type, scale, as_of)
-
-    def graph_history(self, user_id, memory_type, scale=None, *, id_range=None):
-        """Every row whatever its time; episodic rows carry their segment's window end as
-        valid_from, as the store writes them."""
-        self.calls.append(("graph_history", user_id, None))
-        self.graph_reads += 1
-        out = []
-        for m, t in self.triples.get(user_id, []):
-            if m != memory_type or (scale is not None and t.scale != scale):
-                continue
-            if id_range is not None and not id_range[0] < t.triple_id <= id_range[1]:
-                continue
-            if m == "episodic":
-                t = t.model_copy(update={"valid_from": self.segs[user_id][t.segment_id].window_end})
-            out.append(t)
-        return out
-
-    def graph_fingerprint(self, user_id, memory_type, scale=None):
-        self.calls.append(("graph_fingerprint", user_id, None))
-        if self.fingerprint_override is not None:
-            return self.fingerprint_override
-        rows = self._rows(user_id, memory_type, scale, None)
-        return f"{len(rows)}:{max((t.triple_id for t in rows), default=0)}"
-
-    def top_triples(self, user_id, memory_type, embedding, k, scale=None, as_of=None):
-        self.calls.append(("top_triples", user_id, as_of))
-        rows = self._rows(user_id, memory_type, scale, as_of)
-        scored = [
-            (t, float(self.embedder.vector(f"{t.subject} {t.predicate} {t.object}") @ embedding))
-            for t in rows
-        ]
-        return sorted(scored, key=lambda p: -p[1])[:k]
-
-    def triples_by_id(self, user_id: str, ids: Sequence[int]):
-        self.calls.append(("triples_by_id", user_id, None))
-        wanted = set(ids)
-        return [t for _, t in self.triples.get(user_id, []) if t.triple_id in wanted]
-
-    def nearest_entities(self, user_id, embedding, min_cosine, k):
-        self.calls.append(("nearest_entities", user_id, None))
-        scored = [
-            (n, float(self.embedder.vector(n) @ embedding)) for n in self.entities.get(user_id, [])
-        ]
-        return sorted([p for p in scored if p[1] >= min_cosine], key=lambda p: -p[1])[:k]
-
-    def segments(self, user_id, ids):
-        self.calls.append(("segments", user_id, None))
-        return [self.segs.get(user_id, {})[i] for i in ids if i in self.segs.get(user_id, {})]
-
-    def search_visual(self, user_id, embedding, k, as_of=None):
-        self.calls.append(("search_visual", user_id, as_of))
-        clips = [c for c in self.clips.get(user_id, []) if as_of is None or c.end <= as_of]
-        scored = sorted(clips, key=lambda c: -float(c.vector @ embedding))[:k]
-        return [
-            ClipMatch(
-                segment_id=c.segment_id, start=c.start, end=c.end, score=float(c.vector @ embedding)
-            )
-            for c in scored
-        ]
-
-    def frames(self, user_id, start, end, limit):
-        self.calls.append(("frames", user_id, None))
-        rows = [f for f in self.frame_rows.get(user_id, []) if start <= f.ts < end]
-        return sorted(rows, key=lambda f: f.ts)[:limit]
+        return recorded

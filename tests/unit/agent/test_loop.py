@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from tests.unit.agent.fakes import (
-    HashEmbedder,
     ScriptedRoles,
     call_error,
     parse_error,
     search,
 )
 from worldmm.agent import AgentResult, answer_question, run_agent
-from worldmm.graph.cache import NullCache
+from worldmm.deps import Deps
 from worldmm.llm.schemas import AgentAction
 from worldmm.memory.retrieval import (
     FrameHit,
-    RetrievalDeps,
     RetrievalResult,
     SegmentHit,
     TripleHit,
@@ -28,6 +28,12 @@ from worldmm.settings import Settings
 
 T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)
 ANSWER = AgentAction(action="ANSWER")
+
+
+def agent_deps(roles: ScriptedRoles, settings: Settings) -> Deps:
+    """answer_question reads the roles and the settings; these tests' searches are fakes
+    that never reach the rest of the bundle (the database, the models, the cache)."""
+    return cast(Deps, SimpleNamespace(roles=roles, settings=settings))
 
 
 def seg_hit(i: int) -> SegmentHit:
@@ -237,15 +243,7 @@ def test_answer_question_passes_user_and_as_of_to_every_search():
     roles = ScriptedRoles(
         [search("episodic", "x"), search("semantic", "y"), search("visual", "z"), ANSWER]
     )
-    deps = RetrievalDeps(
-        db=None,
-        roles=roles,
-        embedder=HashEmbedder(),
-        encoder=None,
-        cache=NullCache(),
-        settings=Settings(agent_max_rounds=5),
-        store=object(),
-    )
+    deps = agent_deps(roles, Settings(agent_max_rounds=5))
     cutoff = T0 + timedelta(hours=1)
     result = run(
         answer_question(
@@ -271,14 +269,6 @@ def test_answer_question_uses_settings_max_rounds():
     async def fn(deps, user_id, query, as_of):
         return RetrievalResult(memory_type="episodic", query=query, hits=[])
 
-    deps = RetrievalDeps(
-        db=None,
-        roles=roles,
-        embedder=HashEmbedder(),
-        encoder=None,
-        cache=NullCache(),
-        settings=Settings(agent_max_rounds=2),
-        store=object(),
-    )
+    deps = agent_deps(roles, Settings(agent_max_rounds=2))
     result = run(answer_question(deps, "u", "q", searches={"episodic": fn}))
     assert len(result.rounds) == 2 and result.stopped == "max_rounds"

@@ -18,7 +18,7 @@ from apps.dataflows.ingest import RawRecord, build_flow
 from bench.ingest_sim import CallLog, HashEmbedder, SimulatedRoles, max_overlap, small_jpeg
 from connectors import codec
 from worldmm.blobs import LocalBlobStore
-from worldmm.memory.deps import IngestDeps
+from worldmm.deps import Deps
 
 pytestmark = pytest.mark.integration
 
@@ -53,10 +53,10 @@ def test_windows_of_different_users_overlap(settings, tmp_path: Path) -> None:
         }
     )
     log = CallLog()
-    holder: list[IngestDeps] = []
+    holder: list[Deps] = []
 
     def deps_factory(s):
-        deps = IngestDeps(
+        deps = Deps(
             settings=s,
             db=Database(s.database_url, max_size=8),
             roles=SimulatedRoles(LATENCY_S, log),
@@ -116,7 +116,7 @@ async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_p
     from worldmm.store.db import Database
 
     log = CallLog()
-    deps = IngestDeps(
+    deps = Deps(
         settings=settings,
         db=Database(settings.database_url, max_size=2),
         roles=SimulatedRoles(LATENCY_S, log),

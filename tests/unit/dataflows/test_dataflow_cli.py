@@ -24,6 +24,7 @@ def test_dataflow_command_runs_to_the_end_with_recovery(settings, tmp_path, monk
     for name, value in {
         "KAFKA_BROKERS": settings.kafka_brokers,
         "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
         "TOPIC_PREFIX": settings.topic_prefix,
         "STATE_DIR": str(tmp_path / "state"),
     }.items():

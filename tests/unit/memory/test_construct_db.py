@@ -13,12 +13,12 @@ import pytest
 from PIL import Image
 
 from worldmm.blobs import LocalBlobStore
+from worldmm.deps import Deps
 from worldmm.encoder.base import EncoderUnavailable
 from worldmm.llm.schemas import ConsolidationDecision, SemanticExtraction
 from worldmm.memory.construct import process_window
 from worldmm.memory.construct_captions import ingest_caption_windows
 from worldmm.memory.construct_inputs import CaptureRef
-from worldmm.memory.deps import IngestDeps
 from worldmm.memory.entity_resolution import resolve_entities
 from worldmm.memory.windows import BaseWindow, Item, dt_to_ms
 from worldmm.models import Triple
@@ -112,7 +112,7 @@ def deps(settings, tmp_path):
     from worldmm.store.db import Database
 
     s = settings.model_copy(update={"window_max_attempts": 2})
-    d = IngestDeps(
+    d = Deps(
         settings=s,
         db=Database(s.database_url, max_size=4),
         roles=Roles(),
@@ -125,7 +125,7 @@ def deps(settings, tmp_path):
     d.close()
 
 
-def _jpeg_window(deps: IngestDeps, user_id: str, start: datetime, n: int = 20) -> BaseWindow:
+def _jpeg_window(deps: Deps, user_id: str, start: datetime, n: int = 20) -> BaseWindow:
     buf = io.BytesIO()
     Image.new("RGB", (16, 16), (0, 90, 200)).save(buf, format="JPEG")
     items = []

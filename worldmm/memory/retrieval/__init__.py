@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from worldmm.memory.retrieval.deps import (
-    ClipMatch,
-    FrameRef,
-    MemoryReader,
-    RetrievalDeps,
-    build_retrieval_deps,
-)
 from worldmm.memory.retrieval.episodic import search_episodic
+from worldmm.memory.retrieval.reader import ClipMatch, FrameRef, MemoryReader
 from worldmm.memory.retrieval.results import (
     FrameHit,
     RetrievalResult,
@@ -27,7 +22,10 @@ from worldmm.memory.retrieval.semantic import search_semantic
 from worldmm.memory.retrieval.visual import parse_time_range, search_visual
 from worldmm.models import MemoryType
 
-Search = Callable[[RetrievalDeps, str, str, datetime | None], Awaitable[RetrievalResult]]
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
+
+Search = Callable[["Deps", str, str, datetime | None], Awaitable[RetrievalResult]]
 
 SEARCHES: dict[MemoryType, Search] = {
     "episodic": search_episodic,
@@ -37,7 +35,7 @@ SEARCHES: dict[MemoryType, Search] = {
 
 
 async def search(
-    deps: RetrievalDeps,
+    deps: Deps,
     memory_type: MemoryType,
     user_id: str,
     query: str,
@@ -60,11 +58,9 @@ __all__ = [
     "FrameHit",
     "FrameRef",
     "MemoryReader",
-    "RetrievalDeps",
     "RetrievalResult",
     "SegmentHit",
     "TripleHit",
-    "build_retrieval_deps",
     "parse_time_range",
     "search",
     "search_episodic",

@@ -23,11 +23,11 @@ import logging
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from worldmm.memory.retrieval import lanes as lane_mod
-from worldmm.memory.retrieval.deps import RetrievalDeps
 from worldmm.memory.retrieval.fusion import (
     BASE_SCALE,
     Candidate,
@@ -45,6 +45,9 @@ from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, Segment
 from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
 from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +110,7 @@ class LaneRun:
 
 
 async def run_lanes(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     query: str,
     as_of: datetime | None,
@@ -123,7 +126,7 @@ async def run_lanes(
     if _MENTIONS_DAY_N.search(time_text):
         first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id)
     constraint = parse_time(time_text, as_of, first_day=first_day)
-    graph = GRAPH in active(deps, options).lanes
+    graph = GRAPH in options.lanes
     entities = await query_entities(deps, query) if graph else []
     vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
     entity_scores: dict[str, float] = {}
@@ -145,7 +148,7 @@ async def run_lanes(
 
 
 async def _lanes(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     query: str,
     vector: np.ndarray,
@@ -156,7 +159,6 @@ async def _lanes(
 ) -> dict[str, list[Candidate]]:
     k = options.candidates
     jobs = {}
-    options = active(deps, options)
     if LEXICAL in options.lanes:
         jobs[LEXICAL] = asyncio.to_thread(
             lane_mod.lexical_lane, deps, user_id, query, k, as_of, window
@@ -178,23 +180,16 @@ def _graph(deps, user_id, vector, entity_scores, k, as_of, window: Window) -> li
     return lane_mod.restrict(cands, window)
 
 
-def active(deps: RetrievalDeps, options: EpisodicOptions) -> EpisodicOptions:
-    """Without PostgreSQL (a reader port in tests) only the graph lane can run."""
-    if deps.db is None:
-        return replace(options, weights={GRAPH: options.weights.get(GRAPH) or 1.0})
-    return options
-
-
 def fuse(run: LaneRun, options: EpisodicOptions) -> list[Fused]:
     """RRF over the lanes ``options`` runs."""
     lanes = {name: c for name, c in run.lanes.items() if name in options.lanes}
     return rrf(lanes, options.weights, options.rrf_k)
 
 
-def expand(deps: RetrievalDeps, run: LaneRun, fused: list[Fused], options: EpisodicOptions):
+def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOptions):
     """The drill-down: children of the top coarse segments, ranked by the same lanes."""
     parents = top_coarse(fused, options.drill_parents)
-    if not parents or deps.db is None:
+    if not parents:
         return drill_down(fused, {}, options.keep, options.drill_keep)
     from worldmm.store import segment_search
 
@@ -240,7 +235,7 @@ def _fits(parent: Fused, child: Fused) -> bool:
     return DENSE in child.lanes or GRAPH in child.lanes
 
 
-def to_hits(deps: RetrievalDeps, user_id: str, picks: list[Pick]) -> list[SegmentHit]:
+def to_hits(deps: Deps, user_id: str, picks: list[Pick]) -> list[SegmentHit]:
     """Picks as hits with their text, lane ranks and drill-down context (a segment deleted
     since, or one without text, is dropped)."""
     ids = [p.fused.segment_id for p in picks] + [p.parent.segment_id for p in picks if p.parent]
@@ -270,9 +265,8 @@ def to_hits(deps: RetrievalDeps, user_id: str, picks: list[Pick]) -> list[Segmen
     return hits
 
 
-async def finish(deps: RetrievalDeps, run: LaneRun, options: EpisodicOptions) -> RetrievalResult:
+async def finish(deps: Deps, run: LaneRun, options: EpisodicOptions) -> RetrievalResult:
     """Fusion, drill-down and (optionally) the rerank model over one question's lanes."""
-    options = active(deps, options)
     fused = fuse(run, options)
     pool = options.keep * 3 if options.llm_rerank else options.keep
     opts = replace(options, keep=pool)
@@ -303,7 +297,7 @@ def _note(run: LaneRun) -> str | None:
 
 
 async def search_episodic(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     query: str,
     as_of: datetime | None = None,
@@ -315,9 +309,7 @@ async def search_episodic(
     return await finish(deps, run, options)
 
 
-async def rerank(
-    deps: RetrievalDeps, query: str, hits: list[SegmentHit], keep: int
-) -> list[SegmentHit]:
+async def rerank(deps: Deps, query: str, hits: list[SegmentHit], keep: int) -> list[SegmentHit]:
     """The rerank model's choice (ids it invents are ignored); on its failure, or an empty
     choice, the fused order stands (logged) — the search still answers."""
     if len(hits) <= keep:

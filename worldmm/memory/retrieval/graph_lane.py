@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,9 +22,11 @@ from worldmm.graph.ppr import fact_seed_scores
 from worldmm.graph.timed import to_micros
 from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
 from worldmm.graph.types import GraphTriple, entity_node
-from worldmm.memory.retrieval.deps import RetrievalDeps
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.providers.errors import ModelCallError
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ def merge_scores(*parts: dict[str, float]) -> dict[str, float]:
     return out
 
 
-async def query_entities(deps: RetrievalDeps, query: str) -> list[str]:
+async def query_entities(deps: Deps, query: str) -> list[str]:
     """Named entities of the query; a failed NER call leaves fact seeds only (logged)."""
     try:
         return [e for e in await deps.roles.ner(query) if e.strip()]
@@ -56,7 +59,7 @@ async def query_entities(deps: RetrievalDeps, query: str) -> list[str]:
         return []
 
 
-def entity_seed_scores(deps: RetrievalDeps, user_id: str, vectors: np.ndarray) -> dict[str, float]:
+def entity_seed_scores(deps: Deps, user_id: str, vectors: np.ndarray) -> dict[str, float]:
     """Best cosine per matched canonical entity, over all the query's named entities."""
     out: dict[str, float] = {}
     threshold = deps.settings.entity_match_threshold
@@ -68,7 +71,7 @@ def entity_seed_scores(deps: RetrievalDeps, user_id: str, vectors: np.ndarray) -
 
 
 def rank_scale(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     scale: int,
     k: int,

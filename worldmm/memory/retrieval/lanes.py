@@ -18,13 +18,16 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from worldmm.memory.retrieval.deps import RetrievalDeps
 from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.memory.retrieval.graph_lane import rank_scale
 from worldmm.store import segment_search as ss
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ def weighted_terms(lexemes: Sequence[str], stats: ss.TermStats) -> list[tuple[st
 
 
 def lexical_lane(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     query: str,
     k: int,
@@ -113,7 +116,6 @@ def lexical_lane(
     window: Window = Window(),
     ids: Sequence[int] | None = None,
 ) -> list[Candidate]:
-    assert deps.db is not None
     with deps.db.connection() as conn:
         stats = TERM_STATS.get(conn, id(deps.db), user_id)
         terms = weighted_terms(ss.query_lexemes(conn, query), stats)
@@ -132,7 +134,7 @@ def lexical_lane(
 
 
 def dense_lane(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     vector: np.ndarray,
     k: int,
@@ -140,7 +142,6 @@ def dense_lane(
     window: Window = Window(),
     ids: Sequence[int] | None = None,
 ) -> list[Candidate]:
-    assert deps.db is not None
     with deps.db.connection() as conn:
         rows = ss.dense_search(
             conn,
@@ -156,7 +157,7 @@ def dense_lane(
 
 
 def graph_lane(
-    deps: RetrievalDeps,
+    deps: Deps,
     user_id: str,
     query_vec: np.ndarray,
     entity_scores: dict[str, float],
@@ -175,11 +176,8 @@ def graph_lane(
         return []
     ranked.sort(key=lambda r: (r[0], r[1]))
     ids = [sid for _, _, sid, _ in ranked]
-    if deps.db is not None:
-        with deps.db.connection() as conn:
-            windows = ss.segment_windows(conn, user_id, ids)
-    else:  # a reader port without PostgreSQL (tests)
-        windows = {s.id: (s.window_start, s.window_end) for s in deps.reader.segments(user_id, ids)}
+    with deps.db.connection() as conn:
+        windows = ss.segment_windows(conn, user_id, ids)
     out = []
     for _rank, scale, sid, score in ranked:
         w = windows.get(sid)
@@ -202,8 +200,7 @@ def restrict(cands: Sequence[Candidate], window: Window, ids: set[int] | None = 
     return out
 
 
-def first_memory_day(deps: RetrievalDeps, user_id: str) -> date | None:
+def first_memory_day(deps: Deps, user_id: str) -> date | None:
     """The day of the user's first segment ("day 1" in a question)."""
-    assert deps.db is not None
     with deps.db.connection() as conn:
         return ss.first_segment_day(conn, user_id)

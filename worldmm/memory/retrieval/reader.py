@@ -1,21 +1,23 @@
-"""The read port of retrieval: what retrievers read memory through, and its result shapes.
-
-It sits below both :mod:`worldmm.memory.retrieval.deps` (which bundles a reader with the
-models) and :mod:`worldmm.memory.retrieval.pg_reader` (the PostgreSQL adapter), so neither
-imports the other for these types.
-"""
+"""Retrieval's reads of one user's memory in PostgreSQL: one pooled connection per call, rows
+mapped to the graph layer's shapes. Every method filters by ``user_id`` (and ``as_of``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
 
 import numpy as np
 from pydantic import AwareDatetime, BaseModel
 
-from worldmm.graph.types import GraphMemoryType, GraphTriple, GraphTripleLike
+from worldmm.graph.types import GraphMemoryType, GraphRow, GraphTriple
 from worldmm.models import SegmentRecord
+from worldmm.store import entities as entity_repo
+from worldmm.store import frames as frame_repo
+from worldmm.store import segments as segment_repo
+from worldmm.store import triples as triple_repo
+from worldmm.store import visual as visual_repo
+from worldmm.store.db import Database
+from worldmm.store.models import TripleRow
 
 
 class ClipMatch(BaseModel):
@@ -32,8 +34,25 @@ class FrameRef(BaseModel):
     ts: AwareDatetime
 
 
-class MemoryReader(Protocol):
-    """Reads one user's memory; every method filters by ``user_id`` (and ``as_of``)."""
+def from_triple_row(row: TripleRow) -> GraphTriple:
+    return GraphTriple(
+        triple_id=row.id,
+        subject=row.subject_name,
+        predicate=row.predicate,
+        object=row.object_name,
+        object_is_literal=row.object_is_literal,
+        segment_id=row.segment_id,
+        scale=row.scale_seconds,
+        valid_from=row.valid_from,
+        invalidated_at=row.invalidated_at,
+    )
+
+
+class MemoryReader:
+    """What retrievers read (synchronous psycopg; they call it in worker threads)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     def triples_for_graph(
         self,
@@ -43,15 +62,13 @@ class MemoryReader(Protocol):
         as_of: datetime | None = None,
         *,
         id_range: tuple[int, int] | None = None,
-    ) -> Sequence[GraphTripleLike]:
+    ) -> list[GraphRow]:
         """The rows of a graph, oldest id first; ``id_range=(after, upto]`` only those ids."""
-        ...
-
-    def graph_fingerprint(
-        self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
-    ) -> str:
-        """Changes whenever the rows of the current graph change (cache freshness check)."""
-        ...
+        with self._db.connection() as conn:
+            rows = triple_repo.graph_rows(
+                conn, user_id, memory_type, scale, as_of, id_range=id_range
+            )
+        return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
 
     def graph_history(
         self,
@@ -60,11 +77,23 @@ class MemoryReader(Protocol):
         scale: int | None = None,
         *,
         id_range: tuple[int, int] | None = None,
-    ) -> Sequence[GraphTripleLike]:
+    ) -> list[GraphRow]:
         """Every row of a graph whatever its time, soft-deleted semantic ones included, each
         with ``valid_from`` and ``invalidated_at``, oldest id first; ``id_range=(after,
         upto]`` only those ids. A time-masked graph is built from these."""
-        ...
+        with self._db.connection() as conn:
+            rows = triple_repo.graph_rows(
+                conn, user_id, memory_type, scale, id_range=id_range, history=True
+            )
+        return [GraphRow._make(r) for r in rows]
+
+    def graph_fingerprint(
+        self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
+    ) -> str:
+        """A version stamp of the rows the current graph is built from: any insert, soft
+        delete or forget changes it (the store's one indexed aggregate)."""
+        with self._db.connection() as conn:
+            return triple_repo.triples_fingerprint(conn, user_id, memory_type, scale)
 
     def top_triples(
         self,
@@ -74,20 +103,42 @@ class MemoryReader(Protocol):
         k: int,
         scale: int | None = None,
         as_of: datetime | None = None,
-    ) -> list[tuple[GraphTriple, float]]: ...
+    ) -> list[tuple[GraphTriple, float]]:
+        with self._db.connection() as conn:
+            rows = triple_repo.top_triples_by_cosine(
+                conn, user_id, memory_type, embedding, k, scale=scale, as_of=as_of
+            )
+        return [(from_triple_row(r), score) for r, score in rows]
 
-    def triples_by_id(self, user_id: str, ids: Sequence[int]) -> list[GraphTriple]: ...
+    def triples_by_id(self, user_id: str, ids: Sequence[int]) -> list[GraphTriple]:
+        with self._db.connection() as conn:
+            rows = triple_repo.get_triples(conn, user_id, list(ids))
+        return [from_triple_row(r) for r in rows]
 
     def nearest_entities(
         self, user_id: str, embedding: np.ndarray, min_cosine: float, k: int
-    ) -> list[tuple[str, float]]: ...
+    ) -> list[tuple[str, float]]:
+        with self._db.connection() as conn:
+            rows = entity_repo.nearest_canonical_entities(conn, user_id, embedding, min_cosine, k)
+        return [(entity.name, score) for entity, score in rows]
 
-    def segments(self, user_id: str, ids: Sequence[int]) -> list[SegmentRecord]: ...
+    def segments(self, user_id: str, ids: Sequence[int]) -> list[SegmentRecord]:
+        if not ids:
+            return []
+        with self._db.connection() as conn:
+            return list(segment_repo.get_segments(conn, user_id, list(ids)))
 
     def search_visual(
         self, user_id: str, embedding: np.ndarray, k: int, as_of: datetime | None = None
-    ) -> list[ClipMatch]: ...
+    ) -> list[ClipMatch]:
+        with self._db.connection() as conn:
+            rows = visual_repo.search_visual(conn, user_id, embedding, k, as_of)
+        return [
+            ClipMatch(segment_id=s.id, start=s.window_start, end=s.window_end, score=score)
+            for s, score in rows
+        ]
 
-    def frames(
-        self, user_id: str, start: datetime, end: datetime, limit: int
-    ) -> list[FrameRef]: ...
+    def frames(self, user_id: str, start: datetime, end: datetime, limit: int) -> list[FrameRef]:
+        with self._db.connection() as conn:
+            rows = frame_repo.list_frames(conn, user_id, start, end, limit)
+        return [FrameRef(key=f.blob_key, ts=f.captured_at) for f in rows]

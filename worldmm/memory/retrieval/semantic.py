@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,9 +22,11 @@ from worldmm.graph.local_ppr import ppr
 from worldmm.graph.ppr import fact_seed_scores
 from worldmm.graph.timed import TimedGraph, to_micros
 from worldmm.graph.timed_rank import micros_to_datetime, timed_seeds, top_triple_units
-from worldmm.memory.retrieval.deps import RetrievalDeps
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.memory.retrieval.results import RetrievalResult, TripleHit
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +46,7 @@ def unit_hit(graph: TimedGraph, unit: int, score: float) -> TripleHit:
 
 
 def rank_facts(
-    deps: RetrievalDeps, user_id: str, query_vec: np.ndarray, as_of: datetime | None
+    deps: Deps, user_id: str, query_vec: np.ndarray, as_of: datetime | None
 ) -> list[TripleHit]:
     """Facts active at ``as_of`` (now by default), from the one cached time-masked graph."""
     graph = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "semantic")
@@ -68,7 +71,7 @@ def rank_facts(
 
 
 def confirm_active(
-    deps: RetrievalDeps, user_id: str, hits: list[TripleHit], as_of: datetime | None
+    deps: Deps, user_id: str, hits: list[TripleHit], as_of: datetime | None
 ) -> list[TripleHit]:
     """Read the chosen rows back: fills ``valid_from`` (graphs built from the store do not carry
     it) and drops a fact consolidated away after its graph was cached."""
@@ -86,7 +89,7 @@ def confirm_active(
 
 
 async def search_semantic(
-    deps: RetrievalDeps, user_id: str, query: str, as_of: datetime | None = None
+    deps: Deps, user_id: str, query: str, as_of: datetime | None = None
 ) -> RetrievalResult:
     vectors = await asyncio.to_thread(deps.embedder.embed, [query])
     hits = await asyncio.to_thread(rank_facts, deps, user_id, vectors[0], as_of)

@@ -16,10 +16,14 @@ import asyncio
 import logging
 import re
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
-from worldmm.memory.retrieval.deps import FrameRef, RetrievalDeps
+from worldmm.memory.retrieval.reader import FrameRef
 from worldmm.memory.retrieval.results import FrameHit, RetrievalResult
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +69,7 @@ def thin_frames(frames: list[FrameRef], start: datetime, end: datetime, cap: int
 
 
 def frames_in_range(
-    deps: RetrievalDeps, user_id: str, start: datetime, end: datetime, as_of: datetime | None
+    deps: Deps, user_id: str, start: datetime, end: datetime, as_of: datetime | None
 ) -> list[FrameHit]:
     if as_of is not None:
         end = min(end, as_of)
@@ -76,9 +80,7 @@ def frames_in_range(
     return [FrameHit(key=f.key, ts=f.ts) for f in kept]
 
 
-def frames_of_clips(
-    deps: RetrievalDeps, user_id: str, query_vec, as_of: datetime | None
-) -> list[FrameHit]:
+def frames_of_clips(deps: Deps, user_id: str, query_vec, as_of: datetime | None) -> list[FrameHit]:
     clips = deps.reader.search_visual(user_id, query_vec, deps.settings.visual_top_k, as_of=as_of)
     hits: list[FrameHit] = []
     for clip in clips:
@@ -90,7 +92,7 @@ def frames_of_clips(
 
 
 async def search_visual(
-    deps: RetrievalDeps, user_id: str, query: str, as_of: datetime | None = None
+    deps: Deps, user_id: str, query: str, as_of: datetime | None = None
 ) -> RetrievalResult:
     window = parse_time_range(query)
     if window is not None:

@@ -1,0 +1,71 @@
+"""The one dependency bundle: ingest and the API resolve every service the same way."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.unit.agent.fakes import HashEmbedder, ScriptedRoles
+from worldmm.deps import build_deps, pool_size
+from worldmm.graph.cache import GraphCache
+from worldmm.settings import load_settings
+from worldmm.stack import StackError
+
+pytestmark = pytest.mark.integration
+
+
+def _embedded_settings(stack, tmp_path: Path, **extra):
+    """Settings that name no service: everything comes from the embedded stack's state."""
+    return load_settings(
+        state_dir=stack.state_dir,
+        blob_dir=tmp_path / "blobs",
+        database_url=None,
+        redis_url=None,
+        kafka_brokers=None,
+        asr_backend="none",
+        **extra,
+    )
+
+
+def _build(settings, role):
+    return build_deps(settings, role=role, roles=ScriptedRoles(), embedder=HashEmbedder())
+
+
+def test_ingest_and_the_api_resolve_the_embedded_redis_and_database_alike(stack, tmp_path):
+    settings = _embedded_settings(stack, tmp_path, llm_concurrency=40)
+    ingest, api = _build(settings, "ingest"), _build(settings, "api")
+    try:
+        assert ingest.db.database_url == api.db.database_url == stack.database_url
+        for deps in (ingest, api):
+            assert isinstance(deps.cache, GraphCache) and deps.redis is not None
+        # one Redis: what ingest writes (an invalidation, a tombstone) the API reads
+        key = f"worldmm:test:deps:{uuid.uuid4().hex}"
+        ingest.redis.set(key, b"from ingest", ex=60)
+        assert api.redis.get(key) == b"from ingest"
+        api.redis.delete(key)
+        # the role sizes the pool: ingest by the windows in flight, the API small
+        assert ingest.db.pool.max_size == pool_size(40) == 20
+        assert api.db.pool.max_size == 8
+    finally:
+        ingest.close()
+        api.close()
+
+
+def test_redis_none_turns_the_cache_off_for_every_role(stack, tmp_path):
+    settings = _embedded_settings(stack, tmp_path).model_copy(update={"redis_url": "none"})
+    for role in ("ingest", "api"):
+        deps = _build(settings, role)
+        try:
+            assert deps.redis is None and not isinstance(deps.cache, GraphCache)
+        finally:
+            deps.close()
+
+
+def test_a_service_neither_configured_nor_running_is_named(stack, tmp_path):
+    settings = load_settings(
+        state_dir=tmp_path / "no-stack", database_url=stack.database_url, redis_url=None
+    )
+    with pytest.raises(StackError, match="WORLDMM_REDIS_URL"):
+        _build(settings, "ingest")

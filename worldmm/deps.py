@@ -1,0 +1,163 @@
+"""The one dependency bundle: what memory construction, retrieval, the agent, the query API
+and the benchmarks need, built in one place (:func:`build_deps`).
+
+Every part that builds one resolves PostgreSQL and Redis the same way (:mod:`worldmm.stack`:
+the configured URL, else the embedded stack's), so ingest invalidates the very graph cache
+the API reads. Tests build a :class:`Deps` with fakes for its parts (scripted roles, a hash
+embedder) over the real embedded PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+from worldmm.graph.cache import GraphMemo, NullCache
+
+if TYPE_CHECKING:
+    import redis
+
+    from worldmm.asr.base import Transcriber
+    from worldmm.blobs import BlobStore
+    from worldmm.embed.base import TextEmbedder
+    from worldmm.encoder.base import VisualEncoder
+    from worldmm.graph.cache import GraphCacheLike
+    from worldmm.llm.roles import ModelRoles
+    from worldmm.memory.retrieval.reader import MemoryReader
+    from worldmm.settings import Settings
+    from worldmm.store.db import Database
+
+Role = Literal["ingest", "api"]
+
+
+@dataclass
+class Deps:
+    """Everything a part needs; built by :func:`build_deps`, or by a test with fakes."""
+
+    settings: Settings
+    db: Database
+    roles: ModelRoles
+    embedder: TextEmbedder
+    encoder: VisualEncoder | None  # None: no visual encoder (visual search says so)
+    blobs: BlobStore
+    transcriber: Transcriber | None = None  # ingest only; None: audio is not transcribed
+    # The graph cache construction invalidates and retrieval reads; NullCache without Redis.
+    cache: GraphCacheLike = field(default_factory=NullCache)
+    redis: redis.Redis | None = None  # readiness ping, shared rate limits, purge sweep
+    # This process's time-masked graphs, in front of Redis and used without it too; None:
+    # one sized by ``settings.graph_memo_elements``. Copies (:meth:`with_settings`) share it.
+    graphs: GraphMemo = None  # type: ignore[assignment]
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.graphs is None:
+            self.graphs = GraphMemo(self.settings.graph_memo_elements)
+
+    @cached_property
+    def reader(self) -> MemoryReader:
+        """Retrieval's reads of this database, mapped to the graph layer's shapes."""
+        from worldmm.memory.retrieval.reader import MemoryReader
+
+        return MemoryReader(self.db)
+
+    def with_settings(self, **update: Any) -> Deps:
+        """The same services, pool, memo and locks under other settings (one request's
+        rounds, a benchmark's variant)."""
+        return replace(self, settings=self.settings.model_copy(update=update))
+
+    def user_lock(self, user_id: str) -> asyncio.Lock:
+        """Per-user lock (one event loop per process) for steps that must not interleave."""
+        lock = self._locks.get(user_id)
+        if lock is None:
+            lock = self._locks[user_id] = asyncio.Lock()
+        return lock
+
+    def close(self) -> None:
+        """Close the pool and the Redis connections (the models need no closing)."""
+        self.db.close()
+        for part in (self.cache, self.redis):
+            close = getattr(part, "close", None)
+            if close is not None:
+                close()
+
+
+def pool_size(concurrency: int) -> int:
+    """Database connections for ``concurrency`` windows in flight: a window holds one only
+    for its short store calls (never across a model call), and PostgreSQL allows 100
+    connections by default, so the pool stops growing at 32."""
+    return min(max(4, concurrency // 2), 32)
+
+
+def _open_database(settings: Settings, role: Role) -> Database:
+    from worldmm.stack import database_url
+    from worldmm.store.db import Database
+
+    url = database_url(settings)
+    if role == "api":
+        # a short pool wait: while PostgreSQL is down a request gets 503 + Retry-After
+        # instead of hanging for the pool's default 30 s
+        return Database(url, max_size=8, timeout_s=5.0, name="worldmm-query")
+    return Database(url, max_size=pool_size(settings.llm_concurrency), name="worldmm-ingest")
+
+
+def build_deps(
+    settings: Settings,
+    *,
+    role: Role,
+    roles: ModelRoles | None = None,
+    embedder: TextEmbedder | None = None,
+    encoder: VisualEncoder | None = None,
+    transcriber: Transcriber | None = None,
+) -> Deps:
+    """The real dependencies (models load here, once per process). ``role`` sizes the pool
+    (ingest: by the windows in flight; api: small, failing fast) and says whether audio is
+    transcribed (ingest only); everything else is built alike for every role. A model part
+    passed in (a benchmark's simulated models) is used as it is; the others are built from
+    settings. Raises ``worldmm.stack.StackError`` when PostgreSQL or Redis is neither
+    configured nor running embedded."""
+    from worldmm.blobs import build_blob_store
+    from worldmm.graph.cache import GraphCache, redis_client
+    from worldmm.stack import redis_url
+
+    cache_url = redis_url(settings)  # resolved first: a StackError leaves nothing open
+    db = _open_database(settings, role)
+    client = None
+    try:
+        cache: GraphCacheLike = NullCache()
+        if cache_url:
+            client = redis_client(cache_url, timeout_s=1.0)  # fails fast while Redis is down
+            cache = GraphCache(client, memo_elements=settings.graph_memo_elements)
+        if embedder is None:
+            from worldmm.embed import build_embedder
+
+            embedder = build_embedder(settings)
+        if roles is None:
+            from worldmm.llm.roles import build_roles
+
+            roles = build_roles(settings, embedder)
+        if encoder is None:
+            from worldmm.encoder import build_visual_encoder
+
+            encoder = build_visual_encoder(settings)
+        if transcriber is None and role == "ingest" and settings.asr_backend != "none":
+            from worldmm.asr import build_transcriber
+
+            transcriber = build_transcriber(settings)
+        return Deps(
+            settings=settings,
+            db=db,
+            roles=roles,
+            embedder=embedder,
+            encoder=encoder,
+            blobs=build_blob_store(settings),
+            transcriber=transcriber,
+            cache=cache,
+            redis=client,
+        )
+    except BaseException:
+        if client is not None:
+            client.close()
+        db.close()
+        raise
