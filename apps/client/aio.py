@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from apps.client.calls import Call, Calls
 from apps.client.errors import ApiConnectionError
-from apps.client.retry import RetryPolicy
+from apps.client.retry import API_CLIENT, RetryPolicy, asend_with_retry
 from apps.client.wire import build_request, decode, redacted
 from worldmm.models import MemoryType
 from worldmm.wire.schemas import (
@@ -60,7 +60,7 @@ class AsyncWorldMMClient:
         self.api_url = api_url.rstrip("/")
         self._key = key
         self._user_id = user_id
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or API_CLIENT
         self._sleep = sleep
         self._http = httpx.AsyncClient(
             base_url=self.api_url,
@@ -85,20 +85,14 @@ class AsyncWorldMMClient:
     # --- sending --------------------------------------------------------------------------
     async def send(self, call: Call[Any]) -> Any:
         """Send one call, retrying 429/503 as the policy says; typed result or ApiError."""
-        attempt = 0
-        while True:
+
+        async def attempt() -> httpx.Response:
             try:
-                response = await self._http.send(build_request(self._http, call))
+                return await self._http.send(build_request(self._http, call))
             except httpx.TransportError as exc:
                 raise ApiConnectionError(f"cannot reach {self.api_url}: {exc}") from None
-            wait = self.retry.delay(
-                response.status_code, response.headers.get("retry-after"), attempt
-            )
-            if wait is None:
-                return decode(call, response)
-            await response.aclose()
-            await self._sleep(wait)
-            attempt += 1
+
+        return decode(call, await asend_with_retry(attempt, self.retry, self._sleep))
 
     async def resolve_user(self) -> str:
         """The user of the key (asked once)."""

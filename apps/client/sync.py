@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from apps.client.calls import Call, Calls
 from apps.client.errors import ApiConnectionError
-from apps.client.retry import RetryPolicy
+from apps.client.retry import API_CLIENT, RetryPolicy, send_with_retry
 from apps.client.wire import build_request, decode, redacted
 from worldmm.models import MemoryType
 from worldmm.wire.schemas import (
@@ -59,7 +59,7 @@ class WorldMMClient:
         self.api_url = api_url.rstrip("/")
         self._key = key
         self._user_id = user_id
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or API_CLIENT
         self._sleep = sleep
         self._http = httpx.Client(
             base_url=self.api_url,
@@ -84,20 +84,14 @@ class WorldMMClient:
     # --- sending --------------------------------------------------------------------------
     def send(self, call: Call[Any]) -> Any:
         """Send one call, retrying 429/503 as the policy says; typed result or ApiError."""
-        attempt = 0
-        while True:
+
+        def attempt() -> httpx.Response:
             try:
-                response = self._http.send(build_request(self._http, call))
+                return self._http.send(build_request(self._http, call))
             except httpx.TransportError as exc:
                 raise ApiConnectionError(f"cannot reach {self.api_url}: {exc}") from None
-            wait = self.retry.delay(
-                response.status_code, response.headers.get("retry-after"), attempt
-            )
-            if wait is None:
-                return decode(call, response)
-            response.close()
-            self._sleep(wait)
-            attempt += 1
+
+        return decode(call, send_with_retry(attempt, self.retry, self._sleep))
 
     @property
     def user_id(self) -> str:
