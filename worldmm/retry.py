@@ -154,13 +154,11 @@ def _controls(
     started = clock()
 
     def reason(state: RetryCallState) -> str | None:
-        outcome = state.outcome
-        assert outcome is not None
-        if not outcome.failed:
-            return retry_result(outcome.result())
-        error = outcome.exception()
+        failed, value = _outcome(state)
+        if not failed:
+            return retry_result(value)
         # cancellation, Ctrl-C and exit are never retried, whatever the call site says
-        return retry_on(error) if isinstance(error, Exception) else None
+        return retry_on(value) if isinstance(value, Exception) else None
 
     def stop(state: RetryCallState) -> bool:
         spent = policy.max_retries is not None and state.attempt_number > policy.max_retries
@@ -168,30 +166,19 @@ def _controls(
         return spent or late
 
     def wait(state: RetryCallState) -> float:
-        outcome = state.outcome
-        assert outcome is not None
-        hint = None
-        if policy.retry_after:
-            hint = retry_after_of(outcome.exception() if outcome.failed else outcome.result())
+        hint = retry_after_of(_outcome(state)[1]) if policy.retry_after else None
         return policy.delay(state.attempt_number - 1, hint)
 
     def before_sleep(state: RetryCallState) -> None:
         why = reason(state) or "unknown"
         if on_retry is not None:
             on_retry(why)
-        n = state.attempt_number
+        n, (failed, value) = state.attempt_number, _outcome(state)
         if n <= 3 or n % 10 == 0:  # a long outage must not flood the log
-            outcome = state.outcome
-            assert outcome is not None and state.next_action is not None
-            log.log(
-                log_level,
-                "retry step=%s attempt=%d reason=%s wait_s=%.2f error=%s",
-                step,
-                n,
-                why,
-                state.next_action.sleep,
-                _first_line(outcome.exception()) if outcome.failed else why,
-            )
+            first_line = str(value).strip().split("\n", 1)[0] or type(value).__name__
+            error = first_line if failed else why
+            message = "retry step=%s attempt=%d reason=%s wait_s=%.2f error=%.300s"
+            log.log(log_level, message, step, n, why, state.upcoming_sleep, error)
 
     return {
         "stop": stop,
@@ -203,29 +190,27 @@ def _controls(
     }
 
 
-def _first_line(error: BaseException | None) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:300] if text else type(error).__name__
+def _outcome(state: RetryCallState) -> tuple[bool, Any]:
+    """Whether the attempt just made failed, and its error or value."""
+    outcome = state.outcome
+    assert outcome is not None  # tenacity sets it before it asks
+    return outcome.failed, outcome.exception() if outcome.failed else outcome.result()
 
 
 # --- the policy of each kind of outbound call ------------------------------------------------
 # Settings tune two of them (WORLDMM_LLM_MAX_RETRIES; WORLDMM_GPU_MAX_RETRIES and
 # WORLDMM_GPU_RETRY_BACKOFF_S): llm_policy and encoder_policy apply those.
 
+# model calls (429, 5xx, timeouts): jitter spreads the retries of a throttled burst
 LLM = RetryPolicy(3, backoff_s=0.5, max_delay_s=30.0, jitter=True)
-"""Model calls: 429, 5xx, timeouts. Jitter spreads the retries of a throttled burst."""
-
+# the GPU worker (connection errors, timeouts, 5xx; 503 when its queue is full)
 ENCODER = RetryPolicy(2, backoff_s=0.2, max_delay_s=10.0)
-"""The GPU worker: connection errors, timeouts, 5xx (503 when its queue is full)."""
-
+# the query API's typed client (429 and 503; a question is never asked twice for a 502)
 API_CLIENT = RetryPolicy(3, backoff_s=0.5, max_delay_s=60.0)
-"""The query API's typed client: 429 and 503. A question is never asked twice for a 502."""
-
+# long-running writers wait a PostgreSQL outage out: 0.25 s doubling to 5 s, for ever
 DB_OUTAGE = RetryPolicy(None, backoff_s=0.25, max_delay_s=5.0, retry_after=False)
-"""Long-running writers wait a PostgreSQL outage out (0.25 s doubling to 5 s, for ever)."""
-
+# a producer whose local queue is full serves delivery reports 0.1 s, then tries again
 KAFKA_QUEUE_FULL = RetryPolicy(None, backoff_s=0.1, max_delay_s=0.1, retry_after=False)
-"""A producer whose local queue is full serves delivery reports for 0.1 s and tries again."""
 
 
 def llm_policy(settings: Settings) -> RetryPolicy:
