@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 from apps.query_api.deps import ServiceDeps
 from worldmm.agent import AgentResult, answer_question
+from worldmm.memory.retrieval.results import Hit
 from worldmm.wire.schemas import (
     ChoiceOut,
     EvidenceOut,
@@ -69,7 +70,7 @@ def to_response(
             RoundOut(
                 memory_type=r.memory_type,
                 query=r.query,
-                results=[_hit_json(h, user_id, url_of) for h in r.results],
+                results=[hit_json(h, user_id, url_of) for h in r.results],
                 note=r.note,
                 repeated=r.repeated,
             )
@@ -91,8 +92,9 @@ def to_response(
     )
 
 
-def _hit_json(hit, user_id: str, url_of: Callable[[str, str], str]) -> dict:
+def hit_json(hit: Hit, user_id: str, url_of: Callable[[str, str], str] = frame_url) -> dict:
+    """A search hit on the wire; a frame gets a URL the caller can fetch with the same key."""
     data = hit.model_dump(mode="json")
-    if "key" in data:  # a frame: give the client something it can fetch
+    if "key" in data:
         data["url"] = url_of(user_id, data["key"])
     return data

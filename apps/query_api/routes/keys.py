@@ -3,8 +3,11 @@ the audit trail of admin actions. Every change is audited in its own transaction
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
+import psycopg
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from apps.query_api.auth import AdminOnly, UserIdPath
@@ -60,8 +63,14 @@ def _created(issued: IssuedKey) -> KeyCreated:
     return KeyCreated(**_out(issued.row).model_dump(), api_key=issued.key)
 
 
-def _not_found(exc: NotFoundError) -> HTTPException:
-    return HTTPException(status.HTTP_404_NOT_FOUND, str(exc))
+@contextmanager
+def _admin_change(deps: Deps) -> Iterator[psycopg.Connection]:
+    """The transaction of one audited change; an unknown user or key is a 404."""
+    try:
+        with deps.db.transaction() as conn:
+            yield conn
+    except NotFoundError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
 
 
 @router.post(
@@ -73,15 +82,12 @@ def _not_found(exc: NotFoundError) -> HTTPException:
 )
 def create_key(user_id: UserIdPath, deps: Deps, body: KeyRequest | None = None) -> KeyCreated:
     name = body.name if body else None
-    try:
-        with deps.db.transaction() as conn:
-            issued = issue_key(conn, user_id, name)
-            record_admin_action(
-                conn, "key.create", subject_user=user_id, key_id=issued.row.id,
-                detail={"prefix": issued.row.prefix, "name": name},
-            )  # fmt: skip
-    except NotFoundError as exc:
-        raise _not_found(exc) from None
+    with _admin_change(deps) as conn:
+        issued = issue_key(conn, user_id, name)
+        record_admin_action(
+            conn, "key.create", subject_user=user_id, key_id=issued.row.id,
+            detail={"prefix": issued.row.prefix, "name": name},
+        )  # fmt: skip
     return _created(issued)
 
 
@@ -138,15 +144,12 @@ def find_keys(
 def rotate(
     user_id: UserIdPath, key_id: KeyIdPath, deps: Deps, body: KeyRequest | None = None
 ) -> KeyCreated:
-    try:
-        with deps.db.transaction() as conn:
-            issued = rotate_key(conn, user_id, key_id, body.name if body else None)
-            record_admin_action(
-                conn, "key.rotate", subject_user=user_id, key_id=key_id,
-                detail={"new_key_id": issued.row.id, "prefix": issued.row.prefix},
-            )  # fmt: skip
-    except NotFoundError as exc:
-        raise _not_found(exc) from None
+    with _admin_change(deps) as conn:
+        issued = rotate_key(conn, user_id, key_id, body.name if body else None)
+        record_admin_action(
+            conn, "key.rotate", subject_user=user_id, key_id=key_id,
+            detail={"new_key_id": issued.row.id, "prefix": issued.row.prefix},
+        )  # fmt: skip
     return _created(issued)
 
 
@@ -157,15 +160,11 @@ def rotate(
     responses=_ERRORS,
 )
 def revoke(user_id: UserIdPath, key_id: KeyIdPath, deps: Deps) -> KeyOut:
-    try:
-        with deps.db.transaction() as conn:
-            row = revoke_key(conn, user_id, key_id)
-            record_admin_action(
-                conn, "key.revoke", subject_user=user_id, key_id=key_id,
-                detail={"prefix": row.prefix},
-            )  # fmt: skip
-    except NotFoundError as exc:
-        raise _not_found(exc) from None
+    with _admin_change(deps) as conn:
+        row = revoke_key(conn, user_id, key_id)
+        record_admin_action(
+            conn, "key.revoke", subject_user=user_id, key_id=key_id, detail={"prefix": row.prefix}
+        )
     return _out(row)
 
 

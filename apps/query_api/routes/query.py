@@ -7,8 +7,8 @@ from fastapi import APIRouter
 from apps.query_api.auth import AuthorizedUser
 from apps.query_api.deps import Deps
 from apps.query_api.ops.query import run_query
-from apps.query_api.routes.common import USER_ERRORS
-from worldmm.wire.schemas import ErrorOut, QueryRequest, QueryResponse
+from apps.query_api.routes.common import MODEL_ERROR, USER_ERRORS
+from worldmm.wire.schemas import QueryRequest, QueryResponse
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["query"])
 
@@ -26,10 +26,7 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["query"])
         "options) the answer picks one and `choice` gives its letter and index. With `as_of`, "
         "only memory that existed at that time is used."
     ),
-    responses={
-        **USER_ERRORS,
-        502: {"model": ErrorOut, "description": "A model call failed; retry later"},
-    },
+    responses={**USER_ERRORS, **MODEL_ERROR},
 )
 async def query(user_id: AuthorizedUser, body: QueryRequest, deps: Deps) -> QueryResponse:
     return await run_query(deps, user_id, body)
