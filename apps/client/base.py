@@ -64,12 +64,12 @@ class Endpoint(Generic[P, R]):
         return self.build(*lead, *args, **kwargs)
 
     @overload
-    def __get__(self, client: None, owner: type) -> Endpoint[P, R]: ...
+    def __get__(self, client: None, _owner: type) -> Endpoint[P, R]: ...
     @overload
-    def __get__(self, client: WorldMMClient, owner: type) -> Callable[P, R]: ...
+    def __get__(self, client: WorldMMClient, _owner: type) -> Callable[P, R]: ...
     @overload
-    def __get__(self, client: AsyncWorldMMClient, owner: type) -> Callable[P, Awaitable[R]]: ...
-    def __get__(self, client: ClientBase | None, owner: type) -> Any:
+    def __get__(self, client: AsyncWorldMMClient, _owner: type) -> Callable[P, Awaitable[R]]: ...
+    def __get__(self, client: ClientBase | None, _owner: type) -> Any:
         if client is None:
             return self
         return _dressed(client._bind(self), client, self.name, self.doc, self.signature)
@@ -84,16 +84,18 @@ class Pages(Generic[P, T]):
         self.doc = doc
         self.name = ""
 
-    def __set_name__(self, owner: type, name: str) -> None:
+    def __set_name__(self, _owner: type, name: str) -> None:
         self.name = name
 
     @overload
-    def __get__(self, client: None, owner: type) -> Pages[P, T]: ...
+    def __get__(self, client: None, _owner: type) -> Pages[P, T]: ...
     @overload
-    def __get__(self, client: WorldMMClient, owner: type) -> Callable[P, Iterator[T]]: ...
+    def __get__(self, client: WorldMMClient, _owner: type) -> Callable[P, Iterator[T]]: ...
     @overload
-    def __get__(self, client: AsyncWorldMMClient, owner: type) -> Callable[P, AsyncIterator[T]]: ...
-    def __get__(self, client: ClientBase | None, owner: type) -> Any:
+    def __get__(
+        self, client: AsyncWorldMMClient, _owner: type
+    ) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(self, client: ClientBase | None, _owner: type) -> Any:
         if client is None:
             return self
         signature = self.endpoint.signature.replace(return_annotation=inspect.Signature.empty)

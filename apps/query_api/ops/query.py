@@ -77,17 +77,7 @@ def to_response(
             for r in result.rounds
         ],
         evidence=[EvidenceOut.model_validate(e.model_dump()) for e in result.evidence],
-        triples=[
-            TripleOut(
-                triple_id=t.triple_id,
-                subject=t.subject,
-                predicate=t.predicate,
-                object=t.object,
-                valid_from=t.valid_from,
-                invalidated_at=t.invalidated_at,
-            )
-            for t in result.triples
-        ],
+        triples=[TripleOut.model_validate(t.model_dump()) for t in result.triples],
         frames=[url_of(user_id, key) for key in result.frames],
     )
 

@@ -26,15 +26,14 @@ from worldmm.store.users import (
 from worldmm.wire.keys import AuditOut, AuditPage, KeyCreated, KeyList, KeyOut, KeyRequest
 from worldmm.wire.schemas import USER_ID_PATTERN, ErrorOut
 
-router = APIRouter(tags=["keys (admin)"], dependencies=[AdminOnly])
-
-_ERRORS = {
+_ERRORS: dict[int | str, dict] = {
     401: {"model": ErrorOut, "description": "Missing or invalid API key"},
     403: {"model": ErrorOut, "description": "Not the admin key"},
     404: {"model": ErrorOut, "description": "Unknown user or key"},
     422: {"model": ErrorOut, "description": "Invalid input; the message says which"},
     429: {"model": ErrorOut, "description": "Rate limit reached; see Retry-After"},
 }
+router = APIRouter(tags=["keys (admin)"], dependencies=[AdminOnly], responses=_ERRORS)
 KeyIdPath = Annotated[int, Path(ge=1, le=2**63 - 1, description="The key's id.")]
 Prefix = Annotated[
     str | None,
@@ -76,9 +75,7 @@ def _admin_change(deps: Deps) -> Iterator[psycopg.Connection]:
 @router.post(
     "/v1/users/{user_id}/keys",
     status_code=status.HTTP_201_CREATED,
-    response_model=KeyCreated,
     summary="Issue one more API key to a user (admin)",
-    responses=_ERRORS,
 )
 def create_key(user_id: UserIdPath, deps: Deps, body: KeyRequest | None = None) -> KeyCreated:
     name = body.name if body else None
@@ -93,9 +90,7 @@ def create_key(user_id: UserIdPath, deps: Deps, body: KeyRequest | None = None) 
 
 @router.get(
     "/v1/users/{user_id}/keys",
-    response_model=KeyList,
     summary="A user's API keys, without the keys themselves (admin)",
-    responses=_ERRORS,
 )
 def user_keys(
     user_id: UserIdPath,
@@ -110,12 +105,7 @@ def user_keys(
     return KeyList(items=[_out(r) for r in rows])
 
 
-@router.get(
-    "/v1/keys",
-    response_model=KeyList,
-    summary="Find keys of any user by prefix, e.g. one seen in a log (admin)",
-    responses=_ERRORS,
-)
+@router.get("/v1/keys", summary="Find keys of any user by prefix, e.g. one seen in a log (admin)")
 def find_keys(
     deps: Deps,
     prefix: Annotated[
@@ -137,9 +127,7 @@ def find_keys(
 @router.post(
     "/v1/users/{user_id}/keys/{key_id}/rotate",
     status_code=status.HTTP_201_CREATED,
-    response_model=KeyCreated,
     summary="Replace a key by a new one; the old one is refused from now on (admin)",
-    responses=_ERRORS,
 )
 def rotate(
     user_id: UserIdPath, key_id: KeyIdPath, deps: Deps, body: KeyRequest | None = None
@@ -155,9 +143,7 @@ def rotate(
 
 @router.delete(
     "/v1/users/{user_id}/keys/{key_id}",
-    response_model=KeyOut,
     summary="Revoke a key: every API process refuses it from the next request (admin)",
-    responses=_ERRORS,
 )
 def revoke(user_id: UserIdPath, key_id: KeyIdPath, deps: Deps) -> KeyOut:
     with _admin_change(deps) as conn:
@@ -168,12 +154,7 @@ def revoke(user_id: UserIdPath, key_id: KeyIdPath, deps: Deps) -> KeyOut:
     return _out(row)
 
 
-@router.get(
-    "/v1/admin/audit",
-    response_model=AuditPage,
-    summary="Admin actions, newest first (admin)",
-    responses=_ERRORS,
-)
+@router.get("/v1/admin/audit", summary="Admin actions, newest first (admin)")
 def audit(
     deps: Deps,
     user_id: Annotated[

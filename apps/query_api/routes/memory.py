@@ -73,7 +73,6 @@ def _segment_out(row: SegmentRow) -> SegmentOut:
 # --- segments --------------------------------------------------------------------------
 @router.get(
     "/segments",
-    response_model=SegmentPage,
     summary="List segments overlapping a time range",
     description="Oldest first, every scale unless `scale` is given; paged with `cursor`.",
 )
@@ -102,11 +101,7 @@ def list_segments(
     return SegmentPage(items=[_segment_out(r) for r in rows], next_cursor=next_cursor)
 
 
-@router.get(
-    "/segments/{segment_id}",
-    response_model=SegmentOut,
-    summary="One segment",
-)
+@router.get("/segments/{segment_id}", summary="One segment")
 def read_segment(
     user_id: AuthorizedUser,
     segment_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
@@ -120,11 +115,7 @@ def read_segment(
 
 
 # --- frames ----------------------------------------------------------------------------
-@router.get(
-    "/frames",
-    response_model=FramePage,
-    summary="List stored frames captured in a time range",
-)
+@router.get("/frames", summary="List stored frames captured in a time range")
 def list_frames(
     user_id: AuthorizedUser,
     deps: Deps,
@@ -166,11 +157,7 @@ def read_frame(user_id: AuthorizedUser, key: str, deps: Deps) -> Response:
 
 
 # --- semantic --------------------------------------------------------------------------
-@router.get(
-    "/semantic",
-    response_model=SemanticList,
-    summary="Semantic facts (active ones, or every version with history=true)",
-)
+@router.get("/semantic", summary="Semantic facts (active ones, or every version with history=true)")
 def semantic(
     user_id: AuthorizedUser,
     deps: Deps,
@@ -201,7 +188,6 @@ def semantic(
 # --- writing -----------------------------------------------------------------------------
 @router.post(
     "/memories",
-    response_model=RememberResponse,
     status_code=status.HTTP_201_CREATED,
     summary="Remember this: store a note as episodic and semantic memory",
     responses=MODEL_ERROR,
@@ -214,7 +200,6 @@ async def remember_route(
 
 @router.delete(
     "/memories",
-    response_model=ForgetResponse,
     summary="Forget a time range: segments, facts drawn from them, frames and audio",
 )
 async def forget_route(
