@@ -177,3 +177,10 @@ def test_both_clients_offer_every_call_with_one_signature():
     query = inspect.signature(sync.query)
     assert list(query.parameters) == ["question", "choices", "as_of", "max_rounds"]
     assert query.return_annotation is QueryResponse
+
+
+def test_iter_segments_can_start_from_a_cursor():
+    page = {"items": [_segment(4)], "next_cursor": None}
+    with fake_api([(200, {}, page)]) as (url, script), WorldMMClient(url, KEY, "alice") as mm:
+        assert [s.id for s in mm.iter_segments(scale=30, cursor="abc")] == [4]
+    assert [s.path for s in script.seen] == ["/v1/users/alice/segments?scale=30&cursor=abc"]
