@@ -8,9 +8,9 @@ The JSON goes to ``--out`` and a plot of latency and CPU against users beside it
 Method (docs/benchmarks/ingest.md):
 
 * The real ingest flow runs in a child process (:mod:`bench.ingest_worker`, one Bytewax
-  worker): Kafka in, blob store, windows, construction, PostgreSQL writes and graph-cache
-  invalidation. Every model call (caption, NER, triples, merges, semantic, consolidation,
-  entity confirmation, ASR, clip encoding) is simulated (:mod:`bench.ingest_sim`): it waits
+  worker): Kafka in, blob store, windows, construction and PostgreSQL writes. Every model
+  call (caption, NER, triples, merges, semantic, consolidation, entity confirmation, ASR,
+  clip encoding) is simulated (:mod:`bench.ingest_sim`): it waits
   ``--model-latency-s`` and returns cheap deterministic output, and text embeddings are a
   hash. The child's CPU time is therefore the pipeline's own, model time excluded.
 * Simulated users stream in real time: one small JPEG per second each and a 5 s chunk of

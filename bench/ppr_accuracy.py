@@ -23,11 +23,11 @@ import numpy as np
 
 from bench.query_synth import SynthConfig, SyntheticMemory, hours_of
 from bench.report import stamped_echo, write_report
-from worldmm.graph.local_ppr import ppr
+from worldmm.graph.pagerank import ppr, seed_vertices
 from worldmm.graph.timed import TimedGraph, build_timed, extend, to_micros
 from worldmm.graph.timed_io import dumps_timed, loads_timed
-from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
 from worldmm.graph.types import GraphRow, entity_node
+from worldmm.memory.retrieval.graph_lane import top_segments
 
 
 def rows_30s(memory: SyntheticMemory) -> list[GraphRow]:
@@ -60,16 +60,16 @@ def compare(
     for _ in range(queries):
         seeds = {entity_node(n): float(rng.uniform(0.6, 1)) for n in rng.choice(names, 4)}
         dense = {int(s): float(rng.uniform(0.5, 1)) for s in rng.choice(segments, 5)}
-        reset = timed_seeds(graph, seeds, as_of, dense)
+        reset = seed_vertices(graph, seeds, as_of, dense)
         t = time.perf_counter()
         exact = ppr(graph, reset, as_of, 0.85, "prpack")
         exact_ms.append(1000 * (time.perf_counter() - t))
-        want = {s for s, _ in timed_top_segments(graph, exact, as_of, k)}
+        want = {s for s, _ in top_segments(graph, exact, as_of, k)}
         for eps in eps_list:
             t = time.perf_counter()
             pushed = ppr(graph, reset, as_of, 0.85, "push", eps)
             per[eps]["ms"].append(1000 * (time.perf_counter() - t))
-            got = {s for s, _ in timed_top_segments(graph, pushed, as_of, k)}
+            got = {s for s, _ in top_segments(graph, pushed, as_of, k)}
             per[eps]["overlap"].append(len(got & want) / max(1, len(want)))
     return {
         "prpack_ms_p50": round(float(np.median(exact_ms)), 1),

@@ -2,9 +2,9 @@
 
 Loads a :class:`~bench.query_synth.SyntheticMemory` (a week: 24,360 segments over four scales,
 about 350k episodic triples, 3k semantic triples, 20k clip embeddings) with binary COPY, then
-measures, per memory type, the latency of ``worldmm.memory.retrieval.search`` with the graph
-cache warm (graphs in Redis) and cold (the user's graph keys invalidated before each query,
-so graphs are rebuilt from PostgreSQL), plus the time to fetch and build each graph. Run:
+measures, per memory type, the latency of ``worldmm.memory.retrieval.search`` with the graphs
+warm (in the process's memo) and cold (a new process: the memo emptied before each query, so
+graphs come from Redis), plus the time to fetch and build each graph. Run:
 
     python -m bench.query --out query.json              # a week (the default)
     python -m bench.query --days 1 --queries 20 --out day.json
@@ -43,9 +43,7 @@ from bench.query_timed import (
     measure_timed_builds,
 )
 from bench.report import Echo, stamped_echo, write_report
-from worldmm.graph.build import build_graph, extend_episodic_graph
 from worldmm.graph.cache import CacheRead, GraphCache, GraphMemo, NullCache, make_cache
-from worldmm.graph.serialize import dumps, loads
 from worldmm.models import SCALES
 from worldmm.settings import Settings
 
@@ -139,32 +137,24 @@ class TimingReader:
 
 
 class CountingCache:
-    """Wraps the graph cache, counts hits and misses (a warm run must hit) and times reads
-    (Redis GET + deserialise) and writes (serialise + compare-and-set)."""
+    """Wraps the graph cache (Redis), counts hits and misses (a cold run must hit) and times
+    reads (Redis GET + load) and writes (serialise + compare-and-set). Graphs served by the
+    process's memo never reach it."""
 
     def __init__(self, inner: GraphCache | NullCache, watch: Stopwatch | None = None) -> None:
         self.inner = inner
         self.watch = watch or Stopwatch()
         self.hits = 0
         self.misses = 0
-        self.memo_hits = 0  # hits served by the process-local memo (no Redis round trip)
 
-    def get(
-        self,
-        user_id: str,
-        memory_type: str,
-        scale: int | None = None,
-        fingerprint: str | None = None,
-    ) -> CacheRead:
+    def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead:
         t = time.perf_counter()
-        read = self.inner.get(user_id, memory_type, scale, fingerprint=fingerprint)
+        read = self.inner.get(user_id, memory_type, scale)
         self.watch.add("cache.get", time.perf_counter() - t)
         if read.graph is None:
             self.misses += 1
         else:
             self.hits += 1
-            if read.source == "memo":
-                self.memo_hits += 1
         return read
 
     def put(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
@@ -174,32 +164,12 @@ class CountingCache:
         finally:
             self.watch.add("cache.put", time.perf_counter() - t)
 
-    def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
-        return self.inner.invalidate(user_id, memory_type, scale)
-
-    def get_timed(self, user_id: str, memory_type: str, scale: int | None = None) -> Any:
-        t = time.perf_counter()
-        graph, token = self.inner.get_timed(user_id, memory_type, scale)
-        self.watch.add("cache.get_timed", time.perf_counter() - t)
-        if graph is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return graph, token
-
-    def put_timed(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
-        t = time.perf_counter()
-        try:
-            return self.inner.put_timed(user_id, memory_type, scale, graph, token)
-        finally:
-            self.watch.add("cache.put_timed", time.perf_counter() - t)
-
     def purge_user(self, user_id: str) -> int:
         return self.inner.purge_user(user_id)
 
     def take(self) -> dict[str, int]:
-        out = {"hits": self.hits, "misses": self.misses, "memo_hits": self.memo_hits}
-        self.hits = self.misses = self.memo_hits = 0
+        out = {"hits": self.hits, "misses": self.misses}
+        self.hits = self.misses = 0
         return out
 
 
@@ -234,53 +204,6 @@ def graph_keys(memory_type: str) -> list[tuple[str, int | None]]:
     if memory_type == "semantic":
         return [("semantic", None)]
     return []  # visual search builds no graph
-
-
-def measure_graph_builds(reader: Any, user_id: str, repeats: int) -> dict[str, dict[str, Any]]:
-    """Per graph (each episodic scale, semantic): median fetch and build time, size, the
-    cost of the cached form (serialise, deserialise), and for episodic graphs the time to
-    extend the graph without its newest segment by that segment's rows (what a query pays
-    after a live session adds a window, instead of a rebuild)."""
-    out: dict[str, dict[str, Any]] = {}
-    for memory_type, scale in [*graph_keys("episodic"), *graph_keys("semantic")]:
-        fetch, build, ser, de, extend = [], [], [], [], []
-        for _ in range(max(1, repeats)):
-            t = time.perf_counter()
-            rows = reader.triples_for_graph(user_id, memory_type, scale=scale)
-            t1 = time.perf_counter()
-            graph = build_graph(memory_type, rows)
-            t2 = time.perf_counter()
-            payload = dumps(graph)
-            t3 = time.perf_counter()
-            loads(payload)
-            t4 = time.perf_counter()
-            fetch.append(t1 - t)
-            build.append(t2 - t1)
-            ser.append(t3 - t2)
-            de.append(t4 - t3)
-            if memory_type == "episodic" and rows:
-                newest = max(r.segment_id or 0 for r in rows)
-                old = [r for r in rows if r.segment_id != newest]
-                base = build_graph(memory_type, old)
-                t5 = time.perf_counter()
-                extend_episodic_graph(base, [r for r in rows if r.segment_id == newest])
-                extend.append(time.perf_counter() - t5)
-        ms = lambda xs: round(1000 * float(np.median(xs)), 1)  # noqa: E731
-        out[str(scale) if scale is not None else "semantic"] = {
-            "total_ms": round(ms(fetch) + ms(build), 1),
-            "fetch_ms": ms(fetch),
-            "build_ms": ms(build),
-            "serialise_ms": ms(ser),
-            "deserialise_ms": ms(de),
-            "cached_bytes": len(payload),
-            "triples": len(rows),
-            "vertices": graph.vcount(),
-            "edges": graph.ecount(),
-            "repeats": max(1, repeats),
-        }
-        if extend:
-            out[str(scale)]["extend_one_segment_ms"] = ms(extend)
-    return out
 
 
 async def _time_queries(
@@ -472,7 +395,6 @@ def run_benchmark(
     *,
     queries: int = 20,
     cold_queries: int = 5,
-    build_repeats: int = 1,
     user_id: str | None = None,
     keep: bool = False,
     drop_indexes: bool = True,
@@ -504,7 +426,6 @@ def run_benchmark(
             "seed": cfg.seed,
             "queries_warm": queries,
             "queries_cold": min(cold_queries, queries),
-            "build_repeats": build_repeats,
             "drop_indexes": drop_indexes,
             "triples_per_segment": {str(s): n for s, n in cfg.triples_per_segment},
             "frames_per_segment": cfg.frames_per_segment,
@@ -518,7 +439,7 @@ def run_benchmark(
         "loadavg": {"start": _loadavg()},
     }
     db = Database(settings.database_url, max_size=2)
-    inner_cache = make_cache(settings.redis_url, memo_elements=settings.graph_memo_elements)
+    inner_cache = make_cache(settings.redis_url)
     cache = CountingCache(inner_cache)
     loaded = False
     others: list[str] = []
@@ -576,9 +497,6 @@ def run_benchmark(
         result["loadavg"]["after_load"] = _loadavg()
 
         reader = PgMemoryReader(db)
-        if build_repeats > 0:
-            echo("igraph graph builds (the previous query path, for comparison)")
-            result["igraph_build"] = measure_graph_builds(reader, user_id, build_repeats)
         end = cfg.start + timedelta(hours=cfg.hours)
         qs = make_queries(memory, queries, seed=cfg.seed)
         stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim, cfg.visual_dim)
@@ -678,12 +596,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--days", type=float, default=7.0, help="days of memory (whole hours)")
     p.add_argument("--queries", type=int, default=20, help="warm queries per memory type")
     p.add_argument("--cold-queries", type=int, default=5, help="cold queries per memory type")
-    p.add_argument(
-        "--build-repeats",
-        type=int,
-        default=0,
-        help="igraph builds per graph (the previous query path; 0 skips them)",
-    )
     p.add_argument("--users", type=int, default=1, help="users loaded (the others' memory too)")
     p.add_argument(
         "--new-segments", type=int, default=5, help="new 30 s segments written and timed"
@@ -727,7 +639,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             SynthConfig(hours=hours_of(args.days), seed=args.seed),
             queries=args.queries,
             cold_queries=args.cold_queries,
-            build_repeats=args.build_repeats,
             user_id=args.user,
             keep=args.keep,
             drop_indexes=not args.keep_indexes,

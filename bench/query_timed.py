@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 
 from bench.query_synth import Query
-from worldmm.graph.local_ppr import ppr
+from worldmm.graph.pagerank import fact_seed_scores, ppr, seed_vertices
 from worldmm.graph.timed import build_timed, extend
 from worldmm.graph.timed_io import dumps_timed, loads_timed
-from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
 from worldmm.graph.types import entity_node
 from worldmm.models import SCALES
 
@@ -177,12 +176,12 @@ def measure_ppr_overlap(
     """Per scale: top-k of local push against exact PRPACK from the same seeds (the search's
     own: the query's entities and its nearest facts), k from ``episodic_top_k``, and each
     method's solve time. Uses the graphs in the memo (warm)."""
-    from worldmm.graph.ppr import fact_seed_scores
     from worldmm.memory.retrieval.graph_lane import (
         FACT_SEEDS,
         entity_seed_scores,
         fact_segment_scores,
         merge_scores,
+        top_segments,
     )
     from worldmm.memory.retrieval.graphs import load_timed
 
@@ -197,7 +196,7 @@ def measure_ppr_overlap(
             names = merge_scores(
                 entity_seed_scores(deps, user_id, vecs[1:]), fact_seed_scores(facts)
             )
-            reset = timed_seeds(graph, names, None, fact_segment_scores(facts))
+            reset = seed_vertices(graph, names, None, fact_segment_scores(facts))
             if not reset:
                 continue
             t = time.perf_counter()
@@ -205,8 +204,8 @@ def measure_ppr_overlap(
             t1 = time.perf_counter()
             exact = ppr(graph, reset, None, settings.ppr_damping, "prpack")
             t2 = time.perf_counter()
-            a = {s for s, _ in timed_top_segments(graph, pushed, None, k)}
-            b = {s for s, _ in timed_top_segments(graph, exact, None, k)}
+            a = {s for s, _ in top_segments(graph, pushed, None, k)}
+            b = {s for s, _ in top_segments(graph, exact, None, k)}
             overlaps.append(len(a & b) / max(1, min(k, len(b))))
             push_ms.append(1000 * (t1 - t))
             exact_ms.append(1000 * (t2 - t1))

@@ -116,7 +116,7 @@ def build_service_deps(settings: Settings) -> ServiceDeps:
         if cache_url:
             client = redis_client(cache_url, timeout_s=1.0)  # fails fast while Redis is down
             owned.append(client)
-            cache = GraphCache(client, memo_elements=settings.graph_memo_elements)
+            cache = GraphCache(client)
         return ServiceDeps(
             settings=settings,
             db=db,

@@ -15,9 +15,6 @@ def register(bench_app: typer.Typer) -> None:
         days: Annotated[float, typer.Option(help="Days of synthetic memory (whole hours).")] = 7.0,
         queries: Annotated[int, typer.Option(help="Warm queries per memory type.")] = 20,
         cold_queries: Annotated[int, typer.Option(help="Cold queries per memory type.")] = 5,
-        build_repeats: Annotated[
-            int, typer.Option(help="igraph builds per graph (the previous path; 0 skips).")
-        ] = 0,
         users: Annotated[
             int, typer.Option(help="Users loaded: the measured one plus N-1 others.")
         ] = 1,
@@ -51,8 +48,6 @@ def register(bench_app: typer.Typer) -> None:
             str(queries),
             "--cold-queries",
             str(cold_queries),
-            "--build-repeats",
-            str(build_repeats),
             "--seed",
             str(seed),
             "--users",

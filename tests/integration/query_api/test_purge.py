@@ -12,6 +12,7 @@ from apps.query_api.ops.forget import user_cache_pattern
 from tests.integration.query_api.conftest import ADMIN
 from tests.integration.served_api import seed_segment
 from worldmm.blobs import audio_key, frame_key, user_prefixes
+from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
@@ -72,6 +73,8 @@ def fill_memory(client, deps, user) -> None:
         headers=user.headers,
     )
     assert r.status_code == 200, r.text
+    retrieval = deps.retrieval()  # a cached graph, as a semantic search leaves it in Redis
+    load_timed(retrieval.reader, retrieval.cache, retrieval.graphs, user.user_id, "semantic")
 
 
 def snapshot(deps, rds, user_id):

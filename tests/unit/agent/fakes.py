@@ -12,8 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from worldmm.encoder.base import EncoderUnavailable
-from worldmm.graph.build import is_active
-from worldmm.graph.types import GraphTriple, normalise
+from worldmm.graph.types import GraphTriple, is_active, normalise
 from worldmm.llm.schemas import AgentAction, AgentRound, Passage, Response
 from worldmm.memory.retrieval.deps import ClipMatch, FrameRef
 from worldmm.models import SegmentRecord
@@ -172,11 +171,6 @@ class FakeReader:
             and (scale is None or t.scale == scale)
             and self._exists(user, m, t, as_of)
         ]
-
-    def triples_for_graph(self, user_id, memory_type, scale=None, as_of=None):
-        self.calls.append(("triples_for_graph", user_id, as_of))
-        self.graph_reads += 1
-        return self._rows(user_id, memory_type, scale, as_of)
 
     def graph_history(self, user_id, memory_type, scale=None, *, id_range=None):
         """Every row whatever its time; episodic rows carry their segment's window end as

@@ -74,7 +74,7 @@ def build_retrieval_deps(settings: Settings, db: Database | None = None) -> Retr
         roles=build_roles(settings, embedder),
         embedder=embedder,
         encoder=build_visual_encoder(settings),
-        cache=make_cache(settings.redis_url, memo_elements=settings.graph_memo_elements),
+        cache=make_cache(settings.redis_url),
         settings=settings,
         graphs=GraphMemo(settings.graph_memo_elements),
     )

@@ -38,21 +38,6 @@ class PgMemoryReader:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def triples_for_graph(
-        self,
-        user_id: str,
-        memory_type: GraphMemoryType,
-        scale: int | None = None,
-        as_of: datetime | None = None,
-        *,
-        id_range: tuple[int, int] | None = None,
-    ) -> list[GraphRow]:
-        with self._db.connection() as conn:
-            rows = triple_repo.graph_rows(
-                conn, user_id, memory_type, scale, as_of, id_range=id_range
-            )
-        return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
-
     def graph_history(
         self,
         user_id: str,
@@ -62,10 +47,8 @@ class PgMemoryReader:
         id_range: tuple[int, int] | None = None,
     ) -> list[GraphRow]:
         with self._db.connection() as conn:
-            rows = triple_repo.graph_rows(
-                conn, user_id, memory_type, scale, id_range=id_range, history=True
-            )
-        return [GraphRow._make(r) for r in rows]
+            rows = triple_repo.graph_rows(conn, user_id, memory_type, scale, id_range=id_range)
+        return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None

@@ -35,18 +35,6 @@ class FrameRef(BaseModel):
 class MemoryReader(Protocol):
     """Reads one user's memory; every method filters by ``user_id`` (and ``as_of``)."""
 
-    def triples_for_graph(
-        self,
-        user_id: str,
-        memory_type: GraphMemoryType,
-        scale: int | None = None,
-        as_of: datetime | None = None,
-        *,
-        id_range: tuple[int, int] | None = None,
-    ) -> Sequence[GraphTripleLike]:
-        """The rows of a graph, oldest id first; ``id_range=(after, upto]`` only those ids."""
-        ...
-
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
     ) -> str:
