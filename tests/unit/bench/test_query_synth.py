@@ -7,7 +7,8 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from bench.query import StubModels, summarise
+from bench.harness import summary
+from bench.query import StubModels
 from bench.query_synth import SynthConfig, SyntheticMemory, expected_counts, make_queries
 from worldmm.models import SCALES
 
@@ -137,7 +138,7 @@ def test_captions_describe_their_segments(memory: SyntheticMemory) -> None:
     assert memory.segments.end(30, 0) - memory.segments.starts[30][0] == timedelta(seconds=30)
 
 
-def test_summarise() -> None:
-    s = summarise([float(x) for x in range(1, 101)])
+def test_summary() -> None:
+    s = summary([float(x) for x in range(1, 101)])
     assert s["n"] == 100 and s["p50"] == pytest.approx(50.5) and s["p95"] == pytest.approx(95.05)
-    assert summarise([]) == {"n": 0}
+    assert summary([]) == {"n": 0}
