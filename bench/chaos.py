@@ -4,21 +4,13 @@ what was lost, duplicated or built differently.
     worldmm bench chaos --users 8 --minutes 10 --seed 1 --out docs/benchmarks/chaos.json
     python -m bench.chaos --users 2 --minutes 1 --faults-per-target 1 --out chaos.json
 
-Method (docs/benchmarks/chaos.md):
-
-* Its own embedded stack under a temp dir (Kafka broker, PostgreSQL, Redis), the encoder
-  service (offline backend), one query API process and the ingest dataflow with recovery
-  (:mod:`bench.ingest_worker` with recovery: real flow, simulated models, the real encoder
-  over HTTP).
-* ``--users`` wearers stream in real time through the gateway's producer (1 small JPEG per
-  second, a 5 s WAV chunk every 5 s), then end their sessions; event time starts at a 10 min
-  boundary. Queries run against the API all along, one a second.
-* A schedule drawn from ``--seed`` SIGKILLs each target ``--faults-per-target`` times at
-  random moments (one fault at a time, spread over the stream), keeps it down a few seconds
-  and starts it again on the same port and data dir.
-* At the end: the memory against every window the stream implies (missing, duplicated,
-  failed), duplicated entities and triples, repeated semantic facts, the DLQ by reason, and
-  a fault-free replay of the same topics into a second database, compared window by window.
+Method (docs/benchmarks/chaos.md): its own embedded stack, the encoder service, one query
+API and the ingest dataflow with recovery (:mod:`bench.ingest_worker`); ``--users`` wearers
+stream in real time (:class:`bench.ingest_sim.Wearers`) and query the API once a second,
+while a schedule drawn from ``--seed`` SIGKILLs each target ``--faults-per-target`` times
+and starts it again on the same port and data dir. At the end: the memory against every
+window the stream implies, duplicates, the DLQ by reason, and a fault-free replay of the same
+topics into a second database, compared window by window.
 """
 
 from __future__ import annotations
@@ -39,15 +31,8 @@ from typing import Any
 import httpx
 from pydantic import Field, SecretStr, field_validator
 
+from bench import chaos_checks as checks
 from bench import harness
-from bench.chaos_checks import (
-    compare_with_reference,
-    dlq_by_reason,
-    fetch_memory,
-    implied_windows,
-    inconsistent_facts,
-    window_figures,
-)
 from bench.chaos_targets import TARGETS, ChaosStack, wait_recovered
 from bench.harness import Echo, StrList
 from bench.ingest_sim import AUDIO_CHUNK_S, Wearers, ten_minute_start
@@ -137,17 +122,13 @@ class QueryLoad(threading.Thread):
             while not self.stop_event.wait(self.interval_s):
                 user = users[i % len(users)]
                 headers = {"Authorization": f"Bearer {self.keys[user]}"}
+                ask = {"question": "Who did I talk with?", "max_rounds": 1}
                 try:
                     if i % 5 == 4:
-                        r = client.post(
-                            f"/v1/users/{user}/query",
-                            json={"question": "Who did I talk with?", "max_rounds": 1},
-                            headers=headers,
-                        )
+                        r = client.post(f"/v1/users/{user}/query", json=ask, headers=headers)
                     else:
-                        r = client.get(
-                            f"/v1/users/{user}/segments", params={"limit": 20}, headers=headers
-                        )
+                        params = {"limit": 20}
+                        r = client.get(f"/v1/users/{user}/segments", params=params, headers=headers)
                     self.statuses[str(r.status_code)] += 1
                     if r.status_code == 503 and "retry-after" not in r.headers:
                         self.missing_retry_after += 1
@@ -178,14 +159,10 @@ class FaultRunner(threading.Thread):
                 time.sleep(f.down_s)
                 self.stack.restart(f.target)
                 up = wait_recovered(lambda t=f.target: self.stack.probe(t), timeout_s=120)
-                recovered = None if up is None else time.monotonic() - killed_at
+                recovered = None if up is None else round(time.monotonic() - killed_at, 2)
+                at_s = round(killed_at - self.t0, 2)
                 self.done.append(
-                    {
-                        "target": f.target,
-                        "at_s": round(killed_at - self.t0, 2),
-                        "down_s": f.down_s,
-                        "recovered_s": None if recovered is None else round(recovered, 2),
-                    }
+                    {"target": f.target, "at_s": at_s, "down_s": f.down_s, "recovered_s": recovered}
                 )
                 self.echo(f"  fault: {f.target} answering again after {recovered}s")
         except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
@@ -207,9 +184,8 @@ def _create_users(api_url: str, admin_key: str, users: list[str]) -> dict[str, s
     keys = {}
     with httpx.Client(base_url=api_url, timeout=30.0) as client:
         for u in users:
-            r = client.post(
-                "/v1/users", json={"user_id": u}, headers={"Authorization": f"Bearer {admin_key}"}
-            )
+            auth = {"Authorization": f"Bearer {admin_key}"}
+            r = client.post("/v1/users", json={"user_id": u}, headers=auth)
             r.raise_for_status()
             keys[u] = r.json()["api_key"]
     return keys
@@ -371,7 +347,7 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         runner.join(timeout=300)
         if runner.error is not None:
             raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
-        expected = implied_windows(users, t0_ms, cfg.stream_s * 1000)
+        expected = checks.implied_windows(users, t0_ms, cfg.stream_s * 1000)
         drain_s = _wait_drained(stack, expected, cfg.drain_s, echo)
         queries.stop_event.set()
         queries.join(timeout=30)
@@ -379,28 +355,28 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         worker_starts = stack.worker.starts if stack.worker else 0
         felt = _worker_log_counts(stack.worker.tail(10**8) if stack.worker else "")
         with Database(settings.database_url or "", max_size=1) as db, db.connection() as conn:
-            chaos_mem = fetch_memory(conn, users)
-        dlq = dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
+            chaos_mem = checks.fetch_memory(conn, users)
+        dlq = checks.dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
         echo("  fault-free replay of the same topics into a second database")
         ref_url = _reference_db(settings)
         ref_t0 = time.monotonic()
         _reference_run(settings, ref_url)
         ref_s = time.monotonic() - ref_t0
         with Database(ref_url, max_size=1) as db, db.connection() as conn:
-            ref_mem = fetch_memory(conn, users)
+            ref_mem = checks.fetch_memory(conn, users)
     finally:
         if queries is not None:
             queries.stop_event.set()
         stack.stop()
-    windows = window_figures(expected, chaos_mem)
+    windows = checks.window_figures(expected, chaos_mem)
     result = {
         "benchmark": "chaos",
         "windows": windows,
-        "reference_windows": window_figures(expected, ref_mem),
+        "reference_windows": checks.window_figures(expected, ref_mem),
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
-        "inconsistent_facts": inconsistent_facts(chaos_mem),
-        "against_fault_free_run": compare_with_reference(chaos_mem, ref_mem),
+        "inconsistent_facts": checks.inconsistent_facts(chaos_mem),
+        "against_fault_free_run": checks.compare_with_reference(chaos_mem, ref_mem),
         "visual_status_30s": dict(chaos_mem.visual),
         "dlq_by_reason": dlq,
         "faults": runner.done,

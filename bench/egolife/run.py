@@ -14,28 +14,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from pydantic import BeforeValidator, Field
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench import harness
-from bench.egolife import truth
-from bench.egolife.data import (
-    BASE_DATE,
-    DataError,
-    Question,
-    Window,
-    day_of,
-    load_questions,
-    load_windows,
-    parse_days,
-    select_questions,
-)
+from bench.egolife import data, truth
+from bench.egolife.data import DataError, Question, Window
+from bench.egolife.memory_method import VARIANTS
 from bench.egolife.memory_method import ranked as mm_ranked
 from bench.egolife.truth import Interval, QuestionScore, Ranked
 from bench.harness import StrList
@@ -46,14 +30,7 @@ if TYPE_CHECKING:
     from worldmm.memory.deps import IngestDeps
     from worldmm.settings import Settings
 
-MEMORY_METHODS = (
-    "worldmm",
-    "lane-lexical",
-    "lane-dense",
-    "lane-graph",
-    "fused-no-graph",
-    "fused-no-drill",
-)
+MEMORY_METHODS = tuple(VARIANTS)  # worldmm (the fused retriever) and its ablations
 BASELINES = ("bm25", "dense")
 METHODS = (*MEMORY_METHODS, *BASELINES, "random")
 RANDOM_SEED = 0
@@ -71,7 +48,7 @@ def default_data_dir() -> Path:
 
 
 def _days(spec: object) -> object:
-    return sorted(parse_days(spec)) if isinstance(spec, str) else spec
+    return sorted(data.parse_days(spec)) if isinstance(spec, str) else spec
 
 
 Days = Annotated[list[int] | None, BeforeValidator(_days)]  # --days 1-3,5
@@ -129,15 +106,8 @@ class BenchConfig(EgoLifeData):
 
 
 def progress_bar(console: Console) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
+    columns = (*Progress.get_default_columns(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=console)
 
 
 # --- the methods ------------------------------------------------------------------------
@@ -245,15 +215,9 @@ def run_worldmm(
         console.print(f"purged the previous memory of {cfg.user_id}: {purged}")
     if todo:
         task = progress.add_task("ingest (caption-level)", total=len(todo))
-        report = asyncio.run(
-            mm.ingest_windows(
-                deps,
-                cfg.user_id,
-                todo,
-                speech_in_caption=cfg.speech_in_caption,
-                on_hour=lambda n: progress.advance(task, n),
-            )
-        )
+        step = lambda n: progress.advance(task, n)  # noqa: E731
+        ingest = mm.ingest_windows(deps, cfg.user_id, todo, cfg.speech_in_caption, on_hour=step)
+        report = asyncio.run(ingest)
         info["ingest"] = {"reused_windows": len(windows) - len(todo), **report.as_dict()}
     else:
         info["ingest"] = {"reused_windows": len(windows), "windows": 0}
@@ -412,14 +376,13 @@ def build_report(
     names = [m for m in METHODS if m in rankings or m in answers]
     return {
         "benchmark": "egolife-retrieval",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "questions": len(questions),
         "methods": {m: summarise(questions, scores.get(m), answers.get(m)) for m in names},
-        "days": sorted({day_of(w.start) for w in windows}),
+        "days": sorted({data.day_of(w.start) for w in windows}),
         "windows": len(windows),
         "question_file": str(cfg.questions),
         "sync_dir": str(cfg.sync_dir),
-        "calendar": f"DAY1 = {BASE_DATE.isoformat()} UTC",
+        "calendar": f"DAY1 = {data.BASE_DATE.isoformat()} UTC",
         "scoring": {
             "truth": "union of the 30 s windows holding the target points",
             "hit@k": f"a top-k segment of <= {truth.HIT_MAX_SCALE_S} s overlaps the truth",
@@ -443,9 +406,10 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     unknown = set(cfg.methods) - set(METHODS)
     if unknown:
         raise BenchError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS)}")
-    windows = load_windows(cfg.sync_dir, cfg.days)
-    days = set(cfg.days) if cfg.days else {day_of(w.start) for w in windows}
-    questions = select_questions(load_questions(cfg.questions), days, cfg.limit_questions)
+    windows = data.load_windows(cfg.sync_dir, cfg.days)
+    days = set(cfg.days) if cfg.days else {data.day_of(w.start) for w in windows}
+    asked = data.load_questions(cfg.questions)
+    questions = data.select_questions(asked, days, cfg.limit_questions)
     console.print(f"{len(windows)} windows over days {sorted(days)}; {len(questions)} questions")
     if not windows or not questions:
         raise BenchError("nothing to run: no windows or no questions for these days")
@@ -496,24 +460,8 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
 
 def episodic_settings(settings: Settings) -> dict:
     """The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md)."""
-    return {
-        k: getattr(settings, k)
-        for k in (
-            "episodic_lanes",
-            "episodic_lane_weights",
-            "episodic_rrf_k",
-            "episodic_lane_candidates",
-            "episodic_drill_down",
-            "episodic_drill_parents",
-            "episodic_drill_keep",
-            "episodic_recency_weight",
-            "episodic_recency_halflife_h",
-            "episodic_prior_weight",
-            "episodic_prior_halflife_h",
-            "episodic_llm_rerank",
-            "rerank_keep",
-        )
-    }
+    fields = settings.model_dump()
+    return {k: v for k, v in fields.items() if k.startswith("episodic_") or k == "rerank_keep"}
 
 
 def _fmt(value) -> str:
