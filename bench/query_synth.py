@@ -526,21 +526,6 @@ class SyntheticMemory:
             for k in range(len(self.segments.starts[scale]))
         ]
 
-    def counts(self) -> dict[str, int]:
-        """What was actually generated (compare with :func:`expected_counts`)."""
-        out = {f"segments_{s}": len(self.segments.starts[s]) for s in SCALES}
-        out["segments"] = sum(out[f"segments_{s}"] for s in SCALES)
-        out.update({f"episodic_{s}": int(np.sum(self.episodic.scale == s)) for s in SCALES})
-        out["episodic"] = len(self.episodic)
-        out["semantic"] = len(self.semantic.triples)
-        out["semantic_invalidated"] = int(self.semantic.invalidated.sum())
-        out["entities_canonical"] = len(self.vocab.names)
-        out["entities_alias"] = len(self.vocab.aliases)
-        out["visual"] = len(self.segments.starts[30])
-        out["frames"] = len(self.segments.starts[30]) * self.cfg.frames_per_segment
-        out["sessions"] = len(self.session_ids())
-        return out
-
     def session_of(self, start: datetime) -> str:
         return f"bench-day-{(start - self.cfg.start).days + 1}"
 
