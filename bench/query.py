@@ -4,7 +4,7 @@ Loads a :class:`~bench.query_synth.SyntheticMemory` (a week: 24,360 segments ove
 about 350k episodic triples, 3k semantic triples, 20k clip embeddings) with binary COPY, then
 measures, per memory type, the latency of ``worldmm.memory.retrieval.search`` with the graphs
 warm (in the process's memo) and cold (a new process: the memo emptied before each query, so
-graphs come from Redis), plus the time to fetch and build each graph. Run:
+graphs come from Redis), plus the time to fetch and build each time-masked graph. Run:
 
     python -m bench.query --out query.json              # a week (the default)
     python -m bench.query --days 1 --queries 20 --out day.json
@@ -14,27 +14,26 @@ Model time is excluded: NER, the reranker, the text embedder and the visual enco
 stand-ins that answer from a table the generator filled (no model runs), so the figures are
 store + graph cache + graph build + PageRank + Python around them. The user is purged at the
 end unless ``--keep``; ``--user U --reuse`` measures a kept user again without reloading.
-"Warm" includes the query process's own graph memo (a repeated query does not go to Redis).
-Prints the JSON; ``--out`` also writes it.
+Prints the JSON report and writes it to ``--out``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import os
-import platform
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
+from bench import harness
 from bench.bulk_load import LoadReport, load_memories, load_memory
+from bench.harness import Echo, summary
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
 from bench.query_timed import (
     measure_as_of,
@@ -42,7 +41,6 @@ from bench.query_timed import (
     measure_ppr_overlap,
     measure_timed_builds,
 )
-from bench.report import Echo, stamped_echo, write_report
 from worldmm.graph.cache import CacheRead, GraphCache, GraphMemo, NullCache, make_cache
 from worldmm.models import SCALES
 from worldmm.settings import Settings
@@ -176,19 +174,6 @@ class CountingCache:
 # --- measurements --------------------------------------------------------------------------
 
 
-def summarise(samples_ms: Sequence[float]) -> dict[str, float | int]:
-    a = np.asarray(samples_ms, dtype=np.float64)
-    if a.size == 0:
-        return {"n": 0}
-    return {
-        "p50": round(float(np.percentile(a, 50)), 2),
-        "p95": round(float(np.percentile(a, 95)), 2),
-        "mean": round(float(a.mean()), 2),
-        "max": round(float(a.max()), 2),
-        "n": int(a.size),
-    }
-
-
 def breakdown(spent_s: dict[str, float], times_ms: Sequence[float]) -> dict[str, float]:
     """Mean milliseconds per query in each timed step; ``other`` is the rest (graph build
     from fetched rows, PageRank, ranking, Python and thread hand-offs)."""
@@ -196,14 +181,6 @@ def breakdown(spent_s: dict[str, float], times_ms: Sequence[float]) -> dict[str,
     out = {k: round(1000 * v / n, 2) for k, v in sorted(spent_s.items())}
     out["other"] = round(sum(times_ms) / n - sum(out.values()), 2)
     return out
-
-
-def graph_keys(memory_type: str) -> list[tuple[str, int | None]]:
-    if memory_type == "episodic":
-        return [("episodic", s) for s in SCALES]
-    if memory_type == "semantic":
-        return [("semantic", None)]
-    return []  # visual search builds no graph
 
 
 async def _time_queries(
@@ -251,7 +228,7 @@ def measure_retrieval(
         cold, cold_hits = asyncio.run(_time_queries(deps, user_id, qs[:cold_n], new_process))
         cold_cache = cache.take()
         cold_steps = breakdown(cache.watch.take(), cold)
-        latency[memory_type] = {"warm": summarise(warm), "cold": summarise(cold)}
+        latency[memory_type] = {"warm": summary(warm), "cold": summary(cold)}
         detail[memory_type] = {
             "warm": {
                 "cache": warm_cache,
@@ -286,7 +263,7 @@ def measure_queries(
     cache.take()
     cache.watch.take()
     as_of = measure_as_of(deps, user_id, queries["episodic"], end, seed)
-    latency["episodic"]["as_of"] = summarise(as_of)
+    latency["episodic"]["as_of"] = summary(as_of)
     detail["episodic"]["as_of"] = {
         "cache": cache.take(),
         "mean_ms_per_step": breakdown(cache.watch.take(), as_of),
@@ -369,41 +346,32 @@ def db_counts(conn: Any, user_id: str) -> dict[str, int]:
     return out
 
 
-def machine_info(conn: Any) -> dict[str, Any]:
-    pg = conn.execute("SHOW server_version").fetchone()[0]
-    vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "postgres": pg,
-        "pgvector": vec[0] if vec else None,
-    }
-
-
-def _loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 # --- the run -------------------------------------------------------------------------------
 
 
+class QueryOptions(harness.Options):
+    days: float = Field(7.0, description="Days of synthetic memory (whole hours).")
+    queries: int = Field(20, description="Warm queries per memory type.")
+    cold_queries: int = Field(5, description="Cold queries per memory type.")
+    users: int = Field(1, description="Users loaded: the measured one plus N-1 others.")
+    new_segments: int = Field(5, description="New 30 s segments written, each timed to visibility.")
+    seed: int = Field(0, description="Generator seed.")
+    user: str | None = Field(None, description="User id to load (default: a fresh one).")
+    keep: bool = Field(False, description="Keep the loaded user (and a stack this run started).")
+    reuse: bool = Field(
+        False,
+        description="Measure an existing --user kept by an earlier --keep run with the same"
+        " --days and --seed (its rows are checked) instead of loading it again.",
+    )
+    keep_indexes: bool = Field(
+        False, description="Load into live HNSW indexes (no drop and rebuild)."
+    )
+
+
 def run_benchmark(
-    settings: Settings,
-    cfg: SynthConfig,
-    *,
-    queries: int = 20,
-    cold_queries: int = 5,
-    user_id: str | None = None,
-    keep: bool = False,
-    drop_indexes: bool = True,
-    reuse: bool = False,
-    users: int = 1,
-    new_segments: int = 5,
-    echo: Echo = lambda _: None,
+    settings: Settings, cfg: SynthConfig, opts: QueryOptions, echo: Echo = lambda _: None
 ) -> dict[str, Any]:
-    """Generate, load, measure and (unless ``keep``) purge; return the JSON-ready result.
+    """Generate, load, measure and (unless ``opts.keep``) purge; return the report.
     ``settings.database_url`` must point at a migrated database."""
     from bench.query_synth import make_queries
     from worldmm.memory.retrieval import RetrievalDeps
@@ -414,9 +382,12 @@ def run_benchmark(
 
     if not settings.database_url:
         raise ValueError("settings.database_url is not set")
-    if reuse and not user_id:
+    queries, cold_queries, users, reuse = opts.queries, opts.cold_queries, opts.users, opts.reuse
+    if reuse and not opts.user:
         raise ValueError("--reuse needs the --user of an earlier --keep run")
-    user_id = user_id or f"bench-query-{uuid.uuid4().hex[:8]}"
+    user_id = opts.user or f"bench-query-{uuid.uuid4().hex[:8]}"
+    drop_indexes = not opts.keep_indexes
+    run = harness.Run()
     result: dict[str, Any] = {
         "benchmark": "query",
         "user_id": user_id,
@@ -436,7 +407,7 @@ def run_benchmark(
             "visual_top_k": settings.visual_top_k,
             "rerank_keep": settings.rerank_keep,
         },
-        "loadavg": {"start": _loadavg()},
+        "loadavg": {"start": harness.loadavg()},
     }
     db = Database(settings.database_url, max_size=2)
     inner_cache = make_cache(settings.redis_url)
@@ -447,7 +418,11 @@ def run_benchmark(
         raise ValueError("--users must be at least 1")
     try:
         with db.connection() as conn:
-            result["machine"] = machine_info(conn)
+            pgvector = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            result["machine"] = {
+                "postgres": conn.execute("SHOW server_version").fetchone()[0],
+                "pgvector": conn.execute(pgvector).fetchone()[0],
+            }
             exists = user_exists(conn, user_id)
             if exists and not reuse:
                 raise ValueError(f"user {user_id!r} already exists; pick another --user")
@@ -494,7 +469,7 @@ def run_benchmark(
         result["expected_rows"] = expected
         result["rows_match"] = counts == expected
         result["users"] = users
-        result["loadavg"]["after_load"] = _loadavg()
+        result["loadavg"]["after_load"] = harness.loadavg()
 
         reader = PgMemoryReader(db)
         end = cfg.start + timedelta(hours=cfg.hours)
@@ -519,7 +494,7 @@ def run_benchmark(
             result["retrieval_ms_alone"] = alone
             others = names
             result["others"] = load_others(db, cfg, others, drop_indexes, echo)
-            result["loadavg"]["after_others"] = _loadavg()
+            result["loadavg"]["after_others"] = harness.loadavg()
         echo("time-masked graph builds")
         builds = measure_timed_builds(reader, user_id)
         result["graph_build"] = builds
@@ -541,17 +516,18 @@ def run_benchmark(
             ),
         }
         echo(f"  push vs prpack: {result['ppr']['push_vs_prpack']}")
-        if new_segments > 0:
-            fresh = measure_new_segments(db, deps, stub, user_id, end, cfg.text_dim, new_segments)
-            result["new_segment_visible_ms"] = summarise(fresh["ms"])
+        if opts.new_segments > 0:
+            n = opts.new_segments
+            fresh = measure_new_segments(db, deps, stub, user_id, end, cfg.text_dim, n)
+            result["new_segment_visible_ms"] = summary(fresh["ms"])
             result["new_segment_visible"] = fresh["visible"]
             echo(
                 f"  new 30 s segment visible: {result['new_segment_visible_ms']} {fresh['visible']}"
             )
         result["graph_cache"] = "redis" if isinstance(inner_cache, GraphCache) else "none"
-        result["loadavg"]["after_queries"] = _loadavg()
+        result["loadavg"]["after_queries"] = harness.loadavg()
     finally:
-        if loaded and not keep:
+        if loaded and not opts.keep:
             t = time.perf_counter()
             for uid in [user_id, *others]:
                 with db.transaction() as conn:
@@ -561,96 +537,29 @@ def run_benchmark(
         if isinstance(inner_cache, GraphCache):
             inner_cache.close()
         db.close()
-    result["kept"] = keep
-    result["loadavg"]["end"] = _loadavg()
-    return result
-
-
-def resolve_settings(settings: Settings, echo: Echo) -> tuple[Settings, bool]:
-    """Configured URLs, or the embedded stack (started if needed, then migrated). Returns the
-    settings with both URLs set and whether this call started the stack."""
-    from worldmm import stack
-    from worldmm.store.migrate import apply_migrations
-
-    started = False
-    if not settings.database_url or not settings.redis_url:
-        try:
-            stack.resolve_urls(settings)
-        except stack.StackError:
-            echo(f"starting the embedded stack in {settings.resolved_state_dir}")
-            started = True
-        urls = stack.up(settings)
-        settings = settings.model_copy(
-            update={
-                "database_url": settings.database_url or urls.database_url,
-                "redis_url": settings.redis_url or urls.redis_url,
-            }
-        )
-    apply_migrations(settings.database_url, settings)
-    return settings, started
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.query", description=__doc__.split("\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="where to write the JSON result")
-    p.add_argument("--days", type=float, default=7.0, help="days of memory (whole hours)")
-    p.add_argument("--queries", type=int, default=20, help="warm queries per memory type")
-    p.add_argument("--cold-queries", type=int, default=5, help="cold queries per memory type")
-    p.add_argument("--users", type=int, default=1, help="users loaded (the others' memory too)")
-    p.add_argument(
-        "--new-segments", type=int, default=5, help="new 30 s segments written and timed"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--user", default=None, help="user id to load (default: a fresh one)")
-    p.add_argument("--keep", action="store_true", help="keep the loaded user afterwards")
-    p.add_argument(
-        "--reuse",
-        action="store_true",
-        help="measure the existing --user (kept by an earlier --keep run with the same --days"
-        " and --seed; its rows are checked) instead of loading it again",
-    )
-    p.add_argument(
-        "--keep-indexes",
-        action="store_true",
-        help="load into live HNSW indexes instead of dropping and rebuilding them",
-    )
-    return p.parse_args(argv)
+    result["kept"] = opts.keep
+    result["loadavg"]["end"] = harness.loadavg()
+    return run.stamp(result)
 
 
 ALL_LANES = "lexical:1.0,dense:1.0,graph:0.5"
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    from worldmm import stack
+@harness.main(QueryOptions)
+def main(opts: QueryOptions) -> dict[str, Any]:
+    """Retrieval latency (p50/p95; warm, cold and as of a past time) over a synthetic week
+    of one user's memory, time-masked graph builds and bulk-load rows/s; no model time."""
     from worldmm.settings import load_settings
 
-    args = parse_args(argv)
-    t0 = time.perf_counter()
-    echo = stamped_echo(t0)
+    echo = harness.stamped_echo()
     # All three episodic lanes, the graph's too (its default weight is 0 with the offline
     # triples): this measures the path a deployment with LLM-built triples runs. The cold
     # child processes inherit it through the environment; an explicit setting wins.
     os.environ.setdefault("WORLDMM_EPISODIC_LANE_WEIGHTS", ALL_LANES)
-    base = load_settings()
-    settings, started = resolve_settings(base, echo)
-    try:
-        result = run_benchmark(
-            settings,
-            SynthConfig(hours=hours_of(args.days), seed=args.seed),
-            queries=args.queries,
-            cold_queries=args.cold_queries,
-            user_id=args.user,
-            keep=args.keep,
-            drop_indexes=not args.keep_indexes,
-            reuse=args.reuse,
-            users=args.users,
-            new_segments=args.new_segments,
-            echo=echo,
-        )
-    finally:
-        if started and not args.keep:
-            stack.down(base)
-    write_report(result, "bench.query", argv, t0, args.out)
+    cfg = SynthConfig(hours=hours_of(opts.days), seed=opts.seed)
+    with harness.stack_or_start(load_settings(), echo, keep=opts.keep) as settings:
+        result = run_benchmark(settings, cfg, opts, echo)
+    harness.write_report(result, opts.out)
     return result
 
 

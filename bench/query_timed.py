@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.harness import percentile, summary
 from bench.query_synth import Query
 from worldmm.graph.pagerank import fact_seed_scores, ppr, seed_vertices
 from worldmm.graph.timed import build_timed, extend
@@ -22,7 +23,7 @@ from worldmm.models import SCALES
 
 
 def _ms(xs: Sequence[float]) -> float:
-    return round(1000 * float(np.median(xs)), 1)
+    return round(1000 * (percentile(xs, 50) or 0.0), 1)
 
 
 def measure_timed_builds(reader: Any, user_id: str) -> dict[str, dict[str, Any]]:
@@ -214,8 +215,8 @@ def measure_ppr_overlap(
             "queries": len(overlaps),
             "overlap_at_k_mean": round(float(np.mean(overlaps)), 4) if overlaps else None,
             "overlap_at_k_min": round(float(np.min(overlaps)), 4) if overlaps else None,
-            "push_ms_p50": round(float(np.median(push_ms)), 2) if push_ms else None,
-            "prpack_ms_p50": round(float(np.median(exact_ms)), 2) if exact_ms else None,
+            "push_ms_p50": summary(push_ms).get("p50"),
+            "prpack_ms_p50": summary(exact_ms).get("p50"),
             "vertices": graph.n,
             "units": graph.units,
         }
