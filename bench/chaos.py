@@ -4,27 +4,18 @@ what was lost, duplicated or built differently.
     worldmm bench chaos --users 8 --minutes 10 --seed 1 --out docs/benchmarks/chaos.json
     python -m bench.chaos --users 2 --minutes 1 --faults-per-target 1 --out chaos.json
 
-Method (docs/benchmarks/chaos.md):
-
-* Its own embedded stack under a temp dir (Kafka broker, PostgreSQL, Redis), the encoder
-  service (offline backend), one query API process and the ingest dataflow with recovery
-  (:mod:`bench.chaos_worker`: real flow, simulated models, the real encoder over HTTP).
-* ``--users`` wearers stream in real time through the gateway's producer (1 small JPEG per
-  second, a 5 s WAV chunk every 5 s), then end their sessions; event time starts at a 10 min
-  boundary. Queries run against the API all along, one a second.
-* A schedule drawn from ``--seed`` SIGKILLs each target ``--faults-per-target`` times at
-  random moments (one fault at a time, spread over the stream), keeps it down a few seconds
-  and starts it again on the same port and data dir.
-* At the end: the memory against every window the stream implies (missing, duplicated,
-  failed), duplicated entities and triples, repeated semantic facts, the DLQ by reason, and
-  a fault-free replay of the same topics into a second database, compared window by window.
+Method (docs/benchmarks/chaos.md): its own embedded stack, the encoder service, one query
+API and the ingest dataflow with recovery (:mod:`bench.ingest_worker`); ``--users`` wearers
+stream in real time (:class:`bench.ingest_sim.Wearers`) and query the API once a second,
+while a schedule drawn from ``--seed`` SIGKILLs each target ``--faults-per-target`` times
+and starts it again on the same port and data dir. At the end: the memory against every
+window the stream implies, duplicates, the DLQ by reason, and a fault-free replay of the same
+topics into a second database, compared window by window.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
+import json
 import random
 import shutil
 import tempfile
@@ -32,46 +23,48 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import SecretStr
+from pydantic import Field, SecretStr, field_validator
 
-from bench.chaos_checks import (
-    compare_with_reference,
-    dlq_by_reason,
-    fetch_memory,
-    implied_windows,
-    inconsistent_facts,
-    window_figures,
-)
+from bench import chaos_checks as checks
+from bench import harness
 from bench.chaos_targets import TARGETS, ChaosStack, wait_recovered
-from bench.ingest import AUDIO_CHUNK_S, silent_wav
-from bench.ingest_sim import small_jpeg
-from bench.report import Echo, stamped_echo, write_report
+from bench.harness import Echo, StrList
+from bench.ingest_sim import AUDIO_CHUNK_S, Wearers, ten_minute_start
 from worldmm.settings import Settings
 
-FRAMES_PER_USER = 4
 
-
-@dataclass(frozen=True)
-class ChaosConfig:
-    users: int = 8
-    minutes: float = 10.0  # streamed per user; a multiple of 0.5
-    seed: int = 0
-    faults_per_target: int = 2
-    targets: tuple[str, ...] = TARGETS
-    model_latency_s: float = 0.2
+class ChaosConfig(harness.Options):
+    users: int = Field(8, description="Simulated wearers streaming at once.")
+    minutes: float = Field(10.0, description="Real-time stream per wearer (a multiple of 0.5).")
+    seed: int = Field(0, description="Seed of the fault schedule and frames.")
+    faults_per_target: int = Field(
+        2, description="Kills of each target (worker, kafka, postgres, redis, encoder)."
+    )
+    targets: StrList = Field(TARGETS, description="Comma-separated subset of the targets.")
+    model_latency_s: float = Field(0.2, description="Simulated latency of every model call (s).")
+    keep: bool = Field(False, description="Keep the run's temp dir (logs, data).")
+    fuzz_dir: Path | None = Field(
+        None, description="Fuzz counts to include (tests/fuzz, WORLDMM_FUZZ_REPORT_DIR)."
+    )
     down_s: tuple[float, float] = (1.0, 4.0)  # how long a killed target stays down
     lead_s: float = 10.0  # fault-free stream before the first fault
     tail_s: float = 15.0  # ... and after the last one is due
     query_interval_s: float = 1.0
     drain_s: float = 180.0  # after the session ends, how long windows may take
     allowed_lateness_s: float = 5.0
+
+    @field_validator("targets")
+    @classmethod
+    def _known(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
+        if unknown := set(targets) - set(TARGETS):
+            raise ValueError(f"unknown targets {sorted(unknown)}; choose from {list(TARGETS)}")
+        return targets
 
     @property
     def stream_s(self) -> int:
@@ -129,17 +122,13 @@ class QueryLoad(threading.Thread):
             while not self.stop_event.wait(self.interval_s):
                 user = users[i % len(users)]
                 headers = {"Authorization": f"Bearer {self.keys[user]}"}
+                ask = {"question": "Who did I talk with?", "max_rounds": 1}
                 try:
                     if i % 5 == 4:
-                        r = client.post(
-                            f"/v1/users/{user}/query",
-                            json={"question": "Who did I talk with?", "max_rounds": 1},
-                            headers=headers,
-                        )
+                        r = client.post(f"/v1/users/{user}/query", json=ask, headers=headers)
                     else:
-                        r = client.get(
-                            f"/v1/users/{user}/segments", params={"limit": 20}, headers=headers
-                        )
+                        params = {"limit": 20}
+                        r = client.get(f"/v1/users/{user}/segments", params=params, headers=headers)
                     self.statuses[str(r.status_code)] += 1
                     if r.status_code == 503 and "retry-after" not in r.headers:
                         self.missing_retry_after += 1
@@ -170,14 +159,10 @@ class FaultRunner(threading.Thread):
                 time.sleep(f.down_s)
                 self.stack.restart(f.target)
                 up = wait_recovered(lambda t=f.target: self.stack.probe(t), timeout_s=120)
-                recovered = None if up is None else time.monotonic() - killed_at
+                recovered = None if up is None else round(time.monotonic() - killed_at, 2)
+                at_s = round(killed_at - self.t0, 2)
                 self.done.append(
-                    {
-                        "target": f.target,
-                        "at_s": round(killed_at - self.t0, 2),
-                        "down_s": f.down_s,
-                        "recovered_s": None if recovered is None else round(recovered, 2),
-                    }
+                    {"target": f.target, "at_s": at_s, "down_s": f.down_s, "recovered_s": recovered}
                 )
                 self.echo(f"  fault: {f.target} answering again after {recovered}s")
         except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
@@ -199,26 +184,21 @@ def _create_users(api_url: str, admin_key: str, users: list[str]) -> dict[str, s
     keys = {}
     with httpx.Client(base_url=api_url, timeout=30.0) as client:
         for u in users:
-            r = client.post(
-                "/v1/users", json={"user_id": u}, headers={"Authorization": f"Bearer {admin_key}"}
-            )
+            auth = {"Authorization": f"Bearer {admin_key}"}
+            r = client.post("/v1/users", json={"user_id": u}, headers=auth)
             r.raise_for_status()
             keys[u] = r.json()["api_key"]
     return keys
 
 
 def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime, echo: Echo):
-    """Real-time frames and audio for every user, then the session ends; returns the wall
-    (monotonic) time streaming began and the fault runner."""
+    """Real-time frames and audio for every user while the faults are applied, then the
+    session ends; returns the fault runner."""
     from connectors.gateway import GlassesProducer
 
     settings = stack.settings
     assert settings is not None
-    jpegs = [
-        [small_jpeg(cfg.seed * 100_003 + u * 7 + i) for i in range(FRAMES_PER_USER)]
-        for u in range(len(users))
-    ]
-    wav = silent_wav()
+    wearers = Wearers(users, cfg.seed)
     faults = fault_schedule(cfg)
     with GlassesProducer(settings, message_timeout_ms=600_000) as producer:
         for name in users:
@@ -229,13 +209,7 @@ def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime,
         runner.start()
         for k in range(cfg.stream_s + 1):
             time.sleep(max(0.0, started + k - time.monotonic()))
-            ts = t0 + timedelta(seconds=k)
-            for u, name in enumerate(users):
-                if k < cfg.stream_s:
-                    producer.send_frame(name, "s1", ts, jpegs[u][k % FRAMES_PER_USER], seq=k)
-                if k >= AUDIO_CHUNK_S and k % AUDIO_CHUNK_S == 0:
-                    producer.send_audio(name, "s1", ts - timedelta(seconds=AUDIO_CHUNK_S), wav)
-            producer.producer.poll(0)
+            wearers.send_second(producer, t0, k, frames=k < cfg.stream_s)
             if runner.error is not None:
                 raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
             if k % 10 == 0:
@@ -248,7 +222,7 @@ def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime,
         for name in users:
             producer.end_session(name, "s1", end, last_ms)
         producer.flush(300)
-    return started, runner
+    return runner
 
 
 def _wait_drained(stack: ChaosStack, expected, timeout_s: float, echo: Echo) -> float:
@@ -290,8 +264,6 @@ def _worker_log_counts(log_text: str) -> dict[str, int]:
 
 def _fuzz_reports(fuzz_dir: Path | None) -> dict[str, Any]:
     """The fuzz tests' counts (tests/fuzz, run with WORLDMM_FUZZ_REPORT_DIR), if given."""
-    import json
-
     if fuzz_dir is None:
         return {}
     return {f.stem: json.loads(f.read_text()) for f in sorted(fuzz_dir.glob("*.json"))}
@@ -336,19 +308,12 @@ def _reference_run(settings: Settings, ref_url: str) -> None:
     run_main(flow)
 
 
-def run_chaos(
-    base: Settings,
-    cfg: ChaosConfig,
-    echo: Echo,
-    *,
-    keep: bool = False,
-    fuzz_dir: Path | None = None,
-) -> dict[str, Any]:
+def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
     """One chaos run on its own stack; the report (see the module docstring)."""
     from connectors.topics import topic_names
     from worldmm.store.db import Database
 
-    run_id = uuid.uuid4().hex[:8]
+    run, run_id = harness.Run(), uuid.uuid4().hex[:8]
     root = Path(tempfile.mkdtemp(prefix=f"worldmm-chaos-{run_id}-"))
     root.chmod(0o755)  # PostgreSQL runs as another OS user when we are root
     admin_key = "chaos-admin-" + uuid.uuid4().hex
@@ -368,24 +333,21 @@ def run_chaos(
     )
     stack = ChaosStack(root, base, cfg.model_latency_s, run_id)
     users = [f"chaos-{run_id}-u{u:02d}" for u in range(cfg.users)]
-    load_start = [round(x, 2) for x in os.getloadavg()]
-    started_wall = time.monotonic()
     queries: QueryLoad | None = None
     try:
         echo(f"chaos {run_id}: starting the stack under {root}")
         settings = stack.start(_prepare)
         keys = _create_users(stack.api_url, admin_key, users)
-        now = datetime.now(UTC)
-        t0 = now.replace(minute=now.minute - now.minute % 10, second=0, microsecond=0)
+        t0 = ten_minute_start()
         t0_ms = int(t0.timestamp() * 1000)
         queries = QueryLoad(stack.api_url, keys, cfg.query_interval_s)
         queries.start()
         echo(f"  streaming {cfg.users} users for {cfg.stream_s}s; faults: {fault_schedule(cfg)}")
-        _, runner = _stream(stack, cfg, users, t0, echo)
+        runner = _stream(stack, cfg, users, t0, echo)
         runner.join(timeout=300)
         if runner.error is not None:
             raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
-        expected = implied_windows(users, t0_ms, cfg.stream_s * 1000)
+        expected = checks.implied_windows(users, t0_ms, cfg.stream_s * 1000)
         drain_s = _wait_drained(stack, expected, cfg.drain_s, echo)
         queries.stop_event.set()
         queries.join(timeout=30)
@@ -393,29 +355,28 @@ def run_chaos(
         worker_starts = stack.worker.starts if stack.worker else 0
         felt = _worker_log_counts(stack.worker.tail(10**8) if stack.worker else "")
         with Database(settings.database_url or "", max_size=1) as db, db.connection() as conn:
-            chaos_mem = fetch_memory(conn, users)
-        dlq = dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
+            chaos_mem = checks.fetch_memory(conn, users)
+        dlq = checks.dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
         echo("  fault-free replay of the same topics into a second database")
         ref_url = _reference_db(settings)
         ref_t0 = time.monotonic()
         _reference_run(settings, ref_url)
         ref_s = time.monotonic() - ref_t0
         with Database(ref_url, max_size=1) as db, db.connection() as conn:
-            ref_mem = fetch_memory(conn, users)
+            ref_mem = checks.fetch_memory(conn, users)
     finally:
         if queries is not None:
             queries.stop_event.set()
         stack.stop()
-    windows = window_figures(expected, chaos_mem)
+    windows = checks.window_figures(expected, chaos_mem)
     result = {
         "benchmark": "chaos",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "windows": windows,
-        "reference_windows": window_figures(expected, ref_mem),
+        "reference_windows": checks.window_figures(expected, ref_mem),
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
-        "inconsistent_facts": inconsistent_facts(chaos_mem),
-        "against_fault_free_run": compare_with_reference(chaos_mem, ref_mem),
+        "inconsistent_facts": checks.inconsistent_facts(chaos_mem),
+        "against_fault_free_run": checks.compare_with_reference(chaos_mem, ref_mem),
         "visual_status_30s": dict(chaos_mem.visual),
         "dlq_by_reason": dlq,
         "faults": runner.done,
@@ -427,70 +388,32 @@ def run_chaos(
         },
         "worker_starts": worker_starts,
         "worker_log": felt,
-        "fuzz": _fuzz_reports(fuzz_dir),
+        "fuzz": _fuzz_reports(cfg.fuzz_dir),
         "drain_s": round(drain_s, 1),
         "reference_run_s": round(ref_s, 1),
         "settings": {
-            **{k: v for k, v in asdict(cfg).items() if k != "targets"},
-            "targets": list(cfg.targets),
+            **cfg.model_dump(mode="json"),
             "stream_s": cfg.stream_s,
             "fps": 1,
             "audio": f"{AUDIO_CHUNK_S} s WAV chunks",
             "model": "simulated (bench/ingest_sim.py); encoder: the real service, offline backend",
         },
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "loadavg_start": load_start,
-            "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-        },
-        "wall_s": round(time.monotonic() - started_wall, 1),
     }
-    if keep:
+    if cfg.keep:
         result["kept_dir"] = str(root)
     else:
         shutil.rmtree(root, ignore_errors=True)
-    return result
+    return run.stamp(result)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    d = ChaosConfig()
-    p = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__.split("\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="where to write the JSON report")
-    p.add_argument("--users", type=int, default=d.users, help="simulated wearers")
-    p.add_argument("--minutes", type=float, default=d.minutes, help="stream length")
-    p.add_argument("--seed", type=int, default=d.seed, help="fault schedule and frames")
-    p.add_argument("--faults-per-target", type=int, default=d.faults_per_target)
-    p.add_argument("--targets", default=",".join(d.targets), help="comma-separated subset")
-    p.add_argument("--model-latency-s", type=float, default=d.model_latency_s)
-    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")
-    p.add_argument(
-        "--fuzz-dir", type=Path, default=None, help="fuzz counts (tests/fuzz) to include"
-    )
-    return p.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+@harness.main(ChaosConfig)
+def main(cfg: ChaosConfig) -> dict[str, Any]:
+    """Stream while every server is SIGKILLed and restarted on a seeded schedule; report
+    missing and duplicated windows, entities, triples, DLQ reasons and query statuses."""
     from worldmm.settings import load_settings
 
-    args = parse_args(argv)
-    targets = tuple(t for t in args.targets.split(",") if t)
-    unknown = set(targets) - set(TARGETS)
-    if unknown:
-        raise SystemExit(f"unknown targets {sorted(unknown)}; choose from {list(TARGETS)}")
-    cfg = ChaosConfig(
-        users=args.users,
-        minutes=args.minutes,
-        seed=args.seed,
-        faults_per_target=args.faults_per_target,
-        targets=targets,
-        model_latency_s=args.model_latency_s,
-    )
-    t0 = time.perf_counter()
-    result = run_chaos(
-        load_settings(), cfg, stamped_echo(t0), keep=args.keep, fuzz_dir=args.fuzz_dir
-    )
-    write_report(result, "bench.chaos", argv, t0, args.out)
+    result = run_chaos(load_settings(), cfg, harness.stamped_echo())
+    harness.write_report(result, cfg.out)
     return result
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,33 +18,21 @@ from pathlib import Path
 
 import httpx
 
+from bench.child import Child, child_env, children
 from worldmm.settings import Settings
 from worldmm.stack import kafka, postgres, redis_server
 from worldmm.stack.process import free_port, pid_alive, read_pid, wait_until
 
-REPO = Path(__file__).resolve().parents[1]
 TARGETS = ("worker", "kafka", "postgres", "redis", "encoder")
+SERVERS = {"kafka": kafka, "postgres": postgres, "redis": redis_server}
 # Settings the child processes get as WORLDMM_* variables.
 _CHILD_FIELDS = (
     "kafka_brokers", "database_url", "redis_url", "topic_prefix", "topic_partitions",
     "state_dir", "blob_dir", "llm_concurrency", "allowed_lateness_s", "stream_idle_s",
     "session_end_grace_s", "frames_per_window", "max_past_age_s", "gpu_worker_url",
     "gpu_ocr_frames", "gpu_timeout_s", "gpu_max_retries", "gpu_breaker_reset_s",
-    "llm_provider", "embed_backend", "offline_ocr_frames", "api_rate_limit",
+    "llm_provider", "embed_backend", "offline_ocr_frames", "api_rate_limit", "admin_api_key",
 )  # fmt: skip
-
-
-def child_env(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WORLDMM_")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
-    for name in _CHILD_FIELDS:
-        value = getattr(settings, name, None)
-        if value is not None:
-            env[f"WORLDMM_{name.upper()}"] = str(value)
-    key = settings.admin_api_key
-    if key is not None:
-        env["WORLDMM_ADMIN_API_KEY"] = getattr(key, "get_secret_value", lambda: key)()
-    return env
 
 
 def _http_ok(url: str) -> bool:
@@ -65,91 +52,29 @@ def _kill_wait(pids: Sequence[int], marker: str | None) -> None:
             os.waitpid(pid, os.WNOHANG)
 
 
-def _children(parent: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == parent:
-            out.append(int(entry.name))
-    return out
-
-
-class Child:
-    """A Python child process in its own session, restartable with the same command."""
-
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str], log: Path) -> None:
-        self.name, self.cmd, self.env, self.log_path = name, cmd, env, log
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        log = self.log_path.open("ab")
-        try:
-            self.proc = subprocess.Popen(
-                self.cmd, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
-        finally:
-            log.close()
-        self.starts += 1
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # our child's own process group
-            self.proc.wait(timeout=20)
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-    def tail(self, n: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-n:]
-        except OSError:
-            return ""
-
-
 class ChaosStack:
     """Everything the chaos run starts, on fixed ports, under ``root``."""
 
     def __init__(self, root: Path, base: Settings, latency_s: float, run_id: str) -> None:
-        self.root = root
-        self.base = base
-        self.latency_s = latency_s
-        self.run_id = run_id
-        self.dirs = {n: root / n for n in ("kafka", "redis", "postgres")}
+        self.root, self.base, self.latency_s, self.run_id = root, base, latency_s, run_id
+        self.dirs = {name: root / name for name in SERVERS}
         self.ports: dict[str, int] = {}
         self.settings: Settings | None = None
-        self.worker: Child | None = None
-        self.encoder: Child | None = None
-        self.api: Child | None = None
+        self.children: dict[str, Child] = {}  # worker, encoder, api
 
-    # -- start and stop everything ---------------------------------------------------------
+    @property
+    def worker(self) -> Child | None:
+        return self.children.get("worker")
 
     def start(self, prepare: Callable[[Settings], None]) -> Settings:
-        k = kafka.start(self.dirs["kafka"])
-        p = postgres.start(self.dirs["postgres"])
-        r = redis_server.start(self.dirs["redis"])
-        self.ports.update(kafka=k["port"], postgres=p["port"], redis=r["port"])
+        records = {name: server.start(self.dirs[name]) for name, server in SERVERS.items()}
+        self.ports = {name: r["port"] for name, r in records.items()}
         self.ports.update(encoder=free_port(), api=free_port())
         self.settings = self.base.model_copy(
             update={
-                "kafka_brokers": k["brokers"],
-                "database_url": p["url"],
-                "redis_url": r["url"],
+                "kafka_brokers": records["kafka"]["brokers"],
+                "database_url": records["postgres"]["url"],
+                "redis_url": records["redis"]["url"],
                 "gpu_worker_url": f"http://127.0.0.1:{self.ports['encoder']}",
                 "state_dir": self.root / "state",
                 "blob_dir": self.root / "blobs",
@@ -157,83 +82,53 @@ class ChaosStack:
             }
         )
         prepare(self.settings)  # migrations, topics
-        env = child_env(self.settings)
-        py = sys.executable
-        self.encoder = Child(
-            "encoder",
-            [py, "-m", "apps.cli", "gpu-worker", "--backend", "offline",
-             "--port", str(self.ports["encoder"])],
-            env, self.root / "encoder.log",
-        )  # fmt: skip
-        self.worker = Child(
-            "worker",
-            [py, "-m", "bench.chaos_worker", "--latency-s", str(self.latency_s),
-             "--report", str(self.report_path), "--recovery-dir", str(self.root / "recovery"),
-             "--epoch-s", "1"],
-            env, self.root / "worker.log",
-        )  # fmt: skip
-        self.api = Child(
-            "api",
-            [py, "-m", "apps.cli", "serve", "--port", str(self.ports["api"])],
-            env, self.root / "api.log",
-        )  # fmt: skip
-        for child in (self.encoder, self.api, self.worker):
-            child.start()
+        env = child_env(self.settings, _CHILD_FIELDS)
+        py, encoder, api = sys.executable, str(self.ports["encoder"]), str(self.ports["api"])
+        commands = {
+            "encoder": ["apps.cli", "gpu-worker", "--backend", "offline", "--port", encoder],
+            "api": ["apps.cli", "serve", "--port", api],
+            "worker": ["bench.ingest_worker", "--latency-s", str(self.latency_s), "--report",
+                       str(self.root / "windows.jsonl"), "--recovery-dir",
+                       str(self.root / "recovery"), "--epoch-s", "1", "--real-encoder"],
+        }  # fmt: skip
+        for name, args in commands.items():
+            log = self.root / f"{name}.log"
+            self.children[name] = Child(name, [py, "-m", *args], log, env).start()
         wait_until(lambda: self.probe("encoder"), timeout_s=120, what="encoder service")
         wait_until(lambda: _http_ok(f"{self.api_url}/healthz"), timeout_s=180, what="query API")
         return self.settings
-
-    @property
-    def report_path(self) -> Path:
-        return self.root / "windows.jsonl"
 
     @property
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['api']}"
 
     def stop(self) -> None:
-        for child in (self.worker, self.api, self.encoder):
-            if child is not None:
-                child.stop()
-        redis_server.stop(self.dirs["redis"])
-        postgres.stop(self.dirs["postgres"])
-        kafka.stop(self.dirs["kafka"])
+        for name in ("worker", "api", "encoder"):
+            if name in self.children:
+                self.children[name].stop()
+        for name in ("redis", "postgres", "kafka"):
+            SERVERS[name].stop(self.dirs[name])
 
     # -- faults ----------------------------------------------------------------------------
 
     def kill(self, target: str) -> None:
-        if target == "worker":
-            assert self.worker is not None
-            self.worker.kill()
-        elif target == "encoder":
-            assert self.encoder is not None
-            self.encoder.kill()
-        elif target == "kafka":
-            pid = read_pid(self.dirs["kafka"] / "kafka.pid")
-            _kill_wait([pid] if pid else [], kafka.MARKER)
-        elif target == "redis":
-            pid = read_pid(self.dirs["redis"] / "redis.pid")
-            _kill_wait([pid] if pid else [], redis_server.MARKER)
+        if target in self.children:
+            self.children[target].kill()
         elif target == "postgres":
             pm = postgres.postmaster_pid(self.dirs["postgres"] / "data")
             if pm:  # the postmaster and all its backends at once, as a crash would
-                _kill_wait([pm, *_children(pm)], None)
+                _kill_wait([pm, *children(pm)], None)
+        elif target in SERVERS:
+            pid = read_pid(self.dirs[target] / f"{target}.pid")
+            _kill_wait([pid] if pid else [], SERVERS[target].MARKER)
         else:
             raise ValueError(f"unknown target {target!r}")
 
     def restart(self, target: str) -> None:
-        if target == "worker":
-            assert self.worker is not None
-            self.worker.start()
-        elif target == "encoder":
-            assert self.encoder is not None
-            self.encoder.start()
-        elif target == "kafka":
-            kafka.start(self.dirs["kafka"], port=self.ports["kafka"])
-        elif target == "redis":
-            redis_server.start(self.dirs["redis"], port=self.ports["redis"])
-        elif target == "postgres":
-            postgres.start(self.dirs["postgres"], port=self.ports["postgres"])
+        if target in self.children:
+            self.children[target].start()
+        elif target in SERVERS:
+            SERVERS[target].start(self.dirs[target], port=self.ports[target])
         else:
             raise ValueError(f"unknown target {target!r}")
 
@@ -241,25 +136,21 @@ class ChaosStack:
         """The target answers its real protocol (the worker: its process runs)."""
         s = self.settings
         assert s is not None
-        if target == "worker":
-            return self.worker is not None and self.worker.alive()
-        if target == "encoder":
-            return _http_ok(f"{s.gpu_worker_url}/healthz")
-        if target == "kafka":
-            return kafka.probe(s.kafka_brokers or "", 1.0)[0]
-        if target == "redis":
-            return redis_server.probe(s.redis_url or "")[0]
-        if target == "postgres":
-            return postgres.probe(s.database_url or "")[0]
-        raise ValueError(f"unknown target {target!r}")
+        probes = {
+            "worker": lambda: self.worker is not None and self.worker.alive(),
+            "encoder": lambda: _http_ok(f"{s.gpu_worker_url}/healthz"),
+            "kafka": lambda: kafka.probe(s.kafka_brokers or "", 1.0)[0],
+            "redis": lambda: redis_server.probe(s.redis_url or "")[0],
+            "postgres": lambda: postgres.probe(s.database_url or "")[0],
+        }
+        if target not in probes:
+            raise ValueError(f"unknown target {target!r}")
+        return probes[target]()
 
     def check_children(self) -> None:
         """Raise when a child we did not kill has died (a crash is a finding, not noise)."""
-        for child in (self.worker, self.encoder, self.api):
-            if child is not None and child.proc is not None and child.proc.poll() is not None:
-                raise RuntimeError(
-                    f"{child.name} exited with {child.proc.returncode}:\n{child.tail()}"
-                )
+        for child in self.children.values():
+            child.check()
 
 
 def wait_recovered(probe: Callable[[], bool], timeout_s: float) -> float | None:

@@ -8,24 +8,43 @@ round is one full batch. Run:
     python -m bench.gpu_worker --random-model 2b --out gpu-2b.json     # on a GPU machine
     worldmm bench gpu-worker --random-model tiny --out tiny.json
 
-Prints the JSON result; ``--out`` also writes it (and ``--plot`` draws the curves).
+Prints the JSON report; ``--out`` also writes it (and ``--plot`` draws the curves).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import io
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+from pydantic import Field
 
-DEFAULT_BATCHES = (1, 4, 8, 16, 32)
+from bench import harness
+from bench.harness import Echo, IntList
+
+
+class GpuOptions(harness.Options):
+    backend: Literal["offline", "vlm2vec"] = Field("offline", description="The encoder.")
+    random_model: Literal["tiny", "2b"] | None = Field(
+        None, description="The VLM2Vec code path on random weights of this Qwen2-VL size."
+    )
+    model_dir: Path | None = Field(None, description="VLM2Vec-V2 checkpoint dir.")
+    batches: IntList = Field((1, 4, 8, 16, 32), description="Batch sizes, comma-separated.")
+    rounds: int = Field(3, description="Full video batches per size.")
+    text_rounds: int = Field(10, description="Full text batches per size.")
+    frames: int = Field(16, description="Frames per clip.")
+    frame_size: str = Field("640x480", pattern=r"^\d+x\d+$", description="Frame WIDTHxHEIGHT.")
+    dim: int = Field(1536, description="The offline backend's dimension.")
+    device: str | None = Field(None, description="cpu | cuda (default: the best there is).")
+    ocr_frames: int = Field(4, description="Frames per clip the offline backend reads text of.")
+    plot: Path | None = Field(None, description="Also draw the curves (PNG).")
+    max_wait_ms: float = 5.0  # the service's batching wait
+
+
 QUERIES = (
     "the coffee shop sign",
     "a red car in the street",
@@ -54,16 +73,9 @@ def make_clip(seed: int, frames: int, size: tuple[int, int]) -> list[bytes]:
     return out
 
 
-def build_backend(
-    backend: str,
-    *,
-    random_model: Literal["tiny", "2b"] | None,
-    model_dir: Path | None,
-    dim: int,
-    device: str | None,
-    ocr_frames: int,
-):
-    if random_model:
+def build_backend(opts: GpuOptions):
+    device = opts.device
+    if opts.random_model:
         import torch
 
         from apps.gpu_worker.backends.random_model import build_random_model
@@ -71,11 +83,13 @@ def build_backend(
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-        model, tokenizer = build_random_model(random_model, device=device, dtype=dtype)
-        return Vlm2VecBackend(model, tokenizer, label=f"random-{random_model} (Qwen2-VL shapes)")
+        model, tokenizer = build_random_model(opts.random_model, device=device, dtype=dtype)
+        label = f"random-{opts.random_model} (Qwen2-VL shapes)"
+        return Vlm2VecBackend(model, tokenizer, label=label)
     from apps.gpu_worker.backends import load_backend
 
-    return load_backend(backend, dim=dim, model_dir=model_dir, ocr_frames=ocr_frames, device=device)
+    kwargs = opts.model_dump(include={"dim", "model_dir", "ocr_frames"})
+    return load_backend(opts.backend, device=device, **kwargs)
 
 
 async def _round(client, path: str, payloads: list[dict]) -> list[float]:
@@ -116,59 +130,38 @@ async def _measure(url: str, batch: int, rounds: int, text_rounds: int, clips: l
     return {
         "clips_per_s": round(len(video_lat) / video_s, 3),
         "texts_per_s": round(len(text_lat) / text_s, 3),
-        "p95_ms": round(float(np.percentile(video_lat, 95)) * 1000, 1),
-        "text_p95_ms": round(float(np.percentile(text_lat, 95)) * 1000, 1),
+        "p95_ms": harness.summary(video_lat, qs=(95,), digits=1, scale=1000)["p95"],
+        "text_p95_ms": harness.summary(text_lat, qs=(95,), digits=1, scale=1000)["p95"],
     }
 
 
-def run_benchmark(
-    *,
-    backend: str = "offline",
-    random_model: Literal["tiny", "2b"] | None = None,
-    model_dir: Path | None = None,
-    batches: tuple[int, ...] = DEFAULT_BATCHES,
-    rounds: int = 3,
-    text_rounds: int = 10,
-    frames: int = 16,
-    frame_size: tuple[int, int] = (640, 480),
-    dim: int = 1536,
-    device: str | None = None,
-    ocr_frames: int = 4,
-    max_wait_ms: float = 5.0,
-    progress=None,
-) -> dict:
+def run_benchmark(opts: GpuOptions, say: Echo) -> dict:
     from apps.gpu_worker.app import WorkerConfig, create_app
     from apps.gpu_worker.threaded import ThreadedServer
 
-    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    say(f"loading backend {random_model and 'random-' + random_model or backend} ...")
-    encoder = build_backend(
-        backend,
-        random_model=random_model,
-        model_dir=model_dir,
-        dim=dim,
-        device=device,
-        ocr_frames=ocr_frames,
-    )
-    clips = [make_clip(seed, frames, frame_size) for seed in range(max(batches))]
+    run = harness.Run()
+    say(f"loading backend {opts.random_model and 'random-' + opts.random_model or opts.backend}")
+    encoder = build_backend(opts)
+    frame_size = tuple(int(x) for x in opts.frame_size.split("x"))
+    clips = [make_clip(seed, opts.frames, frame_size) for seed in range(max(opts.batches))]
     result: dict = {
         "backend": encoder.name,
         "model": encoder.model,
         "device": _device_name(encoder.device),
         "dim": encoder.dim,
-        "frames_per_clip": frames,
+        "frames_per_clip": opts.frames,
         "frame_size": list(frame_size),
-        "rounds": rounds,
-        "text_rounds": text_rounds,
+        "rounds": opts.rounds,
+        "text_rounds": opts.text_rounds,
         "batches": {},
     }
-    for batch in batches:
-        config = WorkerConfig(batch_size=batch, max_wait_ms=max_wait_ms, queue_size=4 * batch)
+    for batch in opts.batches:
+        config = WorkerConfig(batch_size=batch, max_wait_ms=opts.max_wait_ms, queue_size=4 * batch)
         with ThreadedServer(create_app(encoder, config)) as server:
-            figures = asyncio.run(_measure(server.url, batch, rounds, text_rounds, clips))
+            figures = asyncio.run(_measure(server.url, batch, opts.rounds, opts.text_rounds, clips))
         result["batches"][str(batch)] = figures
         say(f"batch {batch:>3}: {figures}")
-    return result
+    return run.stamp(result)
 
 
 def _device_name(device: str) -> str:
@@ -205,52 +198,13 @@ def plot(result: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.gpu_worker",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--backend", choices=("offline", "vlm2vec"), default="offline")
-    parser.add_argument(
-        "--random-model",
-        choices=("tiny", "2b"),
-        default=None,
-        help="VLM2Vec code path on random weights of this Qwen2-VL size",
-    )
-    parser.add_argument("--model-dir", type=Path, default=None)
-    parser.add_argument("--batches", default=",".join(map(str, DEFAULT_BATCHES)))
-    parser.add_argument("--rounds", type=int, default=3, help="full video batches per size")
-    parser.add_argument("--text-rounds", type=int, default=10)
-    parser.add_argument("--frames", type=int, default=16)
-    parser.add_argument("--frame-size", default="640x480")
-    parser.add_argument("--dim", type=int, default=1536, help="offline backend dimension")
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--ocr-frames", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--plot", type=Path, default=None)
-    args = parser.parse_args(argv)
-    width, height = (int(x) for x in args.frame_size.lower().split("x"))
-    result = run_benchmark(
-        backend=args.backend,
-        random_model=args.random_model,
-        model_dir=args.model_dir,
-        batches=tuple(int(b) for b in args.batches.split(",")),
-        rounds=args.rounds,
-        text_rounds=args.text_rounds,
-        frames=args.frames,
-        frame_size=(width, height),
-        dim=args.dim,
-        device=args.device,
-        ocr_frames=args.ocr_frames,
-    )
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    if args.plot:
-        plot(result, args.plot)
+@harness.main(GpuOptions, required=())
+def main(opts: GpuOptions) -> dict:
+    """Clips/s, text queries/s and p95 latency of the GPU worker at several batch sizes."""
+    result = run_benchmark(opts, harness.stamped_echo())
+    harness.write_report(result, opts.out)
+    if opts.plot:
+        plot(result, opts.plot)
     return result
 
 

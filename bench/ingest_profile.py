@@ -15,12 +15,12 @@ counts as "store writes", a pydantic validation made by the codec as "decode".
 from __future__ import annotations
 
 import shutil
-import signal
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+
+from bench.child import Child
 
 # (part, path fragments of its code). Order matters only between fragments that could both
 # match one frame; the leaf-most matching frame decides.
@@ -30,24 +30,15 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("window state", ("worldmm/memory/windows.py", "apps/dataflows/window_step.py")),
     ("store writes", ("worldmm/store/", "psycopg/", "psycopg_pool/", "psycopg_binary/")),
     ("cache calls", ("worldmm/graph/cache", "redis/")),
-    (
-        "construction",
-        (
-            "worldmm/memory/",
-            "apps/dataflows/construct_step.py",
-            "bench/ingest_sim.py",
-            "worldmm/llm/",
-        ),
-    ),
+    ("construction", ("worldmm/memory/", "apps/dataflows/construct_step.py",
+                      "bench/ingest_sim.py", "worldmm/llm/")),
     ("asyncio loop", ("asyncio/",)),
-    (
-        "flow glue",
-        ("apps/dataflows/ingest.py", "apps/dataflows/metrics.py", "bench/ingest_worker.py"),
-    ),
+    ("flow glue", ("apps/dataflows/ingest.py", "apps/dataflows/metrics.py",
+                   "bench/ingest_worker.py")),
     ("metrics", ("prometheus_client/",)),
     ("Kafka input (Python side)", ("confluent_kafka/", "bytewax/connectors/kafka")),
     ("Bytewax", ("bytewax/",)),
-)
+)  # fmt: skip
 
 
 # Leaf frames that are a thread blocked, not running: py-spy's idle detection misses some
@@ -118,21 +109,11 @@ class Sampler:
         if not Path(exe).exists():
             raise RuntimeError("--profile needs py-spy (pip install py-spy==0.4.3)")
         self.out = out
-        self._log = out.with_suffix(".log").open("wb")
-        self.proc = subprocess.Popen(
-            [exe, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate),
-             "--nonblocking", "--full-filenames", "--output", str(out)],
-            stdout=self._log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        cmd = [exe, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate),
+               "--nonblocking", "--full-filenames", "--output", str(out)]  # fmt: skip
+        self.child = Child("py-spy", cmd, out.with_suffix(".log")).start()
 
     def stop(self) -> list[str]:
         """Stop sampling (py-spy writes its file on SIGINT); the folded lines."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log.close()
+        self.child.stop(timeout_s=30)
         return self.out.read_text().splitlines() if self.out.exists() else []

@@ -1,11 +1,13 @@
-"""A simulated model for the ingest benchmark and the concurrency tests.
+"""A simulated model and simulated wearers for the ingest and chaos benchmarks and the
+concurrency tests.
 
 Every model call (each role, and ASR) waits a fixed latency and then returns cheap,
 deterministic output; the text embedder is a hash. No OCR, Whisper or MiniLM runs, so the
 CPU time of a process using these is the pipeline's own (decode, blobs, windows, database
 writes, entity resolution, embedding look-ups), and a model's latency only shows as wall
 time. Each call's start and end are recorded (:class:`CallLog`) so tests can tell whether
-calls overlapped without timing anything themselves.
+calls overlapped without timing anything themselves. :class:`Wearers` stream small frames
+and silent audio in real time through the gateway's producer.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import hashlib
 import io
 import threading
 import time
+import wave
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -228,3 +233,48 @@ def small_jpeg(seed: int, size: tuple[int, int] = (96, 72)) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=70)
     return buf.getvalue()
+
+
+AUDIO_CHUNK_S = 5
+AUDIO_RATE = 8000
+FRAMES_PER_USER = 4  # distinct JPEGs cycled per user
+
+
+def silent_wav(seconds: int = AUDIO_CHUNK_S, rate: int = AUDIO_RATE) -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"\x00\x00" * seconds * rate)
+    return buf.getvalue()
+
+
+def ten_minute_start() -> datetime:
+    """The last 10 min boundary: event time starts there, so coarse windows close in a run."""
+    now = datetime.now(UTC)
+    return now.replace(minute=now.minute - now.minute % 10, second=0, microsecond=0)
+
+
+class Wearers:
+    """Simulated wearers in session ``s1``: one small JPEG a second each (cycling through a
+    few), a silent 5 s WAV chunk every 5 s."""
+
+    def __init__(self, names: Sequence[str], seed: int) -> None:
+        self.names = list(names)
+        self.jpegs = [
+            [small_jpeg(seed * 100_003 + u * 7 + i) for i in range(FRAMES_PER_USER)]
+            for u in range(len(self.names))
+        ]
+        self.wav = silent_wav()
+
+    def send_second(self, producer: Any, t0: datetime, k: int, frames: bool = True) -> None:
+        """Second ``k`` of the stream: every wearer's frame, and the audio chunk that ends at
+        ``k``; ``producer`` is a :class:`connectors.gateway.GlassesProducer`."""
+        ts = t0 + timedelta(seconds=k)
+        for u, name in enumerate(self.names):
+            if frames:
+                producer.send_frame(name, "s1", ts, self.jpegs[u][k % FRAMES_PER_USER], seq=k)
+            if k >= AUDIO_CHUNK_S and k % AUDIO_CHUNK_S == 0:
+                producer.send_audio(name, "s1", ts - timedelta(seconds=AUDIO_CHUNK_S), self.wav)
+        producer.producer.poll(0)

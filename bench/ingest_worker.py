@@ -1,10 +1,15 @@
-"""The dataflow process of the ingest benchmark: the real ingest flow (Kafka in, PostgreSQL
-out, one Bytewax worker) with the simulated model of :mod:`bench.ingest_sim`.
+"""The dataflow process of the ingest and chaos benchmarks: the real ingest flow (Kafka in,
+PostgreSQL out, one Bytewax worker) with the simulated models of :mod:`bench.ingest_sim`.
 
     WORLDMM_... python -m bench.ingest_worker --latency-s 2.0 --report windows.jsonl
+    WORLDMM_... python -m bench.ingest_worker --latency-s 0.2 --report windows.jsonl \\
+        --recovery-dir rec --real-encoder        # the chaos benchmark's worker
 
 Settings come from ``WORLDMM_*`` variables. Every finished window is appended to the report
-file as one JSON line with the wall time at which its write had committed (queryable).
+file as one JSON line with the wall time at which its write had committed (queryable). With
+``--recovery-dir`` recovery is on: killed with SIGKILL and started again with the same dir,
+it resumes from its last snapshot. ``--real-encoder`` calls the encoder service over HTTP
+(``WORLDMM_GPU_WORKER_URL``), so that killing it is felt as in production.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
@@ -50,8 +56,9 @@ class ReportSink(DynamicSink[WindowOutcome]):
         return _ReportPartition(self.path)
 
 
-def simulated_deps(settings: Settings, latency_s: float) -> Deps:
-    """Real store, blob store and graph cache; simulated model calls and a hash embedder."""
+def simulated_deps(settings: Settings, latency_s: float, real_encoder: bool = False) -> Deps:
+    """Real store and blob store; simulated model calls and a hash embedder; the encoder
+    simulated too, or with ``real_encoder`` the service's HTTP client."""
     from bench.ingest_sim import (
         HashEmbedder,
         SimulatedEncoder,
@@ -59,17 +66,21 @@ def simulated_deps(settings: Settings, latency_s: float) -> Deps:
         SimulatedTranscriber,
     )
 
+    real = real_encoder and settings.gpu_worker_url
     return build_deps(
         settings,
         role="ingest",
         roles=SimulatedRoles(latency_s),
         embedder=HashEmbedder(settings.text_embed_dim),
         transcriber=SimulatedTranscriber(latency_s),
-        encoder=SimulatedEncoder(settings.visual_embed_dim, latency_s),
+        # None: build_deps builds the encoder the settings name (the service's HTTP client)
+        encoder=None if real else SimulatedEncoder(settings.visual_embed_dim, latency_s),
     )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from bytewax._bytewax import cli_main
+    from bytewax.recovery import RecoveryConfig, init_db_dir
     from bytewax.testing import run_main
 
     from apps.dataflows.ingest import build_flow
@@ -78,17 +89,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.ingest_worker")
     p.add_argument("--latency-s", type=float, required=True, help="simulated model latency")
     p.add_argument("--report", type=Path, required=True, help="JSON lines, one per window")
+    p.add_argument("--recovery-dir", type=Path, help="Bytewax recovery dir (recovery on)")
+    p.add_argument("--epoch-s", type=float, default=1.0, help="snapshot interval")
+    p.add_argument("--real-encoder", action="store_true", help="the encoder service over HTTP")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    settings = load_settings()
     flow = build_flow(
-        settings,
+        load_settings(),
         report_sink=ReportSink(args.report),
-        deps_factory=lambda s: simulated_deps(s, args.latency_s),
-        flow_id="worldmm_bench_ingest",
+        deps_factory=lambda s: simulated_deps(s, args.latency_s, args.real_encoder),
+        flow_id="worldmm_bench_chaos" if args.recovery_dir else "worldmm_bench_ingest",
     )
     with contextlib.suppress(KeyboardInterrupt):  # the benchmark stops us with SIGINT
-        run_main(flow)
+        if args.recovery_dir is None:
+            run_main(flow)
+            return
+        args.recovery_dir.mkdir(parents=True, exist_ok=True)
+        if not any(args.recovery_dir.iterdir()):
+            init_db_dir(args.recovery_dir, 1)
+        recovery = RecoveryConfig(str(args.recovery_dir))
+        epoch = timedelta(seconds=args.epoch_s)
+        cli_main(flow, workers_per_process=1, epoch_interval=epoch, recovery_config=recovery)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ end: it drops and creates indexes, which it must never do to a configured databa
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import tempfile
 import time
@@ -24,11 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from pydantic import Field
 
+from bench import harness
 from bench.bulk_load import Loader
+from bench.harness import Echo
 from bench.query_synth import SynthConfig, SyntheticMemory, hours_of, make_queries
-from bench.report import Echo, stamped_echo, write_report
 
 LAYOUTS = {
     "per_user": "CREATE INDEX segments_user_search_idx ON segments USING gin (user_id, search_tsv)"
@@ -70,8 +70,8 @@ def use_layout(db: Any, layout: str) -> None:
 def time_searches(
     db: Any, user_id: str, texts: Sequence[str], k: int, repeats: int
 ) -> dict[str, Any]:
-    """p50 / p95 / mean ms of the lexical search of ``texts`` (a first untimed pass warms
-    the buffers) and the segment ids found, to check both layouts agree."""
+    """p50 / p95 / mean / max ms of the lexical search of ``texts`` (a first untimed pass
+    warms the buffers) and the segment ids found, to check both layouts agree."""
     from worldmm.memory.retrieval.lanes import weighted_terms
     from worldmm.store import segment_search as ss
 
@@ -88,49 +88,45 @@ def time_searches(
                     times.append(1000 * (time.perf_counter() - t))
                 else:
                     found.append([r.segment_id for r in rows])
-    return {
-        "p50": round(float(np.percentile(times, 50)), 2),
-        "p95": round(float(np.percentile(times, 95)), 2),
-        "mean": round(float(np.mean(times)), 2),
-        "n": len(times),
-        "found": found,
-    }
+    return {**harness.summary(times), "found": found}
 
 
-def run(
-    wearers: int, days: float, queries: int, k: int, repeats: int, echo: Echo
-) -> dict[str, Any]:
-    from worldmm import stack
+class LexicalOptions(harness.Options):
+    wearers: int = Field(16, description="Wearers loaded.")
+    days: float = Field(7.0, description="Days of memory per wearer.")
+    queries: int = Field(20, description="Questions of the first wearer.")
+    k: int = Field(100, description="Segments per search.")
+    repeats: int = Field(2, description="Timed passes over the questions.")
+
+
+def measure(opts: LexicalOptions, echo: Echo) -> dict[str, Any]:
     from worldmm.settings import load_settings
     from worldmm.store.db import Database
-    from worldmm.store.migrate import apply_migrations
 
-    if wearers < 1 or queries < 1 or k < 1 or repeats < 1:
+    if min(opts.wearers, opts.queries, opts.k, opts.repeats) < 1:
         raise ValueError("--wearers, --queries, --k and --repeats must be at least 1")
-    hours = hours_of(days)
+    run = harness.Run()
     # Not pytest's or Python's private tmp: PostgreSQL runs as another OS user.
     state = Path(tempfile.mkdtemp(prefix="worldmm-lexical-index-", dir="/tmp"))
     state.chmod(0o755)
     settings = load_settings(state_dir=state, database_url=None, redis_url=None)
-    result: dict[str, Any] = {
-        "benchmark": "lexical_index",
-        "config": {"wearers": wearers, "days": days, "queries": queries, "k": k},
-    }
+    result: dict[str, Any] = {"benchmark": "lexical_index", "config": opts.model_dump(mode="json")}
     try:
-        echo(f"starting an embedded stack in {state}")
-        url = stack.up(settings).database_url
-        apply_migrations(url, settings)
-        with Database(url, max_size=1) as db:
-            memories = load_wearers(db, wearers, hours, echo)
+        with (
+            harness.stack_or_start(settings, echo, need=("postgres",)) as settings,
+            Database(settings.database_url, max_size=1) as db,
+        ):
+            memories = load_wearers(db, opts.wearers, hours_of(opts.days), echo)
             first = next(iter(memories))
-            texts = [q.text for q in make_queries(memories[first], queries, seed=0)["episodic"]]
+            asked = make_queries(memories[first], opts.queries, seed=0)["episodic"]
+            texts = [q.text for q in asked]
             with db.connection() as conn:
                 (rows,) = conn.execute("SELECT count(*) FROM segments").fetchone()
             result["segments"] = int(rows)
             timings = {}
             for layout in ("per_user", "lexemes_only"):
                 use_layout(db, layout)
-                timings[layout] = time_searches(db, first, texts, k, repeats)
+                timings[layout] = time_searches(db, first, texts, opts.k, opts.repeats)
                 echo(
                     f"  {layout}: { ({k: v for k, v in timings[layout].items() if k != 'found'}) }"
                 )
@@ -142,23 +138,16 @@ def run(
             timings["lexemes_only"]["p50"] / timings["per_user"]["p50"], 2
         )
     finally:
-        stack.down(settings)
         shutil.rmtree(state, ignore_errors=True)
-    return result
+    return run.stamp(result)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(prog="python -m bench.lexical_index", description=__doc__)
-    p.add_argument("--out", type=Path, required=True, help="where to write the JSON result")
-    p.add_argument("--wearers", type=int, default=16, help="wearers loaded")
-    p.add_argument("--days", type=float, default=7.0, help="days of memory per wearer")
-    p.add_argument("--queries", type=int, default=20, help="questions of the first wearer")
-    p.add_argument("--k", type=int, default=100, help="segments per search")
-    p.add_argument("--repeats", type=int, default=2, help="timed passes over the questions")
-    args = p.parse_args(argv)
-    t0 = time.perf_counter()
-    result = run(args.wearers, args.days, args.queries, args.k, args.repeats, stamped_echo(t0))
-    write_report(result, "bench.lexical_index", argv, t0, args.out)
+@harness.main(LexicalOptions)
+def main(opts: LexicalOptions) -> dict[str, Any]:
+    """One wearer's lexical search among N wearers: the per-user full-text index against one
+    on the lexemes alone, on a fresh embedded stack of its own."""
+    result = measure(opts, harness.stamped_echo())
+    harness.write_report(result, opts.out)
     return result
 
 

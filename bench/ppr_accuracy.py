@@ -12,22 +12,22 @@ segment. Run:
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
+from bench import harness
+from bench.harness import Commas, percentile
 from bench.query_synth import SynthConfig, SyntheticMemory, hours_of
-from bench.report import stamped_echo, write_report
-from worldmm.graph.local_ppr import ppr
+from worldmm.graph.pagerank import ppr, seed_vertices
 from worldmm.graph.timed import TimedGraph, build_timed, extend, to_micros
 from worldmm.graph.timed_io import dumps_timed, loads_timed
-from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
 from worldmm.graph.types import GraphRow, entity_node
+from worldmm.memory.retrieval.graph_lane import top_segments
 
 
 def rows_30s(memory: SyntheticMemory) -> list[GraphRow]:
@@ -60,41 +60,45 @@ def compare(
     for _ in range(queries):
         seeds = {entity_node(n): float(rng.uniform(0.6, 1)) for n in rng.choice(names, 4)}
         dense = {int(s): float(rng.uniform(0.5, 1)) for s in rng.choice(segments, 5)}
-        reset = timed_seeds(graph, seeds, as_of, dense)
+        reset = seed_vertices(graph, seeds, as_of, dense)
         t = time.perf_counter()
         exact = ppr(graph, reset, as_of, 0.85, "prpack")
         exact_ms.append(1000 * (time.perf_counter() - t))
-        want = {s for s, _ in timed_top_segments(graph, exact, as_of, k)}
+        want = {s for s, _ in top_segments(graph, exact, as_of, k)}
         for eps in eps_list:
             t = time.perf_counter()
             pushed = ppr(graph, reset, as_of, 0.85, "push", eps)
             per[eps]["ms"].append(1000 * (time.perf_counter() - t))
-            got = {s for s, _ in timed_top_segments(graph, pushed, as_of, k)}
+            got = {s for s, _ in top_segments(graph, pushed, as_of, k)}
             per[eps]["overlap"].append(len(got & want) / max(1, len(want)))
     return {
-        "prpack_ms_p50": round(float(np.median(exact_ms)), 1),
+        "prpack_ms_p50": round(percentile(exact_ms, 50), 1),
         "push": {
             f"{eps:g}": {
                 "overlap_at_k_mean": round(float(np.mean(v["overlap"])), 3),
                 "overlap_at_k_min": round(float(np.min(v["overlap"])), 3),
-                "ms_p50": round(float(np.median(v["ms"])), 1),
+                "ms_p50": round(percentile(v["ms"], 50), 1),
             }
             for eps, v in per.items()
         },
     }
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(prog="python -m bench.ppr_accuracy", description=__doc__)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--days", type=float, default=7.0)
-    p.add_argument("--eps", default="1e-5,1e-6", help="comma-separated push error bounds")
-    p.add_argument("--queries", type=int, default=10)
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    t0 = time.perf_counter()
-    echo = stamped_echo(t0)
+class PprOptions(harness.Options):
+    days: float = Field(7.0, description="Days of synthetic memory.")
+    eps: Annotated[tuple[float, ...], Commas] = Field(
+        (1e-5, 1e-6), description="Push error bounds, comma-separated."
+    )
+    queries: int = Field(10, description="Random seed sets.")
+    k: int = Field(10, description="Top segments compared.")
+    seed: int = Field(0, description="Generator seed.")
+
+
+@harness.main(PprOptions)
+def main(args: PprOptions) -> dict[str, Any]:
+    """Local push against exact PRPACK on the query benchmark's 30 s graph (no database):
+    overlap@k and each solver's time, now and as of the memory's middle."""
+    run, echo = harness.Run(), harness.stamped_echo()
     cfg = SynthConfig(hours=hours_of(args.days), seed=args.seed)
     memory = SyntheticMemory(cfg)
     rows = rows_30s(memory)
@@ -121,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     t = time.perf_counter()
     extend(base, [r for r in rows if r.segment_id == last])
     result["extend_one_segment_ms"] = round(1000 * (time.perf_counter() - t), 1)
-    eps_list = [float(x) for x in args.eps.split(",")]
+    eps_list = args.eps
     names = list(memory.vocab.names)
     segments = len(memory.segments.starts[30])
     middle = to_micros(cfg.start + timedelta(hours=cfg.hours / 2))
@@ -130,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             graph, names, segments, eps_list, args.queries, args.k, as_of, args.seed
         )
         echo(f"{label}: {result[label]}")
-    write_report(result, "bench.ppr_accuracy", argv, t0, args.out)
+    harness.write_report(run.stamp(result), args.out)
     return result
 
 

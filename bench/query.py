@@ -2,9 +2,9 @@
 
 Loads a :class:`~bench.query_synth.SyntheticMemory` (a week: 24,360 segments over four scales,
 about 350k episodic triples, 3k semantic triples, 20k clip embeddings) with binary COPY, then
-measures, per memory type, the latency of ``worldmm.memory.retrieval.search`` with the graph
-cache warm (graphs in Redis) and cold (the user's graph keys invalidated before each query,
-so graphs are rebuilt from PostgreSQL), plus the time to fetch and build each graph. Run:
+measures, per memory type, the latency of ``worldmm.memory.retrieval.search`` with the graphs
+warm (in the process's memo) and cold (a new process: the memo emptied before each query, so
+graphs come from Redis), plus the time to fetch and build each time-masked graph. Run:
 
     python -m bench.query --out query.json              # a week (the default)
     python -m bench.query --days 1 --queries 20 --out day.json
@@ -14,27 +14,26 @@ Model time is excluded: NER, the reranker, the text embedder and the visual enco
 stand-ins that answer from a table the generator filled (no model runs), so the figures are
 store + graph cache + graph build + PageRank + Python around them. The user is purged at the
 end unless ``--keep``; ``--user U --reuse`` measures a kept user again without reloading.
-"Warm" includes the query process's own graph memo (a repeated query does not go to Redis).
-Prints the JSON; ``--out`` also writes it.
+Prints the JSON report and writes it to ``--out``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import os
-import platform
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
+from bench import harness
 from bench.bulk_load import LoadReport, load_memories, load_memory
+from bench.harness import Echo, summary
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
 from bench.query_timed import (
     measure_as_of,
@@ -42,10 +41,7 @@ from bench.query_timed import (
     measure_ppr_overlap,
     measure_timed_builds,
 )
-from bench.report import Echo, stamped_echo, write_report
-from worldmm.graph.build import build_graph, extend_episodic_graph
 from worldmm.graph.cache import CacheRead, GraphCache, GraphMemo, NullCache, make_cache
-from worldmm.graph.serialize import dumps, loads
 from worldmm.models import SCALES
 from worldmm.settings import Settings
 
@@ -139,32 +135,24 @@ class TimingReader:
 
 
 class CountingCache:
-    """Wraps the graph cache, counts hits and misses (a warm run must hit) and times reads
-    (Redis GET + deserialise) and writes (serialise + compare-and-set)."""
+    """Wraps the graph cache (Redis), counts hits and misses (a cold run must hit) and times
+    reads (Redis GET + load) and writes (serialise + compare-and-set). Graphs served by the
+    process's memo never reach it."""
 
     def __init__(self, inner: GraphCache | NullCache, watch: Stopwatch | None = None) -> None:
         self.inner = inner
         self.watch = watch or Stopwatch()
         self.hits = 0
         self.misses = 0
-        self.memo_hits = 0  # hits served by the process-local memo (no Redis round trip)
 
-    def get(
-        self,
-        user_id: str,
-        memory_type: str,
-        scale: int | None = None,
-        fingerprint: str | None = None,
-    ) -> CacheRead:
+    def get(self, user_id: str, memory_type: str, scale: int | None = None) -> CacheRead:
         t = time.perf_counter()
-        read = self.inner.get(user_id, memory_type, scale, fingerprint=fingerprint)
+        read = self.inner.get(user_id, memory_type, scale)
         self.watch.add("cache.get", time.perf_counter() - t)
         if read.graph is None:
             self.misses += 1
         else:
             self.hits += 1
-            if read.source == "memo":
-                self.memo_hits += 1
         return read
 
     def put(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
@@ -174,49 +162,16 @@ class CountingCache:
         finally:
             self.watch.add("cache.put", time.perf_counter() - t)
 
-    def invalidate(self, user_id: str, memory_type: str, scale: int | None = None) -> bool:
-        return self.inner.invalidate(user_id, memory_type, scale)
-
-    def get_timed(self, user_id: str, memory_type: str, scale: int | None = None) -> Any:
-        t = time.perf_counter()
-        graph, token = self.inner.get_timed(user_id, memory_type, scale)
-        self.watch.add("cache.get_timed", time.perf_counter() - t)
-        if graph is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return graph, token
-
-    def put_timed(self, user_id, memory_type, scale, graph, token) -> bool:  # noqa: ANN001
-        t = time.perf_counter()
-        try:
-            return self.inner.put_timed(user_id, memory_type, scale, graph, token)
-        finally:
-            self.watch.add("cache.put_timed", time.perf_counter() - t)
-
     def purge_user(self, user_id: str) -> int:
         return self.inner.purge_user(user_id)
 
     def take(self) -> dict[str, int]:
-        out = {"hits": self.hits, "misses": self.misses, "memo_hits": self.memo_hits}
-        self.hits = self.misses = self.memo_hits = 0
+        out = {"hits": self.hits, "misses": self.misses}
+        self.hits = self.misses = 0
         return out
 
 
 # --- measurements --------------------------------------------------------------------------
-
-
-def summarise(samples_ms: Sequence[float]) -> dict[str, float | int]:
-    a = np.asarray(samples_ms, dtype=np.float64)
-    if a.size == 0:
-        return {"n": 0}
-    return {
-        "p50": round(float(np.percentile(a, 50)), 2),
-        "p95": round(float(np.percentile(a, 95)), 2),
-        "mean": round(float(a.mean()), 2),
-        "max": round(float(a.max()), 2),
-        "n": int(a.size),
-    }
 
 
 def breakdown(spent_s: dict[str, float], times_ms: Sequence[float]) -> dict[str, float]:
@@ -225,61 +180,6 @@ def breakdown(spent_s: dict[str, float], times_ms: Sequence[float]) -> dict[str,
     n = max(1, len(times_ms))
     out = {k: round(1000 * v / n, 2) for k, v in sorted(spent_s.items())}
     out["other"] = round(sum(times_ms) / n - sum(out.values()), 2)
-    return out
-
-
-def graph_keys(memory_type: str) -> list[tuple[str, int | None]]:
-    if memory_type == "episodic":
-        return [("episodic", s) for s in SCALES]
-    if memory_type == "semantic":
-        return [("semantic", None)]
-    return []  # visual search builds no graph
-
-
-def measure_graph_builds(reader: Any, user_id: str, repeats: int) -> dict[str, dict[str, Any]]:
-    """Per graph (each episodic scale, semantic): median fetch and build time, size, the
-    cost of the cached form (serialise, deserialise), and for episodic graphs the time to
-    extend the graph without its newest segment by that segment's rows (what a query pays
-    after a live session adds a window, instead of a rebuild)."""
-    out: dict[str, dict[str, Any]] = {}
-    for memory_type, scale in [*graph_keys("episodic"), *graph_keys("semantic")]:
-        fetch, build, ser, de, extend = [], [], [], [], []
-        for _ in range(max(1, repeats)):
-            t = time.perf_counter()
-            rows = reader.triples_for_graph(user_id, memory_type, scale=scale)
-            t1 = time.perf_counter()
-            graph = build_graph(memory_type, rows)
-            t2 = time.perf_counter()
-            payload = dumps(graph)
-            t3 = time.perf_counter()
-            loads(payload)
-            t4 = time.perf_counter()
-            fetch.append(t1 - t)
-            build.append(t2 - t1)
-            ser.append(t3 - t2)
-            de.append(t4 - t3)
-            if memory_type == "episodic" and rows:
-                newest = max(r.segment_id or 0 for r in rows)
-                old = [r for r in rows if r.segment_id != newest]
-                base = build_graph(memory_type, old)
-                t5 = time.perf_counter()
-                extend_episodic_graph(base, [r for r in rows if r.segment_id == newest])
-                extend.append(time.perf_counter() - t5)
-        ms = lambda xs: round(1000 * float(np.median(xs)), 1)  # noqa: E731
-        out[str(scale) if scale is not None else "semantic"] = {
-            "total_ms": round(ms(fetch) + ms(build), 1),
-            "fetch_ms": ms(fetch),
-            "build_ms": ms(build),
-            "serialise_ms": ms(ser),
-            "deserialise_ms": ms(de),
-            "cached_bytes": len(payload),
-            "triples": len(rows),
-            "vertices": graph.vcount(),
-            "edges": graph.ecount(),
-            "repeats": max(1, repeats),
-        }
-        if extend:
-            out[str(scale)]["extend_one_segment_ms"] = ms(extend)
     return out
 
 
@@ -328,7 +228,7 @@ def measure_retrieval(
         cold, cold_hits = asyncio.run(_time_queries(deps, user_id, qs[:cold_n], new_process))
         cold_cache = cache.take()
         cold_steps = breakdown(cache.watch.take(), cold)
-        latency[memory_type] = {"warm": summarise(warm), "cold": summarise(cold)}
+        latency[memory_type] = {"warm": summary(warm), "cold": summary(cold)}
         detail[memory_type] = {
             "warm": {
                 "cache": warm_cache,
@@ -363,7 +263,7 @@ def measure_queries(
     cache.take()
     cache.watch.take()
     as_of = measure_as_of(deps, user_id, queries["episodic"], end, seed)
-    latency["episodic"]["as_of"] = summarise(as_of)
+    latency["episodic"]["as_of"] = summary(as_of)
     detail["episodic"]["as_of"] = {
         "cache": cache.take(),
         "mean_ms_per_step": breakdown(cache.watch.take(), as_of),
@@ -446,42 +346,32 @@ def db_counts(conn: Any, user_id: str) -> dict[str, int]:
     return out
 
 
-def machine_info(conn: Any) -> dict[str, Any]:
-    pg = conn.execute("SHOW server_version").fetchone()[0]
-    vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "postgres": pg,
-        "pgvector": vec[0] if vec else None,
-    }
-
-
-def _loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 # --- the run -------------------------------------------------------------------------------
 
 
+class QueryOptions(harness.Options):
+    days: float = Field(7.0, description="Days of synthetic memory (whole hours).")
+    queries: int = Field(20, description="Warm queries per memory type.")
+    cold_queries: int = Field(5, description="Cold queries per memory type.")
+    users: int = Field(1, description="Users loaded: the measured one plus N-1 others.")
+    new_segments: int = Field(5, description="New 30 s segments written, each timed to visibility.")
+    seed: int = Field(0, description="Generator seed.")
+    user: str | None = Field(None, description="User id to load (default: a fresh one).")
+    keep: bool = Field(False, description="Keep the loaded user (and a stack this run started).")
+    reuse: bool = Field(
+        False,
+        description="Measure an existing --user kept by an earlier --keep run with the same"
+        " --days and --seed (its rows are checked) instead of loading it again.",
+    )
+    keep_indexes: bool = Field(
+        False, description="Load into live HNSW indexes (no drop and rebuild)."
+    )
+
+
 def run_benchmark(
-    settings: Settings,
-    cfg: SynthConfig,
-    *,
-    queries: int = 20,
-    cold_queries: int = 5,
-    build_repeats: int = 1,
-    user_id: str | None = None,
-    keep: bool = False,
-    drop_indexes: bool = True,
-    reuse: bool = False,
-    users: int = 1,
-    new_segments: int = 5,
-    echo: Echo = lambda _: None,
+    settings: Settings, cfg: SynthConfig, opts: QueryOptions, echo: Echo = lambda _: None
 ) -> dict[str, Any]:
-    """Generate, load, measure and (unless ``keep``) purge; return the JSON-ready result.
+    """Generate, load, measure and (unless ``opts.keep``) purge; return the report.
     ``settings.database_url`` must point at a migrated database."""
     from bench.query_synth import make_queries
     from worldmm.blobs import build_blob_store
@@ -493,9 +383,12 @@ def run_benchmark(
 
     if not settings.database_url:
         raise ValueError("settings.database_url is not set")
-    if reuse and not user_id:
+    queries, cold_queries, users, reuse = opts.queries, opts.cold_queries, opts.users, opts.reuse
+    if reuse and not opts.user:
         raise ValueError("--reuse needs the --user of an earlier --keep run")
-    user_id = user_id or f"bench-query-{uuid.uuid4().hex[:8]}"
+    user_id = opts.user or f"bench-query-{uuid.uuid4().hex[:8]}"
+    drop_indexes = not opts.keep_indexes
+    run = harness.Run()
     result: dict[str, Any] = {
         "benchmark": "query",
         "user_id": user_id,
@@ -505,7 +398,6 @@ def run_benchmark(
             "seed": cfg.seed,
             "queries_warm": queries,
             "queries_cold": min(cold_queries, queries),
-            "build_repeats": build_repeats,
             "drop_indexes": drop_indexes,
             "triples_per_segment": {str(s): n for s, n in cfg.triples_per_segment},
             "frames_per_segment": cfg.frames_per_segment,
@@ -516,10 +408,10 @@ def run_benchmark(
             "visual_top_k": settings.visual_top_k,
             "rerank_keep": settings.rerank_keep,
         },
-        "loadavg": {"start": _loadavg()},
+        "loadavg": {"start": harness.loadavg()},
     }
     db = Database(settings.database_url, max_size=2)
-    inner_cache = make_cache(settings.redis_url, memo_elements=settings.graph_memo_elements)
+    inner_cache = make_cache(settings.redis_url)
     cache = CountingCache(inner_cache)
     loaded = False
     others: list[str] = []
@@ -527,7 +419,11 @@ def run_benchmark(
         raise ValueError("--users must be at least 1")
     try:
         with db.connection() as conn:
-            result["machine"] = machine_info(conn)
+            pgvector = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            result["machine"] = {
+                "postgres": conn.execute("SHOW server_version").fetchone()[0],
+                "pgvector": conn.execute(pgvector).fetchone()[0],
+            }
             exists = user_exists(conn, user_id)
             if exists and not reuse:
                 raise ValueError(f"user {user_id!r} already exists; pick another --user")
@@ -574,12 +470,9 @@ def run_benchmark(
         result["expected_rows"] = expected
         result["rows_match"] = counts == expected
         result["users"] = users
-        result["loadavg"]["after_load"] = _loadavg()
+        result["loadavg"]["after_load"] = harness.loadavg()
 
         reader = MemoryReader(db)
-        if build_repeats > 0:
-            echo("igraph graph builds (the previous query path, for comparison)")
-            result["igraph_build"] = measure_graph_builds(reader, user_id, build_repeats)
         end = cfg.start + timedelta(hours=cfg.hours)
         qs = make_queries(memory, queries, seed=cfg.seed)
         stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim, cfg.visual_dim)
@@ -603,7 +496,7 @@ def run_benchmark(
             result["retrieval_ms_alone"] = alone
             others = names
             result["others"] = load_others(db, cfg, others, drop_indexes, echo)
-            result["loadavg"]["after_others"] = _loadavg()
+            result["loadavg"]["after_others"] = harness.loadavg()
         echo("time-masked graph builds")
         builds = measure_timed_builds(reader, user_id)
         result["graph_build"] = builds
@@ -625,17 +518,18 @@ def run_benchmark(
             ),
         }
         echo(f"  push vs prpack: {result['ppr']['push_vs_prpack']}")
-        if new_segments > 0:
-            fresh = measure_new_segments(db, deps, stub, user_id, end, cfg.text_dim, new_segments)
-            result["new_segment_visible_ms"] = summarise(fresh["ms"])
+        if opts.new_segments > 0:
+            n = opts.new_segments
+            fresh = measure_new_segments(db, deps, stub, user_id, end, cfg.text_dim, n)
+            result["new_segment_visible_ms"] = summary(fresh["ms"])
             result["new_segment_visible"] = fresh["visible"]
             echo(
                 f"  new 30 s segment visible: {result['new_segment_visible_ms']} {fresh['visible']}"
             )
         result["graph_cache"] = "redis" if isinstance(inner_cache, GraphCache) else "none"
-        result["loadavg"]["after_queries"] = _loadavg()
+        result["loadavg"]["after_queries"] = harness.loadavg()
     finally:
-        if loaded and not keep:
+        if loaded and not opts.keep:
             t = time.perf_counter()
             for uid in [user_id, *others]:
                 with db.transaction() as conn:
@@ -645,103 +539,29 @@ def run_benchmark(
         if isinstance(inner_cache, GraphCache):
             inner_cache.close()
         db.close()
-    result["kept"] = keep
-    result["loadavg"]["end"] = _loadavg()
-    return result
-
-
-def resolve_settings(settings: Settings, echo: Echo) -> tuple[Settings, bool]:
-    """Configured URLs, or the embedded stack (started if needed, then migrated). Returns the
-    settings with both URLs set and whether this call started the stack."""
-    from worldmm import stack
-    from worldmm.store.migrate import apply_migrations
-
-    started = False
-    if not settings.database_url or not settings.redis_url:
-        try:
-            stack.resolve_urls(settings)
-        except stack.StackError:
-            echo(f"starting the embedded stack in {settings.resolved_state_dir}")
-            started = True
-        urls = stack.up(settings)
-        settings = settings.model_copy(
-            update={
-                "database_url": settings.database_url or urls.database_url,
-                "redis_url": settings.redis_url or urls.redis_url,
-            }
-        )
-    apply_migrations(settings.database_url, settings)
-    return settings, started
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.query", description=__doc__.split("\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="where to write the JSON result")
-    p.add_argument("--days", type=float, default=7.0, help="days of memory (whole hours)")
-    p.add_argument("--queries", type=int, default=20, help="warm queries per memory type")
-    p.add_argument("--cold-queries", type=int, default=5, help="cold queries per memory type")
-    p.add_argument(
-        "--build-repeats",
-        type=int,
-        default=0,
-        help="igraph builds per graph (the previous query path; 0 skips them)",
-    )
-    p.add_argument("--users", type=int, default=1, help="users loaded (the others' memory too)")
-    p.add_argument(
-        "--new-segments", type=int, default=5, help="new 30 s segments written and timed"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--user", default=None, help="user id to load (default: a fresh one)")
-    p.add_argument("--keep", action="store_true", help="keep the loaded user afterwards")
-    p.add_argument(
-        "--reuse",
-        action="store_true",
-        help="measure the existing --user (kept by an earlier --keep run with the same --days"
-        " and --seed; its rows are checked) instead of loading it again",
-    )
-    p.add_argument(
-        "--keep-indexes",
-        action="store_true",
-        help="load into live HNSW indexes instead of dropping and rebuilding them",
-    )
-    return p.parse_args(argv)
+    result["kept"] = opts.keep
+    result["loadavg"]["end"] = harness.loadavg()
+    return run.stamp(result)
 
 
 ALL_LANES = "lexical:1.0,dense:1.0,graph:0.5"
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    from worldmm import stack
+@harness.main(QueryOptions)
+def main(opts: QueryOptions) -> dict[str, Any]:
+    """Retrieval latency (p50/p95; warm, cold and as of a past time) over a synthetic week
+    of one user's memory, time-masked graph builds and bulk-load rows/s; no model time."""
     from worldmm.settings import load_settings
 
-    args = parse_args(argv)
-    t0 = time.perf_counter()
-    echo = stamped_echo(t0)
+    echo = harness.stamped_echo()
     # All three episodic lanes, the graph's too (its default weight is 0 with the offline
     # triples): this measures the path a deployment with LLM-built triples runs. The cold
     # child processes inherit it through the environment; an explicit setting wins.
     os.environ.setdefault("WORLDMM_EPISODIC_LANE_WEIGHTS", ALL_LANES)
-    base = load_settings()
-    settings, started = resolve_settings(base, echo)
-    try:
-        result = run_benchmark(
-            settings,
-            SynthConfig(hours=hours_of(args.days), seed=args.seed),
-            queries=args.queries,
-            cold_queries=args.cold_queries,
-            build_repeats=args.build_repeats,
-            user_id=args.user,
-            keep=args.keep,
-            drop_indexes=not args.keep_indexes,
-            reuse=args.reuse,
-            users=args.users,
-            new_segments=args.new_segments,
-            echo=echo,
-        )
-    finally:
-        if started and not args.keep:
-            stack.down(base)
-    write_report(result, "bench.query", argv, t0, args.out)
+    cfg = SynthConfig(hours=hours_of(opts.days), seed=opts.seed)
+    with harness.stack_or_start(load_settings(), echo, keep=opts.keep) as settings:
+        result = run_benchmark(settings, cfg, opts, echo)
+    harness.write_report(result, opts.out)
     return result
 
 

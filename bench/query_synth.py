@@ -44,258 +44,58 @@ EMBED_CHUNK = 4096  # rows per embedding block (fixed: blocks are seeded by thei
 # Random streams (second element of every seed).
 _S_VOCAB, _S_CONTEXT, _S_EPISODIC, _S_EMBED, _S_SEMANTIC, _S_VISUAL, _S_QUERY = range(7)
 
-PEOPLE = (
-    "Alice",
-    "Ben",
-    "Chloe",
-    "Daniel",
-    "Emma",
-    "Farid",
-    "Grace",
-    "Hiro",
-    "Isabel",
-    "Jonas",
-    "Kemal",
-    "Lena",
-    "Marco",
-    "Nadia",
-    "Oscar",
-    "Priya",
-    "Quentin",
-    "Rosa",
-    "Samir",
-    "Tessa",
-    "Umar",
-    "Vera",
-    "Wen",
-    "Xavier",
-    "Yara",
-    "Zoe",
-    "Mum",
-    "Dad",
-    "Grandma Ines",
-    "Dr. Okafor",
-    "Coach Bell",
-    "Mrs. Lindqvist",
-    "the barista",
-    "the bus driver",
-    "the cashier",
-    "Leo",
-    "Mia",
-    "Noah",
-    "Olivia",
-    "Pablo",
-    "Ravi",
-    "Sofia",
-    "Tom",
-    "Uma",
-    "Victor",
-    "Will",
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip() for w in text.split(","))
+
+
+PEOPLE = _words(
+    "Alice, Ben, Chloe, Daniel, Emma, Farid, Grace, Hiro, Isabel, Jonas, Kemal, Lena, Marco, "
+    "Nadia, Oscar, Priya, Quentin, Rosa, Samir, Tessa, Umar, Vera, Wen, Xavier, Yara, Zoe, Mum, "
+    "Dad, Grandma Ines, Dr. Okafor, Coach Bell, Mrs. Lindqvist, the barista, the bus driver, the "
+    "cashier, Leo, Mia, Noah, Olivia, Pablo, Ravi, Sofia, Tom, Uma, Victor, Will"
 )
-PLACES = (
-    "kitchen",
-    "living room",
-    "bedroom",
-    "bathroom",
-    "hallway",
-    "balcony",
-    "garage",
-    "home office",
-    "office lobby",
-    "open-plan office",
-    "meeting room B",
-    "meeting room C",
-    "office kitchenette",
-    "coffee shop on Elm Street",
-    "bakery",
-    "supermarket",
-    "pharmacy",
-    "bus stop",
-    "number 12 bus",
-    "train platform",
-    "city park",
-    "playground",
-    "gym",
-    "swimming pool",
-    "library",
-    "bookshop",
-    "hardware store",
-    "post office",
-    "bank",
-    "doctor's waiting room",
-    "pizzeria",
-    "sushi bar",
-    "cinema",
-    "parking lot",
-    "laundromat",
-    "riverside path",
-    "farmers market",
-    "school gate",
-    "garden",
-    "friend's flat",
+PLACES = _words(
+    "kitchen, living room, bedroom, bathroom, hallway, balcony, garage, home office, office "
+    "lobby, open-plan office, meeting room B, meeting room C, office kitchenette, coffee shop on "
+    "Elm Street, bakery, supermarket, pharmacy, bus stop, number 12 bus, train platform, city "
+    "park, playground, gym, swimming pool, library, bookshop, hardware store, post office, bank, "
+    "doctor's waiting room, pizzeria, sushi bar, cinema, parking lot, laundromat, riverside path, "
+    "farmers market, school gate, garden, friend's flat"
 )
-_COLOURS = (
-    "red",
-    "blue",
-    "green",
-    "black",
-    "white",
-    "grey",
-    "yellow",
-    "orange",
-    "brown",
-    "silver",
-    "pink",
-    "purple",
+_COLOURS = _words(
+    "red, blue, green, black, white, grey, yellow, orange, brown, silver, pink, purple"
 )
-_NOUNS = (
-    "mug",
-    "laptop",
-    "notebook",
-    "phone",
-    "umbrella",
-    "backpack",
-    "water bottle",
-    "jacket",
-    "scarf",
-    "keys",
-    "wallet",
-    "headphones",
-    "charger",
-    "book",
-    "pen",
-    "stapler",
-    "lamp",
-    "chair",
-    "kettle",
-    "toaster",
-    "frying pan",
-    "cutting board",
-    "plate",
-    "bowl",
-    "spoon",
-    "towel",
-    "toothbrush",
-    "shampoo bottle",
-    "bicycle",
-    "helmet",
-    "shopping bag",
-    "receipt",
-    "newspaper",
-    "tablet",
-    "remote control",
-    "plant pot",
-    "watering can",
-    "sunglasses",
-    "watch",
-    "calendar",
-    "folder",
-    "whiteboard marker",
-    "coffee cup",
-    "sandwich",
-    "apple",
-    "banana",
-    "cereal box",
-    "milk carton",
-    "jar of honey",
-    "medicine box",
-    "yoga mat",
-    "tennis racket",
-    "football",
-    "guitar",
-    "camera",
-    "envelope",
-    "parcel",
-    "ticket",
-    "laundry basket",
-    "vacuum cleaner",
+_NOUNS = _words(
+    "mug, laptop, notebook, phone, umbrella, backpack, water bottle, jacket, scarf, keys, wallet, "
+    "headphones, charger, book, pen, stapler, lamp, chair, kettle, toaster, frying pan, cutting "
+    "board, plate, bowl, spoon, towel, toothbrush, shampoo bottle, bicycle, helmet, shopping bag, "
+    "receipt, newspaper, tablet, remote control, plant pot, watering can, sunglasses, watch, "
+    "calendar, folder, whiteboard marker, coffee cup, sandwich, apple, banana, cereal box, milk "
+    "carton, jar of honey, medicine box, yoga mat, tennis racket, football, guitar, camera, "
+    "envelope, parcel, ticket, laundry basket, vacuum cleaner"
 )
 OBJECT_COUNT = 250
-EPISODIC_PREDICATES = (
-    "picked up",
-    "put down",
-    "talked with",
-    "walked into",
-    "looked at",
-    "used",
-    "opened",
-    "closed",
-    "held",
-    "drank from",
-    "ate",
-    "typed on",
-    "read",
-    "wrote in",
-    "handed",
-    "received",
-    "sat at",
-    "left",
-    "arrived at",
-    "called",
-    "laughed with",
-    "cleaned",
-    "washed",
-    "bought",
-    "paid for",
-    "carried",
-    "charged",
-    "searched for",
-    "found",
-    "placed on",
-    "pointed at",
-    "showed",
-    "borrowed",
-    "returned",
-    "dropped",
-    "fixed",
-    "waited at",
-    "met",
-    "photographed",
-    "listened to",
+EPISODIC_PREDICATES = _words(
+    "picked up, put down, talked with, walked into, looked at, used, opened, closed, held, drank "
+    "from, ate, typed on, read, wrote in, handed, received, sat at, left, arrived at, called, "
+    "laughed with, cleaned, washed, bought, paid for, carried, charged, searched for, found, "
+    "placed on, pointed at, showed, borrowed, returned, dropped, fixed, waited at, met, "
+    "photographed, listened to"
 )
-SEMANTIC_PREDICATES = (
-    "likes",
-    "dislikes",
-    "usually drinks",
-    "usually eats",
-    "works at",
-    "lives near",
-    "owns",
-    "is friend of",
-    "is colleague of",
-    "keeps keys in",
-    "prefers",
-    "visits on weekends",
-    "goes to",
-    "is allergic to",
-    "plays",
-    "commutes by",
-    "shops at",
-    "borrows from",
-    "trusts",
-    "meets weekly with",
+SEMANTIC_PREDICATES = _words(
+    "likes, dislikes, usually drinks, usually eats, works at, lives near, owns, is friend of, is "
+    "colleague of, keeps keys in, prefers, visits on weekends, goes to, is allergic to, plays, "
+    "commutes by, shops at, borrows from, trusts, meets weekly with"
 )
 _EPISODIC_LITERALS = tuple(
     [f"at {h:02d}:{m:02d}" for h in range(24) for m in range(0, 60, 5)]
     + [f"{n} items" for n in range(1, 21)]
     + [f"${p}.{c:02d}" for p in range(1, 40) for c in (0, 50, 99)]
 )
+_DAYS = "Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday, morning, evening, weekend"
 _SEMANTIC_LITERALS = tuple(
-    [
-        f"every {d}"
-        for d in (
-            "Monday",
-            "Tuesday",
-            "Wednesday",
-            "Thursday",
-            "Friday",
-            "Saturday",
-            "Sunday",
-            "morning",
-            "evening",
-            "weekend",
-        )
-    ]
+    [f"every {d}" for d in _words(_DAYS)]
     + [f"around {h}:00" for h in range(6, 23)]
     + ["oat milk", "green tea", "espresso", "peanuts", "cycling", "running", "jazz"]
 )
@@ -725,21 +525,6 @@ class SyntheticMemory:
             lead + "; ".join(" ".join(self.triple_text(specs, i)) for i in first.get(k, [])) + "."
             for k in range(len(self.segments.starts[scale]))
         ]
-
-    def counts(self) -> dict[str, int]:
-        """What was actually generated (compare with :func:`expected_counts`)."""
-        out = {f"segments_{s}": len(self.segments.starts[s]) for s in SCALES}
-        out["segments"] = sum(out[f"segments_{s}"] for s in SCALES)
-        out.update({f"episodic_{s}": int(np.sum(self.episodic.scale == s)) for s in SCALES})
-        out["episodic"] = len(self.episodic)
-        out["semantic"] = len(self.semantic.triples)
-        out["semantic_invalidated"] = int(self.semantic.invalidated.sum())
-        out["entities_canonical"] = len(self.vocab.names)
-        out["entities_alias"] = len(self.vocab.aliases)
-        out["visual"] = len(self.segments.starts[30])
-        out["frames"] = len(self.segments.starts[30]) * self.cfg.frames_per_segment
-        out["sessions"] = len(self.session_ids())
-        return out
 
     def session_of(self, start: datetime) -> str:
         return f"bench-day-{(start - self.cfg.start).days + 1}"

@@ -13,17 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from bench.harness import percentile, summary
 from bench.query_synth import Query
-from worldmm.graph.local_ppr import ppr
+from worldmm.graph.pagerank import fact_seed_scores, ppr, seed_vertices
 from worldmm.graph.timed import build_timed, extend
 from worldmm.graph.timed_io import dumps_timed, loads_timed
-from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
 from worldmm.graph.types import entity_node
 from worldmm.models import SCALES
 
 
 def _ms(xs: Sequence[float]) -> float:
-    return round(1000 * float(np.median(xs)), 1)
+    return round(1000 * (percentile(xs, 50) or 0.0), 1)
 
 
 def measure_timed_builds(reader: Any, user_id: str) -> dict[str, dict[str, Any]]:
@@ -177,12 +177,12 @@ def measure_ppr_overlap(
     """Per scale: top-k of local push against exact PRPACK from the same seeds (the search's
     own: the query's entities and its nearest facts), k from ``episodic_top_k``, and each
     method's solve time. Uses the graphs in the memo (warm)."""
-    from worldmm.graph.ppr import fact_seed_scores
     from worldmm.memory.retrieval.graph_lane import (
         FACT_SEEDS,
         entity_seed_scores,
         fact_segment_scores,
         merge_scores,
+        top_segments,
     )
     from worldmm.memory.retrieval.graphs import load_timed
 
@@ -197,7 +197,7 @@ def measure_ppr_overlap(
             names = merge_scores(
                 entity_seed_scores(deps, user_id, vecs[1:]), fact_seed_scores(facts)
             )
-            reset = timed_seeds(graph, names, None, fact_segment_scores(facts))
+            reset = seed_vertices(graph, names, None, fact_segment_scores(facts))
             if not reset:
                 continue
             t = time.perf_counter()
@@ -205,8 +205,8 @@ def measure_ppr_overlap(
             t1 = time.perf_counter()
             exact = ppr(graph, reset, None, settings.ppr_damping, "prpack")
             t2 = time.perf_counter()
-            a = {s for s, _ in timed_top_segments(graph, pushed, None, k)}
-            b = {s for s, _ in timed_top_segments(graph, exact, None, k)}
+            a = {s for s, _ in top_segments(graph, pushed, None, k)}
+            b = {s for s, _ in top_segments(graph, exact, None, k)}
             overlaps.append(len(a & b) / max(1, min(k, len(b))))
             push_ms.append(1000 * (t1 - t))
             exact_ms.append(1000 * (t2 - t1))
@@ -215,8 +215,8 @@ def measure_ppr_overlap(
             "queries": len(overlaps),
             "overlap_at_k_mean": round(float(np.mean(overlaps)), 4) if overlaps else None,
             "overlap_at_k_min": round(float(np.min(overlaps)), 4) if overlaps else None,
-            "push_ms_p50": round(float(np.median(push_ms)), 2) if push_ms else None,
-            "prpack_ms_p50": round(float(np.median(exact_ms)), 2) if exact_ms else None,
+            "push_ms_p50": summary(push_ms).get("p50"),
+            "prpack_ms_p50": summary(exact_ms).get("p50"),
             "vertices": graph.n,
             "units": graph.units,
         }

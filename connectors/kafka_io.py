@@ -4,6 +4,7 @@ and tools."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from worldmm.retry import KAFKA_QUEUE_FULL, call_with_retry
 
 Headers = list[tuple[str, bytes]]
 
@@ -74,14 +77,28 @@ def produce(
     *,
     on_delivery: Any = None,
 ) -> None:
-    """Produce one message, waiting for room when the local queue is full (backpressure)."""
-    while True:
-        try:
-            producer.produce(topic, value=value, key=key, headers=headers, on_delivery=on_delivery)
-            break
-        except BufferError:
-            producer.poll(0.1)
+    """Produce one message, waiting for room when the local queue is full (backpressure):
+    the wait serves delivery reports (``poll``), which is what frees room."""
+
+    def send() -> None:
+        producer.produce(topic, value=value, key=key, headers=headers, on_delivery=on_delivery)
+
+    try:
+        send()  # first without the retry machinery, which costs more than a produce call
+    except BufferError:
+        call_with_retry(
+            send,
+            KAFKA_QUEUE_FULL,
+            step="kafka.produce",
+            retry_on=_queue_full,
+            sleep=producer.poll,
+            log_level=logging.DEBUG,  # backpressure is normal operation, not a fault
+        )
     producer.poll(0)
+
+
+def _queue_full(exc: BaseException) -> str | None:
+    return "queue_full" if isinstance(exc, BufferError) else None
 
 
 def flush(

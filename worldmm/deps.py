@@ -2,9 +2,9 @@
 and the benchmarks need, built in one place (:func:`build_deps`).
 
 Every part that builds one resolves PostgreSQL and Redis the same way (:mod:`worldmm.stack`:
-the configured URL, else the embedded stack's), so ingest invalidates the very graph cache
-the API reads. Tests build a :class:`Deps` with fakes for its parts (scripted roles, a hash
-embedder) over the real embedded PostgreSQL.
+the configured URL, else the embedded stack's), so every process of one deployment meets the
+same database and the same Redis. Tests build a :class:`Deps` with fakes for its parts
+(scripted roles, a hash embedder) over the real embedded PostgreSQL.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class Deps:
     encoder: VisualEncoder | None  # None: no visual encoder (visual search says so)
     blobs: BlobStore
     transcriber: Transcriber | None = None  # ingest only; None: audio is not transcribed
-    # The graph cache construction invalidates and retrieval reads; NullCache without Redis.
+    # Retrieval's cache of time-masked graphs (writers never touch it: a graph carries the
+    # fingerprint of its rows); NullCache without Redis.
     cache: GraphCacheLike = field(default_factory=NullCache)
     redis: redis.Redis | None = None  # readiness ping, shared rate limits, purge sweep
     # This process's time-masked graphs, in front of Redis and used without it too; None:
@@ -128,7 +129,7 @@ def build_deps(
         cache: GraphCacheLike = NullCache()
         if cache_url:
             client = redis_client(cache_url, timeout_s=1.0)  # fails fast while Redis is down
-            cache = GraphCache(client, memo_elements=settings.graph_memo_elements)
+            cache = GraphCache(client)
         if embedder is None:
             from worldmm.embed import build_embedder
 

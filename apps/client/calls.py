@@ -1,6 +1,10 @@
-"""The API's operations as plain request descriptions, shared by the sync and async clients:
-each builder returns a ``Call`` (method, path, query, body, response model), so the two
-clients differ only in how they send it."""
+"""Every operation of the API, described once as a pure builder: its arguments in, a ``Call``
+(method, path, query, body, response model) out. Validation happens here, with the API's own
+request models, before anything is sent. ``apps.client.base`` turns each builder into a method
+of both clients; the clients differ only in how they send a call.
+
+The calls of the user's memory take the user's id first (``user``); the clients fill it in,
+asking ``GET /v1/whoami`` when they were not told it."""
 
 from __future__ import annotations
 
@@ -32,14 +36,14 @@ from worldmm.wire.schemas import (
     WhoAmI,
 )
 
-M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Call(Generic[M]):
+class Call(Generic[T]):
     method: str
     path: str
-    model: type[M] | None  # None: the body is raw bytes (a frame)
+    model: type[T] | None  # None: the reply is raw bytes (a frame)
     params: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] | None = None
 
@@ -63,101 +67,123 @@ def _body(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude_none=True)
 
 
-class Calls:
-    """The calls of one user's routes (and the admin ones); validation happens here, with the
-    API's own request models, before anything is sent."""
+def _user(user_id: str) -> str:
+    return f"/v1/users/{quote(user_id, safe='@')}"
 
-    def __init__(self, user_id: str) -> None:
-        self.user_id = user_id
-        self.prefix = f"/v1/users/{quote(user_id, safe='@')}"
 
-    def query(
-        self,
-        question: str,
-        *,
-        choices: list[str] | None = None,
-        as_of: datetime | None = None,
-        max_rounds: int | None = None,
-    ) -> Call[QueryResponse]:
-        req = QueryRequest(question=question, choices=choices, as_of=as_of, max_rounds=max_rounds)
-        return Call("POST", f"{self.prefix}/query", QueryResponse, body=_body(req))
+# --- the user's memory ----------------------------------------------------------------------
+def query(
+    user: str,
+    question: str,
+    *,
+    choices: list[str] | None = None,
+    as_of: datetime | None = None,
+    max_rounds: int | None = None,
+) -> Call[QueryResponse]:
+    """Ask a question; the answer with its evidence (multiple choice when ``choices``)."""
+    req = QueryRequest(question=question, choices=choices, as_of=as_of, max_rounds=max_rounds)
+    return Call("POST", f"{_user(user)}/query", QueryResponse, body=_body(req))
 
-    def search(
-        self, memory_type: MemoryType, query: str, *, as_of: datetime | None = None
-    ) -> Call[SearchResponse]:
-        req = SearchRequest(memory_type=memory_type, query=query, as_of=as_of)
-        return Call("POST", f"{self.prefix}/search", SearchResponse, body=_body(req))
 
-    def segments(
-        self,
-        *,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        scale: int | None = None,
-        as_of: datetime | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> Call[SegmentPage]:
-        params = _params(start=start, end=end, scale=scale, as_of=as_of, limit=limit, cursor=cursor)
-        return Call("GET", f"{self.prefix}/segments", SegmentPage, params=params)
+def search(
+    user: str, memory_type: MemoryType, query: str, *, as_of: datetime | None = None
+) -> Call[SearchResponse]:
+    """Search one memory (episodic, semantic or visual); no answer."""
+    req = SearchRequest(memory_type=memory_type, query=query, as_of=as_of)
+    return Call("POST", f"{_user(user)}/search", SearchResponse, body=_body(req))
 
-    def segment(self, segment_id: int) -> Call[SegmentOut]:
-        return Call("GET", f"{self.prefix}/segments/{int(segment_id)}", SegmentOut)
 
-    def frames(
-        self,
-        *,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> Call[FramePage]:
-        params = _params(start=start, end=end, limit=limit, cursor=cursor)
-        return Call("GET", f"{self.prefix}/frames", FramePage, params=params)
+def segments(
+    user: str,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    scale: int | None = None,
+    as_of: datetime | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> Call[SegmentPage]:
+    """One page of the segments overlapping ``[start, end)``, oldest first."""
+    params = _params(start=start, end=end, scale=scale, as_of=as_of, limit=limit, cursor=cursor)
+    return Call("GET", f"{_user(user)}/segments", SegmentPage, params=params)
 
-    def frame(self, key_or_url: str) -> Call[BaseModel]:
-        """A frame's JPEG: a blob key, or the ``url`` the API gave for it."""
-        path = key_or_url if key_or_url.startswith("/v1/") else None
-        if path is None:
-            path = f"{self.prefix}/frames/{quote(key_or_url, safe='/@')}"
-        return Call("GET", path, None)
 
-    def semantic(
-        self, *, history: bool = False, as_of: datetime | None = None, limit: int | None = None
-    ) -> Call[SemanticList]:
-        params = _params(history=history, as_of=as_of, limit=limit)
-        return Call("GET", f"{self.prefix}/semantic", SemanticList, params=params)
+def segment(user: str, segment_id: int) -> Call[SegmentOut]:
+    """One segment by its id."""
+    return Call("GET", f"{_user(user)}/segments/{int(segment_id)}", SegmentOut)
 
-    def remember(self, text: str, *, at: datetime | None = None) -> Call[RememberResponse]:
-        req = RememberRequest(text=text, at=at)
-        return Call("POST", f"{self.prefix}/memories", RememberResponse, body=_body(req))
 
-    def forget(self, start: datetime, end: datetime) -> Call[ForgetResponse]:
-        if start.tzinfo is None or end.tzinfo is None:
-            raise ValueError("forget needs times with a time zone")
-        if start >= end:
-            raise ValueError("forget: start must be before end")
-        params = _params(start=start, end=end)
-        return Call("DELETE", f"{self.prefix}/memories", ForgetResponse, params=params)
+def frames(
+    user: str,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> Call[FramePage]:
+    """One page of the stored frames in ``[start, end)``."""
+    params = _params(start=start, end=end, limit=limit, cursor=cursor)
+    return Call("GET", f"{_user(user)}/frames", FramePage, params=params)
 
-    # --- not user-scoped --------------------------------------------------------------
-    @staticmethod
-    def health() -> Call[Health]:
-        return Call("GET", "/healthz", Health)
 
-    @staticmethod
-    def ready() -> Call[Readiness]:
-        return Call("GET", "/readyz", Readiness)
+def frame(user: str, key_or_url: str) -> Call[bytes]:
+    """A frame's JPEG: a blob key, or the ``url`` the API gave for it."""
+    path = key_or_url if key_or_url.startswith("/v1/") else None
+    if path is None:
+        path = f"{_user(user)}/frames/{quote(key_or_url, safe='/@')}"
+    return Call("GET", path, None)
 
-    @staticmethod
-    def whoami() -> Call[WhoAmI]:
-        return Call("GET", "/v1/whoami", WhoAmI)
 
-    @staticmethod
-    def create_user(user_id: str) -> Call[CreateUserResponse]:
-        req = CreateUserRequest(user_id=user_id)
-        return Call("POST", "/v1/users", CreateUserResponse, body=_body(req))
+def semantic(
+    user: str,
+    *,
+    history: bool = False,
+    as_of: datetime | None = None,
+    limit: int | None = None,
+) -> Call[SemanticList]:
+    """The semantic facts (with ``history``, the superseded ones too)."""
+    params = _params(history=history, as_of=as_of, limit=limit)
+    return Call("GET", f"{_user(user)}/semantic", SemanticList, params=params)
 
-    @staticmethod
-    def purge_user(user_id: str) -> Call[PurgeResponse]:
-        return Call("DELETE", f"/v1/users/{quote(user_id, safe='@')}", PurgeResponse)
+
+def remember(user: str, text: str, *, at: datetime | None = None) -> Call[RememberResponse]:
+    """Remember a note, as episodic and semantic memory."""
+    req = RememberRequest(text=text, at=at)
+    return Call("POST", f"{_user(user)}/memories", RememberResponse, body=_body(req))
+
+
+def forget(user: str, start: datetime, end: datetime) -> Call[ForgetResponse]:
+    """Forget everything captured in ``[start, end)``, for good."""
+    if start.tzinfo is None or end.tzinfo is None:
+        raise ValueError("forget needs times with a time zone")
+    if start >= end:
+        raise ValueError("forget: start must be before end")
+    params = _params(start=start, end=end)
+    return Call("DELETE", f"{_user(user)}/memories", ForgetResponse, params=params)
+
+
+# --- service and admin: no user -------------------------------------------------------------
+def whoami() -> Call[WhoAmI]:
+    """The user of the key (None for the admin key)."""
+    return Call("GET", "/v1/whoami", WhoAmI)
+
+
+def health() -> Call[Health]:
+    """Liveness."""
+    return Call("GET", "/healthz", Health)
+
+
+def ready() -> Call[Readiness]:
+    """Readiness: the services the API needs, each up or not."""
+    return Call("GET", "/readyz", Readiness)
+
+
+def create_user(user_id: str) -> Call[CreateUserResponse]:
+    """Admin key only: a new user and its key (shown once)."""
+    req = CreateUserRequest(user_id=user_id)
+    return Call("POST", "/v1/users", CreateUserResponse, body=_body(req))
+
+
+def purge_user(user_id: str) -> Call[PurgeResponse]:
+    """Admin key only: every row, blob and cached graph of the user."""
+    return Call("DELETE", _user(user_id), PurgeResponse)

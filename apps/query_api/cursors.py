@@ -8,7 +8,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TypeVar
+
+from worldmm.store.models import FrameRecord, SegmentRow
+
+R = TypeVar("R")
 
 
 class CursorError(ValueError):
@@ -44,3 +50,22 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         raise CursorError(
             "invalid cursor: pass next_cursor from the previous page unchanged"
         ) from exc
+
+
+def page_of(
+    rows: Sequence[R], limit: int, key: Callable[[R], tuple[datetime, int]]
+) -> tuple[list[R], str | None]:
+    """One page from the ``limit + 1`` rows a store read fetched: the first ``limit``, and
+    the cursor after the last of them when the extra row says that more follow."""
+    items = list(rows[:limit])
+    return items, encode_cursor(*key(items[-1])) if len(rows) > limit else None
+
+
+def segment_key(row: SegmentRow) -> tuple[datetime, int]:
+    """A segment's place in the order ``list_segments(after=...)`` pages by."""
+    return row.window_start, row.scale_seconds
+
+
+def frame_key(row: FrameRecord) -> tuple[datetime, int]:
+    """A frame's place in the order ``list_frames(after=...)`` pages by."""
+    return row.captured_at, row.id

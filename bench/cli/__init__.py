@@ -1,19 +1,42 @@
-"""``worldmm bench <name>``: each benchmark registers its command from its own module.
+"""``worldmm bench <name>``: every benchmark, by name. Each declares its flags once in its own
+module (:func:`bench.harness.main`) and is imported only when it runs or is listed, so
+``worldmm --help`` stays fast.
 
 The benchmarks are part of a checkout, not of the installed package; ``apps.cli`` adds this
 group only when it finds them (see ``apps.cli.bench_group``)."""
 
 from __future__ import annotations
 
-import typer
+import importlib
 
-from bench.cli import api_load, chaos, egolife, gpu, ingest, query
+import typer
+from typer.core import TyperGroup
+
+BENCHMARKS = {  # name -> module (also ``python -m <module>``)
+    "ingest": "bench.ingest",
+    "query": "bench.query",
+    "api-load": "bench.api_load",
+    "gpu-worker": "bench.gpu_worker",
+    "egolife": "bench.egolife.run",
+    "egolife-tune": "bench.egolife.tune",
+    "chaos": "bench.chaos",
+    "lexical-index": "bench.lexical_index",
+    "ppr-accuracy": "bench.ppr_accuracy",
+}
+
+
+class _Benchmarks(TyperGroup):
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return list(BENCHMARKS)
+
+    def get_command(self, ctx: typer.Context, name: str):  # noqa: ANN201 - typer's command
+        if name not in BENCHMARKS:
+            return None
+        command = typer.main.get_command(importlib.import_module(BENCHMARKS[name]).main.app)
+        command.name = name
+        return command
 
 
 def register(app: typer.Typer) -> None:
-    bench_app = typer.Typer(
-        help="Benchmarks; each writes a JSON report (--out).", no_args_is_help=True
-    )
-    for module in (ingest, query, gpu, egolife, chaos, api_load):
-        module.register(bench_app)
-    app.add_typer(bench_app, name="bench")
+    help_ = "Benchmarks; each writes a JSON report (--out)."
+    app.add_typer(typer.Typer(cls=_Benchmarks, help=help_, no_args_is_help=True), name="bench")

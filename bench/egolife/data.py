@@ -167,14 +167,18 @@ def parse_clip(clip: dict) -> Window:
     )
 
 
-def parse_sync_file(path: Path) -> list[Window]:
+def _json_list(path: Path, of: str) -> list:
     try:
-        clips = json.loads(path.read_text())
+        items = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: {exc}") from None
-    if not isinstance(clips, list):
-        raise DataError(f"{path}: expected a JSON list of clips")
-    return [parse_clip(c) for c in clips]
+    if not isinstance(items, list):
+        raise DataError(f"{path}: expected a JSON list of {of}")
+    return items
+
+
+def parse_sync_file(path: Path) -> list[Window]:
+    return [parse_clip(c) for c in _json_list(path, "clips")]
 
 
 def sync_files(sync_dir: Path, days: Iterable[int] | None = None) -> list[Path]:
@@ -256,13 +260,7 @@ def parse_question(raw: dict) -> Question:
 
 
 def load_questions(path: Path) -> list[Question]:
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: {exc}") from None
-    if not isinstance(raw, list):
-        raise DataError(f"{path}: expected a JSON list of questions")
-    return [parse_question(r) for r in raw]
+    return [parse_question(r) for r in _json_list(path, "questions")]
 
 
 def select_questions(

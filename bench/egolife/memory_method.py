@@ -67,8 +67,8 @@ async def ingest_windows(
     deps: Deps,
     user_id: str,
     windows: Sequence[Window],
-    *,
     speech_in_caption: bool = True,
+    *,
     on_hour: Callable[[int], None] | None = None,
 ) -> IngestReport:
     """Ingest ``windows`` (sorted) hour by hour; ``on_hour(n)`` after each hour's n windows."""

@@ -1,39 +1,28 @@
-"""Orchestration: load, ingest, ask every question of every method, score, write JSON + plot."""
+"""`worldmm bench egolife` (= ``python -m bench.egolife``): load, ingest, ask every question of
+every method, score, write JSON + plot."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from pydantic import BaseModel, Field
+import typer
+from pydantic import BeforeValidator, Field
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from bench.egolife import truth
-from bench.egolife.data import (
-    BASE_DATE,
-    Question,
-    Window,
-    day_of,
-    load_questions,
-    load_windows,
-    select_questions,
-)
+from bench import harness
+from bench.egolife import data, truth
+from bench.egolife.data import DataError, Question, Window
+from bench.egolife.memory_method import VARIANTS
+from bench.egolife.memory_method import ranked as mm_ranked
 from bench.egolife.truth import Interval, QuestionScore, Ranked
+from bench.harness import StrList
 from worldmm.memory.retrieval.results import SegmentHit
 
 if TYPE_CHECKING:
@@ -41,14 +30,7 @@ if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
     from worldmm.settings import Settings
 
-MEMORY_METHODS = (
-    "worldmm",
-    "lane-lexical",
-    "lane-dense",
-    "lane-graph",
-    "fused-no-graph",
-    "fused-no-drill",
-)
+MEMORY_METHODS = tuple(VARIANTS)  # worldmm (the fused retriever) and its ablations
 BASELINES = ("bm25", "dense")
 METHODS = (*MEMORY_METHODS, *BASELINES, "random")
 RANDOM_SEED = 0
@@ -65,17 +47,56 @@ def default_data_dir() -> Path:
     return (REPO_ROOT.parent / "shared" / "data" / "egolife").resolve()
 
 
-class BenchConfig(BaseModel):
-    sync_dir: Path
-    questions: Path
-    out: Path
-    plot: Path | None = None  # default: the --out path with .png
-    days: list[int] | None = None  # None: every day found in sync_dir
-    limit_questions: int | None = Field(default=None, ge=1)
-    methods: list[str] = Field(default_factory=lambda: list(METHODS))
-    user_id: str = DEFAULT_USER
-    reuse: bool = False
-    speech_in_caption: bool = True
+def _days(spec: object) -> object:
+    return sorted(data.parse_days(spec)) if isinstance(spec, str) else spec
+
+
+Days = Annotated[list[int] | None, BeforeValidator(_days)]  # --days 1-3,5
+
+
+class EgoLifeData(harness.Options):
+    """What the EgoLife benchmark and its tuning read: the sync files, the questions, the days
+    and the memory user."""
+
+    sync_dir: Path = Field(
+        default_factory=lambda: default_data_dir() / "sync",
+        description="Folder of A1_JAKE_DAY*_*.json sync files"
+        " (default: ../shared/data/egolife/sync beside the checkout).",
+    )
+    questions: Path = Field(
+        default_factory=lambda: default_data_dir() / "questions_dev.json",
+        description="EgoLifeQA-format question file"
+        " (default: ../shared/data/egolife/questions_dev.json beside the checkout).",
+    )
+    days: Days = Field(
+        None,
+        description="Days to ingest and questions to keep, e.g. 1-7, 1,3 or 2"
+        " (default: every day in --sync-dir).",
+    )
+    user_id: str = Field(DEFAULT_USER, description="Memory user id the week is ingested as.")
+
+
+class BenchConfig(EgoLifeData):
+    out: Path = Field(description="Where to write the JSON report.")
+    limit_questions: int | None = Field(
+        None, ge=1, description="Ask only the first N selected questions."
+    )
+    methods: StrList = Field(
+        METHODS,
+        description="Comma-separated subset of: worldmm (the fused retriever the API uses),"
+        " lane-lexical, lane-dense, lane-graph (each lane alone), fused-no-graph,"
+        " fused-no-drill, bm25, dense, random (accuracy only).",
+    )
+    reuse: bool = Field(
+        False,
+        description="Keep this user's stored memory and ingest only the hours not stored yet"
+        " (without it the user's memory is purged and the week ingested afresh).",
+    )
+    speech_in_caption: bool = Field(
+        True,
+        description="Give the transcript lines to the caption text too (as a live captioner).",
+    )
+    plot: Path | None = Field(None, description="PNG figure path (default: --out with .png).")
     top_k: int = Field(default=3, ge=1)
     cache_dir: Path | None = None  # dense window embeddings kept between runs
 
@@ -85,15 +106,8 @@ class BenchConfig(BaseModel):
 
 
 def progress_bar(console: Console) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
+    columns = (*Progress.get_default_columns(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=console)
 
 
 # --- the methods ------------------------------------------------------------------------
@@ -146,31 +160,20 @@ def run_baselines(
 
     rankings: dict[str, list[list[Ranked]]] = {}
     timings: dict[str, dict] = {}
-    if "bm25" in cfg.methods:
+    for name in [m for m in BASELINES if m in cfg.methods]:
         started = time.perf_counter()
-        bm25 = Bm25Search(windows)
+        if name == "bm25":
+            index: Bm25Search | DenseSearch = Bm25Search(windows)
+        else:
+            task = progress.add_task("embed windows (dense)", total=len(windows))
+            step = lambda n, task=task: progress.advance(task, n)  # noqa: E731
+            index = DenseSearch(windows, embedder(), step, cache_dir=cfg.cache_dir)
         build = time.perf_counter() - started
-        rankings["bm25"], per_q = ask_all(
-            questions,
-            lambda q: bm25.search(q.query_text, q.query_time, cfg.top_k),
-            progress,
-            "bm25",
-        )
-        timings["bm25"] = {"index_s": round(build, 2), "query_ms": round(1000 * per_q, 2)}
-    if "dense" in cfg.methods:
-        task = progress.add_task("embed windows (dense)", total=len(windows))
-        started = time.perf_counter()
-        dense = DenseSearch(
-            windows, embedder(), lambda n: progress.advance(task, n), cache_dir=cfg.cache_dir
-        )
-        build = time.perf_counter() - started
-        rankings["dense"], per_q = ask_all(
-            questions,
-            lambda q: dense.search(q.query_text, q.query_time, cfg.top_k),
-            progress,
-            "dense",
-        )
-        timings["dense"] = {"index_s": round(build, 2), "query_ms": round(1000 * per_q, 2)}
+        rankings[name], per_q = ask_all(
+            questions, lambda q, i=index: i.search(q.query_text, q.query_time, cfg.top_k),
+            progress, name,
+        )  # fmt: skip
+        timings[name] = {"index_s": round(build, 2), "query_ms": round(1000 * per_q, 2)}
     return rankings, timings
 
 
@@ -178,24 +181,14 @@ def run_baselines(
 def memory_deps(settings: Settings, console: Console) -> Iterator[Deps]:
     """Ingest dependencies on the configured services, or on the embedded stack (started if
     needed, like `worldmm up`, and left running so `--reuse` finds the memory next time)."""
-    from worldmm import stack
     from worldmm.deps import build_deps
-    from worldmm.store.migrate import apply_migrations
 
-    try:
-        urls = stack.resolve_urls(settings)
-    except stack.StackError:
-        console.print("starting the embedded stack (stop it with `worldmm down`)")
-        urls = stack.up(settings)
-    apply_migrations(urls.database_url, settings)
-    settings = settings.model_copy(
-        update={"database_url": urls.database_url, "redis_url": urls.redis_url or "none"}
-    )
-    deps = build_deps(settings, role="ingest")
-    try:
-        yield deps
-    finally:
-        deps.close()
+    with harness.stack_or_start(settings, console.print, keep=True) as resolved:
+        deps = build_deps(resolved, role="ingest")
+        try:
+            yield deps
+        finally:
+            deps.close()
 
 
 def run_worldmm(
@@ -222,15 +215,9 @@ def run_worldmm(
         console.print(f"purged the previous memory of {cfg.user_id}: {purged}")
     if todo:
         task = progress.add_task("ingest (caption-level)", total=len(todo))
-        report = asyncio.run(
-            mm.ingest_windows(
-                deps,
-                cfg.user_id,
-                todo,
-                speech_in_caption=cfg.speech_in_caption,
-                on_hour=lambda n: progress.advance(task, n),
-            )
-        )
+        step = lambda n: progress.advance(task, n)  # noqa: E731
+        ingest = mm.ingest_windows(deps, cfg.user_id, todo, cfg.speech_in_caption, on_hour=step)
+        report = asyncio.run(ingest)
         info["ingest"] = {"reused_windows": len(windows) - len(todo), **report.as_dict()}
     else:
         info["ingest"] = {"reused_windows": len(windows), "windows": 0}
@@ -254,12 +241,8 @@ def run_worldmm(
         return out, full_s, time.perf_counter() - started
 
     hits, full_s, total_s = asyncio.run(ask_every())
-    ordered = sorted(full_s)
-    info["query_ms"] = round(1000 * sum(full_s) / max(1, len(full_s)), 1)
-    info["query_ms_p50"] = round(1000 * ordered[len(ordered) // 2], 1) if ordered else None
-    info["query_ms_p95"] = (
-        round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1) if ordered else None
-    )
+    ms = harness.summary(full_s, digits=1, scale=1000)
+    info.update(query_ms=ms.get("mean"), query_ms_p50=ms.get("p50"), query_ms_p95=ms.get("p95"))
     info["questions_s"] = round(total_s, 1)
     return hits, info
 
@@ -393,14 +376,13 @@ def build_report(
     names = [m for m in METHODS if m in rankings or m in answers]
     return {
         "benchmark": "egolife-retrieval",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "questions": len(questions),
         "methods": {m: summarise(questions, scores.get(m), answers.get(m)) for m in names},
-        "days": sorted({day_of(w.start) for w in windows}),
+        "days": sorted({data.day_of(w.start) for w in windows}),
         "windows": len(windows),
         "question_file": str(cfg.questions),
         "sync_dir": str(cfg.sync_dir),
-        "calendar": f"DAY1 = {BASE_DATE.isoformat()} UTC",
+        "calendar": f"DAY1 = {data.BASE_DATE.isoformat()} UTC",
         "scoring": {
             "truth": "union of the 30 s windows holding the target points",
             "hit@k": f"a top-k segment of <= {truth.HIT_MAX_SCALE_S} s overlaps the truth",
@@ -409,7 +391,6 @@ def build_report(
             "accuracy": "the offline answerer's letter from the method's top hits equals the "
             "question's answer (random: a seeded uniform pick)",
         },
-        "host": {"machine": platform.machine(), "python": platform.python_version()},
         **extra,
         "per_question": question_rows(questions, truths, rankings, scores, answers),
     }
@@ -419,20 +400,20 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     """Run the chosen methods and write ``cfg.out`` (JSON) and ``cfg.plot_path`` (PNG)."""
     from bench.egolife.plot import plot_report
 
-    console = console or Console(stderr=True)
+    run, console = harness.Run(), console or Console(stderr=True)
     if cfg.cache_dir is None:
         cfg = cfg.model_copy(update={"cache_dir": settings.resolved_state_dir / "bench-cache"})
     unknown = set(cfg.methods) - set(METHODS)
     if unknown:
         raise BenchError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS)}")
-    windows = load_windows(cfg.sync_dir, cfg.days)
-    days = set(cfg.days) if cfg.days else {day_of(w.start) for w in windows}
-    questions = select_questions(load_questions(cfg.questions), days, cfg.limit_questions)
+    windows = data.load_windows(cfg.sync_dir, cfg.days)
+    days = set(cfg.days) if cfg.days else {data.day_of(w.start) for w in windows}
+    asked = data.load_questions(cfg.questions)
+    questions = data.select_questions(asked, days, cfg.limit_questions)
     console.print(f"{len(windows)} windows over days {sorted(days)}; {len(questions)} questions")
     if not windows or not questions:
         raise BenchError("nothing to run: no windows or no questions for these days")
 
-    started = time.perf_counter()
     evidence: dict[str, list[list[SegmentHit]]] = {}
     extra: dict = {
         "settings": {
@@ -444,7 +425,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         }
     }
     memory = any(m in cfg.methods for m in MEMORY_METHODS)
-    memory_ctx = memory_deps(settings, console) if memory else _no_memory()
+    memory_ctx = memory_deps(settings, console) if memory else nullcontext()
     with progress_bar(console) as progress, memory_ctx as deps:
         if deps is not None:
             evidence, extra["worldmm"] = run_worldmm(
@@ -471,41 +452,16 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         for m in METHODS
         if m in evidence and m in cfg.methods
     }
-    extra["wall_s"] = round(time.perf_counter() - started, 1)
-    report = build_report(cfg, windows, questions, rankings, answers, extra)
-    cfg.out.parent.mkdir(parents=True, exist_ok=True)
-    cfg.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    report = run.stamp(build_report(cfg, windows, questions, rankings, answers, extra))
+    harness.write_report(report, cfg.out, show=False)
     plot_report(report, cfg.plot_path)
     return report
 
 
-def mm_ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
-    return [Ranked(start=h.start, end=h.end, scale=h.scale) for h in hits]
-
-
-@contextmanager
-def _no_memory() -> Iterator[None]:
-    yield None
-
-
 def episodic_settings(settings: Settings) -> dict:
     """The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md)."""
-    return {
-        k: getattr(settings, k)
-        for k in (
-            "episodic_lane_weights",
-            "episodic_rrf_k",
-            "episodic_lane_candidates",
-            "episodic_drill_parents",
-            "episodic_drill_keep",
-            "episodic_recency_weight",
-            "episodic_recency_halflife_h",
-            "episodic_prior_weight",
-            "episodic_prior_halflife_h",
-            "episodic_llm_rerank",
-            "rerank_keep",
-        )
-    }
+    fields = settings.model_dump()
+    return {k: v for k, v in fields.items() if k.startswith("episodic_") or k == "rerank_keep"}
 
 
 def _fmt(value) -> str:
@@ -526,3 +482,22 @@ def summary_table(report: dict) -> str:
                 f"{_fmt(agg['hit@3'])} {_fmt(agg['tiou'])} {_fmt(agg.get('accuracy'))}"
             )
     return "\n".join(lines)
+
+
+@harness.main(BenchConfig)
+def main(cfg: BenchConfig) -> dict:
+    """EgoLife retrieval: WorldMM episodic memory vs BM25 and dense MiniLM; hit@1/3, tIoU."""
+    from apps.cli.common import settings_or_exit
+
+    try:
+        report = run_benchmark(cfg, settings_or_exit())
+    except (DataError, BenchError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(summary_table(report))
+    typer.echo(f"wrote {cfg.out} and {cfg.plot_path}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """Choose the episodic retriever's fusion parameters on some days only (e.g. days 1-3).
 
-    python -m bench.egolife.tune --days 1-3 [--out tune.json]
+    worldmm bench egolife-tune --days 1-3 [--out tune.json]   # = python -m bench.egolife.tune
 
 Runs the three lanes once per question with no time prior (raw lane order), then scores
 parameter settings by re-applying priors, fusion and drill-down to those same lane results,
@@ -13,16 +13,17 @@ figures of the other days are not fitted.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import time
 from dataclasses import replace
-from pathlib import Path
 
+from pydantic import Field
+
+from bench import harness
 from bench.egolife import truth
-from bench.egolife.data import load_questions, load_windows, parse_days, select_questions
-from bench.egolife.run import DEFAULT_USER, default_data_dir
+from bench.egolife.data import load_questions, load_windows, select_questions
+from bench.egolife.run import Days, EgoLifeData
 from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, finish, run_lanes
 from worldmm.memory.retrieval.fusion import PriorParams, apply_prior
 
@@ -108,29 +109,29 @@ async def tune(deps, user_id: str, questions) -> dict:
             "figures": best, "history": history}  # fmt: skip
 
 
-def main() -> None:
+class TuneOptions(EgoLifeData):
+    days: Days = Field([1, 2, 3], description="Days whose questions tune, e.g. 1-3.")
+
+
+@harness.main(TuneOptions, required=())
+def main(opts: TuneOptions) -> dict:
+    """Choose the episodic retriever's fusion parameters on some days (default 1-3) of the
+    memory `worldmm bench egolife` ingested; prints the best and writes the history."""
     from rich.console import Console
 
     from bench.egolife.memory_method import retrieval_deps
     from bench.egolife.run import memory_deps
     from worldmm.settings import load_settings
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--days", default="1-3")
-    ap.add_argument("--questions", type=Path, default=default_data_dir() / "questions_dev.json")
-    ap.add_argument("--sync-dir", type=Path, default=default_data_dir() / "sync")
-    ap.add_argument("--user-id", default=DEFAULT_USER)
-    ap.add_argument("--out", type=Path, default=None)
-    args = ap.parse_args()
-    days = parse_days(args.days)
-    windows = load_windows(args.sync_dir, days)
-    questions = select_questions(load_questions(args.questions), days, None)
+    run, days = harness.Run(), set(opts.days or [])
+    windows = load_windows(opts.sync_dir, days)
+    questions = select_questions(load_questions(opts.questions), days, None)
     print(f"{len(windows)} windows, {len(questions)} questions on days {sorted(days)}")
     with memory_deps(load_settings(), Console(stderr=True)) as deps:
-        report = asyncio.run(tune(retrieval_deps(deps), args.user_id, questions))
+        report = asyncio.run(tune(retrieval_deps(deps), opts.user_id, questions))
     print(json.dumps({k: report[k] for k in ("best", "figures", "lanes_s")}, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1) + "\n")
+    harness.write_report(run.stamp(report), opts.out, show=False)
+    return report
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
-from tests.integration.query_api.conftest import ADMIN_KEY
+from tests.integration.served_api import ADMIN_KEY
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""HTTP client of the GPU encoder service: timeouts, retries with backoff, a circuit breaker.
+"""HTTP client of the GPU encoder service: timeouts, retries (``worldmm.retry``), a circuit
+breaker (``worldmm.breaker``).
 
 Failures that say "try later" (connection refused, timeouts, 5xx, 503 queue full, circuit
 open) raise :class:`EncoderUnavailable`; a 4xx or an unusable answer raises
@@ -9,16 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import logging
 
 import httpx
 import numpy as np
 
+from worldmm.breaker import CircuitBreaker
 from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
-from worldmm.encoder.breaker import CircuitBreaker
-
-log = logging.getLogger(__name__)
-MAX_RETRY_AFTER_S = 10.0
+from worldmm.retry import ENCODER, RetryPolicy, acall_with_retry
 
 
 class HttpVisualEncoder:
@@ -28,15 +26,13 @@ class HttpVisualEncoder:
         dim: int,
         *,
         timeout_s: float = 30.0,
-        max_retries: int = 2,
-        backoff_s: float = 0.2,
+        retry: RetryPolicy = ENCODER,
         breaker: CircuitBreaker | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.dim = dim
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
+        self.retry = retry
         self.breaker = breaker or CircuitBreaker(5, 30.0)
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
@@ -82,15 +78,16 @@ class HttpVisualEncoder:
         return vector
 
     async def _post(self, path: str, **request) -> dict:
-        attempts = self.max_retries + 1
-        problem = "no attempt made"
-        for attempt in range(attempts):
+        attempts, problem = 0, "no attempt made"
+
+        async def attempt() -> dict:
+            nonlocal attempts, problem
             if not self.breaker.allow():
                 raise EncoderUnavailable(
                     f"GPU worker circuit open after repeated failures ({problem}); "
                     f"next trial in {self.breaker.retry_in():.1f} s"
                 )
-            delay = self.backoff_s * 2**attempt
+            attempts += 1
             try:
                 response = await self._client.post(path, **request)
             except asyncio.CancelledError:
@@ -99,22 +96,37 @@ class HttpVisualEncoder:
             except httpx.TransportError as exc:
                 self.breaker.record_failure()
                 problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code < 400:
-                    self.breaker.record_success()
-                    return response.json()
-                if response.status_code < 500:
-                    self.breaker.record_success()  # the service is up; the input is the problem
-                    raise EncoderRejected(f"{path}: {response.status_code} {_detail(response)}")
-                self.breaker.record_failure()
-                problem = f"HTTP {response.status_code} {_detail(response)}"
-                delay = max(delay, _retry_after(response))
-            log.warning(
-                "gpu_worker.retry path=%s attempt=%d problem=%s", path, attempt + 1, problem
+                raise _TryLater(problem) from exc
+            if response.status_code < 400:
+                self.breaker.record_success()
+                return response.json()
+            if response.status_code < 500:
+                self.breaker.record_success()  # the service is up; the input is the problem
+                raise EncoderRejected(f"{path}: {response.status_code} {_detail(response)}")
+            self.breaker.record_failure()
+            problem = f"HTTP {response.status_code} {_detail(response)}"
+            raise _TryLater(problem, response)
+
+        try:
+            return await acall_with_retry(
+                attempt, self.retry, step=f"gpu_worker{path}", retry_on=_try_later
             )
-            if attempt + 1 < attempts:
-                await asyncio.sleep(delay)
-        raise EncoderUnavailable(f"GPU worker {path} failed {attempts} times: {problem}")
+        except _TryLater as exc:
+            raise EncoderUnavailable(
+                f"GPU worker {path} failed {attempts} times: {problem}"
+            ) from exc
+
+
+class _TryLater(Exception):
+    """The worker could not be reached or answered 5xx (its Retry-After, if any, is kept)."""
+
+    def __init__(self, problem: str, response: httpx.Response | None = None) -> None:
+        super().__init__(problem)
+        self.response = response
+
+
+def _try_later(exc: BaseException) -> str | None:
+    return "unavailable" if isinstance(exc, _TryLater) else None
 
 
 def _detail(response: httpx.Response) -> str:
@@ -122,13 +134,6 @@ def _detail(response: httpx.Response) -> str:
         return str(response.json().get("detail", response.text))[:300]
     except ValueError:
         return response.text[:300]
-
-
-def _retry_after(response: httpx.Response) -> float:
-    try:
-        return min(MAX_RETRY_AFTER_S, max(0.0, float(response.headers.get("retry-after", 0))))
-    except ValueError:
-        return 0.0
 
 
 def frames_as_json(frames: list[bytes]) -> dict:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from worldmm.breaker import CircuitBreaker
 from worldmm.encoder.base import VisualEncoder
-from worldmm.encoder.breaker import CircuitBreaker
 from worldmm.encoder.client import HttpVisualEncoder
 from worldmm.encoder.offline import InProcessOfflineEncoder
+from worldmm.retry import encoder_policy
 from worldmm.settings import Settings
 
 
@@ -16,8 +17,7 @@ def build_visual_encoder(settings: Settings) -> VisualEncoder:
             settings.gpu_worker_url,
             settings.visual_embed_dim,
             timeout_s=settings.gpu_timeout_s,
-            max_retries=settings.gpu_max_retries,
-            backoff_s=settings.gpu_retry_backoff_s,
+            retry=encoder_policy(settings),
             breaker=CircuitBreaker(settings.gpu_breaker_failures, settings.gpu_breaker_reset_s),
         )
     return InProcessOfflineEncoder(settings.visual_embed_dim, ocr_frames=settings.gpu_ocr_frames)

@@ -1,14 +1,23 @@
 """A memory graph as compact numpy arrays whose vertices and edges carry time, so one cached
 graph answers questions asked "as of" any past time.
 
-It holds the same vertices and edges as :mod:`worldmm.graph.build` makes, but edges are kept
-as *units*: one per (vertex pair, edge kind, time). An episodic relation stated in segments
-of three different times is three units of weight 1 instead of one edge of weight 3, so the
-graph seen at time ``T`` (the units with ``t_from <= T``) has exactly the weights a graph
-built from the rows visible at ``T`` has. Semantic units are one per triple and also carry
-the time the triple was soft-deleted (``t_to``).
+The graphs (undirected, HippoRAG-style; vertex names in :mod:`worldmm.graph.types`):
 
-Visibility mirrors :func:`worldmm.store.triples.graph_rows` exactly:
+- episodic, one per scale: entity and literal vertices and one vertex per segment (HippoRAG's
+  "passage"); a ``relation`` edge subject-object weighted by how many triples state it, and
+  ``mention`` edges entity-segment for every triple's subject and entity object, weighted by
+  how many of the segment's triples mention the entity. Literals hang off their subject only;
+  a self-loop is dropped (it would only inflate its vertex's own PageRank);
+- semantic: entity (and literal) vertices, one ``relation`` edge per triple, whose ``src``
+  is the triple's subject (an undirected edge does not keep its direction otherwise).
+
+Edges are kept as *units*: one per (vertex pair, edge kind, time). An episodic relation
+stated in segments of three different times is three units of weight 1 instead of one edge
+of weight 3, so the graph seen at time ``T`` (the units with ``t_from <= T``) has exactly the
+weights a graph built from the rows visible at ``T`` has. Semantic units are one per triple
+and also carry the time the triple was soft-deleted (``t_to``).
+
+Visibility mirrors :func:`worldmm.store.triples.triples_for_graph` (the SQL) exactly:
 
 - episodic: a row exists at ``T`` when ``valid_from <= T`` (its segment's window end);
   without ``as_of`` every row exists;
@@ -28,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import igraph as ig
 import numpy as np
@@ -54,6 +63,13 @@ def to_micros(value: datetime | None) -> int:
     if value is None:
         return int(NEVER)
     return int(value.timestamp() * 1_000_000)
+
+
+def micros_to_datetime(value: int) -> datetime | None:
+    """:func:`to_micros` back to an aware datetime (UTC); NEVER is None."""
+    if value == NEVER:
+        return None
+    return datetime.fromtimestamp(value / 1_000_000, tz=UTC)
 
 
 @dataclass
@@ -339,7 +355,7 @@ class _Builder:
             self._bump(obj, seg, MENTION, when)
 
     def _bump(self, a: int, b: int, kind: int, when: int) -> None:
-        if a != b:  # as build.py: a self-loop only inflates the vertex's own PageRank
+        if a != b:  # a self-loop only inflates the vertex's own PageRank
             key = (min(a, b), max(a, b), kind, when)
             self.units[key] = self.units.get(key, 0.0) + 1.0
 

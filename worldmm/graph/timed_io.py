@@ -1,11 +1,11 @@
 """Bytes of a :class:`~worldmm.graph.timed.TimedGraph` for the Redis cache: numpy buffers.
 
 A cold process loads a graph with one ``frombuffer`` per column, CSR included, instead of
-re-walking rows into Python objects (the JSON igraph format took most of a second per week).
-Code-free like :mod:`worldmm.graph.serialize` (never pickle). Layout: ``TIMED_MAGIC`` + 8
-random bytes (payloads never share a prefix: the cache compares prefixes) + a 4-byte header
-length + the header (JSON: sizes, fingerprint, the string columns) + the raw arrays in
-``_ARRAYS`` order, little-endian.
+re-walking rows into Python objects (an earlier JSON format took most of a second per week).
+Code-free: never pickle, so bytes read back from a shared cache can never run code. Layout:
+``TIMED_MAGIC`` + 8 random bytes (payloads never share a prefix: the cache compares
+prefixes) + a 4-byte header length + the header (JSON: sizes, fingerprint, the string
+columns) + the raw arrays in ``_ARRAYS`` order, little-endian.
 """
 
 from __future__ import annotations

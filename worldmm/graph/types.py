@@ -1,7 +1,7 @@
 """Inputs and node naming of the memory graphs.
 
-Every vertex has a unique ``name`` (igraph indexes that attribute for look-ups) built from its
-kind, so an entity called "12" can never collide with segment 12:
+Every vertex has a unique ``name`` (the graph's look-up key for seeds) built from its kind,
+so an entity called "12" can never collide with segment 12:
 
 - ``e:<normalised entity name>`` — a canonical entity (``kind="entity"``)
 - ``l:<normalised subject>|<literal>`` — a literal object, a leaf of its subject
@@ -23,7 +23,7 @@ GraphMemoryType = Literal["episodic", "semantic"]
 
 
 class GraphTriple(BaseModel):
-    """One triple row as the graph builder needs it (read from the store)."""
+    """One triple row as the graph builder and retrieval need it (read from the store)."""
 
     model_config = ConfigDict(frozen=True, from_attributes=True)
 
@@ -41,7 +41,7 @@ class GraphTriple(BaseModel):
 class GraphRow(NamedTuple):
     """:class:`GraphTriple`'s fields as a plain tuple, for bulk reads: a week's 30 s graph is
     built from about 300k rows, and a model per row cost seconds. Same field names and order,
-    so the graph builders take either."""
+    so the graph builder takes either."""
 
     triple_id: int
     subject: str
@@ -55,6 +55,13 @@ class GraphRow(NamedTuple):
 
 
 GraphTripleLike = GraphTriple | GraphRow
+
+
+def is_active(t: GraphTripleLike, as_of: datetime | None = None) -> bool:
+    """Not soft-deleted — at ``as_of`` when given (a later removal did not exist yet)."""
+    if t.invalidated_at is None:
+        return True
+    return as_of is not None and t.invalidated_at > as_of
 
 
 def normalise(text: str) -> str:

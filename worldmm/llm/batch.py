@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from worldmm import metrics
-from worldmm.llm.dispatch import DirectDispatcher, record_success
+from worldmm.llm.dispatch import DirectDispatcher, call_model, record_success
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
 from worldmm.providers.errors import ModelCallError
 
@@ -144,8 +144,8 @@ class BatchDispatcher:
         ).encode()
 
         async def call(fn, *args, **kwargs):
-            return await retry.run(
-                lambda: fn(*args, **kwargs), role="batch", provider=self.provider
+            return await call_model(
+                lambda: fn(*args, **kwargs), retry, role="batch", provider=self.provider
             )
 
         upload = await call(client.files.create, file=("requests.jsonl", jsonl), purpose="batch")

@@ -1,4 +1,4 @@
-"""Direct dispatch: async calls with bounded concurrency, timeouts and retries with backoff.
+"""Direct dispatch: async calls with bounded concurrency, timeouts and retries (worldmm.retry).
 
 One ``DirectDispatcher`` serves any number of event loops (the query service's loop, the
 ingest worker's loop thread, tests' ``asyncio.run``): the SDK client and the in-flight bound
@@ -10,7 +10,7 @@ are made per loop, because both bind to the loop that first uses them. The bound
 from __future__ import annotations
 
 import asyncio
-import random
+import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
@@ -22,6 +22,7 @@ from worldmm import metrics
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
 from worldmm.providers.errors import ModelCallError
+from worldmm.retry import RetryPolicy, acall_with_retry
 
 T = TypeVar("T")
 
@@ -45,15 +46,6 @@ def retry_reason(exc: BaseException) -> str | None:
     return None
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 class PerLoop:
     """One object per running event loop, made on first use by ``factory``."""
 
@@ -70,40 +62,36 @@ class PerLoop:
         return item
 
 
-class RetryPolicy:
-    def __init__(
-        self, max_retries: int, base_s: float = 0.5, max_s: float = 30.0, seed: int | None = None
-    ) -> None:
-        self.max_retries = max_retries
-        self.base_s = base_s
-        self.max_s = max_s
-        self._random = random.Random(seed)
+async def call_model(
+    call: Callable[[], Awaitable[T]], policy: RetryPolicy, *, role: str, provider: str
+) -> T:
+    """``await call()``, retried as ``policy`` says while :func:`retry_reason` allows;
+    ModelCallError once it fails for good."""
+    attempts = 0
 
-    def delay(self, attempt: int, exc: BaseException) -> float:
-        hinted = _retry_after(exc)
-        if hinted is not None:
-            return min(hinted, self.max_s)
-        # Exponential backoff with full jitter, so retrying callers spread out.
-        return self._random.uniform(0, min(self.max_s, self.base_s * 2**attempt))
+    async def attempt() -> T:
+        nonlocal attempts
+        attempts += 1
+        return await call()
 
-    async def run(self, call: Callable[[], Awaitable[T]], *, role: str, provider: str) -> T:
-        attempt = 0
-        while True:
-            try:
-                return await call()
-            except Exception as exc:
-                reason = retry_reason(exc)
-                if reason is None or attempt >= self.max_retries:
-                    status = getattr(exc, "status_code", None)
-                    raise ModelCallError(
-                        f"{role}: model call failed after {attempt + 1} attempt(s): "
-                        f"{type(exc).__name__}: {exc}",
-                        role=role,
-                        status=status,
-                    ) from exc
-                metrics.LLM_RETRIES.labels(role=role, provider=provider, reason=reason).inc()
-                await asyncio.sleep(self.delay(attempt, exc))
-                attempt += 1
+    def count(reason: str) -> None:
+        metrics.LLM_RETRIES.labels(role=role, provider=provider, reason=reason).inc()
+
+    try:
+        return await acall_with_retry(
+            attempt,
+            policy,
+            step=f"llm.{role}",
+            retry_on=retry_reason,
+            on_retry=count,
+            log_level=logging.INFO,  # 429s are how the adaptive bound finds its ceiling
+        )
+    except Exception as exc:
+        raise ModelCallError(
+            f"{role}: model call failed after {attempts} attempt(s): {type(exc).__name__}: {exc}",
+            role=role,
+            status=getattr(exc, "status_code", None),
+        ) from exc
 
 
 class DirectDispatcher:
@@ -153,7 +141,7 @@ class DirectDispatcher:
 
         labels = {"role": request.role, "provider": self.provider, "dispatch": self.name}
         try:
-            result = await self.retry.run(once, role=request.role, provider=self.provider)
+            result = await call_model(once, self.retry, role=request.role, provider=self.provider)
         except ModelCallError:
             metrics.LLM_REQUESTS.labels(**labels, outcome="error").inc()
             raise

@@ -10,13 +10,14 @@ from pydantic import BaseModel
 
 from worldmm import metrics
 from worldmm.llm import schemas as s
-from worldmm.llm.dispatch import DirectDispatcher, Dispatcher, RetryPolicy
+from worldmm.llm.dispatch import DirectDispatcher, Dispatcher
 from worldmm.llm.parsing import parse_reply
 from worldmm.llm.passages import render_choices, render_passages
 from worldmm.llm.prompts import ROLES, load_prompt
 from worldmm.llm.request import ChatRequest, build_request
 from worldmm.models import Triple, choice_letter
 from worldmm.providers.errors import ParseError
+from worldmm.retry import llm_policy
 
 if TYPE_CHECKING:
     from worldmm.settings import Settings
@@ -258,7 +259,7 @@ def build_remote_roles(settings: Settings) -> RemoteRoles:
         concurrency=settings.llm_concurrency,
         concurrency_max=settings.llm_concurrency_max,
         timeout_s=settings.llm_timeout_s,
-        retry=RetryPolicy(settings.llm_max_retries),
+        retry=llm_policy(settings),
     )
     construction: Dispatcher = direct
     if settings.llm_dispatch == "batch":

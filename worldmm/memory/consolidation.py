@@ -104,15 +104,9 @@ async def consolidate_semantic(
     context: str,
 ) -> ConsolidationStats:
     """Consolidate new semantic triples one by one (each sees the previous ones' effect).
-
-    The user's cached semantic graph is invalidated once the writes are done (also after a
-    failure part-way: what was committed before it is new)."""
+    A reader's cached semantic graph sees the writes by its fingerprint, not by a message."""
     stats = ConsolidationStats()
-    try:
-        await _consolidate_each(deps, user_id, segment_id, event_time, triples, context, stats)
-    finally:
-        if stats.inserted or stats.updated:
-            await asyncio.to_thread(deps.cache.invalidate, user_id, "semantic")
+    await _consolidate_each(deps, user_id, segment_id, event_time, triples, context, stats)
     return stats
 
 

@@ -274,14 +274,7 @@ def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual) -> int:
         write_search_embedding(conn, deps, user, segment_id, mem)
         if visual is not None:
             visual_store.upsert_visual_embedding(conn, user, segment_id, visual)
-    invalidate_episodic(deps, user, BASE_S)
     return segment_id
-
-
-def invalidate_episodic(deps: Deps, user_id: str, scale_s: int) -> None:
-    """After a committed write of a scale's episodic triples: drop exactly that cached graph
-    (the cache logs its own failures; the query path's fingerprint check is the backstop)."""
-    deps.cache.invalidate(user_id, "episodic", scale_s)
 
 
 def audio_row(user_id: str, item, *, late: bool = False) -> AudioChunkRow:
@@ -398,7 +391,6 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
         write_search_embedding(conn, deps, user, segment_id, mem)
-    invalidate_episodic(deps, user, window.scale_s)
     return segment_id
 
 

@@ -18,7 +18,6 @@ from worldmm.memory.construct import (
     _versions,
     build_summary_segment,
     extract_text_memory,
-    invalidate_episodic,
     triple_rows,
     write_search_embedding,
 )
@@ -117,7 +116,6 @@ async def build_caption_segment(
             rows = triple_rows(mem, ids)
             triple_store.replace_episodic_triples(conn, window.user_id, segment_id, rows)
             write_search_embedding(conn, deps, window.user_id, segment_id, mem)
-        invalidate_episodic(deps, window.user_id, BASE_S)
         return segment_id
 
     segment_id = await asyncio.to_thread(write)

@@ -7,6 +7,7 @@ A service whose URL is configured (``WORLDMM_KAFKA_BROKERS``, ``WORLDMM_DATABASE
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -22,6 +23,7 @@ class StackUrls(BaseModel):
     kafka_brokers: str
     database_url: str
     redis_url: str | None  # None: no graph cache (graphs are rebuilt from the database)
+    started: list[str] = []  # from `up`: the servers it started (not found running)
 
 
 class ServiceStatus(BaseModel):
@@ -58,27 +60,38 @@ def up(settings: Settings) -> StackUrls:
     """Start every embedded server that is not configured externally; harmless when running."""
     dirs = _dirs(settings)
     settings.resolved_state_dir.mkdir(parents=True, exist_ok=True)
-    state = _read_state(settings)
+    fresh: dict[str, dict] = {}
     if not settings.kafka_brokers:
-        state["kafka"] = kafka.start(dirs["kafka"])
+        fresh["kafka"] = kafka.start(dirs["kafka"])
     if not settings.database_url:
-        state["postgres"] = postgres.start(dirs["postgres"])
-        state["postgres"]["data_dir"] = str(dirs["postgres"] / "data")
+        fresh["postgres"] = postgres.start(dirs["postgres"])
+        fresh["postgres"]["data_dir"] = str(dirs["postgres"] / "data")
     if not settings.redis_url:
-        state["redis"] = redis_server.start(dirs["redis"])
-    _state_path(settings).write_text(json.dumps(state, indent=2))
-    return resolve_urls(settings)
+        fresh["redis"] = redis_server.start(dirs["redis"])
+    _state_path(settings).write_text(json.dumps({**_read_state(settings), **fresh}, indent=2))
+    started = [name for name, record in fresh.items() if record["started"]]
+    return resolve_urls(settings).model_copy(update={"started": started})
 
 
-def down(settings: Settings) -> dict[str, bool]:
-    """Stop exactly the servers `up` started (by their PID files); external ones are untouched."""
+def down(settings: Settings, only: Collection[str] | None = None) -> dict[str, bool]:
+    """Stop the servers `up` started (by their PID files), or only those named in ``only``
+    (e.g. one `up` call's ``started``); external ones are untouched."""
     dirs = _dirs(settings)
-    stopped = {
-        "redis": not settings.redis_url and redis_server.stop(dirs["redis"]),
-        "postgres": not settings.database_url and postgres.stop(dirs["postgres"]),
-        "kafka": not settings.kafka_brokers and kafka.stop(dirs["kafka"]),
+    names = {"kafka", "postgres", "redis"} if only is None else set(only)
+    servers = {  # stopped in this order
+        "redis": (settings.redis_url, redis_server.stop),
+        "postgres": (settings.database_url, postgres.stop),
+        "kafka": (settings.kafka_brokers, kafka.stop),
     }
-    _state_path(settings).unlink(missing_ok=True)
+    stopped = {
+        name: name in names and not configured and stop(dirs[name])
+        for name, (configured, stop) in servers.items()
+    }
+    state = {k: v for k, v in _read_state(settings).items() if k not in names}
+    if state:
+        _state_path(settings).write_text(json.dumps(state, indent=2))
+    else:
+        _state_path(settings).unlink(missing_ok=True)
     return {k: bool(v) for k, v in stopped.items()}
 
 

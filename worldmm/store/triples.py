@@ -307,40 +307,31 @@ def graph_rows(
     user_id: str,
     memory_type: TripleType,
     scale: int | None = None,
-    as_of: datetime | None = None,
     *,
     id_range: tuple[int, int] | None = None,
-    history: bool = False,
 ) -> list[tuple]:
-    """What :func:`triples_for_graph` selects, minus what no graph uses (the segment's
-    window), as plain tuples in the field order of ``worldmm.graph.types.GraphRow``. A
-    week's 30 s graph is about 300k rows; a model per row took most of its 16 s build.
-    Episodic rows leave the two times NULL: the SQL has already applied ``as_of`` and no
-    episodic edge keeps them. ``id_range=(after, upto)`` keeps ids in ``(after, upto]``:
-    the rows appended since a graph was built (see :func:`parse_fingerprint`).
-
-    ``history=True`` ignores ``as_of`` and returns every row, soft-deleted semantic ones
-    included, each with its ``valid_from`` and ``invalidated_at``: a time-masked graph
-    (``worldmm.graph.timed``) applies :func:`_as_of_clause` itself, per query."""
+    """Every row of a graph whatever its time, soft-deleted semantic ones included, each with
+    its ``valid_from`` and ``invalidated_at``, oldest id first: a time-masked graph
+    (``worldmm.graph.timed``) applies :func:`_as_of_clause` itself, per query. Plain tuples
+    in the field order of ``worldmm.graph.types.GraphRow``: a week's 30 s graph is about
+    300k rows, and a model per row took most of its 16 s build. ``id_range=(after, upto)``
+    keeps ids in ``(after, upto]``: the rows appended since a graph was built (see
+    :func:`parse_fingerprint`)."""
     memory_type = _memory_type(memory_type)
-    if history:
-        where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
-        if scale is not None:
-            where.append("t.scale_seconds = %(scale)s")
-    else:
-        where = _graph_filter(memory_type, scale, as_of)
+    where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
+    if scale is not None:
+        where.append("t.scale_seconds = %(scale)s")
     after, upto = id_range if id_range is not None else (None, None)
     if id_range is not None:
         where.append("t.id > %(after)s AND t.id <= %(upto)s")
-    plain = memory_type == "episodic" and not history
-    times = "NULL, NULL" if plain else "t.valid_from, t.invalidated_at"
     with conn.cursor(row_factory=tuple_row) as cur:
         cur.execute(
             "SELECT t.id, COALESCE(s.canonical_name, s.surface_form), t.predicate,"
             " COALESCE(o.canonical_name, o.surface_form, t.object_literal),"
-            f" t.object_entity_id IS NULL, t.segment_id, t.scale_seconds, {times}"
+            " t.object_entity_id IS NULL, t.segment_id, t.scale_seconds,"
+            " t.valid_from, t.invalidated_at"
             f" FROM triples t {_TRIPLE_JOINS} WHERE {' AND '.join(where)} ORDER BY t.id",
-            {"u": user_id, "scale": scale, "as_of": as_of, "after": after, "upto": upto},
+            {"u": user_id, "scale": scale, "after": after, "upto": upto},
         )
         return cur.fetchall()
 

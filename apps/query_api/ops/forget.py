@@ -1,9 +1,10 @@
 """Forgetting a time range and purging a user: database rows, blobs, cached graphs.
 
 Order matters. Rows go first, in one transaction (after it commits nothing can be read
-back); then the blobs they pointed at; then the graph cache. For a purge the cache is
-tombstoned before the rows are deleted (so a graph rebuilt from the old rows cannot be
-stored) and swept after (so no key of the user is left).
+back); then the blobs they pointed at. A cached graph needs no message after a forget: its
+fingerprint no longer matches the store's, so the next query rebuilds it. For a purge the
+cache is tombstoned before the rows are deleted (so a graph rebuilt from the old rows cannot
+be stored) and swept after (so no key of the user is left).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from datetime import datetime
 
 import redis
 
-from apps.query_api.ops.remember import invalidate_user_graphs
 from worldmm.blobs import BlobKeyError, BlobStore, user_prefixes
 from worldmm.deps import Deps
 from worldmm.graph.cache import cache_key
@@ -42,7 +42,6 @@ def forget(deps: Deps, user_id: str, start: datetime, end: datetime) -> ForgetOu
     with deps.db.transaction() as conn:
         result = forget_range(conn, user_id, start, end)
     blobs = delete_blobs(deps.blobs, result.blob_keys)
-    invalidate_user_graphs(deps, user_id)
     log.info(
         "api.forget user=%s start=%s end=%s rows=%s blobs=%d",
         user_id,

@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 from worldmm.agent import AgentResult, answer_question
 from worldmm.deps import Deps
+from worldmm.memory.retrieval.results import Hit
 from worldmm.wire.schemas import (
     ChoiceOut,
     EvidenceOut,
@@ -69,30 +70,21 @@ def to_response(
             RoundOut(
                 memory_type=r.memory_type,
                 query=r.query,
-                results=[_hit_json(h, user_id, url_of) for h in r.results],
+                results=[hit_json(h, user_id, url_of) for h in r.results],
                 note=r.note,
                 repeated=r.repeated,
             )
             for r in result.rounds
         ],
         evidence=[EvidenceOut.model_validate(e.model_dump()) for e in result.evidence],
-        triples=[
-            TripleOut(
-                triple_id=t.triple_id,
-                subject=t.subject,
-                predicate=t.predicate,
-                object=t.object,
-                valid_from=t.valid_from,
-                invalidated_at=t.invalidated_at,
-            )
-            for t in result.triples
-        ],
+        triples=[TripleOut.model_validate(t.model_dump()) for t in result.triples],
         frames=[url_of(user_id, key) for key in result.frames],
     )
 
 
-def _hit_json(hit, user_id: str, url_of: Callable[[str, str], str]) -> dict:
+def hit_json(hit: Hit, user_id: str, url_of: Callable[[str, str], str] = frame_url) -> dict:
+    """A search hit on the wire; a frame gets a URL the caller can fetch with the same key."""
     data = hit.model_dump(mode="json")
-    if "key" in data:  # a frame: give the client something it can fetch
+    if "key" in data:
         data["url"] = url_of(user_id, data["key"])
     return data

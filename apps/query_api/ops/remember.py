@@ -15,7 +15,7 @@ from worldmm.deps import Deps
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct import TextMemory, extract_text_memory, triple_rows
 from worldmm.memory.entity_resolution import apply_resolutions
-from worldmm.models import BASE_SCALE, SCALES
+from worldmm.models import BASE_SCALE
 from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
@@ -106,13 +106,6 @@ def _mark_remembered(deps: Deps, user_id: str, segment_id: int) -> list[list[str
     return [r.as_list() for r in rows if r.memory_type == "semantic"]
 
 
-def invalidate_user_graphs(deps: Deps, user_id: str) -> None:
-    """Every cached graph of the user (one key per memory type and scale)."""
-    deps.cache.invalidate(user_id, "semantic")
-    for scale in SCALES:
-        deps.cache.invalidate(user_id, "episodic", scale)
-
-
 async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
     """Build and store the note's memory (raises ModelCallError when a model call fails)."""
     at = (req.at or datetime.now(UTC)).astimezone(UTC)
@@ -124,7 +117,6 @@ async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberRe
             deps, user_id, segment_id, end, extraction.semantic_triples, req.text
         )
     semantic = await asyncio.to_thread(_mark_remembered, deps, user_id, segment_id)
-    await asyncio.to_thread(invalidate_user_graphs, deps, user_id)
     return RememberResponse(
         segment_id=segment_id,
         start=start,

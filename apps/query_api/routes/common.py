@@ -15,6 +15,9 @@ USER_ERRORS: dict[int | str, dict] = {
     404: {"model": ErrorOut, "description": "Unknown user (admin key) or item"},
     422: {"model": ErrorOut, "description": "Invalid input; the message says which"},
 }
+MODEL_ERROR: dict[int | str, dict] = {
+    502: {"model": ErrorOut, "description": "A model call failed; retry later"},
+}
 
 
 def check_range(start: datetime | None, end: datetime | None) -> None:

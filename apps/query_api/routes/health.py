@@ -17,7 +17,7 @@ router = APIRouter(tags=["health"])
 READY_TIMEOUT_S = 3.0
 
 
-@router.get("/healthz", response_model=Health, summary="The process is up")
+@router.get("/healthz", summary="The process is up")
 async def healthz() -> Health:
     return Health(status="ok")
 

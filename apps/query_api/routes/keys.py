@@ -3,8 +3,11 @@ the audit trail of admin actions. Every change is audited in its own transaction
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
+import psycopg
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from apps.query_api.auth import AdminOnly, UserIdPath
@@ -23,15 +26,14 @@ from worldmm.store.users import (
 from worldmm.wire.keys import AuditOut, AuditPage, KeyCreated, KeyList, KeyOut, KeyRequest
 from worldmm.wire.schemas import USER_ID_PATTERN, ErrorOut
 
-router = APIRouter(tags=["keys (admin)"], dependencies=[AdminOnly])
-
-_ERRORS = {
+_ERRORS: dict[int | str, dict] = {
     401: {"model": ErrorOut, "description": "Missing or invalid API key"},
     403: {"model": ErrorOut, "description": "Not the admin key"},
     404: {"model": ErrorOut, "description": "Unknown user or key"},
     422: {"model": ErrorOut, "description": "Invalid input; the message says which"},
     429: {"model": ErrorOut, "description": "Rate limit reached; see Retry-After"},
 }
+router = APIRouter(tags=["keys (admin)"], dependencies=[AdminOnly], responses=_ERRORS)
 KeyIdPath = Annotated[int, Path(ge=1, le=2**63 - 1, description="The key's id.")]
 Prefix = Annotated[
     str | None,
@@ -60,36 +62,35 @@ def _created(issued: IssuedKey) -> KeyCreated:
     return KeyCreated(**_out(issued.row).model_dump(), api_key=issued.key)
 
 
-def _not_found(exc: NotFoundError) -> HTTPException:
-    return HTTPException(status.HTTP_404_NOT_FOUND, str(exc))
+@contextmanager
+def _admin_change(deps: Deps) -> Iterator[psycopg.Connection]:
+    """The transaction of one audited change; an unknown user or key is a 404."""
+    try:
+        with deps.db.transaction() as conn:
+            yield conn
+    except NotFoundError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
 
 
 @router.post(
     "/v1/users/{user_id}/keys",
     status_code=status.HTTP_201_CREATED,
-    response_model=KeyCreated,
     summary="Issue one more API key to a user (admin)",
-    responses=_ERRORS,
 )
 def create_key(user_id: UserIdPath, deps: Deps, body: KeyRequest | None = None) -> KeyCreated:
     name = body.name if body else None
-    try:
-        with deps.db.transaction() as conn:
-            issued = issue_key(conn, user_id, name)
-            record_admin_action(
-                conn, "key.create", subject_user=user_id, key_id=issued.row.id,
-                detail={"prefix": issued.row.prefix, "name": name},
-            )  # fmt: skip
-    except NotFoundError as exc:
-        raise _not_found(exc) from None
+    with _admin_change(deps) as conn:
+        issued = issue_key(conn, user_id, name)
+        record_admin_action(
+            conn, "key.create", subject_user=user_id, key_id=issued.row.id,
+            detail={"prefix": issued.row.prefix, "name": name},
+        )  # fmt: skip
     return _created(issued)
 
 
 @router.get(
     "/v1/users/{user_id}/keys",
-    response_model=KeyList,
     summary="A user's API keys, without the keys themselves (admin)",
-    responses=_ERRORS,
 )
 def user_keys(
     user_id: UserIdPath,
@@ -104,12 +105,7 @@ def user_keys(
     return KeyList(items=[_out(r) for r in rows])
 
 
-@router.get(
-    "/v1/keys",
-    response_model=KeyList,
-    summary="Find keys of any user by prefix, e.g. one seen in a log (admin)",
-    responses=_ERRORS,
-)
+@router.get("/v1/keys", summary="Find keys of any user by prefix, e.g. one seen in a log (admin)")
 def find_keys(
     deps: Deps,
     prefix: Annotated[
@@ -131,50 +127,34 @@ def find_keys(
 @router.post(
     "/v1/users/{user_id}/keys/{key_id}/rotate",
     status_code=status.HTTP_201_CREATED,
-    response_model=KeyCreated,
     summary="Replace a key by a new one; the old one is refused from now on (admin)",
-    responses=_ERRORS,
 )
 def rotate(
     user_id: UserIdPath, key_id: KeyIdPath, deps: Deps, body: KeyRequest | None = None
 ) -> KeyCreated:
-    try:
-        with deps.db.transaction() as conn:
-            issued = rotate_key(conn, user_id, key_id, body.name if body else None)
-            record_admin_action(
-                conn, "key.rotate", subject_user=user_id, key_id=key_id,
-                detail={"new_key_id": issued.row.id, "prefix": issued.row.prefix},
-            )  # fmt: skip
-    except NotFoundError as exc:
-        raise _not_found(exc) from None
+    with _admin_change(deps) as conn:
+        issued = rotate_key(conn, user_id, key_id, body.name if body else None)
+        record_admin_action(
+            conn, "key.rotate", subject_user=user_id, key_id=key_id,
+            detail={"new_key_id": issued.row.id, "prefix": issued.row.prefix},
+        )  # fmt: skip
     return _created(issued)
 
 
 @router.delete(
     "/v1/users/{user_id}/keys/{key_id}",
-    response_model=KeyOut,
     summary="Revoke a key: every API process refuses it from the next request (admin)",
-    responses=_ERRORS,
 )
 def revoke(user_id: UserIdPath, key_id: KeyIdPath, deps: Deps) -> KeyOut:
-    try:
-        with deps.db.transaction() as conn:
-            row = revoke_key(conn, user_id, key_id)
-            record_admin_action(
-                conn, "key.revoke", subject_user=user_id, key_id=key_id,
-                detail={"prefix": row.prefix},
-            )  # fmt: skip
-    except NotFoundError as exc:
-        raise _not_found(exc) from None
+    with _admin_change(deps) as conn:
+        row = revoke_key(conn, user_id, key_id)
+        record_admin_action(
+            conn, "key.revoke", subject_user=user_id, key_id=key_id, detail={"prefix": row.prefix}
+        )
     return _out(row)
 
 
-@router.get(
-    "/v1/admin/audit",
-    response_model=AuditPage,
-    summary="Admin actions, newest first (admin)",
-    responses=_ERRORS,
-)
+@router.get("/v1/admin/audit", summary="Admin actions, newest first (admin)")
 def audit(
     deps: Deps,
     user_id: Annotated[

@@ -10,13 +10,13 @@ from fastapi.responses import Response
 from pydantic import AwareDatetime
 
 from apps.query_api.auth import AuthorizedUser
-from apps.query_api.cursors import decode_cursor, encode_cursor
+from apps.query_api.cursors import decode_cursor, frame_key, page_of, segment_key
 from apps.query_api.deps import Deps
 from apps.query_api.ops.forget import forget
+from apps.query_api.ops.frames import frame_jpeg
 from apps.query_api.ops.query import frame_url
 from apps.query_api.ops.remember import is_note, remember
-from apps.query_api.routes.common import USER_ERRORS, check_range, check_scale
-from worldmm.blobs import BlobKeyError, BlobNotFound, validate_key
+from apps.query_api.routes.common import MODEL_ERROR, USER_ERRORS, check_range, check_scale
 from worldmm.models import SCALES
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
@@ -25,7 +25,6 @@ from worldmm.store.triples import list_semantic
 from worldmm.wire.schemas import (
     DEFAULT_PAGE,
     MAX_PAGE,
-    ErrorOut,
     ForgetResponse,
     FrameOut,
     FramePage,
@@ -74,7 +73,6 @@ def _segment_out(row: SegmentRow) -> SegmentOut:
 # --- segments --------------------------------------------------------------------------
 @router.get(
     "/segments",
-    response_model=SegmentPage,
     summary="List segments overlapping a time range",
     description="Oldest first, every scale unless `scale` is given; paged with `cursor`.",
 )
@@ -96,28 +94,14 @@ def list_segments(
     after = decode_cursor(cursor) if cursor else None
     with deps.db.connection() as conn:
         rows = segment_store.list_segments(
-            conn,
-            user_id,
-            start=start,
-            end=end,
-            scale=scale,
-            as_of=as_of,
-            limit=limit + 1,
+            conn, user_id, start=start, end=end, scale=scale, as_of=as_of, limit=limit + 1,
             after=after,
-        )
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return SegmentPage(
-        items=[_segment_out(r) for r in rows],
-        next_cursor=encode_cursor(rows[-1].window_start, rows[-1].scale_seconds) if more else None,
-    )
+        )  # fmt: skip
+    rows, next_cursor = page_of(rows, limit, segment_key)
+    return SegmentPage(items=[_segment_out(r) for r in rows], next_cursor=next_cursor)
 
 
-@router.get(
-    "/segments/{segment_id}",
-    response_model=SegmentOut,
-    summary="One segment",
-)
+@router.get("/segments/{segment_id}", summary="One segment")
 def read_segment(
     user_id: AuthorizedUser,
     segment_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
@@ -131,11 +115,7 @@ def read_segment(
 
 
 # --- frames ----------------------------------------------------------------------------
-@router.get(
-    "/frames",
-    response_model=FramePage,
-    summary="List stored frames captured in a time range",
-)
+@router.get("/frames", summary="List stored frames captured in a time range")
 def list_frames(
     user_id: AuthorizedUser,
     deps: Deps,
@@ -150,8 +130,7 @@ def list_frames(
         rows = frame_store.list_frames(
             conn, user_id, start=start, end=end, limit=limit + 1, after=after
         )
-    more = len(rows) > limit
-    rows = rows[:limit]
+    rows, next_cursor = page_of(rows, limit, frame_key)
     return FramePage(
         items=[
             FrameOut(
@@ -163,7 +142,7 @@ def list_frames(
             )
             for r in rows
         ],
-        next_cursor=encode_cursor(rows[-1].captured_at, rows[-1].id) if more else None,
+        next_cursor=next_cursor,
     )
 
 
@@ -174,25 +153,11 @@ def list_frames(
     responses={200: {"content": {"image/jpeg": {}}, "description": "The frame"}},
 )
 def read_frame(user_id: AuthorizedUser, key: str, deps: Deps) -> Response:
-    missing = HTTPException(status.HTTP_404_NOT_FOUND, "no such frame")
-    # only this user's frames: a key under anyone else's prefix is simply not found
-    if not key.startswith(f"frames/{user_id}/"):
-        raise missing
-    try:
-        data = deps.blobs.get(validate_key(key))
-    except (BlobKeyError, BlobNotFound):
-        raise missing from None
-    return Response(
-        data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"}
-    )
+    return frame_jpeg(deps, user_id, key)
 
 
 # --- semantic --------------------------------------------------------------------------
-@router.get(
-    "/semantic",
-    response_model=SemanticList,
-    summary="Semantic facts (active ones, or every version with history=true)",
-)
+@router.get("/semantic", summary="Semantic facts (active ones, or every version with history=true)")
 def semantic(
     user_id: AuthorizedUser,
     deps: Deps,
@@ -223,10 +188,9 @@ def semantic(
 # --- writing -----------------------------------------------------------------------------
 @router.post(
     "/memories",
-    response_model=RememberResponse,
     status_code=status.HTTP_201_CREATED,
     summary="Remember this: store a note as episodic and semantic memory",
-    responses={502: {"model": ErrorOut, "description": "A model call failed; retry later"}},
+    responses=MODEL_ERROR,
 )
 async def remember_route(
     user_id: AuthorizedUser, body: RememberRequest, deps: Deps
@@ -236,7 +200,6 @@ async def remember_route(
 
 @router.delete(
     "/memories",
-    response_model=ForgetResponse,
     summary="Forget a time range: segments, facts drawn from them, frames and audio",
 )
 async def forget_route(

@@ -26,7 +26,6 @@ _AUTH_ERRORS = {
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    response_model=CreateUserResponse,
     dependencies=[AdminOnly],
     summary="Create a user and issue its API key (admin)",
     responses={**_AUTH_ERRORS, 409: {"model": ErrorOut, "description": "User exists"}},
@@ -45,7 +44,6 @@ def create(body: CreateUserRequest, deps: Deps) -> CreateUserResponse:
 
 @router.delete(
     "/{user_id}",
-    response_model=PurgeResponse,
     dependencies=[AdminOnly],
     summary="Purge a user: database rows, blobs and cached graphs (admin)",
     responses={**_AUTH_ERRORS, 404: {"model": ErrorOut, "description": "Unknown user"}},

@@ -15,7 +15,6 @@ router = APIRouter(tags=["users (admin)"])
 
 @router.get(
     "/v1/whoami",
-    response_model=WhoAmI,
     summary="The user of this API key",
     responses={401: {"model": ErrorOut, "description": "Missing or invalid API key"}},
 )

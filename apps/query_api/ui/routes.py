@@ -13,9 +13,10 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
-from apps.query_api.cursors import CursorError, decode_cursor, encode_cursor
+from apps.query_api.cursors import CursorError, decode_cursor, page_of, segment_key
 from apps.query_api.deps import Deps
 from apps.query_api.ops.forget import forget
+from apps.query_api.ops.frames import frame_jpeg
 from apps.query_api.ops.query import run_query
 from apps.query_api.ops.remember import is_note
 from apps.query_api.ui import views
@@ -26,7 +27,6 @@ from apps.query_api.ui.session import (
     set_session,
     user_of_key,
 )
-from worldmm.blobs import BlobKeyError, BlobNotFound, validate_key
 from worldmm.models import SCALES
 from worldmm.providers.errors import ModelCallError
 from worldmm.store import frames as frame_store
@@ -90,11 +90,8 @@ def _lane_page(
         rows = segment_store.list_segments(
             conn, user_id, start=start, end=end, scale=scale, limit=views.LANE_PAGE + 1, after=after
         )
-    more = len(rows) > views.LANE_PAGE
-    rows = rows[: views.LANE_PAGE]
-    cards = [views.card_of(r, is_note(r.source_topic)) for r in rows]
-    next_cursor = encode_cursor(rows[-1].window_start, rows[-1].scale_seconds) if more else None
-    return cards, next_cursor
+    rows, next_cursor = page_of(rows, views.LANE_PAGE, segment_key)
+    return [views.card_of(r, is_note(r.source_topic)) for r in rows], next_cursor
 
 
 def _latest_day(deps: Deps, user_id: str) -> date:
@@ -174,22 +171,9 @@ def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: in
     )
 
 
-def _frame_bytes(deps: Deps, user_id: str, key: str) -> Response:
-    missing = HTTPException(status.HTTP_404_NOT_FOUND, "no such frame")
-    if not key.startswith(f"frames/{user_id}/"):  # only this user's frames
-        raise missing
-    try:
-        data = deps.blobs.get(validate_key(key))
-    except (BlobKeyError, BlobNotFound):
-        raise missing from None
-    return Response(
-        data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"}
-    )
-
-
 @router.get("/frames/{key:path}")
 def frame(deps: Deps, user_id: UiUser, key: str) -> Response:
-    return _frame_bytes(deps, user_id, key)
+    return frame_jpeg(deps, user_id, key)
 
 
 @router.get("/thumb/{segment_id}")
@@ -206,7 +190,7 @@ def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
         )
     if not frames:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return _frame_bytes(deps, user_id, frames[0].blob_key)
+    return frame_jpeg(deps, user_id, frames[0].blob_key)
 
 
 # --- semantic facts --------------------------------------------------------------------------

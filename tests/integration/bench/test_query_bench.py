@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.query import ALL_LANES, main, run_benchmark
+from bench.query import ALL_LANES, QueryOptions, main, run_benchmark
 from bench.query_synth import SynthConfig, expected_counts
 from worldmm.models import SCALES
 from worldmm.store.db import Database
@@ -33,8 +33,6 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             "4",
             "--cold-queries",
             "2",
-            "--build-repeats",
-            "1",
             "--user",
             user_id,
             "--users",
@@ -52,11 +50,7 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             assert report["retrieval"][memory_type][phase]["mean_hits"] > 0
     # warm finds every graph in the process's memo (Redis is not asked); cold is a new
     # process: every graph comes from Redis (numpy buffers), none is rebuilt
-    assert report["retrieval"]["episodic"]["warm"]["cache"] == {
-        "hits": 0,
-        "misses": 0,
-        "memo_hits": 0,
-    }
+    assert report["retrieval"]["episodic"]["warm"]["cache"] == {"hits": 0, "misses": 0}
     assert report["retrieval"]["episodic"]["cold"]["cache"]["hits"] == 2 * len(SCALES)
     assert report["retrieval"]["episodic"]["cold"]["cache"]["misses"] == 0
     assert report["retrieval"]["semantic"]["cold"]["cache"]["hits"] == 2
@@ -77,7 +71,6 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
         ratios = report["others_effect"][memory_type]["warm"]
         assert ratios["p50_ratio"] > 0 and ratios["p95_ratio"] > 0
     assert "as_of" in report["others_effect"]["episodic"]
-    assert set(report["igraph_build"]) == {*(str(s) for s in SCALES), "semantic"}
     assert set(report["graph_build_ms"]) == {*(str(s) for s in SCALES), "semantic"}
     assert all(v > 0 for v in report["graph_build_ms"].values())
     assert report["load_rows_per_s"] > 0
@@ -92,16 +85,8 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
 
 def test_kept_user_holds_the_promised_rows(settings, user_id):
     cfg = SynthConfig(hours=1, seed=3, frames_per_segment=2)
-    report = run_benchmark(
-        settings,
-        cfg,
-        queries=2,
-        cold_queries=1,
-        build_repeats=1,
-        user_id=user_id,
-        keep=True,
-        drop_indexes=False,
-    )
+    opts = QueryOptions(queries=2, cold_queries=1, user=user_id, keep=True, keep_indexes=True)
+    report = run_benchmark(settings, cfg, opts)
     want = expected_counts(cfg)
     assert report["load"]["dropped_indexes"] == []
     with Database(settings.database_url, max_size=1) as db, db.connection() as conn:
@@ -134,15 +119,15 @@ def test_kept_user_holds_the_promised_rows(settings, user_id):
         assert count("SELECT count(*) FROM frames WHERE user_id = %s") == want["frames"]
 
     # --reuse measures the kept user again without loading, and checks it is the same memory
-    again = run_benchmark(
-        settings, cfg, queries=2, cold_queries=1, user_id=user_id, keep=True, reuse=True
-    )
+    again = run_benchmark(settings, cfg, opts.model_copy(update={"reuse": True}))
     assert again["load"] is None and again["rows_match"] is True
     assert again["retrieval_ms"]["episodic"]["warm"]["p50"] > 0
     with pytest.raises(ValueError, match="does not hold"):
-        run_benchmark(settings, SynthConfig(hours=2, seed=3), user_id=user_id, reuse=True)
+        run_benchmark(
+            settings, SynthConfig(hours=2, seed=3), QueryOptions(user=user_id, reuse=True)
+        )
     with pytest.raises(ValueError, match="does not exist"):
-        run_benchmark(settings, cfg, user_id=user_id + "-nobody", reuse=True)
+        run_benchmark(settings, cfg, QueryOptions(user=user_id + "-nobody", reuse=True))
     with Database(settings.database_url, max_size=1) as db, db.transaction() as conn:
         purge_user(conn, user_id)
 
@@ -154,7 +139,9 @@ def test_users_never_loads_over_or_purges_someone_elses_kept_memory(settings, us
     with Database(settings.database_url, max_size=1) as db, db.transaction() as conn:
         ensure_user(conn, kept)
     with pytest.raises(ValueError, match="already exist"):
-        run_benchmark(settings, SynthConfig(hours=1), queries=2, user_id=user_id, users=2)
+        run_benchmark(
+            settings, SynthConfig(hours=1), QueryOptions(queries=2, user=user_id, users=2)
+        )
     with Database(settings.database_url, max_size=1) as db, db.transaction() as conn:
         assert user_exists(conn, kept)
         assert not user_exists(conn, user_id)  # nothing was loaded

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from apps.client import AsyncWorldMMClient, AuthError, NotFoundError, WorldMMClient
-from tests.integration.ui.served import DAY, Served, seed_wearer, serve_api
+from tests.integration.served_api import DAY, Served, seed_wearer, serve_api
 from worldmm.wire.schemas import QueryResponse, SegmentOut, SemanticList
 
 pytestmark = pytest.mark.integration

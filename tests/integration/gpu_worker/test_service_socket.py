@@ -20,6 +20,7 @@ from worldmm.encoder import (
     HttpVisualEncoder,
 )
 from worldmm.encoder.frames import decode_frames
+from worldmm.retry import RetryPolicy
 
 
 class Clock:
@@ -86,8 +87,8 @@ def test_rejections_and_dimension_mismatch_are_typed(tiny_backend):
     app = create_app(tiny_backend, WorkerConfig())
 
     async def main(url):
-        right = HttpVisualEncoder(url, tiny_backend.dim, max_retries=0)
-        wrong = HttpVisualEncoder(url, 1536, max_retries=0)
+        right = HttpVisualEncoder(url, tiny_backend.dim, retry=RetryPolicy(0))
+        wrong = HttpVisualEncoder(url, 1536, retry=RetryPolicy(0))
         with pytest.raises(EncoderRejected, match="422 frame 0: not a decodable image"):
             await right.encode_video([b"definitely not a jpeg"])
         with pytest.raises(EncoderRejected, match="1536 are configured"):
@@ -106,7 +107,7 @@ def test_circuit_opens_when_the_server_stops_and_closes_after_a_trial(tiny_backe
     server = ThreadedServer(create_app(tiny_backend, WorkerConfig())).start()
     port = server.port
     encoder = HttpVisualEncoder(
-        server.url, tiny_backend.dim, max_retries=0, timeout_s=5, breaker=breaker
+        server.url, tiny_backend.dim, retry=RetryPolicy(0), timeout_s=5, breaker=breaker
     )
 
     async def call():
@@ -149,7 +150,7 @@ def test_full_queue_answers_503_with_retry_after(tiny_backend):
             while (await http.get("/healthz")).json()["queue"]["video"] < 1:
                 await asyncio.sleep(0.01)  # poll until the second request sits in the queue
             refused = await http.post("/encode-video", files=files)
-            encoder = HttpVisualEncoder(url, backend.dim, max_retries=0)
+            encoder = HttpVisualEncoder(url, backend.dim, retry=RetryPolicy(0))
             with pytest.raises(EncoderUnavailable, match="HTTP 503"):
                 await encoder.encode_video(_clip(1, 1))
             await encoder.aclose()

@@ -11,14 +11,16 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import openai
 import pytest
 
 from bench.ingest_sim import Call, max_overlap
 from tests.fakes.openai_server import FakeOpenAI, Reply, chat_body
-from worldmm.llm.dispatch import DirectDispatcher, RetryPolicy
+from worldmm.llm.dispatch import DirectDispatcher
 from worldmm.llm.request import ChatRequest
+from worldmm.retry import LLM
 
 
 class Recorder:
@@ -49,7 +51,7 @@ def _dispatcher(fake: FakeOpenAI, concurrency: int, ceiling: int) -> DirectDispa
         concurrency=concurrency,
         concurrency_max=ceiling,
         timeout_s=10.0,
-        retry=RetryPolicy(max_retries=3, seed=0),
+        retry=replace(LLM, max_retries=3),
     )
 
 

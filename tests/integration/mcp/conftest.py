@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.integration.ui.served import Served, serve_api
+from tests.integration.served_api import Served, serve_api
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.integration.mcp.conftest import http_mcp_server, key_env, mcp_command
-from tests.integration.ui.served import DAY, seed_wearer
+from tests.integration.served_api import DAY, seed_wearer
 
 pytestmark = pytest.mark.integration
 

@@ -4,11 +4,11 @@ letter and the evidence; bad choices are a 422 (or a CLI error) with a message."
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from tests.integration.query_api.conftest import seed_segment
+from tests.integration.served_api import seed_segment, stack_env
 
 pytestmark = pytest.mark.integration
 
@@ -20,13 +20,9 @@ QUESTION = "What did I drink with Omar?"
 def tea_user(api_deps, make_user):
     a = make_user()
     seg = seed_segment(
-        api_deps,
-        a.user_id,
-        BASE,
-        BASE + timedelta(seconds=30),
-        'I heard: "I drank green tea with Omar in the kitchen".',
+        api_deps, a.user_id, BASE, 'I heard: "I drank green tea with Omar in the kitchen".',
         [("I", "drank", "green tea"), ("Omar", "in", "kitchen")],
-    )
+    )  # fmt: skip
     return a, seg
 
 
@@ -84,15 +80,7 @@ def test_ask_command_passes_choices(api_settings, tea_user, monkeypatch):
     from apps.cli import app
 
     a, seg = tea_user
-    for name, value in {
-        "DATABASE_URL": api_settings.database_url,
-        "REDIS_URL": api_settings.redis_url,
-        "KAFKA_BROKERS": api_settings.kafka_brokers,
-        "STATE_DIR": str(api_settings.state_dir),
-        "BLOB_DIR": str(api_settings.blob_dir),
-        "LLM_PROVIDER": "offline",
-    }.items():
-        monkeypatch.setenv(f"WORLDMM_{name}", value)
+    stack_env(monkeypatch, api_settings)
     runner = CliRunner()
     r = runner.invoke(
         app,

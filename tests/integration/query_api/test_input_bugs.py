@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.integration.query_api.conftest import seed_segment
+from tests.integration.served_api import seed_segment
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def test_malformed_cursor_is_422_and_a_good_one_pages(client, api_deps, make_use
     t0 = datetime(2025, 4, 1, 9, 0, tzinfo=UTC)
     for i in range(3):
         start = t0 + timedelta(seconds=30 * i)
-        seed_segment(api_deps, u.user_id, start, start + timedelta(seconds=30), f"seg {i}", [])
+        seed_segment(api_deps, u.user_id, start, f"seg {i}")
     base = f"/v1/users/{u.user_id}/segments"
     first = client.get(base, params={"limit": 1}, headers=u.headers).json()
     good = first["next_cursor"]

@@ -9,8 +9,10 @@ import pytest
 import redis
 
 from apps.query_api.ops.forget import user_cache_pattern
-from tests.integration.query_api.conftest import ADMIN, seed_segment
+from tests.integration.query_api.conftest import ADMIN
+from tests.integration.served_api import seed_segment
 from worldmm.blobs import audio_key, frame_key, user_prefixes
+from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
@@ -27,13 +29,9 @@ def fill_memory(client, deps, user) -> None:
     """Something in every table and store: segment, triples, entities, clip embedding,
     frame + audio rows and blobs, a note (semantic facts, audit rows), cached graphs."""
     seg = seed_segment(
-        deps,
-        user.user_id,
-        BASE,
-        BASE + timedelta(seconds=30),
-        "I parked the car on level 3 next to Jonas.",
+        deps, user.user_id, BASE, "I parked the car on level 3 next to Jonas.",
         [("I", "parked", "car"), ("car", "next to", "Jonas")],
-    )
+    )  # fmt: skip
     with deps.db.transaction() as conn:
         user_store.upsert_session(conn, user.user_id, "s1", started_at=BASE)
         visual_store.upsert_visual_embedding(
@@ -75,6 +73,8 @@ def fill_memory(client, deps, user) -> None:
         headers=user.headers,
     )
     assert r.status_code == 200, r.text
+    # a cached graph, as a semantic search leaves it in Redis
+    load_timed(deps.reader, deps.cache, deps.graphs, user.user_id, "semantic")
 
 
 def snapshot(deps, rds, user_id):

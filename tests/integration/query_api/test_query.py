@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from apps.query_api.app import create_app
-from tests.integration.query_api.conftest import seed_segment
+from tests.integration.served_api import seed_segment
 from worldmm.providers.errors import ModelCallError
 
 pytestmark = pytest.mark.integration
@@ -32,22 +32,14 @@ def round_segment_ids(body: dict) -> set[int]:
 def test_as_of_hides_later_memory(client, api_deps, make_user):
     a = make_user()
     early = seed_segment(
-        api_deps,
-        a.user_id,
-        BASE,
-        BASE + timedelta(seconds=30),
-        "I met Anna at the Blue Door bakery and we bought croissants.",
+        api_deps, a.user_id, BASE, "I met Anna at the Blue Door bakery and we bought croissants.",
         [("I", "met", "Anna"), ("Anna", "at", "Blue Door bakery"), ("I", "bought", "croissants")],
-    )
+    )  # fmt: skip
     later = BASE + timedelta(hours=2)
     late = seed_segment(
-        api_deps,
-        a.user_id,
-        later,
-        later + timedelta(seconds=30),
-        "Anna gave me a red umbrella at the Central station.",
+        api_deps, a.user_id, later, "Anna gave me a red umbrella at the Central station.",
         [("Anna", "gave me", "red umbrella"), ("Anna", "at", "Central station")],
-    )
+    )  # fmt: skip
     url = f"/v1/users/{a.user_id}/query"
     question = {"question": "Where did I meet Anna?"}
 
@@ -175,13 +167,9 @@ def test_failing_model_is_502_and_the_service_stays_up(api_settings, api_deps, m
 def test_choices_and_max_rounds(client, api_deps, make_user):
     a = make_user()
     seed_segment(
-        api_deps,
-        a.user_id,
-        BASE,
-        BASE + timedelta(seconds=30),
-        "I drank green tea with Omar in the kitchen.",
+        api_deps, a.user_id, BASE, "I drank green tea with Omar in the kitchen.",
         [("I", "drank", "green tea"), ("Omar", "in", "kitchen")],
-    )
+    )  # fmt: skip
     r = client.post(
         f"/v1/users/{a.user_id}/query",
         json={

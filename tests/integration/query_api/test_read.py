@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.integration.query_api.conftest import ADMIN, seed_segment
+from tests.integration.query_api.conftest import ADMIN
+from tests.integration.served_api import seed_segment
 from worldmm.blobs import frame_key
 from worldmm.store import frames as frame_store
 from worldmm.store.models import FrameRow
@@ -19,19 +20,10 @@ BASE = datetime(2025, 5, 6, 14, 0, tzinfo=UTC)
 def test_segments_page_by_cursor_and_filter_by_range_and_scale(client, api_deps, make_user):
     a = make_user()
     ids = [
-        seed_segment(
-            api_deps,
-            a.user_id,
-            BASE + timedelta(seconds=30 * i),
-            BASE + timedelta(seconds=30 * (i + 1)),
-            f"moment {i}",
-            [],
-        )
+        seed_segment(api_deps, a.user_id, BASE + timedelta(seconds=30 * i), f"moment {i}")
         for i in range(7)
     ]
-    hour = seed_segment(
-        api_deps, a.user_id, BASE, BASE + timedelta(hours=1), "the hour", [], scale=3600
-    )
+    hour = seed_segment(api_deps, a.user_id, BASE, "the hour", scale=3600)
     url = f"/v1/users/{a.user_id}/segments"
     seen, cursor = [], None
     while True:

@@ -3,40 +3,23 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 import uuid
+from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 from apps.query_api.app import create_app
 from tests.integration.query_api.conftest import ADMIN
+from tests.integration.served_api import on_socket, stack_env
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def served(api_settings, api_deps):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    app = create_app(api_settings, deps=api_deps)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:  # uvicorn offers no start callback: poll its flag
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+def served(api_settings, api_deps) -> Iterator[str]:
+    with on_socket(create_app(api_settings, deps=api_deps)) as url:
+        yield url
 
 
 def test_query_over_a_real_socket(served):
@@ -99,15 +82,7 @@ def test_ask_command_over_the_api_and_in_process(served, api_settings, monkeypat
     r = runner.invoke(app, ["ask", "-u", user, "--api", served, "--key", "wrong", question])
     assert r.exit_code == 1 and "401" in r.stderr
 
-    for name, value in {
-        "DATABASE_URL": api_settings.database_url,
-        "REDIS_URL": api_settings.redis_url,
-        "KAFKA_BROKERS": api_settings.kafka_brokers,
-        "STATE_DIR": str(api_settings.state_dir),
-        "BLOB_DIR": str(api_settings.blob_dir),
-        "LLM_PROVIDER": "offline",
-    }.items():
-        monkeypatch.setenv(f"WORLDMM_{name}", value)
+    stack_env(monkeypatch, api_settings)
     r = runner.invoke(
         app, ["ask", "-u", user, "--as-of", "2025-06-01T11:00:00+00:00", "--json", question]
     )

@@ -13,7 +13,7 @@ from tests.unit.agent.fakes import FakeEncoder, HashEmbedder, ScriptedRoles, sea
 from worldmm.agent import answer_question
 from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
-from worldmm.graph.cache import GraphCache, GraphMemo, cache_key, timed_key
+from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
 from worldmm.llm.schemas import AgentAction
 from worldmm.memory.retrieval import (
     search_episodic,
@@ -21,6 +21,7 @@ from worldmm.memory.retrieval import (
     search_visual,
 )
 from worldmm.models import SCALES
+from worldmm.store import triples
 from worldmm.store.db import Database
 
 pytestmark = pytest.mark.integration
@@ -131,21 +132,20 @@ def graph_lane(deps, memory, user_id, query: str) -> list[int]:
     return [sid for s in SCALES for sid, _ in rank_scale(deps, user_id, s, 5, qvec, {}, None)]
 
 
-def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, user_id, settings):
+def test_graphs_are_cached_per_key_and_grow_without_invalidation(deps, memory, user_id, settings):
     raw = redis.Redis.from_url(settings.redis_url)
     try:
         graph_lane(deps, memory, user_id, "red cup")
         run(search_semantic(deps, user_id, "coffee"))
         keys = {k.decode() for k in raw.keys(f"worldmm:graph:{user_id}:*")}
         # one time-masked graph per key serves "now" and every as_of
-        assert timed_key(cache_key(user_id, "semantic")) in keys
-        assert {timed_key(cache_key(user_id, "episodic", s)) for s in (30, 180, 600, 3600)} <= keys
+        assert cache_key(user_id, "semantic") in keys
+        assert {cache_key(user_id, "episodic", s) for s in (30, 180, 600, 3600)} <= keys
         before = {k: raw.get(k) for k in keys}
-        # a new triple in the 30 s graph: the writer invalidates exactly that key
+        # a new triple in the 30 s graph: writers tell the cache nothing
         memory.segment(
             "sink", 30, 60, "I wash the red cup at the sink.", [("I", "wash", "red cup", False)]
         )
-        deps.cache.invalidate(user_id, "episodic", 30)
         assert [k for k in keys if raw.get(k) != before[k]] == []  # kept as a base to extend
         result = graph_lane(deps, memory, user_id, "I wash the red cup at the sink")
         assert memory.seg_ids["sink"] in result
@@ -153,8 +153,8 @@ def test_graphs_are_cached_per_key_and_invalidated_one_at_a_time(deps, memory, u
         deps.graphs = GraphMemo()
         result = graph_lane(deps, memory, user_id, "I wash the red cup at the sink")
         assert memory.seg_ids["sink"] in result
-        assert raw.get(timed_key(cache_key(user_id, "episodic", 30))).startswith(b"WMT2")
-        # a writer that forgets to invalidate: the fingerprint check still rebuilds
+        assert raw.get(cache_key(user_id, "episodic", 30)).startswith(b"WMT2")
+        # and again: the fingerprint check sees every new row
         memory.segment(
             "towel", 30, 90, "I dry the red cup with a towel.", [("I", "dry", "red cup", False)]
         )
@@ -181,7 +181,6 @@ def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory,
     memory.segment(
         "sink", 30, 60, "I wash the red cup at the sink.", [("I", "wash", "red cup", False)]
     )
-    deps.cache.invalidate(user_id, "episodic", 30)  # what the ingest writer does
     caplog.clear()
     result = graph_lane(deps, memory, user_id, "I wash the red cup at the sink")
     assert memory.seg_ids["sink"] in result
@@ -250,11 +249,11 @@ def test_agent_over_the_store(deps, memory, user_id):
 def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
     deps, memory, user_id, method
 ):
-    """The graph lane at several ``as_of`` (one cached graph, masked) against the previous
+    """The graph lane at several ``as_of`` (one cached graph, masked) against the reference
     pipeline on a graph built from only the rows the store returns for that time."""
-    from worldmm.graph.build import build_graph
-    from worldmm.graph.ppr import fact_seed_scores, personalized_pagerank, seed_vector
-    from worldmm.graph.scoring import top_segments
+    from tests.fixtures import graph_oracle as oracle
+    from worldmm.graph.pagerank import fact_seed_scores
+    from worldmm.graph.types import GraphTriple
     from worldmm.memory.retrieval.graph_lane import (
         FACT_SEEDS,
         fact_segment_scores,
@@ -273,13 +272,20 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
     names = {"e:kate": 0.9, "e:blue car": 0.8}
     for when in (at(30), at(60), at(3630), at(7229), at(7230), None):
         facts = deps.reader.top_triples(user, "episodic", qvec, FACT_SEEDS, scale=30, as_of=when)
-        g = build_graph("episodic", deps.reader.triples_for_graph(user, "episodic", 30, when))
-        want = []
-        if g.vcount():
-            reset = seed_vector(
-                g, merge_scores(names, fact_seed_scores(facts)), fact_segment_scores(facts)
-            )
-            want = top_segments(g, personalized_pagerank(g, reset, 0.85).scores, 10)
+        with memory.db.connection() as conn:  # the rows the store says exist at that time
+            rows = [
+                GraphTriple(
+                    triple_id=r.id,
+                    subject=r.subject_name,
+                    predicate=r.predicate,
+                    object=r.object_name,
+                    object_is_literal=r.object_is_literal,
+                    segment_id=r.segment_id,
+                )
+                for r in triples.triples_for_graph(conn, user, "episodic", 30, when)
+            ]
+        seeds = merge_scores(names, fact_seed_scores(facts))
+        want = oracle.rank("episodic", rows, None, seeds, 10, fact_segment_scores(facts))
         got = rank_scale(deps, user, 30, 10, qvec, names, when)
         assert [sid for sid, _ in got] == [sid for sid, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-7)

@@ -30,23 +30,19 @@ pytestmark = pytest.mark.integration
 
 
 class MemoryCache:
-    """Dict-backed stand-in with GraphCache's get/put/invalidate contract."""
+    """Dict-backed stand-in with GraphCache's get/put contract."""
 
     def __init__(self) -> None:
         self.store: dict[tuple, object] = {}
         self.puts = 0
 
-    def get(self, user_id, memory_type, scale=None, fingerprint=None):
+    def get(self, user_id, memory_type, scale=None):
         graph = self.store.get((user_id, memory_type, scale))
         return CacheRead(graph, b"" if graph is None else b"graph")
 
     def put(self, user_id, memory_type, scale, graph, token):
         self.puts += 1
         self.store[(user_id, memory_type, scale)] = graph
-        return True
-
-    def invalidate(self, user_id, memory_type, scale=None):
-        self.store.pop((user_id, memory_type, scale), None)
         return True
 
 
@@ -182,9 +178,9 @@ def test_episodic_as_of_hides_later_segments_and_reaches_every_read(world):
     past = run(search_episodic(deps, user, "Kate drives to work", as_of=cutoff))
     assert memory.seg_ids["drive"] not in [h.segment_id for h in past.hits]
     assert all(h.end <= cutoff for h in past.hits)
-    timed = [c for c in reader.calls if c[0] in ("triples_for_graph", "top_triples")]
+    timed = [c for c in reader.calls if c[0] == "top_triples"]
     assert timed and all(as_of == cutoff for _, _, as_of in timed)
-    assert all(user == user for _, user, _ in reader.calls)
+    assert all(who == user for _, who, _ in reader.calls)
 
 
 def test_episodic_other_user_sees_nothing(world):
@@ -204,6 +200,7 @@ def test_graph_kept_once_serves_now_and_as_of(world):
     assert reader.graph_reads == reads_after_first  # all four from the process memo
     past = run(search_episodic(deps, user, "Kate drives to work", as_of=at(100)))
     assert reader.graph_reads == reads_after_first  # as_of masks the same graphs
+    assert deps.cache.puts == 4  # each graph stored once, when built
     assert all(h.end <= at(100) for h in past.hits)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.ui.served import Served, serve_api
+from tests.integration.served_api import Served, serve_api
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -11,7 +11,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from tests.integration.ui.served import DAY, seed_wearer
+from tests.integration.served_api import DAY, seed_segment, seed_wearer
 
 pytestmark = pytest.mark.integration
 
@@ -153,27 +153,15 @@ def test_a_day_reads_only_its_own_range_a_page_at_a_time(served):
     """121 windows of 30 s on one day, one the day before: the day shows a page of 120 and a
     'more' link; the next page holds the last one; the other day's segment is never shown."""
     from apps.query_api.ui.views import LANE_PAGE
-    from worldmm.store import segments as segment_store
-    from worldmm.store.models import SegmentWrite
     from worldmm.store.users import create_user
 
     user_id = f"ui-week-{DAY:%H%M%S}-{id(served) % 10_000}"
     with served.deps.db.transaction() as conn:
         key = create_user(conn, user_id)
-        starts = [DAY + timedelta(seconds=30 * i) for i in range(LANE_PAGE + 1)]
-        starts.append(DAY - timedelta(days=1))
-        for t in starts:
-            segment_store.upsert_segment(
-                conn,
-                SegmentWrite(
-                    user_id=user_id,
-                    scale_seconds=30,
-                    window_start=t,
-                    window_end=t + timedelta(seconds=30),
-                    caption=f"window at {t:%Y-%m-%d %H:%M:%S}",
-                    processing_status="complete",
-                ),
-            )
+    starts = [DAY + timedelta(seconds=30 * i) for i in range(LANE_PAGE + 1)]
+    starts.append(DAY - timedelta(days=1))
+    for t in starts:
+        seed_segment(served.deps, user_id, t, f"window at {t:%Y-%m-%d %H:%M:%S}")
     with httpx.Client(base_url=served.url) as http:
         assert http.post("/ui/login", data={"key": key}).status_code == 303
         page = http.get("/ui/", params={"day": DAY.date().isoformat()}).text

@@ -122,9 +122,6 @@ class FakeEncoder:
         return self._embedder.vector(text)
 
 
-GRAPH_READS = ("triples_for_graph", "graph_history")
-
-
 class RecordingReader:
     """The real reader over PostgreSQL, recording every call's (method, user_id, as_of) and
     counting graph reads; ``fingerprint_override`` freezes the fingerprint to test the paths
@@ -143,7 +140,7 @@ class RecordingReader:
         def recorded(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(*args, **kwargs).arguments
             self.calls.append((name, bound["user_id"], bound.get("as_of")))
-            if name in GRAPH_READS:
+            if name == "graph_history":
                 self.graph_reads += 1
             if name == "graph_fingerprint" and self.fingerprint_override is not None:
                 return self.fingerprint_override

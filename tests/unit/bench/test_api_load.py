@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+import typer
 
-from bench.api_load import ROUTES, Tally, parse_args, request_for
+from bench.api_load import ROUTES, ApiLoadOptions, Tally, main, request_for
 
 START = datetime(2025, 5, 5, tzinfo=UTC)
 
@@ -51,10 +52,10 @@ def test_summary_counts_errors_and_percentiles():
     assert Tally().summary(5.0)["ok"] == 0 and "p50_ms" not in Tally().summary(5.0)
 
 
-def test_arguments_are_checked():
-    with pytest.raises(SystemExit):
-        parse_args(["--out", "x.json", "--clients", "0"])
-    with pytest.raises(SystemExit):
-        parse_args(["--out", "x.json", "--reuse"])
-    args = parse_args(["--out", "x.json"])
+def test_arguments_are_checked(tmp_path):
+    with pytest.raises(typer.BadParameter, match="--clients"):
+        main(["--out", str(tmp_path / "x.json"), "--clients", "0"])
+    with pytest.raises(typer.BadParameter, match="--reuse needs --user"):
+        main(["--out", str(tmp_path / "x.json"), "--reuse"])
+    args = ApiLoadOptions(out=tmp_path / "x.json")
     assert (args.clients, args.processes, args.duration) == (8, 2, 30.0)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bench.ingest import expected_windows, percentile, user_levels
+from bench.harness import percentile
+from bench.ingest import expected_windows, user_levels
 
 T10 = int(datetime(2026, 5, 4, 9, 20, tzinfo=UTC).timestamp() * 1000)  # a 10 min boundary
 

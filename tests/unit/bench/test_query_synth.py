@@ -7,7 +7,8 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from bench.query import StubModels, summarise
+from bench.harness import summary
+from bench.query import StubModels
 from bench.query_synth import SynthConfig, SyntheticMemory, expected_counts, make_queries
 from worldmm.models import SCALES
 
@@ -28,8 +29,25 @@ def test_a_week_has_the_sizes_of_the_issue() -> None:
     assert 200 <= week["entities_canonical"] <= 500
 
 
+def generated_counts(memory: SyntheticMemory) -> dict[str, int]:
+    """What was actually generated (the test oracle for :func:`expected_counts`)."""
+    base = len(memory.segments.starts[30])
+    out = {f"segments_{s}": len(memory.segments.starts[s]) for s in SCALES}
+    out["segments"] = sum(out[f"segments_{s}"] for s in SCALES)
+    out.update({f"episodic_{s}": int(np.sum(memory.episodic.scale == s)) for s in SCALES})
+    out["episodic"] = len(memory.episodic)
+    out["semantic"] = len(memory.semantic.triples)
+    out["semantic_invalidated"] = int(memory.semantic.invalidated.sum())
+    out["entities_canonical"] = len(memory.vocab.names)
+    out["entities_alias"] = len(memory.vocab.aliases)
+    out["visual"] = base
+    out["frames"] = base * memory.cfg.frames_per_segment
+    out["sessions"] = len(memory.session_ids())
+    return out
+
+
 def test_generated_counts_match_the_promise(memory: SyntheticMemory) -> None:
-    assert memory.counts() == expected_counts(memory.cfg)
+    assert generated_counts(memory) == expected_counts(memory.cfg)
 
 
 def test_triples_are_unique_per_segment_and_well_formed(memory: SyntheticMemory) -> None:
@@ -137,7 +155,7 @@ def test_captions_describe_their_segments(memory: SyntheticMemory) -> None:
     assert memory.segments.end(30, 0) - memory.segments.starts[30][0] == timedelta(seconds=30)
 
 
-def test_summarise() -> None:
-    s = summarise([float(x) for x in range(1, 101)])
+def test_summary() -> None:
+    s = summary([float(x) for x in range(1, 101)])
     assert s["n"] == 100 and s["p50"] == pytest.approx(50.5) and s["p95"] == pytest.approx(95.05)
-    assert summarise([]) == {"n": 0}
+    assert summary([]) == {"n": 0}

@@ -3,6 +3,7 @@ retries on 429/503 with Retry-After (waits recorded, not slept), typed errors.""
 
 from __future__ import annotations
 
+import inspect
 from datetime import UTC, datetime
 
 import pytest
@@ -156,3 +157,30 @@ async def test_async_client_pages_through_segments_and_retries():
     assert [s.id for s in got] == [1, 2, 3]
     assert waits == [5.0]
     assert script.seen[-1].path == "/v1/users/carol/segments?scale=30&limit=2&cursor=abc"
+
+
+def test_both_clients_offer_every_call_with_one_signature():
+    sync = WorldMMClient("http://127.0.0.1:9", KEY, "alice")
+    aio = AsyncWorldMMClient("http://127.0.0.1:9", KEY, "alice")
+    shared = {n for n in dir(WorldMMClient) if not n.startswith("_")} & set(dir(aio))
+    calls = shared - {"send"}
+    assert {"query", "iter_segments", "forget", "purge_user"} <= calls
+    for name in calls:
+        blocking, awaited = getattr(sync, name), getattr(aio, name)
+        assert inspect.signature(blocking) == inspect.signature(awaited), name
+        assert awaited.__doc__ and awaited.__doc__ == blocking.__doc__, name
+        if name == "iter_segments":
+            assert inspect.isgeneratorfunction(blocking) and inspect.isasyncgenfunction(awaited)
+        else:
+            assert inspect.iscoroutinefunction(awaited), name
+            assert not inspect.iscoroutinefunction(blocking), name
+    query = inspect.signature(sync.query)
+    assert list(query.parameters) == ["question", "choices", "as_of", "max_rounds"]
+    assert query.return_annotation is QueryResponse
+
+
+def test_iter_segments_can_start_from_a_cursor():
+    page = {"items": [_segment(4)], "next_cursor": None}
+    with fake_api([(200, {}, page)]) as (url, script), WorldMMClient(url, KEY, "alice") as mm:
+        assert [s.id for s in mm.iter_segments(scale=30, cursor="abc")] == [4]
+    assert [s.path for s in script.seen] == ["/v1/users/alice/segments?scale=30&cursor=abc"]

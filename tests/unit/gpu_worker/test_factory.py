@@ -27,7 +27,7 @@ def test_a_url_means_http_with_the_configured_breaker_and_retries():
     )
     encoder = build_visual_encoder(settings)
     assert isinstance(encoder, HttpVisualEncoder)
-    assert encoder.dim == 1536 and encoder.max_retries == 0
+    assert encoder.dim == 1536 and encoder.retry.max_retries == 0
     assert encoder.breaker.failure_threshold == 1
 
     async def main():

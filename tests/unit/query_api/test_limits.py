@@ -6,7 +6,8 @@ import psycopg
 import pytest
 
 from apps.query_api.limits import LocalBuckets, gcra
-from worldmm.store.outage import Backoff, is_db_unavailable, retry_while_down
+from worldmm.retry import RetryPolicy
+from worldmm.store.outage import is_db_unavailable, retry_while_down
 
 
 def test_gcra_allows_a_burst_of_limit_then_one_per_interval():
@@ -45,4 +46,4 @@ def test_outage_errors_are_retried_other_errors_are_not():
     )
     with pytest.raises(psycopg.errors.UniqueViolation):
         retry_while_down(lambda: (_ for _ in ()).throw(psycopg.errors.UniqueViolation()), what="t")
-    assert Backoff(first_s=1, cap_s=4).delay(10) == 4
+    assert RetryPolicy(backoff_s=1, max_delay_s=4).delay(10) == 4

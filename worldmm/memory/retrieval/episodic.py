@@ -2,9 +2,10 @@
 each, and coarse segments drilled down to the 30 s windows that hold the moment.
 
 1. The question's time (:mod:`timeparse`) becomes a range and/or a recency / earliness prior.
-2. Lanes (:mod:`lanes`), each usable alone: lexical (PostgreSQL full-text, IDF-weighted),
-   dense (segment text embeddings, HNSW) and graph (per-scale personalized PageRank). Each
-   filters by user, ``as_of`` and the range, then reorders its candidates by the prior.
+2. Lanes, each usable alone: lexical (PostgreSQL full-text, IDF-weighted) and dense (segment
+   text embeddings, HNSW) in :mod:`lanes`, graph (per-scale personalized PageRank) in
+   :mod:`graph_lane`. Each filters by user, ``as_of`` and the range, then reorders its
+   candidates by the prior.
 3. Reciprocal rank fusion with weights from settings (:mod:`fusion`); every hit keeps each
    lane's rank and score.
 4. Drill-down: the best coarse segments are expanded into their 30 s descendants, ranked by
@@ -39,8 +40,8 @@ from worldmm.memory.retrieval.fusion import (
     rrf,
     top_coarse,
 )
-from worldmm.memory.retrieval.graph_lane import entity_seed_scores, query_entities
-from worldmm.memory.retrieval.lanes import DENSE, GRAPH, LEXICAL, Window
+from worldmm.memory.retrieval.graph_lane import entity_seed_scores, graph_lane, query_entities
+from worldmm.memory.retrieval.lanes import DENSE, GRAPH, LEXICAL, TimeRange
 from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
 from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
 from worldmm.providers.errors import ModelCallError
@@ -104,7 +105,7 @@ class LaneRun:
     query: str
     as_of: datetime | None
     constraint: TimeConstraint
-    window: Window
+    time_range: TimeRange
     vector: np.ndarray
     lanes: dict[str, list[Candidate]]
 
@@ -132,19 +133,21 @@ async def run_lanes(
     entity_scores: dict[str, float] = {}
     if graph and len(vectors) > 1:
         entity_scores = await asyncio.to_thread(entity_seed_scores, deps, user_id, vectors[1:])
-    window = Window(constraint.start, constraint.end)
-    found = await _lanes(deps, user_id, query, vectors[0], entity_scores, as_of, window, options)
+    time_range = TimeRange(constraint.start, constraint.end)
+    found = await _lanes(
+        deps, user_id, query, vectors[0], entity_scores, as_of, time_range, options
+    )
     if constraint.has_range and not any(found.values()):
         # Nothing in the range ("yesterday" before the glasses were worn): search it all.
         log.info("retrieval.time_range_empty phrases=%s", constraint.phrases)
         constraint = TimeConstraint(prior=constraint.prior, phrases=constraint.phrases)
-        window = Window()
+        time_range = TimeRange()
         found = await _lanes(
-            deps, user_id, query, vectors[0], entity_scores, as_of, window, options
+            deps, user_id, query, vectors[0], entity_scores, as_of, time_range, options
         )
     prior = options.prior
     lanes = {name: apply_prior(c, constraint, as_of, prior) for name, c in found.items()}
-    return LaneRun(user_id, query, as_of, constraint, window, vectors[0], lanes)
+    return LaneRun(user_id, query, as_of, constraint, time_range, vectors[0], lanes)
 
 
 async def _lanes(
@@ -154,30 +157,30 @@ async def _lanes(
     vector: np.ndarray,
     entity_scores: dict[str, float],
     as_of: datetime | None,
-    window: Window,
+    time_range: TimeRange,
     options: EpisodicOptions,
 ) -> dict[str, list[Candidate]]:
     k = options.candidates
     jobs = {}
     if LEXICAL in options.lanes:
         jobs[LEXICAL] = asyncio.to_thread(
-            lane_mod.lexical_lane, deps, user_id, query, k, as_of, window
+            lane_mod.lexical_lane, deps, user_id, query, k, as_of, time_range
         )
     if DENSE in options.lanes:
         jobs[DENSE] = asyncio.to_thread(
-            lane_mod.dense_lane, deps, user_id, vector, k, as_of, window
+            lane_mod.dense_lane, deps, user_id, vector, k, as_of, time_range
         )
     if GRAPH in options.lanes:
         jobs[GRAPH] = asyncio.to_thread(
-            _graph, deps, user_id, vector, entity_scores, k, as_of, window
+            _graph, deps, user_id, vector, entity_scores, k, as_of, time_range
         )
     results = await asyncio.gather(*jobs.values())
     return dict(zip(jobs, results, strict=True))
 
 
-def _graph(deps, user_id, vector, entity_scores, k, as_of, window: Window) -> list[Candidate]:
-    cands = lane_mod.graph_lane(deps, user_id, vector, entity_scores, k, as_of)
-    return lane_mod.restrict(cands, window)
+def _graph(deps, user_id, vector, entity_scores, k, as_of, time_range) -> list[Candidate]:
+    cands = graph_lane(deps, user_id, vector, entity_scores, k, as_of)
+    return lane_mod.restrict(cands, time_range)
 
 
 def fuse(run: LaneRun, options: EpisodicOptions) -> list[Fused]:
@@ -202,15 +205,17 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
     lanes: dict[str, list[Candidate]] = {}
     if LEXICAL in options.lanes:
         lanes[LEXICAL] = lane_mod.lexical_lane(
-            deps, run.user_id, run.query, n, run.as_of, run.window, ids=kid_ids
+            deps, run.user_id, run.query, n, run.as_of, run.time_range, ids=kid_ids
         )
     if DENSE in options.lanes:
         lanes[DENSE] = lane_mod.dense_lane(
-            deps, run.user_id, run.vector, n, run.as_of, run.window, ids=kid_ids
+            deps, run.user_id, run.vector, n, run.as_of, run.time_range, ids=kid_ids
         )
     if GRAPH in options.lanes:
         lanes[GRAPH] = lane_mod.restrict(
-            [c for c in run.lanes.get(GRAPH, []) if c.scale == BASE_SCALE], run.window, set(kid_ids)
+            [c for c in run.lanes.get(GRAPH, []) if c.scale == BASE_SCALE],
+            run.time_range,
+            set(kid_ids),
         )
     lanes = {k: apply_prior(v, run.constraint, run.as_of, options.prior) for k, v in lanes.items()}
     children: dict[int, list[Fused]] = {}

@@ -1,12 +1,13 @@
-"""The graph lane of episodic retrieval: personalized PageRank over one scale's graph.
+"""The graph lane of episodic retrieval: personalized PageRank over each scale's graph.
 
 Seeds (HippoRAG recipe): the query's entities (NER, then embedding match against the user's
 canonical entities, cosine >= ``entity_match_threshold``) and the entities of the
 ``FACT_SEEDS`` episodic triples of that scale closest to the query. A fact's segment also gets
-its cosine as a dense score (the small segment weight of :func:`seed_vector`).
+its cosine as a dense score (the small segment weight of
+:func:`~worldmm.graph.pagerank.seed_vertices`).
 
-:func:`rank_scale` is the lane's whole contract with the rest of retrieval: the top ``k``
-(segment id, score) of one scale as of ``as_of``, best first.
+:func:`rank_scale` ranks one scale: the top ``k`` (segment id, score) as of ``as_of``, best
+first. :func:`graph_lane` is the lane: every scale, merged by rank within the scale.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from worldmm.graph.local_ppr import ppr
-from worldmm.graph.ppr import fact_seed_scores
-from worldmm.graph.timed import to_micros
-from worldmm.graph.timed_rank import timed_seeds, timed_top_segments
+from worldmm.graph.pagerank import PprScores, fact_seed_scores, ppr, seed_vertices
+from worldmm.graph.timed import SEGMENT, TimedGraph, to_micros
 from worldmm.graph.types import GraphTriple, entity_node
+from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.providers.errors import ModelCallError
+from worldmm.store import segment_search as ss
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
@@ -89,7 +90,7 @@ def rank_scale(
         user_id, "episodic", query_vec, FACT_SEEDS, scale=scale, as_of=as_of
     )
     when = None if as_of is None else to_micros(as_of)
-    reset = timed_seeds(
+    reset = seed_vertices(
         graph,
         merge_scores(entity_scores, fact_seed_scores(facts)),
         when,
@@ -101,4 +102,59 @@ def rank_scale(
     )
     if result.fallback:
         log.info("retrieval.ppr_fallback type=episodic scale=%s", scale)
-    return timed_top_segments(graph, result, when, k)
+    return top_segments(graph, result, when, k)
+
+
+def top_segments(
+    graph: TimedGraph, result: PprScores, as_of: int | None, k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` segments visible at ``as_of`` with the highest score, ties in vertex order.
+    As with a full score vector, fewer than ``k`` scored segments are followed by unscored
+    ones (score 0, vertex order), read from the front of the segment list, not all of it."""
+    if k <= 0 or graph.n == 0:
+        return []
+    v = result.vertices
+    keep = (graph.kind[v] == SEGMENT) & (result.scores > 0)
+    if as_of is not None:
+        keep &= graph.v_from[v] <= as_of
+    v, s = v[keep], result.scores[keep]
+    order = np.argsort(-s, kind="stable")[:k]
+    out = [(int(graph.segment_id[v[i]]), float(s[i])) for i in order]
+    if len(out) < k:
+        listed = set(v[order].tolist())
+        for u in graph.segment_vertices():
+            if len(out) == k:
+                break
+            if u not in listed and (as_of is None or graph.v_from[u] <= as_of):
+                out.append((int(graph.segment_id[u]), 0.0))
+    return out
+
+
+def graph_lane(
+    deps: Deps,
+    user_id: str,
+    query_vec: np.ndarray,
+    entity_scores: dict[str, float],
+    k: int,
+    as_of: datetime | None,
+) -> list[Candidate]:
+    """Per-scale PPR, merged by rank within the scale (PageRank mass is not comparable
+    across graphs of different sizes); the score is the mass relative to the scale's best."""
+    ranked: list[tuple[int, int, int, float]] = []  # (rank, scale, segment id, rel. score)
+    for scale, scale_k in sorted(deps.settings.episodic_top_k_map().items()):
+        want = k if scale == 30 else max(scale_k, k // 4)
+        top = rank_scale(deps, user_id, scale, want, query_vec, entity_scores, as_of)
+        best = top[0][1] if top and top[0][1] > 0 else 1.0
+        ranked += [(i, scale, sid, s / best) for i, (sid, s) in enumerate(top)]
+    if not ranked:
+        return []
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    ids = [sid for _, _, sid, _ in ranked]
+    with deps.db.connection() as conn:
+        windows = ss.segment_windows(conn, user_id, ids)
+    out = []
+    for _rank, scale, sid, score in ranked:
+        w = windows.get(sid)
+        if w is not None:  # a segment forgotten since the graph was built
+            out.append(Candidate(sid, scale, w[0], w[1], score))
+    return out

@@ -1,12 +1,13 @@
-"""The three lanes of episodic retrieval, each usable alone, each returning ranked candidates.
+"""The text lanes of episodic retrieval, each usable alone, each returning ranked candidates.
 
 - lexical: PostgreSQL full-text search over each segment's caption + transcript
   (:func:`worldmm.store.segment_search.lexical_search`, IDF-weighted, GIN index);
-- dense: the segment text embeddings in pgvector (HNSW), cosine to the question;
-- graph: per-scale personalized PageRank over the triples (:mod:`graph_lane`).
+- dense: the segment text embeddings in pgvector (HNSW), cosine to the question.
 
-All three filter by user and ``as_of`` and take the question's time range (``start``/``end``)
-and, for drill-down, an explicit set of segment ids.
+The third lane, per-scale personalized PageRank over the triples, is :mod:`graph_lane`.
+All filter by user and ``as_of``; these two also take the question's :class:`TimeRange`
+and, for drill-down, an explicit set of segment ids (the graph lane's candidates are cut to
+the range by :func:`restrict`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from worldmm.memory.retrieval.fusion import Candidate
-from worldmm.memory.retrieval.graph_lane import rank_scale
 from worldmm.store import segment_search as ss
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ MAX_QUERY_TERMS = 32
 
 
 @dataclass(frozen=True)
-class Window:
+class TimeRange:
     """The question's time range (either end open), applied by every lane."""
 
     start: datetime | None = None
@@ -113,7 +113,7 @@ def lexical_lane(
     query: str,
     k: int,
     as_of: datetime | None,
-    window: Window = Window(),
+    time_range: TimeRange = TimeRange(),
     ids: Sequence[int] | None = None,
 ) -> list[Candidate]:
     with deps.db.connection() as conn:
@@ -126,8 +126,8 @@ def lexical_lane(
             stats.mean_length,
             k,
             as_of=as_of,
-            start=window.start,
-            end=window.end,
+            start=time_range.start,
+            end=time_range.end,
             ids=ids,
         )
     return _candidates(rows)
@@ -139,7 +139,7 @@ def dense_lane(
     vector: np.ndarray,
     k: int,
     as_of: datetime | None,
-    window: Window = Window(),
+    time_range: TimeRange = TimeRange(),
     ids: Sequence[int] | None = None,
 ) -> list[Candidate]:
     with deps.db.connection() as conn:
@@ -149,50 +149,20 @@ def dense_lane(
             vector,
             k,
             as_of=as_of,
-            start=window.start,
-            end=window.end,
+            start=time_range.start,
+            end=time_range.end,
             ids=ids,
         )
     return _candidates(rows)
 
 
-def graph_lane(
-    deps: Deps,
-    user_id: str,
-    query_vec: np.ndarray,
-    entity_scores: dict[str, float],
-    k: int,
-    as_of: datetime | None,
-) -> list[Candidate]:
-    """Per-scale PPR, merged by rank within the scale (PageRank mass is not comparable
-    across graphs of different sizes); the score is the mass relative to the scale's best."""
-    ranked: list[tuple[int, int, int, float]] = []  # (rank, scale, segment id, rel. score)
-    for scale, scale_k in sorted(deps.settings.episodic_top_k_map().items()):
-        want = k if scale == 30 else max(scale_k, k // 4)
-        top = rank_scale(deps, user_id, scale, want, query_vec, entity_scores, as_of)
-        best = top[0][1] if top and top[0][1] > 0 else 1.0
-        ranked += [(i, scale, sid, s / best) for i, (sid, s) in enumerate(top)]
-    if not ranked:
-        return []
-    ranked.sort(key=lambda r: (r[0], r[1]))
-    ids = [sid for _, _, sid, _ in ranked]
-    with deps.db.connection() as conn:
-        windows = ss.segment_windows(conn, user_id, ids)
-    out = []
-    for _rank, scale, sid, score in ranked:
-        w = windows.get(sid)
-        if w is not None:  # a segment forgotten since the graph was built
-            out.append(Candidate(sid, scale, w[0], w[1], score))
-    return out
-
-
-def restrict(cands: Sequence[Candidate], window: Window, ids: set[int] | None = None):
-    """Candidates inside ``window`` (overlapping it) and, when given, among ``ids``."""
+def restrict(cands: Sequence[Candidate], time_range: TimeRange, ids: set[int] | None = None):
+    """Candidates inside ``time_range`` (overlapping it) and, when given, among ``ids``."""
     out = []
     for c in cands:
-        if window.start is not None and c.end <= window.start:
+        if time_range.start is not None and c.end <= time_range.start:
             continue
-        if window.end is not None and c.start >= window.end:
+        if time_range.end is not None and c.start >= time_range.end:
             continue
         if ids is not None and c.segment_id not in ids:
             continue

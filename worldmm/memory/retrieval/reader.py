@@ -54,22 +54,6 @@ class MemoryReader:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def triples_for_graph(
-        self,
-        user_id: str,
-        memory_type: GraphMemoryType,
-        scale: int | None = None,
-        as_of: datetime | None = None,
-        *,
-        id_range: tuple[int, int] | None = None,
-    ) -> list[GraphRow]:
-        """The rows of a graph, oldest id first; ``id_range=(after, upto]`` only those ids."""
-        with self._db.connection() as conn:
-            rows = triple_repo.graph_rows(
-                conn, user_id, memory_type, scale, as_of, id_range=id_range
-            )
-        return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
-
     def graph_history(
         self,
         user_id: str,
@@ -82,10 +66,8 @@ class MemoryReader:
         with ``valid_from`` and ``invalidated_at``, oldest id first; ``id_range=(after,
         upto]`` only those ids. A time-masked graph is built from these."""
         with self._db.connection() as conn:
-            rows = triple_repo.graph_rows(
-                conn, user_id, memory_type, scale, id_range=id_range, history=True
-            )
-        return [GraphRow._make(r) for r in rows]
+            rows = triple_repo.graph_rows(conn, user_id, memory_type, scale, id_range=id_range)
+        return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None

@@ -4,8 +4,8 @@ active triple (edge) scores PPR(subject) + PPR(object); the top ``semantic_top_k
 Seeds are the entities of the ``FACT_SEEDS`` nearest active semantic triples. The design spec
 makes them uniform; we weight each by its fact's cosine (summed over facts), as the episodic
 side does: with few facts, uniform seeds would let weakly related facts pull as hard as the
-matching one. With no seed in the graph the uniform fallback of :func:`worldmm.graph.local_ppr.ppr`
-ranks facts by how central their entities are.
+matching one. With no seed in the graph the uniform fallback of
+:func:`worldmm.graph.pagerank.ppr` ranks facts by how central their entities are.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from worldmm.graph.build import is_active
-from worldmm.graph.local_ppr import ppr
-from worldmm.graph.ppr import fact_seed_scores
-from worldmm.graph.timed import TimedGraph, to_micros
-from worldmm.graph.timed_rank import micros_to_datetime, timed_seeds, top_triple_units
+from worldmm.graph.pagerank import PprScores, fact_seed_scores, ppr, seed_vertices
+from worldmm.graph.timed import TimedGraph, micros_to_datetime, to_micros
+from worldmm.graph.types import is_active
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.memory.retrieval.results import RetrievalResult, TripleHit
 
@@ -57,7 +55,7 @@ def rank_facts(
     settings = deps.settings
     result = ppr(
         graph,
-        timed_seeds(graph, fact_seed_scores(facts), when),
+        seed_vertices(graph, fact_seed_scores(facts), when),
         when,
         settings.ppr_damping,
         settings.ppr_method,
@@ -68,6 +66,33 @@ def rank_facts(
     ranked = top_triple_units(graph, result, when, settings.semantic_top_k)
     hits = [unit_hit(graph, unit, score) for unit, score in ranked]
     return confirm_active(deps, user_id, hits, as_of)
+
+
+def top_triple_units(
+    graph: TimedGraph, result: PprScores, as_of: int | None, k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` triples visible at ``as_of`` with the highest PPR(subject) + PPR(object),
+    as ``(unit index, score)``, ties in unit order; only triples touching a scored vertex
+    are candidates (a triple appears once even if several units carry its id)."""
+    if k <= 0 or not len(result.vertices):
+        return []
+    score = np.zeros(graph.n)
+    score[result.vertices] = result.scores
+    _, units = graph.gather(result.vertices)
+    units = np.unique(units)
+    units = units[graph.unit_visible(units, as_of)]
+    per_unit = score[graph.src[units]] + score[graph.dst[units]]
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for i in np.argsort(-per_unit, kind="stable"):
+        tid = int(graph.triple_id[units[i]])
+        if tid < 0 or tid in seen:
+            continue
+        seen.add(tid)
+        out.append((int(units[i]), float(per_unit[i])))
+        if len(out) == k:
+            break
+    return out
 
 
 def confirm_active(

@@ -1,5 +1,7 @@
-"""A circuit breaker: after N consecutive failures, fail fast for T seconds, then let one
-trial call through (half-open); its success closes the circuit, its failure re-opens it."""
+"""The circuit breaker of outbound calls (worldmm.retry retries one call; this stops calling a
+service that keeps failing): after N consecutive failures, fail fast for T seconds, then let
+one trial call through (half-open); its success closes the circuit, its failure re-opens it.
+The GPU worker's client uses it (worldmm.encoder.client)."""
 
 from __future__ import annotations
 

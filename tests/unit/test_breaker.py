@@ -1,4 +1,4 @@
-from worldmm.encoder.breaker import BreakerState, CircuitBreaker
+from worldmm.breaker import BreakerState, CircuitBreaker
 
 
 class Clock:

@@ -1,0 +1,134 @@
+"""Ingest writes reach exactly the graphs they touch (real Redis, real store).
+
+Writers never tell the graph cache anything: a reader compares each graph's fingerprint with
+the store's. After a 30 s window the reader's ``episodic:30`` graph grows; after a 10 min
+window its ``episodic:600`` and, after consolidation, its ``semantic`` graph. Other scales
+and other users keep the very graphs they had (served from the process memo), and the
+write leaves every Redis key as it was.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import redis
+
+from bench.ingest_sim import HashEmbedder, SimulatedRoles, small_jpeg
+from worldmm.blobs import LocalBlobStore, frame_key
+from worldmm.deps import Deps
+from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
+from worldmm.graph.timed import TimedGraph
+from worldmm.memory.construct import process_window
+from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.retrieval.graphs import load_timed
+from worldmm.memory.windows import BaseWindow, CoarseWindow, Item, dt_to_ms
+
+pytestmark = pytest.mark.integration
+
+T10 = datetime(2026, 5, 4, 9, 10, tzinfo=UTC)  # a 10 min boundary
+KEYS = [("episodic", s) for s in (30, 180, 600, 3600)] + [("semantic", None)]
+
+
+@pytest.fixture
+def deps(settings, tmp_path):
+    from worldmm.store.db import Database
+
+    d = Deps(
+        settings=settings,
+        db=Database(settings.database_url, max_size=2),
+        roles=SimulatedRoles(0.0),
+        embedder=HashEmbedder(settings.text_embed_dim),
+        transcriber=None,
+        encoder=None,
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+    )
+    yield d
+    d.close()
+
+
+class Reader:
+    """What a query process holds: the store, the Redis cache and its graph memo."""
+
+    def __init__(self, deps: Deps, redis_url: str) -> None:
+        self.store = deps.reader
+        self.cache = GraphCache.from_url(redis_url)
+        self.raw = redis.Redis.from_url(redis_url)
+        self.memo = GraphMemo()
+
+    def graphs(self, user: str) -> dict[str, TimedGraph]:
+        out = {}
+        for memory_type, scale in KEYS:
+            name = memory_type if scale is None else f"{memory_type}:{scale}"
+            out[name] = load_timed(self.store, self.cache, self.memo, user, memory_type, scale)
+        return out
+
+    def stored(self, *users: str) -> dict[str, bytes | None]:
+        return {
+            key: self.raw.get(key)
+            for user in users
+            for key in (cache_key(user, m, s) for m, s in KEYS)
+        }
+
+    def close(self) -> None:
+        self.cache.close()
+        self.raw.close()
+
+
+@pytest.fixture
+def reader(deps, settings):
+    r = Reader(deps, settings.redis_url)
+    yield r
+    r.close()
+
+
+def _changes(before: dict[str, TimedGraph], after: dict[str, TimedGraph]) -> dict[str, str]:
+    """Per graph: "same" (the very object the memo held) or "grown" (more units)."""
+    out = {}
+    for name, old in before.items():
+        new = after[name]
+        out[name] = "same" if new is old else ("grown" if new.units > old.units else "other")
+    return out
+
+
+def _base(deps: Deps, user: str, start: datetime) -> BaseWindow:
+    items = []
+    for k in range(0, 30, 5):
+        ts = start + timedelta(seconds=k)
+        key = frame_key(user, "s1", ts, k)
+        deps.blobs.put(key, small_jpeg(k))
+        items.append(Item("frames", key, "s1", dt_to_ms(ts), dt_to_ms(ts), CaptureRef(key, seq=k)))
+    return BaseWindow(user, dt_to_ms(start), tuple(items), False, "s1")
+
+
+SAME = {"episodic:30": "same", "episodic:180": "same", "episodic:600": "same",
+        "episodic:3600": "same", "semantic": "same"}  # fmt: skip
+
+
+async def test_base_window_grows_only_its_episodic_30_graph(deps, reader, user_id) -> None:
+    other = f"{user_id}-other"
+    before = {u: reader.graphs(u) for u in (user_id, other)}
+    stored = reader.stored(user_id, other)
+    outcome = await process_window(deps, _base(deps, user_id, T10))
+    assert outcome.status == "complete" and outcome.counts["triples"] > 0
+    assert reader.stored(user_id, other) == stored  # the writer left the cache alone
+    assert _changes(before[user_id], reader.graphs(user_id)) == {**SAME, "episodic:30": "grown"}
+    assert _changes(before[other], reader.graphs(other)) == SAME
+
+
+async def test_ten_minute_window_grows_its_scale_and_semantic(deps, reader, user_id) -> None:
+    child = _base(deps, user_id, T10 + timedelta(minutes=9, seconds=30))  # feeds the 10 min
+    assert (await process_window(deps, child)).status == "complete"
+    other = f"{user_id}-other"
+    before = {u: reader.graphs(u) for u in (user_id, other)}
+    stored = reader.stored(user_id, other)
+    window = CoarseWindow(user_id, 600, dt_to_ms(T10), (child.wid,), True, "s1")
+    outcome = await process_window(deps, window)
+    assert outcome.status == "complete" and outcome.counts["semantic"] > 0
+    assert reader.stored(user_id, other) == stored
+    assert _changes(before[user_id], reader.graphs(user_id)) == {
+        **SAME,
+        "episodic:600": "grown",
+        "semantic": "grown",
+    }
+    assert _changes(before[other], reader.graphs(other)) == SAME
