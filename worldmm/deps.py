@@ -116,13 +116,15 @@ def build_deps(
     (ingest: by the windows in flight; api: small, failing fast) and says whether audio is
     transcribed (ingest only); everything else is built alike for every role. A model part
     passed in (a benchmark's simulated models) is used as it is; the others are built from
-    settings. Raises ``worldmm.stack.StackError`` when PostgreSQL or Redis is neither
-    configured nor running embedded."""
+    settings. Raises ``worldmm.stack.StackError`` when PostgreSQL (or, for the API, Redis)
+    is neither configured nor running embedded."""
     from worldmm.blobs import build_blob_store
     from worldmm.graph.cache import GraphCache, redis_client
     from worldmm.stack import redis_url
 
-    cache_url = redis_url(settings)  # resolved first: a StackError leaves nothing open
+    # Only retrieval reads the graph cache (ingest writes no graph: readers grow theirs by
+    # fingerprint), so ingest needs no Redis. Resolved first: a StackError leaves nothing open.
+    cache_url = redis_url(settings) if role == "api" else None
     db = _open_database(settings, role)
     client = None
     try:
