@@ -16,7 +16,7 @@ import itertools
 import time
 import wave
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -347,7 +347,6 @@ class GatewayStats:
     last_ts: datetime | None = None
     wall_s: float = 0.0
     bytes_sent: int = 0
-    per_kind: dict[str, int] = field(default_factory=dict)
 
 
 def _available_at(item: FrameItem | AudioItem) -> datetime:
@@ -419,7 +418,6 @@ def run_gateway(
     stats.control += 1
     producer.flush(flush_timeout)
     stats.wall_s = clock() - t0
-    stats.per_kind = dict(producer.sent)
     return stats
 
 

@@ -53,13 +53,10 @@ def make_producer(brokers: str, **conf: Any) -> Producer:
 class DeliveryTracker:
     """Delivery callback that counts acks and keeps every failure for :meth:`raise_if_failed`."""
 
-    delivered: int = 0
     failures: list[str] = field(default_factory=list)
 
     def __call__(self, err: KafkaError | None, msg: Message) -> None:
-        if err is None:
-            self.delivered += 1
-        else:
+        if err is not None:
             self.failures.append(f"{msg.topic()}: {err.str()}")
 
     def raise_if_failed(self) -> None:
@@ -135,7 +132,6 @@ class ConsumedRecord:
     key: bytes | None
     value: bytes | None
     headers: Headers
-    timestamp_ms: int
 
     def header(self, name: str) -> str | None:
         for n, v in self.headers:
@@ -200,7 +196,6 @@ def consume_all(
                         key=msg.key(),
                         value=msg.value(),
                         headers=list(msg.headers() or []),
-                        timestamp_ms=msg.timestamp()[1],
                     )
                 )
             if off + 1 >= highs[p]:

@@ -181,16 +181,6 @@ def window_input(
     return msg.user_id, Item("audio", key, msg.session_id, msg.ts_ms, end, ref)
 
 
-def to_window_input(
-    msg: codec.Message, blobs_of: Callable[[], Any]
-) -> tuple[str, Item | SessionEnd | SessionStart]:
-    """Store the capture's bytes (idempotent key) and keep only a small reference."""
-    blob = blob_of(msg)
-    if blob is not None:
-        blobs_of().put(*blob)
-    return window_input(msg, blob[0] if blob else None)
-
-
 # Blob writes of one input batch run in a few threads, in chunks of at least this many: file
 # creation is mostly kernel time that releases the GIL, so the Bytewax thread does not wait
 # for each write in turn, and a chunk amortises the hand-off.

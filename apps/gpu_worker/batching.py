@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -25,7 +25,6 @@ class QueueFull(Exception):
 class _Item:
     payload: Any
     future: asyncio.Future
-    queued_at: float = field(default_factory=time.perf_counter)
 
 
 class DynamicBatcher:

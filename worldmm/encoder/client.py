@@ -9,7 +9,6 @@ open) raise :class:`EncoderUnavailable`; a 4xx or an unusable answer raises
 from __future__ import annotations
 
 import asyncio
-import base64
 
 import httpx
 import numpy as np
@@ -134,8 +133,3 @@ def _detail(response: httpx.Response) -> str:
         return str(response.json().get("detail", response.text))[:300]
     except ValueError:
         return response.text[:300]
-
-
-def frames_as_json(frames: list[bytes]) -> dict:
-    """The JSON form of an /encode-video request (for clients that cannot send multipart)."""
-    return {"frames": [base64.b64encode(f).decode("ascii") for f in frames]}

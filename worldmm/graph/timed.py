@@ -52,7 +52,6 @@ from worldmm.graph.types import (
 
 NEVER = np.iinfo(np.int64).max  # a time no as_of reaches (never invalidated / no valid_from)
 KINDS = ("entity", "literal", "segment")  # vertex kind codes
-EDGE_KINDS = ("relation", "mention")
 ENTITY, LITERAL, SEGMENT = 0, 1, 2
 RELATION, MENTION = 0, 1
 DEFAULT_SEAL_EVERY = 20_000  # tail units before the CSR is rebuilt (about a day of 30 s rows)

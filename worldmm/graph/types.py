@@ -18,7 +18,6 @@ from typing import Literal, NamedTuple
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-NodeKind = Literal["entity", "literal", "segment"]
 GraphMemoryType = Literal["episodic", "semantic"]
 
 

@@ -93,7 +93,6 @@ class ChatResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,5 +109,4 @@ def result_from_body(body: dict[str, Any], latency_s: float = 0.0) -> ChatResult
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         latency_s=latency_s,
-        finish_reason=choice.get("finish_reason"),
     )

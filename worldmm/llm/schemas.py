@@ -33,10 +33,6 @@ def to_triple(wire: WireTriple) -> Triple:
     return Triple(subject=s, predicate=p, object=o, object_is_literal=looks_literal(o))
 
 
-def to_wire(triple: Triple) -> list[str]:
-    return triple.as_list()
-
-
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

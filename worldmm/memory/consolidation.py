@@ -89,7 +89,6 @@ def plan_consolidation(
 
 @dataclass
 class ConsolidationStats:
-    inserted: int = 0
     updated: int = 0
     duplicates: int = 0
     invalidated: int = 0
@@ -162,8 +161,6 @@ async def _consolidate_each(
         elif plan.action == "update":
             stats.updated += 1
             stats.invalidated += len(plan.remove_ids)
-        else:
-            stats.inserted += 1
 
 
 def _text(t: Triple) -> str:

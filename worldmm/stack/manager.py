@@ -26,12 +26,6 @@ class StackUrls(BaseModel):
     started: list[str] = []  # from `up`: the servers it started (not found running)
 
 
-class ServiceStatus(BaseModel):
-    ok: bool
-    detail: str
-    embedded: bool
-
-
 def _dirs(settings: Settings) -> dict[str, Path]:
     state = settings.resolved_state_dir
     return {

@@ -35,15 +35,6 @@ def find_entity_by_surface(
     return _canonical_of_surface(conn, user_id, surface)
 
 
-def get_entities(conn: psycopg.Connection, user_id: str, ids: Sequence[int]) -> list[EntityRow]:
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {ENTITY_COLUMNS} FROM entities WHERE user_id = %s AND id = ANY(%s) ORDER BY id",
-        (user_id, list(ids)),
-    )
-    return [EntityRow.model_validate(r) for r in rows]
-
-
 def nearest_canonical_entities(
     conn: psycopg.Connection,
     user_id: str,

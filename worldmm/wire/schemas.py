@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
@@ -12,7 +11,6 @@ from worldmm.models import MAX_CHOICES, MIN_CHOICES, MemoryType, choice_texts
 # The same characters the ingest path accepts in ids (worldmm.models.SAFE_ID_RE), so every
 # user that can stream can be queried and blob prefixes stay safe path segments.
 USER_ID_PATTERN = r"^[A-Za-z0-9_.@-]{1,128}$"
-USER_ID_RE = re.compile(USER_ID_PATTERN)
 MAX_QUESTION_CHARS = 2000
 MAX_CHOICE_CHARS = 500
 MAX_NOTE_CHARS = 4000

@@ -19,7 +19,7 @@ from apps.gpu_worker.backends.vlm2vec_inputs import VisionGeometry, video_patche
 # VLM2Vec-V2's instructions for text→video retrieval (query side and video side).
 TEXT_INSTRUCTION = "Find a video that contains the following visual content: "
 VIDEO_INSTRUCTION = "Understand the content of the provided video."
-TEXT_TYPE, VIDEO_TYPE = 0, 2  # mm_token_type_ids values
+VIDEO_TYPE = 2  # mm_token_type_ids: text 0, image 1, video 2
 
 
 class ModelNotFound(FileNotFoundError):

@@ -28,7 +28,7 @@ def _populate(conn, user: str) -> dict:
     alice = entities.insert_canonical_entity(conn, user, "Alice", unit_vector(DIM, 1))
     entities.insert_alias(conn, user, "Al", alice.id, unit_vector(DIM, 1))
     bob = entities.insert_canonical_entity(conn, user, "Bob", unit_vector(DIM, 2))
-    (ep_a,) = triples.insert_triples(
+    triples.insert_triples(
         conn,
         user,
         seg_a,

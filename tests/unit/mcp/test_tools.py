@@ -11,7 +11,6 @@ from apps.mcp import build_server
 from tests.unit.client.fake_api import fake_api
 
 KEY = "wmm_fake"
-PAGE = {"items": [], "next_cursor": None}
 
 
 async def test_api_errors_are_tool_errors_with_the_api_message():

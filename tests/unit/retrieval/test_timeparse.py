@@ -10,7 +10,6 @@ from worldmm.memory.retrieval.timeparse import NONE, parse_time
 
 # Wednesday 2025-01-15, 16:20 UTC
 AS_OF = datetime(2025, 1, 15, 16, 20, tzinfo=UTC)
-MIN = timedelta(minutes=1)
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime:

@@ -62,13 +62,6 @@ class Fused:
     lanes: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
-def in_range(c: Candidate, constraint: TimeConstraint) -> bool:
-    """The candidate's window overlaps the constraint's range (always true without one)."""
-    if constraint.start is not None and c.end <= constraint.start:
-        return False
-    return not (constraint.end is not None and c.start >= constraint.end)
-
-
 def _decay(hours: float, halflife_h: float) -> float:
     return math.pow(0.5, max(0.0, hours) / halflife_h)
 

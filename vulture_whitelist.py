@@ -1,0 +1,45 @@
+"""Names the dead-code check (vulture, run by tests/unit/test_layers.py) cannot see used:
+each is read by a framework or a library by name, or is part of a wire format."""
+
+from apps.client import base
+from apps.dataflows import ingest
+from apps.demo import speech
+from apps.gpu_worker.backends import random_model
+from worldmm.llm import prompts
+from worldmm.store import models
+from worldmm.wire import keys, schemas
+
+# inspect.signature and help() read these on the generated client methods
+base.__qualname__
+base.__signature__
+# Bytewax: sinks' write_batch and build(step_id, worker_index, worker_count) are its calls;
+# the module __getattr__ serves `python -m bytewax.run apps.dataflows.ingest:flow`
+ingest.LogSink.build
+ingest._LogPartition.write_batch
+_.worker_index  # noqa: F821
+_.worker_count  # noqa: F821
+ingest.__getattr__
+# uvicorn stops a server when should_exit is set; PyAV decodes with thread_type set;
+# tokenizers reads normalizer and pre_tokenizer
+
+_.should_exit  # noqa: F821
+_.thread_type  # noqa: F821
+_.pix_fmt  # noqa: F821
+random_model.normalizer
+random_model.pre_tokenizer
+# http.server calls do_GET/do_POST/do_DELETE and log_message on test handlers
+_.do_GET  # noqa: F821
+_.do_POST  # noqa: F821
+_.do_DELETE  # noqa: F821
+_.log_message  # noqa: F821
+# maintainers' steps, named in the test that fails when their output is stale
+prompts.write_schemas
+speech.write_kept_speech
+# fields of rows and of API replies: read by SQL and by the API's clients, not by our code
+models.SegmentRow.updated_at
+keys.AuditPage.next_before
+schemas.PurgeResponse.blobs_deleted
+schemas.PurgeResponse.cache_keys_deleted
+schemas.ForgetResponse.blobs_deleted
+# a pydantic field of a test option model, read through model_dump
+_.hidden  # noqa: F821
