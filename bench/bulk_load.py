@@ -22,7 +22,8 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from bench.query_synth import LITERALS, PREDICATES, SyntheticMemory, TripleSpecs, unit_rows, words
+from bench.harness import words
+from bench.query_synth import LITERALS, PREDICATES, SyntheticMemory, TripleSpecs, unit_rows
 from worldmm.models import SCALES
 from worldmm.store.bulk import copy_rows, vector_indexes_dropped
 from worldmm.store.users import ensure_user

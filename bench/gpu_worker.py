@@ -175,27 +175,24 @@ def _device_name(device: str) -> str:
 
 
 def plot(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = harness.pyplot()
     sizes = [int(b) for b in result["batches"]]
     rows = list(result["batches"].values())
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.plot(sizes, [r["clips_per_s"] for r in rows], "o-", label="clips/s")
-    left.plot(sizes, [r["texts_per_s"] for r in rows], "s-", label="text queries/s")
-    left.set(xscale="log", yscale="log", xlabel="batch size", ylabel="per second")
-    left.set_xticks(sizes, [str(s) for s in sizes])
-    left.legend()
-    right.plot(sizes, [r["p95_ms"] for r in rows], "o-", label="clip p95")
-    right.plot(sizes, [r["text_p95_ms"] for r in rows], "s-", label="text p95")
-    right.set(xscale="log", yscale="log", xlabel="batch size", ylabel="latency ms")
-    right.set_xticks(sizes, [str(s) for s in sizes])
-    right.legend()
+    series = (
+        (left, "clips_per_s", "o-", "clips/s"),
+        (left, "texts_per_s", "s-", "text queries/s"),
+        (right, "p95_ms", "o-", "clip p95"),
+        (right, "text_p95_ms", "s-", "text p95"),
+    )
+    for ax, key, style, label in series:
+        ax.plot(sizes, [r[key] for r in rows], style, label=label)
+    for ax, ylabel in ((left, "per second"), (right, "latency ms")):
+        ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel=ylabel)
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.legend()
     fig.suptitle(f"GPU worker: {result['model']} on {result['device']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    harness.save_figure(fig, path)
 
 
 @harness.main(GpuOptions, required=())

@@ -7,7 +7,8 @@
 - :class:`Run`: the run's metadata (command, commit, machine, load average at start and end,
   UTC start, wall time), stamped into every report;
 - :func:`summary` and :func:`percentile`: p50 / p95 / mean / max of a sample;
-- :func:`write_report`: the JSON report, written to ``--out`` and printed.
+- :func:`write_report`: the JSON report, written to ``--out`` and printed; :func:`pyplot`
+  and :func:`save_figure` for the figures beside it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ Echo = Callable[[str], None]
 # The command line of the benchmark being run (set by Bench; None when called from Python).
 _COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("command", default=None)
 _KEYWORD = inspect.Parameter.KEYWORD_ONLY
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The comma-separated names in ``text`` (a long list of names kept readable)."""
+    return tuple(w.strip() for w in text.split(","))
 
 
 def stamped_echo() -> Echo:
@@ -126,6 +132,25 @@ def write_report(result: dict[str, Any], out: Path | None, *, show: bool = True)
         out.write_text(text + "\n")
     if show:
         print(text)
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (figures are written to files, never shown)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:
+    """Lay ``fig`` out, write it to ``path`` (PNG, its folder made) and close it."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    return path
 
 
 # --- the services -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import io
 import threading
 import time
 import wave
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -278,3 +278,23 @@ class Wearers:
             if k >= AUDIO_CHUNK_S and k % AUDIO_CHUNK_S == 0:
                 producer.send_audio(name, "s1", ts - timedelta(seconds=AUDIO_CHUNK_S), self.wav)
         producer.producer.poll(0)
+
+    def stream(
+        self,
+        producer: Any,
+        t0: datetime,
+        seconds: int,
+        at: Callable[[int], None],
+        frames_s: int | None = None,
+    ) -> float:
+        """Seconds 0 to ``seconds`` of the stream in real time from now (frames only before
+        ``frames_s``), ``at(k)`` called when second ``k`` is due, before it is sent; returns
+        how far, at most, the producer fell behind schedule (a busy machine)."""
+        wall0, lag = time.time(), 0.0
+        for k in range(seconds + 1):
+            due = wall0 + k
+            time.sleep(max(0.0, due - time.time()))
+            lag = max(lag, time.time() - due)
+            at(k)
+            self.send_second(producer, t0, k, frames=frames_s is None or k < frames_s)
+        return lag

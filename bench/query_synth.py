@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from bench.harness import words
 from worldmm.memory.windows import dt_to_ms, ms_to_dt, parent_of
 from worldmm.models import SCALES
 
@@ -31,10 +32,6 @@ SEGMENTS_PER_HOUR = {30: 120, 180: 18, 600: 6, 3600: 1}
 
 # Random streams (second element of every seed).
 _S_VOCAB, _S_CONTEXT, _S_EPISODIC, _S_EMBED, _S_SEMANTIC, _S_VISUAL, _S_QUERY = range(7)
-
-
-def words(text: str) -> tuple[str, ...]:
-    return tuple(w.strip() for w in text.split(","))
 
 
 PEOPLE = words(
