@@ -1,7 +1,7 @@
 """What the chaos benchmark checks once the stream has drained: the memory against the windows
 the stream implies, against itself (duplicates) and against a fault-free run of the same input.
 
-The fetches take a connection; the comparisons are pure functions over what they return.
+:func:`fetch_memory` reads one database; the comparisons are pure functions over what it returns.
 """
 
 from __future__ import annotations
