@@ -362,8 +362,11 @@ def run_benchmark(
         memory = SyntheticMemory(cfg)
         _ = memory.episodic, memory.semantic
         result["generate_s"] = round(time.perf_counter() - t, 2)
-        loaded.append(user_id)
+        if not opts.reuse:  # a load that fails half-way is purged too
+            loaded.append(user_id)
         result |= _load(db, memory, user_id, opts, echo)
+        if opts.reuse:  # only once its rows proved it this configuration's memory
+            loaded.append(user_id)
         loadavg["after_load"] = harness.loadavg()
         end = cfg.start + timedelta(hours=cfg.hours)
         qs = make_queries(memory, opts.queries, seed=cfg.seed)
