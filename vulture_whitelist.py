@@ -43,3 +43,5 @@ schemas.PurgeResponse.cache_keys_deleted
 schemas.ForgetResponse.blobs_deleted
 # a pydantic field of a test option model, read through model_dump
 _.hidden  # noqa: F821
+# click calls a Group's list_commands for --help
+_.list_commands  # noqa: F821

@@ -1,27 +1,16 @@
 """API load benchmark: N concurrent clients against the real REST API for a bounded time.
 
-Starts ``worldmm serve`` as separate processes (2 by default) on loopback ports, over the
-configured stack or the embedded one, then lets ``--clients`` asyncio clients send requests
-for ``--duration`` seconds; client ``c`` sends route ``c mod 4`` back to back (so each route
-has its own share of the clients and a slow one holds up no other), alternating between the
-processes:
-
-- ``ask``: ``POST /v1/users/{u}/query`` (the retrieval agent; the offline stand-in models of
-  ``WORLDMM_LLM_PROVIDER=offline`` answer, MiniLM embeds the question);
-- ``segments``: ``GET /v1/users/{u}/segments`` over one hour of the memory;
-- ``semantic``: ``GET /v1/users/{u}/semantic``;
-- ``visual``: ``POST /v1/users/{u}/search`` with ``memory_type=visual``.
-
-The memory is a synthetic one loaded with the query benchmark's bulk loader (``--days``,
-purged afterwards), or an existing user of the same shape (``--user U --reuse``, e.g. one
-kept by ``worldmm bench query --keep``). Requests use the admin key; the rate limit is off in
-the servers (``WORLDMM_API_RATE_LIMIT=0``), since it is what is measured against. A warm-up
-(``--warmup`` seconds, not counted) lets each process load its graphs first.
-
-Reports per route: requests, throughput, p50/p95/p99 latency, and errors (any non-2xx or
-transport failure, by status). The client runs on the same machine as the servers.
-
     worldmm bench api-load --out api.json --clients 8 --duration 30   # = python -m bench.api_load
+
+Starts ``--processes`` ``worldmm serve`` processes on loopback ports, over the configured
+stack or the embedded one; client ``c`` sends route ``c mod 4`` back to back (so a slow route
+holds up no other), alternating between the processes: ``ask`` (the retrieval agent, with the
+offline stand-in models), ``segments`` (one hour of the memory), ``semantic`` and ``visual``
+search. The memory is a synthetic one loaded with the query benchmark's bulk loader
+(``--days``, purged afterwards), or an existing user (``--user U --reuse``, e.g. one kept by
+``worldmm bench query --keep``). Requests use the admin key, the rate limit is off, and a
+warm-up (``--warmup`` s, not counted) lets each process load its graphs. Reports per route:
+requests, throughput, p50/p95/p99 latency and errors (any non-2xx or transport failure).
 """
 
 from __future__ import annotations
@@ -159,24 +148,18 @@ async def drive(
 def start_servers(settings: Settings, n: int, admin_key: str, log_dir: Path) -> list[Child]:
     """``n`` ``worldmm serve`` processes, each on its own loopback port, ready."""
     env = child_env(
-        settings, ("database_url", "redis_url"), WORLDMM_ADMIN_API_KEY=admin_key,
-        WORLDMM_API_RATE_LIMIT="0", WORLDMM_LOG_LEVEL="WARNING",
-    )  # fmt: skip
+        settings,
+        ("database_url", "redis_url"),
+        WORLDMM_ADMIN_API_KEY=admin_key,
+        WORLDMM_API_RATE_LIMIT="0",
+        WORLDMM_LOG_LEVEL="WARNING",
+    )
     servers = []
     for i in range(n):
-        port = free_port()
-        cmd = [
-            sys.executable,
-            "-m",
-            "apps.cli",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ]
-        servers.append(Child(f"http://127.0.0.1:{port}", cmd, log_dir / f"serve-{i}.log", env))
-        servers[-1].start()
+        url = f"http://127.0.0.1:{free_port()}"
+        cmd = [sys.executable, "-m", "apps.cli", "serve", "--host", "127.0.0.1"]
+        cmd += ["--port", url.rsplit(":", 1)[1]]
+        servers.append(Child(url, cmd, log_dir / f"serve-{i}.log", env).start())
     for server in servers:
         wait_until(
             lambda s=server: _ready(s), timeout_s=180, what=f"worldmm serve at {server.name}"
@@ -193,7 +176,7 @@ def _ready(server: Child) -> bool:
 
 
 def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
-    from bench.bulk_load import load_memory
+    from bench.bulk_load import load_memories
     from bench.query_synth import START, SynthConfig, SyntheticMemory, hours_of
     from worldmm.store.db import Database
     from worldmm.store.purge import purge_user
@@ -203,8 +186,6 @@ def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
     run = harness.Run()
     cfg = SynthConfig(hours=hours_of(opts.days), seed=opts.seed)
     user = opts.user or f"bench-api-{uuid.uuid4().hex[:8]}"
-    db = Database(settings.database_url, max_size=2)
-    loaded = False
     result: dict[str, Any] = {
         "benchmark": "api-load",
         "user_id": user,
@@ -218,19 +199,22 @@ def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
             "rate_limit": "off (WORLDMM_API_RATE_LIMIT=0)",
         },
     }
+    db = Database(settings.database_url, max_size=2)
+    loaded = False
     servers: list[Child] = []
     try:
         with db.connection() as conn:
             exists = user_exists(conn, user)
-        if opts.reuse and not exists:
-            raise ValueError(f"--reuse: user {user!r} does not exist")
-        if not opts.reuse:
-            if exists:
-                raise ValueError(f"user {user!r} already exists; pick another --user")
-            echo(f"loading {cfg.hours} h of synthetic memory for {user}")
-            loaded = True
-            with db.connection() as conn:
-                load_memory(conn, SyntheticMemory(cfg), user)
+            if exists != opts.reuse:
+                raise ValueError(
+                    f"--reuse: user {user!r} does not exist"
+                    if opts.reuse
+                    else f"user {user!r} already exists; pick another --user"
+                )
+            if not opts.reuse:
+                echo(f"loading {cfg.hours} h of synthetic memory for {user}")
+                loaded = True
+                load_memories(conn, [(SyntheticMemory(cfg), user)])
         admin_key = secrets.token_urlsafe(24)
         log_dir = opts.out.parent / f"{opts.out.stem}-logs"
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -239,15 +223,16 @@ def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
         echo(f"{opts.clients} clients for {opts.warmup} s warm-up + {opts.duration} s")
         urls = [s.name for s in servers]
         tallies, seconds = asyncio.run(drive(urls, admin_key, user, opts, cfg.hours, START))
-        result["measured_s"] = round(seconds, 2)
-        result["routes"] = {r: t.summary(seconds) for r, t in tallies.items()}
+        routes = {r: t.summary(seconds) for r, t in tallies.items()}
         ok = sum(len(t.ms) for t in tallies.values())
+        result["measured_s"] = round(seconds, 2)
+        result["routes"] = routes
         result["total"] = {
-            "requests": sum(s["requests"] for s in result["routes"].values()),
-            "errors": sum(s["errors"] for s in result["routes"].values()),
+            "requests": sum(s["requests"] for s in routes.values()),
+            "errors": sum(s["errors"] for s in routes.values()),
             "throughput_per_s": round(ok / seconds, 2) if seconds else 0.0,
         }
-        for route, s in result["routes"].items():
+        for route, s in routes.items():
             echo(
                 f"  {route}: {s['ok']} ok, {s['errors']} errors, {s['throughput_per_s']}/s,"
                 f" p50 {s.get('p50_ms')} p95 {s.get('p95_ms')} p99 {s.get('p99_ms')} ms"

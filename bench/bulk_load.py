@@ -1,55 +1,63 @@
-"""Bulk-load a :class:`SyntheticMemory` into PostgreSQL with binary COPY, timed per table.
+"""Bulk-load :class:`SyntheticMemory` into PostgreSQL with binary COPY, timed per table.
 
-Identity ids are assigned by the database, so tables load parents first and read the new
-ids back (entities, then segments from the hour down, so children can point at parents),
-and the ``replaced_by`` links of semantic triples are set with one UPDATE after their COPY.
-HNSW indexes can be dropped for the load and rebuilt once (``drop_indexes``): that locks the
-tables for the whole load, so do it on a benchmark database, not a live one.
-
-Time spent generating rows (numpy embeddings, captions) is measured inside the row
-iterators and reported apart from the COPY time.
+Identity ids are assigned by the database, so tables load parents first and read the new ids
+back (entities, then segments from the hour down, so children can point at parents), and the
+``replaced_by`` links of semantic triples are set with one UPDATE after their COPY. The time
+spent generating rows is measured apart from the COPY time.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from bench.query_synth import SyntheticMemory, TripleSpecs, iter_slices, unit_rows
+from bench.harness import words
+from bench.query_synth import LITERALS, PREDICATES, SyntheticMemory, TripleSpecs, unit_rows
 from worldmm.models import SCALES
 from worldmm.store.bulk import copy_rows, vector_indexes_dropped
 from worldmm.store.users import ensure_user
 
 VECTOR_TABLES = ("entities", "triples", "visual_embeddings", "segment_embeddings")
 _VERSIONS = Jsonb({"generator": "bench.query_synth"})
+_STEPS = ("fixup", "index_rebuild", "commit", "analyze", "generate", "wall")
+_SEGMENT_COLUMNS = words(
+    "user_id, session_id, scale_seconds, window_start, window_end, caption, transcript,"
+    " parent_segment_id, processing_status, visual_status, model_versions"
+)
+_TRIPLE_COLUMNS = words(
+    "user_id, memory_type, segment_id, scale_seconds, subject_entity_id, predicate,"
+    " object_entity_id, object_literal, embedding, valid_from, invalidated_at,"
+    " evidence_segment_ids, origin"
+)
+Rows = Iterable[Sequence[Any]]
+
+
+def _chunked(total: int, size: int, make: Callable[[int, int], np.ndarray]) -> Iterator[Any]:
+    """The rows of ``make(lo, hi)`` over [0, total) in slices of ``size``, made as needed."""
+    return chain.from_iterable(make(lo, min(total, lo + size)) for lo in range(0, total, size))
 
 
 @dataclass
 class LoadReport:
-    rows: dict[str, int] = field(default_factory=dict)  # per table
-    copy_s: dict[str, float] = field(default_factory=dict)  # per table, generation excluded
-    generate_s: float = 0.0
-    fixup_s: float = 0.0  # id read-backs and the replaced_by UPDATE
-    index_rebuild_s: float = 0.0
-    commit_s: float = 0.0
-    analyze_s: float = 0.0
-    total_s: float = 0.0  # wall time of the load, generation included
-    dropped_indexes: list[str] = field(default_factory=list)
+    """Rows and COPY seconds per table (generation excluded), and the seconds of each other
+    step: id read-backs and the replaced_by UPDATE (``fixup``), the index rebuild, the commit,
+    VACUUM ANALYZE, generating rows, and the wall time of the whole load."""
 
-    def add(self, other: LoadReport) -> None:
-        """Sum another loader's rows and times into this report."""
-        for table, n in other.rows.items():
-            self.rows[table] = self.rows.get(table, 0) + n
-            self.copy_s[table] = self.copy_s.get(table, 0.0) + other.copy_s.get(table, 0.0)
-        self.generate_s += other.generate_s
-        self.fixup_s += other.fixup_s
+    rows: Counter[str] = field(default_factory=Counter)
+    copy_s: Counter[str] = field(default_factory=Counter)
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_STEPS, 0.0))
+    dropped_indexes: list[str] = field(default_factory=list)
 
     @property
     def total_rows(self) -> int:
@@ -58,146 +66,127 @@ class LoadReport:
     @property
     def load_s(self) -> float:
         """Database time: COPY + fix-ups + index rebuild + commit (not generation, not VACUUM)."""
-        return sum(self.copy_s.values()) + self.fixup_s + self.index_rebuild_s + self.commit_s
+        s = self.seconds
+        return sum(self.copy_s.values()) + s["fixup"] + s["index_rebuild"] + s["commit"]
 
     def as_dict(self) -> dict[str, Any]:
-        per_table = {
-            t: {
+        seconds = {"load": self.load_s, "copy": sum(self.copy_s.values()), **self.seconds}
+        per_table = {}
+        for table, n in self.rows.items():
+            s = self.copy_s[table]
+            per_table[table] = {
                 "rows": n,
-                "s": round(self.copy_s[t], 3),
-                "rows_per_s": round(n / self.copy_s[t]) if self.copy_s[t] > 0 else None,
+                "s": round(s, 3),
+                "rows_per_s": round(n / s) if s > 0 else None,
             }
-            for t, n in self.rows.items()
-        }
-        seconds = {
-            "load_s": self.load_s, "copy_s": sum(self.copy_s.values()), "fixup_s": self.fixup_s,
-            "index_rebuild_s": self.index_rebuild_s, "commit_s": self.commit_s,
-            "analyze_s": self.analyze_s, "generate_s": self.generate_s, "wall_s": self.total_s,
-        }  # fmt: skip
         return {
             "total_rows": self.total_rows,
-            **{k: round(v, 3) for k, v in seconds.items()},
+            **{f"{k}_s": round(v, 3) for k, v in seconds.items()},
             "dropped_indexes": self.dropped_indexes,
             "per_table": per_table,
         }
 
 
-class _Timed:
-    """Wraps a row iterator and adds the time spent producing rows to the report."""
-
-    def __init__(self, rows: Iterable[Sequence[Any]], report: LoadReport) -> None:
-        self._it = iter(rows)
-        self._report = report
-
-    def __iter__(self) -> Iterator[Sequence[Any]]:
-        return self
-
-    def __next__(self) -> Sequence[Any]:
-        t = time.perf_counter()
-        try:
-            return next(self._it)
-        finally:
-            self._report.generate_s += time.perf_counter() - t
-
-
 class Loader:
-    """Loads one user's synthetic memory over one connection (caller owns the transaction)."""
+    """Loads one user's synthetic memory over one connection (the caller owns the
+    transaction), adding its figures to ``report``."""
 
-    def __init__(self, conn: psycopg.Connection, memory: SyntheticMemory, user_id: str) -> None:
-        self.conn, self.mem, self.user = conn, memory, user_id
-        self.report = LoadReport()
+    def __init__(
+        self, conn: psycopg.Connection, memory: SyntheticMemory, user_id: str, report: LoadReport
+    ) -> None:
+        self.conn, self.mem, self.user, self.report = conn, memory, user_id, report
         self.entity_ids: list[int] = []
         self.segment_ids: dict[int, list[int]] = {}
 
-    def copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        gen_before = self.report.generate_s
-        t = time.perf_counter()
-        n = copy_rows(self.conn, table, columns, _Timed(rows, self.report))
-        spent = time.perf_counter() - t - (self.report.generate_s - gen_before)
-        self.report.rows[table] = self.report.rows.get(table, 0) + n
-        self.report.copy_s[table] = self.report.copy_s.get(table, 0.0) + spent
+    def copy(self, table: str, columns: Sequence[str], make: Callable[[], Rows]) -> None:
+        """COPY the rows ``make()`` gives; the time spent making them counts as generation."""
+        seconds = self.report.seconds
+
+        def generated() -> Iterator[Sequence[Any]]:
+            t = time.perf_counter()
+            rows = iter(make())
+            while (row := next(rows, None)) is not None:
+                seconds["generate"] += time.perf_counter() - t
+                yield row
+                t = time.perf_counter()
+            seconds["generate"] += time.perf_counter() - t
+
+        before, t = seconds["generate"], time.perf_counter()
+        self.report.rows[table] += copy_rows(self.conn, table, columns, generated())
+        self.report.copy_s[table] += time.perf_counter() - t - (seconds["generate"] - before)
 
     def _fixup(self, query: str, params: Any) -> list[tuple]:
         t = time.perf_counter()
         try:
             return self.conn.execute(query, params).fetchall()
         finally:
-            self.report.fixup_s += time.perf_counter() - t
+            self.report.seconds["fixup"] += time.perf_counter() - t
 
-    # --- tables, parents first ------------------------------------------------------------
+    def load_all(self) -> None:
+        """Every table, parents first."""
+        self.users_and_sessions()
+        self.entities()
+        self.segments()
+        self.frames()
+        self.visual()
+        self.segment_text()
+        self.copy("triples", _TRIPLE_COLUMNS, self._episodic_rows)
+        self.semantic()
+
+    # --- the tables -----------------------------------------------------------------------
 
     def users_and_sessions(self) -> None:
         t = time.perf_counter()
         ensure_user(self.conn, self.user)
-        self.report.rows["users"] = 1
-        self.report.copy_s["users"] = time.perf_counter() - t
-        starts = self.mem.segments.starts[3600]
-        day = {self.mem.session_of(s): s for s in reversed(starts)}  # first hour of each day
-        rows = [(self.user, sid, day[sid]) for sid in self.mem.session_ids()]
-        self.copy("sessions", ("user_id", "session_id", "started_at"), rows)
+        self.report.rows["users"] += 1
+        self.report.copy_s["users"] += time.perf_counter() - t
+        first_hour = {self.mem.session_of(s): s for s in reversed(self.mem.segments.starts[3600])}
+        rows = [(self.user, sid, first_hour[sid]) for sid in self.mem.session_ids()]
+        self.copy("sessions", ("user_id", "session_id", "started_at"), lambda: rows)
 
     def entities(self) -> None:
         v = self.mem.vocab
-        self.copy(
-            "entities",
-            ("user_id", "surface_form", "canonical_name", "embedding"),
-            ((self.user, n, n, v.vectors[i]) for i, n in enumerate(v.names)),
+        canonical = [(self.user, n, n, v.vectors[i]) for i, n in enumerate(v.names)]
+        columns = ("user_id", "surface_form", "canonical_name", "embedding")
+        self.copy("entities", columns, lambda: canonical)
+        query = (
+            "SELECT lower(surface_form), id FROM entities"
+            " WHERE user_id = %s AND canonical_entity_id IS NULL"
         )
-        got = dict(
-            self._fixup(
-                "SELECT lower(surface_form), id FROM entities"
-                " WHERE user_id = %s AND canonical_entity_id IS NULL",
-                (self.user,),
-            )
-        )
+        got = dict(self._fixup(query, (self.user,)))
         self.entity_ids = [int(got[n.lower()]) for n in v.names]
-        self.copy(
-            "entities",
-            ("user_id", "canonical_entity_id", "surface_form", "embedding"),
-            (
-                (self.user, self.entity_ids[i], alias, v.alias_vectors[k])
-                for k, (alias, i) in enumerate(v.aliases)
-            ),
-        )
+        aliases = [
+            (self.user, self.entity_ids[i], alias, v.alias_vectors[k])
+            for k, (alias, i) in enumerate(v.aliases)
+        ]
+        columns = ("user_id", "canonical_entity_id", "surface_form", "embedding")
+        self.copy("entities", columns, lambda: aliases)
 
     def segments(self) -> None:
-        segs = self.mem.segments
-        cols = ("user_id", "session_id", "scale_seconds", "window_start", "window_end", "caption",
-                "transcript", "parent_segment_id", "processing_status", "visual_status",
-                "model_versions")  # fmt: skip
+        mem, segs = self.mem, self.mem.segments
+        query = "SELECT window_start, id FROM segments WHERE user_id = %s AND scale_seconds = %s"
         for scale in sorted(SCALES, reverse=True):
 
             def rows(scale: int = scale) -> Iterator[tuple]:
-                captions = self.mem.captions(scale)
-                for i, start in enumerate(segs.starts[scale]):
-                    p = segs.parent[scale][i]
+                captions = mem.captions(scale)
+                status = ("complete", "complete" if scale == 30 else "none", _VERSIONS)
+                for i, (start, p) in enumerate(
+                    zip(segs.starts[scale], segs.parent[scale], strict=True)
+                ):
                     parent = None if p is None else self.segment_ids[p[0]][p[1]]
-                    transcript = "(speech) " + captions[i][:80] if scale == 30 and i % 3 else None
-                    visual = "complete" if scale == 30 else "none"
-                    yield (self.user, self.mem.session_of(start), scale, start,
-                           segs.end(scale, i), captions[i], transcript, parent, "complete",
-                           visual, _VERSIONS)  # fmt: skip
+                    speech = "(speech) " + captions[i][:80] if scale == 30 and i % 3 else None
+                    window = (mem.session_of(start), scale, start, segs.end(scale, i))
+                    yield (self.user, *window, captions[i], speech, parent, *status)
 
-            self.copy("segments", cols, rows())
-            got = dict(
-                self._fixup(
-                    "SELECT window_start, id FROM segments"
-                    " WHERE user_id = %s AND scale_seconds = %s",
-                    (self.user, scale),
-                )
-            )
+            self.copy("segments", _SEGMENT_COLUMNS, rows)
+            got = dict(self._fixup(query, (self.user, scale)))
             self.segment_ids[scale] = [int(got[s]) for s in segs.starts[scale]]
 
     def frames(self) -> None:
-        n = self.mem.cfg.frames_per_segment
-        if n <= 0:
-            return
-        step = 30.0 / n
-        segs = self.mem.segments
+        n, segs = self.mem.cfg.frames_per_segment, self.mem.segments
+        step = 30.0 / max(1, n)
 
         def rows() -> Iterator[tuple]:
-            from datetime import timedelta
-
             for i, start in enumerate(segs.starts[30]):
                 session = self.mem.session_of(start)
                 for j in range(n):
@@ -205,89 +194,72 @@ class Loader:
                     key = f"frames/{self.user}/{session}/{int(ts.timestamp() * 1000)}-{j}.jpg"
                     yield (self.user, session, ts, i * n + j, key)
 
-        self.copy("frames", ("user_id", "session_id", "captured_at", "seq", "blob_key"), rows())
+        if n > 0:
+            self.copy("frames", ("user_id", "session_id", "captured_at", "seq", "blob_key"), rows)
 
     def visual(self) -> None:
         segs, ids = self.mem.segments, self.segment_ids[30]
 
         def rows() -> Iterator[tuple]:
-            for lo, hi in iter_slices(len(ids), 2048):
-                vecs = self.mem.visual_vectors(lo, hi)
-                for k in range(lo, hi):
-                    yield (self.user, ids[k], segs.starts[30][k], segs.end(30, k), vecs[k - lo])
+            vectors = _chunked(len(ids), 2048, self.mem.visual_vectors)
+            for k, (sid, vec) in enumerate(zip(ids, vectors, strict=True)):
+                yield (self.user, sid, segs.starts[30][k], segs.end(30, k), vec)
 
-        cols = ("user_id", "segment_id", "window_start", "window_end", "embedding")
-        self.copy("visual_embeddings", cols, rows())
+        columns = ("user_id", "segment_id", "window_start", "window_end", "embedding")
+        self.copy("visual_embeddings", columns, rows)
 
     def segment_text(self) -> None:
         """One text vector per segment of every scale: the dense lane's rows. Seeded random
         unit vectors: what matters for latency is how many the HNSW index holds."""
-        segs = self.mem.segments
-        dim = self.mem.cfg.text_dim
+        segs, dim = self.mem.segments, self.mem.cfg.text_dim
         rng = np.random.default_rng(self.mem.cfg.seed + 104729)
+
+        def unit(lo: int, hi: int) -> np.ndarray:
+            return unit_rows(rng.standard_normal((hi - lo, dim)))
 
         def rows() -> Iterator[tuple]:
             for scale in sorted(SCALES):
                 ids = self.segment_ids[scale]
-                for lo, hi in iter_slices(len(ids), 2048):
-                    vecs = unit_rows(rng.standard_normal((hi - lo, dim))).astype(np.float32)
-                    for k in range(lo, hi):
-                        start, end = segs.starts[scale][k], segs.end(scale, k)
-                        yield (ids[k], self.user, scale, start, end, "synthetic", vecs[k - lo])
+                vectors = _chunked(len(ids), 2048, unit)
+                for k, (sid, vec) in enumerate(zip(ids, vectors, strict=True)):
+                    start, end = segs.starts[scale][k], segs.end(scale, k)
+                    yield (sid, self.user, scale, start, end, "synthetic", vec)
 
-        cols = ("segment_id", "user_id", "scale_seconds", "window_start", "window_end", "model")
-        self.copy("segment_embeddings", (*cols, "embedding"), rows())
-
-    _TRIPLE_COLS = ("user_id", "memory_type", "segment_id", "scale_seconds", "subject_entity_id",
-                    "predicate", "object_entity_id", "object_literal", "embedding", "valid_from",
-                    "invalidated_at", "evidence_segment_ids", "origin")  # fmt: skip
+        columns = ("segment_id", "user_id", "scale_seconds", "window_start", "window_end")
+        self.copy("segment_embeddings", (*columns, "model", "embedding"), rows)
 
     def _triple_rows(
-        self,
-        specs: TripleSpecs,
-        memory_type: str,
-        stream: int,
-        invalidated_at: list | None = None,
-        origin: list[str] | None = None,
+        self, specs: TripleSpecs, memory_type: str, stream: int, invalidated: list, origin: list
     ) -> Iterator[tuple]:
-        v, segs, ent = self.mem.vocab, self.mem.segments, self.entity_ids
-        for lo, hi in iter_slices(len(specs), 4096):
-            vecs = self.mem.triple_vectors(specs, lo, hi, stream)
-            for i in range(lo, hi):
-                scale, seg = int(specs.scale[i]), int(specs.segment[i])
-                sid = self.segment_ids[scale][seg]
-                o, lit = int(specs.obj[i]), int(specs.literal[i])
-                yield (self.user, memory_type, sid, scale, ent[specs.subj[i]],
-                       v.predicates[specs.pred[i]], ent[o] if o >= 0 else None,
-                       v.literals[lit] if lit >= 0 else None, vecs[i - lo], segs.end(scale, seg),
-                       invalidated_at[i] if invalidated_at else None, [sid],
-                       origin[i] if origin else "extracted")  # fmt: skip
+        segs, ent = self.mem.segments, self.entity_ids
 
-    def episodic(self) -> None:
-        self.copy("triples", self._TRIPLE_COLS, self._triple_rows(self.mem.episodic, "episodic", 0))
+        def vectors(lo: int, hi: int) -> np.ndarray:
+            return self.mem.triple_vectors(specs, lo, hi, stream)
+
+        for i, vec in enumerate(_chunked(len(specs), 4096, vectors)):
+            scale, seg = int(specs.scale[i]), int(specs.segment[i])
+            sid, obj, lit = self.segment_ids[scale][seg], int(specs.obj[i]), int(specs.literal[i])
+            subject = (ent[specs.subj[i]], PREDICATES[specs.pred[i]])
+            objects = (ent[obj] if obj >= 0 else None, LITERALS[lit] if lit >= 0 else None)
+            valid = (segs.end(scale, seg), invalidated[i], [sid], origin[i])
+            yield (self.user, memory_type, sid, scale, *subject, *objects, vec, *valid)
+
+    def _episodic_rows(self) -> Iterator[tuple]:
+        n = len(self.mem.episodic)
+        return self._triple_rows(self.mem.episodic, "episodic", 0, [None] * n, ["extracted"] * n)
 
     def semantic(self) -> None:
         sem, segs = self.mem.semantic, self.mem.segments
         specs, replaced = sem.triples, sem.replaced_by
-        ends = [segs.end(600, int(s)) for s in specs.segment]
-        invalidated = [ends[int(r)] if r >= 0 else None for r in replaced]
-        replacing = set(int(r) for r in replaced if r >= 0)
+        invalidated = [segs.end(600, int(specs.segment[r])) if r >= 0 else None for r in replaced]
+        replacing = {int(r) for r in replaced if r >= 0}
         origin = ["consolidated" if i in replacing else "extracted" for i in range(len(specs))]
-        before = self._fixup(
-            "SELECT coalesce(max(id), 0) FROM triples WHERE user_id = %s"
-            " AND memory_type = 'semantic'",
-            (self.user,),
-        )[0][0]
-        rows = self._triple_rows(specs, "semantic", 1, invalidated, origin)
-        self.copy("triples", self._TRIPLE_COLS, rows)
-        ids = [
-            int(r[0])
-            for r in self._fixup(
-                "SELECT id FROM triples WHERE user_id = %s AND memory_type = 'semantic' AND id > %s"
-                " ORDER BY id",
-                (self.user, before),
-            )
-        ]
+        where = "WHERE user_id = %s AND memory_type = 'semantic'"
+        (before,) = self._fixup(f"SELECT coalesce(max(id), 0) FROM triples {where}", (self.user,))
+        rows = partial(self._triple_rows, specs, "semantic", 1, invalidated, origin)
+        self.copy("triples", _TRIPLE_COLUMNS, rows)
+        query = f"SELECT id FROM triples {where} AND id > %s ORDER BY id"
+        ids = [int(r[0]) for r in self._fixup(query, (self.user, before[0]))]
         if len(ids) != len(specs):
             raise RuntimeError(f"read back {len(ids)} semantic ids, wrote {len(specs)}")
         old = [ids[i] for i, r in enumerate(replaced) if r >= 0]
@@ -298,20 +270,6 @@ class Loader:
             (old, new, self.user),
         )
 
-    def load_all(self) -> None:
-        """Every table, parents first."""
-        for table in (self.users_and_sessions, self.entities, self.segments, self.frames,
-                      self.visual, self.segment_text, self.episodic, self.semantic):  # fmt: skip
-            table()
-
-
-def load_memory(
-    conn: psycopg.Connection, memory: SyntheticMemory, user_id: str, *, drop_indexes: bool = True
-) -> LoadReport:
-    """Load one user's memory in one transaction on ``conn`` (autocommit off), then VACUUM
-    ANALYZE (see :func:`load_memories`)."""
-    return load_memories(conn, [(memory, user_id)], drop_indexes=drop_indexes)
-
 
 def load_memories(
     conn: psycopg.Connection,
@@ -320,8 +278,9 @@ def load_memories(
     drop_indexes: bool = True,
 ) -> LoadReport:
     """Load several users' memories in one transaction on ``conn`` (autocommit off), with
-    one rebuild of the vector indexes for all of them, then VACUUM ANALYZE. The report sums
-    the users' rows and times.
+    one rebuild of the vector indexes for all of them (``drop_indexes``: that locks the tables
+    for the whole load, so only on a benchmark database), then VACUUM ANALYZE. The report
+    sums the users' rows and times.
 
     Identity values follow COPY order within one session, which the semantic read-back
     relies on (ids above the user's previous highest, in order).
@@ -330,26 +289,24 @@ def load_memories(
         raise ValueError("no memories to load")
     started = time.perf_counter()
     report = LoadReport()
+    seconds = report.seconds
     with conn.transaction():
         guard = vector_indexes_dropped(conn, VECTOR_TABLES) if drop_indexes else nullcontext([])
         with guard as dropped:
             report.dropped_indexes = list(dropped)
             for memory, user_id in memories:
-                loader = Loader(conn, memory, user_id)
-                loader.load_all()
-                report.add(loader.report)
-            rebuild_started = time.perf_counter()
-        report.index_rebuild_s = time.perf_counter() - rebuild_started
-        commit_started = time.perf_counter()
-    report.commit_s = time.perf_counter() - commit_started
+                Loader(conn, memory, user_id, report).load_all()
+            t = time.perf_counter()
+        seconds["index_rebuild"] = time.perf_counter() - t
+        t = time.perf_counter()
+    seconds["commit"] = time.perf_counter() - t
     t = time.perf_counter()
     # VACUUM, not only ANALYZE: a memory written over a week has its visibility map kept
     # current by autovacuum; right after a bulk load it is empty, and every index-only scan
     # visits the heap (430 ms instead of 45 ms per episodic query when the graph fingerprint
     # was such a scan).
     conn.commit()
-    autocommit = conn.autocommit
-    conn.autocommit = True
+    autocommit, conn.autocommit = conn.autocommit, True
     try:
         conn.execute(
             "VACUUM (ANALYZE) users, sessions, entities, segments, frames, visual_embeddings,"
@@ -357,6 +314,6 @@ def load_memories(
         )
     finally:
         conn.autocommit = autocommit
-    report.analyze_s = time.perf_counter() - t
-    report.total_s = time.perf_counter() - started
+    seconds["analyze"] = time.perf_counter() - t
+    seconds["wall"] = time.perf_counter() - started
     return report

@@ -1,16 +1,14 @@
 """Chaos benchmark: wearers stream while every server is killed and restarted; then count
-what was lost, duplicated or built differently.
+what was lost, duplicated or built differently (method: docs/benchmarks/chaos.md).
 
     worldmm bench chaos --users 8 --minutes 10 --seed 1 --out docs/benchmarks/chaos.json
     python -m bench.chaos --users 2 --minutes 1 --faults-per-target 1 --out chaos.json
 
-Method (docs/benchmarks/chaos.md): its own embedded stack, the encoder service, one query
-API and the ingest dataflow with recovery (:mod:`bench.ingest_worker`); ``--users`` wearers
-stream in real time (:class:`bench.ingest_sim.Wearers`) and query the API once a second,
-while a schedule drawn from ``--seed`` SIGKILLs each target ``--faults-per-target`` times
-and starts it again on the same port and data dir. At the end: the memory against every
-window the stream implies, duplicates, the DLQ by reason, and a fault-free replay of the same
-topics into a second database, compared window by window.
+On its own stack (:mod:`bench.chaos_targets`), ``--users`` wearers stream in real time and
+query the API once a second while a schedule drawn from ``--seed`` SIGKILLs each target
+``--faults-per-target`` times and starts it again; then the memory is checked
+(:mod:`bench.chaos_checks`) against the windows the stream implies and against a fault-free
+replay of the same topics into a second database.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from bench import chaos_checks as checks
 from bench import harness
-from bench.chaos_targets import TARGETS, ChaosStack, wait_recovered
+from bench.chaos_targets import TARGETS, ChaosStack
 from bench.harness import Echo, StrList
 from bench.ingest_sim import AUDIO_CHUNK_S, Wearers, ten_minute_start
 from worldmm.settings import Settings
@@ -158,8 +156,8 @@ class FaultRunner(threading.Thread):
                 self.echo(f"  fault: {f.target} killed at {killed_at - self.t0:.1f}s")
                 time.sleep(f.down_s)
                 self.stack.restart(f.target)
-                up = wait_recovered(lambda t=f.target: self.stack.probe(t), timeout_s=120)
-                recovered = None if up is None else round(time.monotonic() - killed_at, 2)
+                answering = self.stack.wait_answering(f.target, timeout_s=120)
+                recovered = round(time.monotonic() - killed_at, 2) if answering else None
                 at_s = round(killed_at - self.t0, 2)
                 self.done.append(
                     {"target": f.target, "at_s": at_s, "down_s": f.down_s, "recovered_s": recovered}
@@ -198,22 +196,20 @@ def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime,
 
     settings = stack.settings
     assert settings is not None
-    wearers = Wearers(users, cfg.seed)
-    faults = fault_schedule(cfg)
     with GlassesProducer(settings, message_timeout_ms=600_000) as producer:
         for name in users:
             producer.start_session(name, "s1", t0)
         producer.flush(120)
-        started = time.monotonic()
-        runner = FaultRunner(stack, faults, started, echo)
+        runner = FaultRunner(stack, fault_schedule(cfg), time.monotonic(), echo)
         runner.start()
-        for k in range(cfg.stream_s + 1):
-            time.sleep(max(0.0, started + k - time.monotonic()))
-            wearers.send_second(producer, t0, k, frames=k < cfg.stream_s)
+
+        def at(k: int) -> None:
             if runner.error is not None:
                 raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
             if k % 10 == 0:
                 echo(f"  streamed {k}/{cfg.stream_s}s")
+
+        Wearers(users, cfg.seed).stream(producer, t0, cfg.stream_s, at, frames_s=cfg.stream_s)
         end = t0 + timedelta(seconds=cfg.stream_s)
         last_ms = {
             "frames": int((end - timedelta(seconds=1)).timestamp() * 1000),
@@ -225,93 +221,81 @@ def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime,
     return runner
 
 
-def _wait_drained(stack: ChaosStack, expected, timeout_s: float, echo: Echo) -> float:
+def _wait_drained(stack: ChaosStack, expected: set, timeout_s: float, echo: Echo) -> float:
     """Until every implied window is complete or failed (or the timeout); returns seconds."""
     from worldmm.store.db import Database
 
-    settings = stack.settings
-    assert settings is not None
+    assert stack.settings is not None
     users = sorted({k[0] for k in expected})
+    query = (
+        "SELECT count(*) FROM segments WHERE user_id = ANY(%s)"
+        " AND processing_status IN ('complete', 'failed')"
+    )
     t0 = time.monotonic()
-    with Database(settings.database_url or "", max_size=1) as db:
+    with Database(stack.settings.database_url or "", max_size=1) as db:
         while time.monotonic() - t0 < timeout_s:
             try:
                 with db.connection() as conn:
-                    done = conn.execute(
-                        "SELECT count(*) FROM segments WHERE user_id = ANY(%s)"
-                        " AND processing_status IN ('complete', 'failed')",
-                        (users,),
-                    ).fetchone()[0]
+                    if conn.execute(query, (users,)).fetchone()[0] >= len(expected):
+                        break
             except Exception:  # noqa: BLE001 - a late restart; keep waiting
-                done = -1
-            if done >= len(expected):
-                break
+                pass
             time.sleep(1.0)
     waited = time.monotonic() - t0
     echo(f"  drained in {waited:.1f}s")
     return waited
 
 
-def _worker_log_counts(log_text: str) -> dict[str, int]:
-    """What the worker logged about the faults: outages waited out, not failures."""
-    return {
-        "db_unavailable_waits_logged": log_text.count("db_unavailable"),
-        "encoder_unavailable": log_text.count("encoder_unavailable"),
-        "window_failed_attempts": log_text.count("window_failed"),
-        "kafka_errors": log_text.count("kafka_error"),
-    }
+# What the worker logged about the faults (outages waited out, not failures): the report's
+# name -> the log event counted.
+WORKER_LOG_EVENTS = {
+    "db_unavailable_waits_logged": "db_unavailable",
+    "encoder_unavailable": "encoder_unavailable",
+    "window_failed_attempts": "window_failed",
+    "kafka_errors": "kafka_error",
+}
 
 
-def _fuzz_reports(fuzz_dir: Path | None) -> dict[str, Any]:
+def _fuzz_counts(fuzz_dir: Path | None) -> dict[str, Any]:
     """The fuzz tests' counts (tests/fuzz, run with WORLDMM_FUZZ_REPORT_DIR), if given."""
-    if fuzz_dir is None:
-        return {}
-    return {f.stem: json.loads(f.read_text()) for f in sorted(fuzz_dir.glob("*.json"))}
+    files = sorted(fuzz_dir.glob("*.json")) if fuzz_dir else []
+    return {f.stem: json.loads(f.read_text()) for f in files}
 
 
-def _reference_db(settings: Settings) -> str:
-    """A second database on the same server for the fault-free replay (migrated)."""
-    import psycopg
-
-    from worldmm.store.migrate import apply_migrations
-
-    url = settings.database_url or ""
-    name = "worldmm_chaos_ref"
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    ref_url = url.rsplit("/", 1)[0] + f"/{name}"
-    apply_migrations(ref_url, settings.model_copy(update={"database_url": ref_url}))
-    return ref_url
-
-
-def _reference_run(settings: Settings, ref_url: str) -> None:
+def _reference_run(settings: Settings) -> str:
     """The same topics, read to their end by the same flow with no faults (and instant
-    simulated models: latency does not change what is built)."""
+    simulated models: latency does not change what is built) into a second database on the
+    same server; returns its URL."""
+    import psycopg
     from bytewax.testing import TestingSink, run_main
 
     from apps.dataflows.ingest import build_flow
     from bench.ingest_worker import simulated_deps
+    from worldmm.store.migrate import apply_migrations
 
+    name = "worldmm_chaos_ref"
+    server = (settings.database_url or "").rsplit("/", 1)[0]
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
     ref = settings.model_copy(
-        update={"database_url": ref_url, "redis_url": "none", "gpu_worker_url": None}
+        update={"database_url": f"{server}/{name}", "redis_url": "none", "gpu_worker_url": None}
     )
-    dlq: list = []  # the live run's DLQ already holds them
+    apply_migrations(ref.database_url, ref)
     flow = build_flow(
         ref,
         tail=False,
-        dlq_sink=TestingSink(dlq),
+        dlq_sink=TestingSink([]),  # the live run's DLQ already holds them
         deps_factory=lambda s: simulated_deps(s, 0.0),
         flow_id="worldmm_chaos_reference",
     )
     run_main(flow)
+    return ref.database_url
 
 
 def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
     """One chaos run on its own stack; the report (see the module docstring)."""
     from connectors.topics import topic_names
-    from worldmm.store.db import Database
 
     run, run_id = harness.Run(), uuid.uuid4().hex[:8]
     root = Path(tempfile.mkdtemp(prefix=f"worldmm-chaos-{run_id}-"))
@@ -353,25 +337,20 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         queries.join(timeout=30)
         stack.check_children()
         worker_starts = stack.worker.starts if stack.worker else 0
-        felt = _worker_log_counts(stack.worker.tail(10**8) if stack.worker else "")
-        with Database(settings.database_url or "", max_size=1) as db, db.connection() as conn:
-            chaos_mem = checks.fetch_memory(conn, users)
+        log = stack.worker.tail(10**8) if stack.worker else ""
+        chaos_mem = checks.fetch_memory(settings.database_url or "", users)
         dlq = checks.dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
         echo("  fault-free replay of the same topics into a second database")
-        ref_url = _reference_db(settings)
         ref_t0 = time.monotonic()
-        _reference_run(settings, ref_url)
+        ref_mem = checks.fetch_memory(_reference_run(settings), users)
         ref_s = time.monotonic() - ref_t0
-        with Database(ref_url, max_size=1) as db, db.connection() as conn:
-            ref_mem = checks.fetch_memory(conn, users)
     finally:
         if queries is not None:
             queries.stop_event.set()
         stack.stop()
-    windows = checks.window_figures(expected, chaos_mem)
     result = {
         "benchmark": "chaos",
-        "windows": windows,
+        "windows": checks.window_figures(expected, chaos_mem),
         "reference_windows": checks.window_figures(expected, ref_mem),
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
@@ -387,8 +366,8 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
             "503_without_retry_after": queries.missing_retry_after,
         },
         "worker_starts": worker_starts,
-        "worker_log": felt,
-        "fuzz": _fuzz_reports(cfg.fuzz_dir),
+        "worker_log": {name: log.count(event) for name, event in WORKER_LOG_EVENTS.items()},
+        "fuzz": _fuzz_counts(cfg.fuzz_dir),
         "drain_s": round(drain_s, 1),
         "reference_run_s": round(ref_s, 1),
         "settings": {

@@ -1,11 +1,12 @@
 """What the chaos benchmark checks once the stream has drained: the memory against the windows
 the stream implies, against itself (duplicates) and against a fault-free run of the same input.
 
-The fetches take a connection; the comparisons are pure functions over what they return.
+:func:`fetch_memory` reads one database; the comparisons are pure functions over what it returns.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,14 @@ class Memory:
     semantic_active: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
 
 
-def fetch_memory(conn: psycopg.Connection, users: list[str]) -> Memory:
+def fetch_memory(database_url: str, users: list[str]) -> Memory:
+    from worldmm.store.db import Database
+
+    with Database(database_url, max_size=1) as db, db.connection() as conn:
+        return _memory(conn, users)
+
+
+def _memory(conn: psycopg.Connection, users: list[str]) -> Memory:
     mem = Memory()
     rows = conn.execute(
         "SELECT user_id, scale_seconds, (extract(epoch FROM window_start) * 1000)::bigint,"
@@ -133,41 +141,9 @@ def inconsistent_facts(chaos: Memory) -> int:
 
 def dlq_by_reason(brokers: str, topic: str, timeout_s: float = 10.0) -> dict[str, int]:
     """Every record on the DLQ topic, counted by its ``reason`` header."""
-    import uuid
+    from connectors.kafka_io import consume_all
 
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": brokers,
-            "group.id": f"chaos-dlq-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
+    records = consume_all(
+        brokers, topic, group=f"chaos-dlq-{uuid.uuid4().hex[:8]}", timeout=timeout_s
     )
-    counts: Counter[str] = Counter()
-    try:
-        meta = consumer.list_topics(topic, timeout=timeout_s)
-        parts = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]
-        ends = {}
-        for tp in parts:
-            _, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
-            ends[tp.partition] = high
-        if not any(ends.values()):
-            return {}
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        seen = {p: 0 for p in ends}
-        import time
-
-        deadline = time.monotonic() + timeout_s
-        while any(seen[p] < ends[p] for p in ends) and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            seen[msg.partition()] = msg.offset() + 1
-            headers = dict(msg.headers() or [])
-            reason = headers.get("reason", b"?")
-            counts[reason.decode(errors="replace") if isinstance(reason, bytes) else reason] += 1
-    finally:
-        consumer.close()
-    return dict(counts)
+    return dict(Counter(r.header("reason") or "?" for r in records))

@@ -12,7 +12,6 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -20,19 +19,11 @@ import httpx
 
 from bench.child import Child, child_env, children
 from worldmm.settings import Settings
-from worldmm.stack import kafka, postgres, redis_server
+from worldmm.stack import StackError, kafka, postgres, redis_server
 from worldmm.stack.process import free_port, pid_alive, read_pid, wait_until
 
 TARGETS = ("worker", "kafka", "postgres", "redis", "encoder")
 SERVERS = {"kafka": kafka, "postgres": postgres, "redis": redis_server}
-# Settings the child processes get as WORLDMM_* variables.
-_CHILD_FIELDS = (
-    "kafka_brokers", "database_url", "redis_url", "topic_prefix", "topic_partitions",
-    "state_dir", "blob_dir", "llm_concurrency", "allowed_lateness_s", "stream_idle_s",
-    "session_end_grace_s", "frames_per_window", "max_past_age_s", "gpu_worker_url",
-    "gpu_ocr_frames", "gpu_timeout_s", "gpu_max_retries", "gpu_breaker_reset_s",
-    "llm_provider", "embed_backend", "offline_ocr_frames", "api_rate_limit", "admin_api_key",
-)  # fmt: skip
 
 
 def _http_ok(url: str) -> bool:
@@ -82,15 +73,15 @@ class ChaosStack:
             }
         )
         prepare(self.settings)  # migrations, topics
-        env = child_env(self.settings, _CHILD_FIELDS)
+        env = child_env(self.settings)
         py, encoder, api = sys.executable, str(self.ports["encoder"]), str(self.ports["api"])
+        worker = ["bench.ingest_worker", "--latency-s", str(self.latency_s), "--real-encoder"]
+        worker += ["--report", str(self.root / "windows.jsonl"), "--epoch-s", "1"]
         commands = {
             "encoder": ["apps.cli", "gpu-worker", "--backend", "offline", "--port", encoder],
             "api": ["apps.cli", "serve", "--port", api],
-            "worker": ["bench.ingest_worker", "--latency-s", str(self.latency_s), "--report",
-                       str(self.root / "windows.jsonl"), "--recovery-dir",
-                       str(self.root / "recovery"), "--epoch-s", "1", "--real-encoder"],
-        }  # fmt: skip
+            "worker": [*worker, "--recovery-dir", str(self.root / "recovery")],
+        }
         for name, args in commands.items():
             log = self.root / f"{name}.log"
             self.children[name] = Child(name, [py, "-m", *args], log, env).start()
@@ -147,17 +138,15 @@ class ChaosStack:
             raise ValueError(f"unknown target {target!r}")
         return probes[target]()
 
+    def wait_answering(self, target: str, timeout_s: float) -> bool:
+        """Whether the target answers again within ``timeout_s``."""
+        try:
+            wait_until(lambda: self.probe(target), timeout_s=timeout_s, what=target)
+        except StackError:
+            return False
+        return True
+
     def check_children(self) -> None:
         """Raise when a child we did not kill has died (a crash is a finding, not noise)."""
         for child in self.children.values():
             child.check()
-
-
-def wait_recovered(probe: Callable[[], bool], timeout_s: float) -> float | None:
-    """Seconds until ``probe()`` holds, or None after ``timeout_s``."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout_s:
-        if probe():
-            return time.monotonic() - t0
-        time.sleep(0.1)
-    return None

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from bench.harness import words
 from worldmm.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,7 +40,20 @@ def children(parent: int) -> dict[int, list[str]]:
     return {pid: stat for pid, stat in stats.items() if stat and int(stat[1]) == parent}
 
 
-def child_env(settings: Settings, fields: Iterable[str], **extra: str) -> dict[str, str]:
+# Settings the benchmarks' child processes get as WORLDMM_* variables.
+SERVICE_FIELDS = words(
+    "kafka_brokers, database_url, redis_url, topic_prefix, topic_partitions, state_dir,"
+    " blob_dir, llm_concurrency, llm_concurrency_max, allowed_lateness_s, stream_idle_s,"
+    " session_end_grace_s, dataflow_metrics_port, frames_per_window, max_past_age_s,"
+    " text_embed_dim, visual_embed_dim, gpu_worker_url, gpu_ocr_frames, gpu_timeout_s,"
+    " gpu_max_retries, gpu_breaker_reset_s, llm_provider, embed_backend, offline_ocr_frames,"
+    " api_rate_limit, admin_api_key"
+)
+
+
+def child_env(
+    settings: Settings, fields: Iterable[str] = SERVICE_FIELDS, **extra: str
+) -> dict[str, str]:
     """This process's environment with ``WORLDMM_<FIELD>`` set from ``settings`` for each of
     ``fields`` (removed when None), models offline and output unbuffered."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
@@ -63,11 +77,11 @@ class Child:
         self.starts = 0
 
     def start(self) -> Child:
+        detached = {"cwd": REPO, "stdin": subprocess.DEVNULL, "start_new_session": True}
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                self.cmd, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                self.cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, **detached
+            )
         self.starts += 1
         return self
 

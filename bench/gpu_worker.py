@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw, ImageFont
 from pydantic import Field
 
 from bench import harness
-from bench.harness import Echo, IntList
+from bench.harness import Echo, IntList, percentile
 
 
 class GpuOptions(harness.Options):
@@ -102,36 +102,38 @@ async def _round(client, path: str, payloads: list[dict]) -> list[float]:
     return await asyncio.gather(*[one(p) for p in payloads])
 
 
+async def _timed_rounds(client, path: str, rounds: list[list[dict]]) -> tuple[list[float], float]:
+    """Each round's requests at once, rounds one after another: latencies and seconds."""
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for payloads in rounds:
+        latencies += await _round(client, path, payloads)
+    return latencies, time.perf_counter() - started
+
+
 async def _measure(url: str, batch: int, rounds: int, text_rounds: int, clips: list) -> dict:
     import httpx
 
-    video_payloads = [
+    videos = [
         {"files": [("frames", (f"{i}.jpg", f, "image/jpeg")) for i, f in enumerate(clip)]}
         for clip in clips
+    ]
+    texts = [{"json": {"text": QUERIES[i % len(QUERIES)]}} for i in range(batch)]
+    video_rounds = [
+        [videos[(r * batch + i) % len(videos)] for i in range(batch)] for r in range(rounds)
     ]
     # Drop idle connections before uvicorn does (5 s): reusing one it just closed is a ReadError.
     limits = httpx.Limits(max_connections=batch * 2, keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
-        pick = [video_payloads[i % len(video_payloads)] for i in range(batch)]
-        texts = [{"json": {"text": QUERIES[i % len(QUERIES)]}} for i in range(batch)]
-        await _round(client, "/encode-video", pick[:1])  # warm-up: first-use model loading
+        await _round(client, "/encode-video", videos[:1])  # warm-up: first-use model loading
         await _round(client, "/encode-text", texts[:1])
-        video_lat: list[float] = []
-        started = time.perf_counter()
-        for r in range(rounds):
-            pick = [video_payloads[(r * batch + i) % len(video_payloads)] for i in range(batch)]
-            video_lat += await _round(client, "/encode-video", pick)
-        video_s = time.perf_counter() - started
-        text_lat: list[float] = []
-        started = time.perf_counter()
-        for _ in range(text_rounds):
-            text_lat += await _round(client, "/encode-text", texts)
-        text_s = time.perf_counter() - started
+        video_lat, video_s = await _timed_rounds(client, "/encode-video", video_rounds)
+        text_lat, text_s = await _timed_rounds(client, "/encode-text", [texts] * text_rounds)
     return {
         "clips_per_s": round(len(video_lat) / video_s, 3),
         "texts_per_s": round(len(text_lat) / text_s, 3),
-        "p95_ms": harness.summary(video_lat, qs=(95,), digits=1, scale=1000)["p95"],
-        "text_p95_ms": harness.summary(text_lat, qs=(95,), digits=1, scale=1000)["p95"],
+        "p95_ms": round(1000 * (percentile(video_lat, 95) or 0.0), 1),
+        "text_p95_ms": round(1000 * (percentile(text_lat, 95) or 0.0), 1),
     }
 
 
@@ -175,27 +177,24 @@ def _device_name(device: str) -> str:
 
 
 def plot(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = harness.pyplot()
     sizes = [int(b) for b in result["batches"]]
     rows = list(result["batches"].values())
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.plot(sizes, [r["clips_per_s"] for r in rows], "o-", label="clips/s")
-    left.plot(sizes, [r["texts_per_s"] for r in rows], "s-", label="text queries/s")
-    left.set(xscale="log", yscale="log", xlabel="batch size", ylabel="per second")
-    left.set_xticks(sizes, [str(s) for s in sizes])
-    left.legend()
-    right.plot(sizes, [r["p95_ms"] for r in rows], "o-", label="clip p95")
-    right.plot(sizes, [r["text_p95_ms"] for r in rows], "s-", label="text p95")
-    right.set(xscale="log", yscale="log", xlabel="batch size", ylabel="latency ms")
-    right.set_xticks(sizes, [str(s) for s in sizes])
-    right.legend()
+    series = (
+        (left, "clips_per_s", "o-", "clips/s"),
+        (left, "texts_per_s", "s-", "text queries/s"),
+        (right, "p95_ms", "o-", "clip p95"),
+        (right, "text_p95_ms", "s-", "text p95"),
+    )
+    for ax, key, style, label in series:
+        ax.plot(sizes, [r[key] for r in rows], style, label=label)
+    for ax, ylabel in ((left, "per second"), (right, "latency ms")):
+        ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel=ylabel)
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.legend()
     fig.suptitle(f"GPU worker: {result['model']} on {result['device']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    harness.save_figure(fig, path)
 
 
 @harness.main(GpuOptions, required=())

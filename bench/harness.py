@@ -7,7 +7,8 @@
 - :class:`Run`: the run's metadata (command, commit, machine, load average at start and end,
   UTC start, wall time), stamped into every report;
 - :func:`summary` and :func:`percentile`: p50 / p95 / mean / max of a sample;
-- :func:`write_report`: the JSON report, written to ``--out`` and printed.
+- :func:`write_report`: the JSON report, written to ``--out`` and printed; :func:`pyplot`
+  and :func:`save_figure` for the figures beside it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ _COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("command",
 _KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 
+def words(text: str) -> tuple[str, ...]:
+    """The comma-separated names in ``text`` (a long list of names kept readable)."""
+    return tuple(w.strip() for w in text.split(","))
+
+
 def stamped_echo() -> Echo:
     """Progress lines on stderr, prefixed with the seconds since this call."""
     t0 = time.perf_counter()
@@ -59,9 +65,13 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def summary(
-    values: Sequence[float], *, qs: Sequence[int] = (50, 95), digits: int = 2, scale: float = 1.0,
+    values: Sequence[float],
+    *,
+    qs: Sequence[int] = (50, 95),
+    digits: int = 2,
+    scale: float = 1.0,
     suffix: str = "",
-) -> dict[str, float | int]:  # fmt: skip
+) -> dict[str, float | int]:
     """``p50``, ``p95`` (one per ``qs``), ``mean`` and ``max`` of ``values`` times ``scale``,
     rounded, each key ending in ``suffix`` (``p95_ms``), and ``n``; only ``n`` when empty."""
     a = np.asarray(values, dtype=np.float64) * scale
@@ -106,15 +116,17 @@ class Run:
         """``result`` with the command, commit, UTC start, wall time and the machine (fields
         the benchmark put under ``machine`` are kept)."""
         machine = {
-            "host": socket.gethostname(), "platform": platform.platform(),
-            "python": platform.python_version(), "cpus": os.cpu_count(),
-            "loadavg_start": self.loadavg_start, "loadavg_end": loadavg(),
-        }  # fmt: skip
-        result.update(
-            command=self.command, commit=git_commit(), started_at=self.started_at,
-            wall_s=round(time.perf_counter() - self.t0, 1),
-            machine=machine | result.get("machine", {}),
-        )  # fmt: skip
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "loadavg_start": self.loadavg_start,
+            "loadavg_end": loadavg(),
+        }
+        result["command"], result["commit"] = self.command, git_commit()
+        result["started_at"] = self.started_at
+        result["wall_s"] = round(time.perf_counter() - self.t0, 1)
+        result["machine"] = machine | result.get("machine", {})
         return result
 
 
@@ -128,6 +140,25 @@ def write_report(result: dict[str, Any], out: Path | None, *, show: bool = True)
         print(text)
 
 
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (figures are written to files, never shown)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:
+    """Lay ``fig`` out, write it to ``path`` (PNG, its folder made) and close it."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    return path
+
+
 # --- the services -------------------------------------------------------------------------
 
 _URL_FIELDS = {"kafka": "kafka_brokers", "postgres": "database_url", "redis": "redis_url"}
@@ -135,9 +166,13 @@ _URL_FIELDS = {"kafka": "kafka_brokers", "postgres": "database_url", "redis": "r
 
 @contextmanager
 def stack_or_start(
-    settings: Settings, echo: Echo, *, need: Sequence[str] = ("postgres", "redis"),
-    keep: bool = False, stack: Any = None,
-) -> Iterator[Settings]:  # fmt: skip
+    settings: Settings,
+    echo: Echo,
+    *,
+    need: Sequence[str] = ("postgres", "redis"),
+    keep: bool = False,
+    stack: Any = None,
+) -> Iterator[Settings]:
     """``settings`` with the URL of every service in ``need`` set and the database migrated:
     the configured service, else the running embedded one, else the embedded stack is started
     here (every server not configured). On exit the servers this call started are stopped,
@@ -208,17 +243,17 @@ def _is_list(annotation: Any) -> bool:
 
 def command_line(prog: str, options: Options) -> str:
     """``prog`` and every flag with its value: the run can be repeated from its report."""
-    words = [prog]
+    argv = [prog]
     for name, field in type(options).model_fields.items():
         value = getattr(options, name)
         if not field.description or value is None or value is field.default is False:
             continue
         if isinstance(value, bool):
-            words.append(_flag(name) if value else "--no-" + _flag(name)[2:])
+            argv.append(_flag(name) if value else "--no-" + _flag(name)[2:])
         else:
             listed = isinstance(value, list | tuple)
-            words += [_flag(name), ",".join(map(str, value)) if listed else str(value)]
-    return " ".join(words)
+            argv += [_flag(name), ",".join(map(str, value)) if listed else str(value)]
+    return " ".join(argv)
 
 
 class Bench(Generic[OptionsT]):
@@ -242,8 +277,8 @@ class Bench(Generic[OptionsT]):
             if name in required or field.is_required():
                 default = ...
             option = typer.Option(help=field.description, show_default=default is not None)
-            params.append(inspect.Parameter(name, _KEYWORD, default=default,
-                                            annotation=Annotated[kind, option]))  # fmt: skip
+            flag = Annotated[kind, option]
+            params.append(inspect.Parameter(name, _KEYWORD, default=default, annotation=flag))
 
         def run(ctx: typer.Context, **given: Any) -> Any:
             return self._run(ctx, given)

@@ -1,15 +1,12 @@
 """Where the ingest worker's CPU goes: py-spy samples of the worker, folded into the parts of
 the pipeline (``worldmm bench ingest --profile``).
 
-py-spy samples every Python thread of the worker from outside (no code in the worker, the
-sampler's own CPU is its own process's). librdkafka's threads are native, so they are not
-sampled: the breakdown is of the worker *without* its Kafka client threads, like
-``cpu_ms_per_window``. Idle threads (waiting on a lock, a socket, a sleep) are left out, so
-the samples are the threads' busy time.
-
-A sample is charged to the innermost frame of its stack that belongs to a known part
-(:data:`PARTS`, first match from the leaf up): a psycopg call made from the construction code
-counts as "store writes", a pydantic validation made by the codec as "decode".
+py-spy samples every Python thread of the worker from outside. librdkafka's threads are
+native, so they are not sampled: the breakdown is of the worker *without* its Kafka client
+threads, like ``cpu_ms_per_window``. Idle threads are left out, so the samples are the
+threads' busy time. A sample is charged to the innermost frame of its stack that belongs to
+a known part (:data:`PARTS`): a psycopg call made from the construction code counts as
+"store writes", a pydantic validation made by the codec as "decode".
 """
 
 from __future__ import annotations
@@ -21,30 +18,33 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from bench.child import Child
+from bench.harness import words
 
-# (part, path fragments of its code). Order matters only between fragments that could both
+# Part -> path fragments of its code. Order matters only between fragments that could both
 # match one frame; the leaf-most matching frame decides.
-PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("decode", ("connectors/codec.py",)),
-    ("blob writes", ("worldmm/blobs.py",)),
-    ("window state", ("worldmm/memory/windows.py", "apps/dataflows/window_step.py")),
-    ("store writes", ("worldmm/store/", "psycopg/", "psycopg_pool/", "psycopg_binary/")),
-    ("cache calls", ("worldmm/graph/cache", "redis/")),
-    ("construction", ("worldmm/memory/", "apps/dataflows/construct_step.py",
-                      "bench/ingest_sim.py", "worldmm/llm/")),
-    ("asyncio loop", ("asyncio/",)),
-    ("flow glue", ("apps/dataflows/ingest.py", "apps/dataflows/metrics.py",
-                   "bench/ingest_worker.py")),
-    ("metrics", ("prometheus_client/",)),
-    ("Kafka input (Python side)", ("confluent_kafka/", "bytewax/connectors/kafka")),
-    ("Bytewax", ("bytewax/",)),
-)  # fmt: skip
-
-
+PARTS = {
+    "decode": words("connectors/codec.py"),
+    "blob writes": words("worldmm/blobs.py"),
+    "window state": words("worldmm/memory/windows.py, apps/dataflows/window_step.py"),
+    "store writes": words("worldmm/store/, psycopg/, psycopg_pool/, psycopg_binary/"),
+    "cache calls": words("worldmm/graph/cache, redis/"),
+    "construction": words(
+        "worldmm/memory/, apps/dataflows/construct_step.py, bench/ingest_sim.py, worldmm/llm/"
+    ),
+    "asyncio loop": words("asyncio/"),
+    "flow glue": words(
+        "apps/dataflows/ingest.py, apps/dataflows/metrics.py, bench/ingest_worker.py"
+    ),
+    "metrics": words("prometheus_client/"),
+    "Kafka input (Python side)": words("confluent_kafka/, bytewax/connectors/kafka"),
+    "Bytewax": words("bytewax/"),
+}
 # Leaf frames that are a thread blocked, not running: py-spy's idle detection misses some
 # under --nonblocking (a pool worker waiting for a task, a caller waiting for a connection).
-WAITS = ("Condition.wait (", "_worker (", "Event.wait (", "EpollSelector.select (",
-         "Connection.wait (", "Queue.get (", "SimpleQueue.get (")  # fmt: skip
+WAITS = words(
+    "Condition.wait (, _worker (, Event.wait (, EpollSelector.select (, Connection.wait (,"
+    " Queue.get (, SimpleQueue.get ("
+)
 WAITING = "waiting (not CPU)"
 
 
@@ -55,7 +55,7 @@ def part_of(stack: list[str]) -> str:
     if stack and stack[-1].startswith("main (") and "bench/ingest_worker.py" in stack[-1]:
         return "Bytewax"  # the Rust runtime, inside run_main(), between Python callbacks
     for frame in reversed(stack):
-        for part, fragments in PARTS:
+        for part, fragments in PARTS.items():
             if any(f in frame for f in fragments):
                 return part
     return "other"
@@ -109,8 +109,8 @@ class Sampler:
         if not Path(exe).exists():
             raise RuntimeError("--profile needs py-spy (pip install py-spy==0.4.3)")
         self.out = out
-        cmd = [exe, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate),
-               "--nonblocking", "--full-filenames", "--output", str(out)]  # fmt: skip
+        cmd = [exe, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate)]
+        cmd += ["--nonblocking", "--full-filenames", "--output", str(out)]
         self.child = Child("py-spy", cmd, out.with_suffix(".log")).start()
 
     def stop(self) -> list[str]:

@@ -1,13 +1,10 @@
 """A simulated model and simulated wearers for the ingest and chaos benchmarks and the
 concurrency tests.
 
-Every model call (each role, and ASR) waits a fixed latency and then returns cheap,
-deterministic output; the text embedder is a hash. No OCR, Whisper or MiniLM runs, so the
-CPU time of a process using these is the pipeline's own (decode, blobs, windows, database
-writes, entity resolution, embedding look-ups), and a model's latency only shows as wall
-time. Each call's start and end are recorded (:class:`CallLog`) so tests can tell whether
-calls overlapped without timing anything themselves. :class:`Wearers` stream small frames
-and silent audio in real time through the gateway's producer.
+Every model call waits a fixed latency, then returns cheap deterministic output (the text
+embedder is a hash), so the CPU time of a process using these is the pipeline's own and a
+model's latency only shows as wall time. Each call's start and end are recorded
+(:class:`CallLog`), so tests can tell whether calls overlapped without timing anything.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import io
 import threading
 import time
 import wave
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +23,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from bench.harness import words
 from worldmm.llm.schemas import (
     AgentAction,
     AgentRound,
@@ -41,6 +39,10 @@ PEOPLE = ("Alice", "Bob", "Carol", "Dan", "Erin", "Frank")
 PLACES = ("Kitchen", "Office", "Garden", "Cafe")
 OBJECTS = ("red mug", "laptop", "bicycle", "notebook")
 _VOCAB = (*PEOPLE, *PLACES)
+INGEST_ROLES = words(
+    "caption, ner, episodic_triples, merge_captions, semantic_triples, consolidation,"
+    " entity_confirm"
+)
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,7 @@ class SimulatedRoles:
     def __init__(self, latency_s: float, log: CallLog | None = None) -> None:
         self.latency_s = latency_s
         self.log = log or CallLog()
-        roles = ("caption", "ner", "episodic_triples", "merge_captions", "semantic_triples",
-                 "consolidation", "entity_confirm")  # fmt: skip
-        self.versions = {r: f"{r}/{SIM_VERSION}" for r in roles}
+        self.versions = {r: f"{r}/{SIM_VERSION}" for r in INGEST_ROLES}
 
     async def _wait(self, role: str) -> None:
         start = time.perf_counter()
@@ -117,11 +117,9 @@ class SimulatedRoles:
         await self._wait("episodic_triples")
         pairs = zip(entities, entities[1:], strict=False)
         out = [Triple(subject=a, predicate="was with", object=b) for a, b in pairs]
-        for obj in OBJECTS:
-            if obj in text and entities:
-                out.append(Triple(subject=entities[0], predicate="held", object=obj,
-                                  object_is_literal=True))  # fmt: skip
-        return out
+        held = [obj for obj in OBJECTS if obj in text and entities]
+        literal = {"predicate": "held", "object_is_literal": True}
+        return out + [Triple(subject=entities[0], object=obj, **literal) for obj in held]
 
     async def merge_captions(self, captions: list[str], level_seconds: int) -> str:
         await self._wait("merge_captions")
@@ -278,3 +276,23 @@ class Wearers:
             if k >= AUDIO_CHUNK_S and k % AUDIO_CHUNK_S == 0:
                 producer.send_audio(name, "s1", ts - timedelta(seconds=AUDIO_CHUNK_S), self.wav)
         producer.producer.poll(0)
+
+    def stream(
+        self,
+        producer: Any,
+        t0: datetime,
+        seconds: int,
+        at: Callable[[int], None],
+        frames_s: int | None = None,
+    ) -> float:
+        """Seconds 0 to ``seconds`` of the stream in real time from now (frames only before
+        ``frames_s``), ``at(k)`` called when second ``k`` is due, before it is sent; returns
+        how far, at most, the producer fell behind schedule (a busy machine)."""
+        wall0, lag = time.time(), 0.0
+        for k in range(seconds + 1):
+            due = wall0 + k
+            time.sleep(max(0.0, due - time.time()))
+            lag = max(lag, time.time() - due)
+            at(k)
+            self.send_second(producer, t0, k, frames=frames_s is None or k < frames_s)
+        return lag

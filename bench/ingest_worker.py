@@ -37,9 +37,8 @@ class _ReportPartition(StatelessSinkPartition[WindowOutcome]):
     def write_batch(self, items: list[WindowOutcome]) -> None:
         at = time.time()
         for o in items:
-            line = {"user": o.user_id, "scale": o.scale_s, "start_ms": o.start_ms,
-                    "status": o.status, "at": at}  # fmt: skip
-            self._file.write(json.dumps(line) + "\n")
+            window = {"user": o.user_id, "scale": o.scale_s, "start_ms": o.start_ms}
+            self._file.write(json.dumps({**window, "status": o.status, "at": at}) + "\n")
         self._file.flush()
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import Field
 
 from bench import harness
-from bench.bulk_load import Loader
+from bench.bulk_load import Loader, LoadReport
 from bench.harness import Echo
 from bench.query_synth import SynthConfig, SyntheticMemory, hours_of, make_queries
 
@@ -46,7 +46,7 @@ def load_wearers(db: Any, wearers: int, hours: int, echo: Echo) -> dict[str, Syn
             memory = SyntheticMemory(SynthConfig(hours=hours, seed=i))
             user_id = f"wearer-{i}"
             with conn.transaction():
-                loader = Loader(conn, memory, user_id)
+                loader = Loader(conn, memory, user_id, LoadReport())
                 loader.users_and_sessions()
                 loader.segments()
             memories[user_id] = memory

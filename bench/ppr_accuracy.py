@@ -3,9 +3,8 @@
 Builds the time-masked 30 s graph of ``--days`` of the synthetic memory (the rows the query
 benchmark loads, same generator and seed), then for ``--queries`` random seed sets (four
 entities, five dense segment scores, as a search makes them) compares the top ``--k``
-segments of forward push at each ``--eps`` with PRPACK's: overlap@k (mean, min) and each
-solver's median time. Also the cost of the graph's Redis bytes and of extending it by one
-segment. Run:
+segments of forward push at each ``--eps`` with PRPACK's (:func:`compare`, which the query
+benchmark also runs on the search's own seeds). Run:
 
     python -m bench.ppr_accuracy --days 7 --eps 1e-5,1e-6 --out ppr.json
 """
@@ -24,8 +23,7 @@ from bench import harness
 from bench.harness import Commas, percentile
 from bench.query_synth import SynthConfig, SyntheticMemory, hours_of
 from worldmm.graph.pagerank import ppr, seed_vertices
-from worldmm.graph.timed import TimedGraph, build_timed, extend, to_micros
-from worldmm.graph.timed_io import dumps_timed, loads_timed
+from worldmm.graph.timed import TimedGraph, build_timed, to_micros
 from worldmm.graph.types import GraphRow, entity_node
 from worldmm.memory.retrieval.graph_lane import top_segments
 
@@ -44,43 +42,56 @@ def rows_30s(memory: SyntheticMemory) -> list[GraphRow]:
     return out
 
 
-def compare(
-    graph: TimedGraph,
-    names: list[str],
-    segments: int,
-    eps_list: Sequence[float],
-    queries: int,
-    k: int,
-    as_of: int | None,
-    seed: int,
-) -> dict[str, Any]:
+def random_resets(
+    graph: TimedGraph, names: list[str], segments: int, count: int, as_of: int | None, seed: int
+) -> list[dict]:
+    """``count`` seed vectors as a search makes them: four entities, five dense segment scores."""
     rng = np.random.default_rng(seed)
-    per: dict[float, dict[str, list[float]]] = {e: {"overlap": [], "ms": []} for e in eps_list}
-    exact_ms = []
-    for _ in range(queries):
+    out = []
+    for _ in range(count):
         seeds = {entity_node(n): float(rng.uniform(0.6, 1)) for n in rng.choice(names, 4)}
         dense = {int(s): float(rng.uniform(0.5, 1)) for s in rng.choice(segments, 5)}
-        reset = seed_vertices(graph, seeds, as_of, dense)
+        out.append(seed_vertices(graph, seeds, as_of, dense))
+    return out
+
+
+def compare(
+    graph: TimedGraph,
+    resets: Sequence[dict],
+    as_of: int | None,
+    k: int,
+    eps_list: Sequence[float],
+    damping: float = 0.85,
+) -> dict[str, Any]:
+    """From each seed vector, the top ``k`` segments of forward push at each epsilon against
+    exact PRPACK's: overlap@k (mean, min) and each solver's median milliseconds."""
+    exact_ms: list[float] = []
+    overlap: dict[float, list[float]] = {e: [] for e in eps_list}
+    push_ms: dict[float, list[float]] = {e: [] for e in eps_list}
+    for reset in resets:
         t = time.perf_counter()
-        exact = ppr(graph, reset, as_of, 0.85, "prpack")
+        exact = ppr(graph, reset, as_of, damping, "prpack")
         exact_ms.append(1000 * (time.perf_counter() - t))
         want = {s for s, _ in top_segments(graph, exact, as_of, k)}
         for eps in eps_list:
             t = time.perf_counter()
-            pushed = ppr(graph, reset, as_of, 0.85, "push", eps)
-            per[eps]["ms"].append(1000 * (time.perf_counter() - t))
+            pushed = ppr(graph, reset, as_of, damping, "push", eps)
+            push_ms[eps].append(1000 * (time.perf_counter() - t))
             got = {s for s, _ in top_segments(graph, pushed, as_of, k)}
-            per[eps]["overlap"].append(len(got & want) / max(1, len(want)))
+            overlap[eps].append(len(got & want) / max(1, len(want)))
+
+    def figures(eps: float) -> dict[str, float | None]:
+        o = overlap[eps]
+        return {
+            "overlap_at_k_mean": round(float(np.mean(o)), 3) if o else None,
+            "overlap_at_k_min": round(float(np.min(o)), 3) if o else None,
+            "push_ms_p50": round(percentile(push_ms[eps], 50) or 0.0, 1),
+        }
+
     return {
-        "prpack_ms_p50": round(percentile(exact_ms, 50), 1),
-        "push": {
-            f"{eps:g}": {
-                "overlap_at_k_mean": round(float(np.mean(v["overlap"])), 3),
-                "overlap_at_k_min": round(float(np.min(v["overlap"])), 3),
-                "ms_p50": round(percentile(v["ms"], 50), 1),
-            }
-            for eps, v in per.items()
-        },
+        "queries": len(resets),
+        "prpack_ms_p50": round(percentile(exact_ms, 50) or 0.0, 1),
+        "push": {f"{eps:g}": figures(eps) for eps in eps_list},
     }
 
 
@@ -113,26 +124,11 @@ def main(args: PprOptions) -> dict[str, Any]:
         "build_ms": round(1000 * (time.perf_counter() - t)),
     }
     echo(f"graph: {graph.n} vertices, {graph.units} units")
-    t = time.perf_counter()
-    data = dumps_timed(graph)
-    t1 = time.perf_counter()
-    loads_timed(data)
-    result["cached_bytes"] = len(data)
-    result["serialise_ms"] = round(1000 * (t1 - t), 1)
-    result["cold_load_ms"] = round(1000 * (time.perf_counter() - t1), 1)
-    last = max(r.segment_id or 0 for r in rows)
-    base = build_timed("episodic", [r for r in rows if r.segment_id != last])
-    t = time.perf_counter()
-    extend(base, [r for r in rows if r.segment_id == last])
-    result["extend_one_segment_ms"] = round(1000 * (time.perf_counter() - t), 1)
-    eps_list = args.eps
-    names = list(memory.vocab.names)
-    segments = len(memory.segments.starts[30])
+    names, segments = list(memory.vocab.names), len(memory.segments.starts[30])
     middle = to_micros(cfg.start + timedelta(hours=cfg.hours / 2))
     for label, as_of in (("now", None), ("as_of_middle", middle)):
-        result[label] = compare(
-            graph, names, segments, eps_list, args.queries, args.k, as_of, args.seed
-        )
+        resets = random_resets(graph, names, segments, args.queries, as_of, args.seed)
+        result[label] = compare(graph, resets, as_of, args.k, args.eps)
         echo(f"{label}: {result[label]}")
     harness.write_report(run.stamp(result), args.out)
     return result

@@ -1,61 +1,46 @@
 """Synthetic memory of one user for the query benchmark: pure, seeded, numpy only.
 
-What it makes for ``hours`` of continuous wear (a week = 168 h):
+Segments at every scale laid out by the ingest's own window hierarchy, a few hundred entities
+with aliases, episodic triples drawn from a per-10-minute context (a place, a few people, some
+objects), semantic facts of which some were replaced, one clip vector and a few frame rows per
+30 s segment. Text vectors are random unit vectors with a cluster structure, not a model's
+(docs/benchmarks/query.md, "What is loaded"). Queries come from the same generator, so every
+search finds seeds as it would in use.
 
-- segments at every scale, laid out by the ingest's own window hierarchy
-  (:mod:`worldmm.memory.windows`): 120 × 30 s, 18 × 3 min (they tile the first nine minutes of
-  each 10 min window), 6 × 10 min and 1 × 1 h per hour, with parent links;
-- a few hundred canonical entities (the wearer "I", people, places, objects) plus aliases;
-- episodic triples: a fixed number per segment of each scale (15 / 10 / 12 / 15, about 350k for
-  a week), drawn from a per-10-minute context (one place, a few people, some objects) so that
-  nearby segments share entities as real ones do; about 10 % have literal objects;
-- semantic triples (a few thousand per week) on 10 min segments, some soft-deleted and
-  pointing at the later fact that replaced them;
-- one 1536-d clip embedding per 30 s segment and a few frame rows per 30 s segment.
-
-Text embeddings are NOT produced by a text model: running MiniLM over 350k strings would take
-longer than the benchmark itself. They are random unit vectors with a cluster structure
-instead — entities scatter around one centre per category, a triple's vector is
-``e(subject) + e(object) + ½ p(predicate)`` plus noise — which is all that retrieval
-latency depends on (vector dimension, neighbourhood structure, row counts). Clip vectors
-cluster around one centre per place. Queries (:func:`make_queries`) come from the same
-generator: a query's vector lies near an existing fact or clip, and its named entities are
-real entity names, so every search finds seeds as it would in use.
-
-Every random draw comes from ``numpy.random.default_rng([seed, stream, index])``, so a
-block's output does not depend on which other blocks were generated.
+Every random draw comes from ``numpy.random.default_rng([seed, stream, index])``, so a block's
+output does not depend on which other blocks were generated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
+from bench.harness import words
 from worldmm.memory.windows import dt_to_ms, ms_to_dt, parent_of
 from worldmm.models import SCALES
 
 START = datetime(2025, 5, 5, tzinfo=UTC)  # a Monday
 EMBED_CHUNK = 4096  # rows per embedding block (fixed: blocks are seeded by their index)
+# Segments per hour at each scale (3 min windows tile only the first 9 minutes of each 10).
+SEGMENTS_PER_HOUR = {30: 120, 180: 18, 600: 6, 3600: 1}
 
 # Random streams (second element of every seed).
 _S_VOCAB, _S_CONTEXT, _S_EPISODIC, _S_EMBED, _S_SEMANTIC, _S_VISUAL, _S_QUERY = range(7)
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(w.strip() for w in text.split(","))
-
-
-PEOPLE = _words(
+PEOPLE = words(
     "Alice, Ben, Chloe, Daniel, Emma, Farid, Grace, Hiro, Isabel, Jonas, Kemal, Lena, Marco, "
     "Nadia, Oscar, Priya, Quentin, Rosa, Samir, Tessa, Umar, Vera, Wen, Xavier, Yara, Zoe, Mum, "
     "Dad, Grandma Ines, Dr. Okafor, Coach Bell, Mrs. Lindqvist, the barista, the bus driver, the "
     "cashier, Leo, Mia, Noah, Olivia, Pablo, Ravi, Sofia, Tom, Uma, Victor, Will"
 )
-PLACES = _words(
+PLACES = words(
     "kitchen, living room, bedroom, bathroom, hallway, balcony, garage, home office, office "
     "lobby, open-plan office, meeting room B, meeting room C, office kitchenette, coffee shop on "
     "Elm Street, bakery, supermarket, pharmacy, bus stop, number 12 bus, train platform, city "
@@ -63,10 +48,10 @@ PLACES = _words(
     "doctor's waiting room, pizzeria, sushi bar, cinema, parking lot, laundromat, riverside path, "
     "farmers market, school gate, garden, friend's flat"
 )
-_COLOURS = _words(
+_COLOURS = words(
     "red, blue, green, black, white, grey, yellow, orange, brown, silver, pink, purple"
 )
-_NOUNS = _words(
+_NOUNS = words(
     "mug, laptop, notebook, phone, umbrella, backpack, water bottle, jacket, scarf, keys, wallet, "
     "headphones, charger, book, pen, stapler, lamp, chair, kettle, toaster, frying pan, cutting "
     "board, plate, bowl, spoon, towel, toothbrush, shampoo bottle, bicycle, helmet, shopping bag, "
@@ -76,14 +61,14 @@ _NOUNS = _words(
     "envelope, parcel, ticket, laundry basket, vacuum cleaner"
 )
 OBJECT_COUNT = 250
-EPISODIC_PREDICATES = _words(
+EPISODIC_PREDICATES = words(
     "picked up, put down, talked with, walked into, looked at, used, opened, closed, held, drank "
     "from, ate, typed on, read, wrote in, handed, received, sat at, left, arrived at, called, "
     "laughed with, cleaned, washed, bought, paid for, carried, charged, searched for, found, "
     "placed on, pointed at, showed, borrowed, returned, dropped, fixed, waited at, met, "
     "photographed, listened to"
 )
-SEMANTIC_PREDICATES = _words(
+SEMANTIC_PREDICATES = words(
     "likes, dislikes, usually drinks, usually eats, works at, lives near, owns, is friend of, is "
     "colleague of, keeps keys in, prefers, visits on weekends, goes to, is allergic to, plays, "
     "commutes by, shops at, borrows from, trusts, meets weekly with"
@@ -95,10 +80,12 @@ _EPISODIC_LITERALS = tuple(
 )
 _DAYS = "Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday, morning, evening, weekend"
 _SEMANTIC_LITERALS = tuple(
-    [f"every {d}" for d in _words(_DAYS)]
+    [f"every {d}" for d in words(_DAYS)]
     + [f"around {h}:00" for h in range(6, 23)]
     + ["oat milk", "green tea", "espresso", "peanuts", "cycling", "running", "jazz"]
 )
+PREDICATES = (*EPISODIC_PREDICATES, *SEMANTIC_PREDICATES)
+LITERALS = (*_EPISODIC_LITERALS, *_SEMANTIC_LITERALS)  # episodic ones first
 
 
 def _rng(seed: int, stream: int, index: int = 0) -> np.random.Generator:
@@ -109,6 +96,22 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """L2-normalise rows, as float32."""
     m = np.asarray(matrix, dtype=np.float32)
     return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+
+def _noise(rng: np.random.Generator, rows: int, dim: int) -> np.ndarray:
+    return unit_rows(rng.standard_normal((rows, dim)))
+
+
+def _blockwise(
+    start: int, stop: int, total: int, dim: int, make: Callable[[int, int, int], np.ndarray]
+) -> np.ndarray:
+    """Rows [start, stop) of a matrix made in blocks of EMBED_CHUNK rows by
+    ``make(block, lo, hi)``: any slice gives the same rows."""
+    out = []
+    for block in range(start // EMBED_CHUNK, -(-stop // EMBED_CHUNK)):
+        lo, hi = block * EMBED_CHUNK, min(total, (block + 1) * EMBED_CHUNK)
+        out.append(make(block, lo, hi)[max(start, lo) - lo : min(stop, hi) - lo])
+    return np.concatenate(out) if out else np.zeros((0, dim), np.float32)
 
 
 @dataclass(frozen=True)
@@ -149,49 +152,44 @@ class SynthConfig:
         return round(self.semantic_count * f / (1 + f))
 
 
-# Segments per hour at each scale (3 min windows tile only the first 9 minutes of each 10).
-SEGMENTS_PER_HOUR = {30: 120, 180: 18, 600: 6, 3600: 1}
-
-
 def expected_counts(cfg: SynthConfig) -> dict[str, int]:
     """What the generator promises, by arithmetic only (the tests hold it to this)."""
     seg = {s: SEGMENTS_PER_HOUR[s] * cfg.hours for s in SCALES}
+    episodic = {s: n * cfg.per_segment[s] for s, n in seg.items()}
     vocab = Vocabulary.build(cfg)
-    out = {f"segments_{s}": seg[s] for s in SCALES}
-    out["segments"] = sum(seg.values())
-    out.update({f"episodic_{s}": seg[s] * cfg.per_segment[s] for s in SCALES})
-    out["episodic"] = sum(out[f"episodic_{s}"] for s in SCALES)
-    out["semantic"] = cfg.semantic_count
-    out["semantic_invalidated"] = cfg.invalidated_count
-    out["entities_canonical"] = len(vocab.names)
-    out["entities_alias"] = len(vocab.aliases)
-    out["visual"] = seg[30]
-    out["frames"] = seg[30] * cfg.frames_per_segment
-    out["sessions"] = -(-cfg.hours // 24)
-    return out
-
-
-# --- vocabulary ----------------------------------------------------------------------------
+    return {
+        **{f"segments_{s}": n for s, n in seg.items()},
+        **{f"episodic_{s}": n for s, n in episodic.items()},
+        "segments": sum(seg.values()),
+        "episodic": sum(episodic.values()),
+        "semantic": cfg.semantic_count,
+        "semantic_invalidated": cfg.invalidated_count,
+        "entities_canonical": len(vocab.names),
+        "entities_alias": len(vocab.aliases),
+        "visual": seg[30],
+        "frames": seg[30] * cfg.frames_per_segment,
+        "sessions": -(-cfg.hours // 24),
+    }
 
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Canonical entities (index 0 is the wearer, "I"), aliases, predicates and literals,
-    with their text vectors."""
+    """Canonical entities (index 0 is the wearer, "I"), aliases, predicates and literals
+    (episodic ones first), with their text vectors."""
 
     names: list[str]
     kinds: list[str]  # "self" | "person" | "place" | "object"
     vectors: np.ndarray  # (entities, text_dim), unit rows
     aliases: list[tuple[str, int]]  # (surface form, canonical index)
     alias_vectors: np.ndarray
-    predicates: list[str]  # episodic then semantic
-    predicate_vectors: np.ndarray
-    literals: list[str]  # episodic then semantic
-    literal_vectors: np.ndarray
+    predicate_vectors: np.ndarray  # rows of PREDICATES
+    literal_vectors: np.ndarray  # rows of LITERALS
+    predicates: ClassVar[tuple[str, ...]] = PREDICATES
+    literals: ClassVar[tuple[str, ...]] = LITERALS
 
     @classmethod
     def build(cls, cfg: SynthConfig) -> Vocabulary:
-        rng = _rng(cfg.seed, _S_VOCAB)
+        rng, dim = _rng(cfg.seed, _S_VOCAB), cfg.text_dim
         pairs = [(c, n) for c in _COLOURS for n in _NOUNS]
         picked = rng.choice(len(pairs), size=OBJECT_COUNT, replace=False)
         objects = [f"{pairs[i][0]} {pairs[i][1]}" for i in sorted(picked)]
@@ -204,49 +202,25 @@ class Vocabulary:
             for k, n in zip(kinds, names, strict=True)
         ]
         labels = sorted(set(cluster_of))
-        centres = unit_rows(rng.standard_normal((len(labels), cfg.text_dim)))
+        centres = _noise(rng, len(labels), dim)
         idx = np.array([labels.index(c) for c in cluster_of])
-        vectors = unit_rows(
-            centres[idx] + 0.9 * unit_rows(rng.standard_normal((len(names), cfg.text_dim)))
-        )
+        vectors = unit_rows(centres[idx] + 0.9 * _noise(rng, len(names), dim))
         n_alias = round(cfg.alias_fraction * (len(names) - 1))
         alias_of = sorted(rng.choice(np.arange(1, len(names)), size=n_alias, replace=False))
-        aliases = [(_alias(names[i], kinds[i]), int(i)) for i in alias_of]
-        alias_vectors = unit_rows(
-            vectors[alias_of] + 0.2 * unit_rows(rng.standard_normal((n_alias, cfg.text_dim)))
-        )
-        predicates = [*EPISODIC_PREDICATES, *SEMANTIC_PREDICATES]
-        literals = [*_EPISODIC_LITERALS, *_SEMANTIC_LITERALS]
+        # a second surface form: 'X (friend)' for people, 'the X' for things and places
+        aliases = [
+            (f"{names[i]} (friend)" if kinds[i] == "person" else f"the {names[i]}", int(i))
+            for i in alias_of
+        ]
+        alias_vectors = unit_rows(vectors[alias_of] + 0.2 * _noise(rng, n_alias, dim))
+        predicate_vectors = _noise(rng, len(PREDICATES), dim)
+        literal_vectors = _noise(rng, len(LITERALS), dim)
         return cls(
-            names=names,
-            kinds=kinds,
-            vectors=vectors,
-            aliases=aliases,
-            alias_vectors=alias_vectors,
-            predicates=predicates,
-            predicate_vectors=unit_rows(rng.standard_normal((len(predicates), cfg.text_dim))),
-            literals=literals,
-            literal_vectors=unit_rows(rng.standard_normal((len(literals), cfg.text_dim))),
+            names, kinds, vectors, aliases, alias_vectors, predicate_vectors, literal_vectors
         )
 
     def of_kind(self, kind: str) -> np.ndarray:
         return np.array([i for i, k in enumerate(self.kinds) if k == kind])
-
-    @property
-    def first_semantic_predicate(self) -> int:
-        return len(EPISODIC_PREDICATES)
-
-    @property
-    def first_semantic_literal(self) -> int:
-        return len(_EPISODIC_LITERALS)
-
-
-def _alias(name: str, kind: str) -> str:
-    """A second surface form: 'the X' for things and places, 'X (friend)' for people."""
-    return f"{name} (friend)" if kind == "person" else f"the {name}"
-
-
-# --- segments ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -262,31 +236,21 @@ class Segments:
         starts: dict[int, list[datetime]] = {}
         index: dict[tuple[int, int], int] = {}
         for scale in SCALES:
-            offsets = _window_offsets(scale)
+            if scale == 180:  # 3 min windows tile the first nine minutes of each 10 min one
+                offsets = [ten * 600_000 + k * 180_000 for ten in range(6) for k in range(3)]
+            else:
+                offsets = list(range(0, 3600_000, scale * 1000))
             ms = [t0 + h * 3600_000 + o for h in range(cfg.hours) for o in offsets]
             starts[scale] = [ms_to_dt(m) for m in ms]
             index.update({(scale, m): i for i, m in enumerate(ms)})
         parent: dict[int, list[tuple[int, int] | None]] = {}
         for scale in SCALES:
-            links: list[tuple[int, int] | None] = []
-            for start in starts[scale]:
-                p = parent_of((scale, dt_to_ms(start)))
-                links.append(None if p is None else (p[0], index[p]))
-            parent[scale] = links
+            links = [parent_of((scale, dt_to_ms(start))) for start in starts[scale]]
+            parent[scale] = [None if p is None else (p[0], index[p]) for p in links]
         return cls(starts, parent)
 
     def end(self, scale: int, i: int) -> datetime:
         return self.starts[scale][i] + timedelta(seconds=scale)
-
-
-def _window_offsets(scale: int) -> list[int]:
-    """Window start offsets (ms) within one hour for a scale."""
-    if scale == 180:
-        return [ten * 600_000 + k * 180_000 for ten in range(6) for k in range(3)]
-    return list(range(0, 3600_000, scale * 1000))
-
-
-# --- episodic triples ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -301,13 +265,13 @@ class TripleSpecs:
     obj: np.ndarray
     literal: np.ndarray
 
+    @classmethod
+    def of_rows(cls, rows: list[tuple[int, ...]]) -> TripleSpecs:
+        a = np.array(rows, dtype=np.int64).reshape(-1, 6)
+        return cls(*(a[:, j] for j in range(6)))
+
     def __len__(self) -> int:
         return int(self.scale.shape[0])
-
-    @staticmethod
-    def concat(parts: list[TripleSpecs]) -> TripleSpecs:
-        cols = ("scale", "segment", "subj", "pred", "obj", "literal")
-        return TripleSpecs(**{c: np.concatenate([getattr(p, c) for p in parts]) for c in cols})
 
 
 def _contexts(cfg: SynthConfig, vocab: Vocabulary, hour: int) -> list[dict[str, np.ndarray]]:
@@ -329,24 +293,20 @@ def _contexts(cfg: SynthConfig, vocab: Vocabulary, hour: int) -> list[dict[str, 
 
 
 def _segment_triples(
-    rng: np.random.Generator,
-    ctx: dict[str, np.ndarray],
-    n: int,
-    vocab: Vocabulary,
-    literal_fraction: float,
+    rng: np.random.Generator, ctx: dict[str, np.ndarray], n: int, vocab: Vocabulary, lit: float
 ) -> list[tuple[int, int, int, int]]:
-    """``n`` distinct (subject, predicate, object, literal) of one segment from its context."""
+    """``n`` distinct (subject, predicate, object, literal) of one segment from its context;
+    a share ``lit`` have a literal object."""
     actors = np.concatenate([[0], ctx["people"]]).astype(int)
     things = np.concatenate([ctx["place"], ctx["people"], ctx["objects"]]).astype(int)
-    n_pred, n_lit = len(EPISODIC_PREDICATES), vocab.first_semantic_literal
     seen: set[tuple[int, int, int, int]] = set()
     out = []
     while len(out) < n:
         r = rng.random()
         subj = int(actors[0]) if r < 0.5 else int(rng.choice(actors if r < 0.8 else things))
-        pred = int(rng.integers(n_pred))
-        if rng.random() < literal_fraction:
-            key = (subj, pred, -1, int(rng.integers(n_lit)))
+        pred = int(rng.integers(len(EPISODIC_PREDICATES)))
+        if rng.random() < lit:
+            key = (subj, pred, -1, int(rng.integers(len(_EPISODIC_LITERALS))))
         else:
             pool = things if rng.random() < 0.9 else np.arange(1, len(vocab.names))
             obj = int(rng.choice(pool))
@@ -359,10 +319,10 @@ def _segment_triples(
     return out
 
 
-def _hour_triples(cfg: SynthConfig, vocab: Vocabulary, segs: Segments, hour: int) -> TripleSpecs:
+def _hour_triples(cfg: SynthConfig, vocab: Vocabulary, segs: Segments, hour: int) -> list:
     rng = _rng(cfg.seed, _S_EPISODIC, hour)
     contexts = _contexts(cfg, vocab, hour)
-    rows: list[tuple[int, int, int, int, int, int]] = []
+    rows = []
     for scale in SCALES:
         per_hour = SEGMENTS_PER_HOUR[scale]
         for i in range(hour * per_hour, (hour + 1) * per_hour):
@@ -370,15 +330,11 @@ def _hour_triples(cfg: SynthConfig, vocab: Vocabulary, segs: Segments, hour: int
             ctx = contexts[int(offset // 600)]
             if scale == 3600:  # an hour's summary mentions all of its contexts
                 ctx = {k: np.concatenate([c[k] for c in contexts]) for k in ctx}
-            for t in _segment_triples(
+            triples = _segment_triples(
                 rng, ctx, cfg.per_segment[scale], vocab, cfg.literal_fraction
-            ):
-                rows.append((scale, i, *t))
-    a = np.array(rows, dtype=np.int64).reshape(-1, 6)
-    return TripleSpecs(*(a[:, j] for j in range(6)))
-
-
-# --- semantic triples ----------------------------------------------------------------------
+            )
+            rows += [(scale, i, *t) for t in triples]
+    return rows
 
 
 @dataclass(frozen=True)
@@ -401,9 +357,9 @@ def _semantic(cfg: SynthConfig, vocab: Vocabulary) -> SemanticSpecs:
     n_seg = SEGMENTS_PER_HOUR[600] * cfg.hours
     subjects = np.concatenate([[0, 0, 0, 0], vocab.of_kind("person")]).astype(int)
     things = np.arange(1, len(vocab.names))
-    p0, l0 = vocab.first_semantic_predicate, vocab.first_semantic_literal
+    p0, l0 = len(EPISODIC_PREDICATES), len(_EPISODIC_LITERALS)
     seen: set[tuple[int, ...]] = set()
-    rows: list[tuple[int, int, int, int, int]] = []  # segment, subj, pred, obj, literal
+    rows: list[tuple[int, ...]] = []  # scale, segment, subj, pred, obj, literal
 
     def add(segment: int, subj: int, pred: int) -> None:
         while True:
@@ -411,29 +367,21 @@ def _semantic(cfg: SynthConfig, vocab: Vocabulary) -> SemanticSpecs:
                 obj, lit = -1, int(rng.integers(l0, len(vocab.literals)))
             else:
                 obj, lit = int(rng.choice(things)), -1
-            key = (segment, subj, pred, obj, lit)
+            key = (600, segment, subj, pred, obj, lit)
             if obj != subj and key not in seen:
                 seen.add(key)
                 rows.append(key)
                 return
 
     for _ in range(n_base):
-        add(
-            int(rng.integers(n_seg)),
-            int(rng.choice(subjects)),
-            int(rng.integers(p0, len(vocab.predicates))),
-        )
+        segment, subj = int(rng.integers(n_seg)), int(rng.choice(subjects))
+        add(segment, subj, int(rng.integers(p0, len(vocab.predicates))))
     replaced_by = np.full(total, -1, dtype=np.int64)
     for j, old in enumerate(rng.choice(n_base, size=n_replaced, replace=False)):
-        seg, subj, pred = rows[old][:3]
+        _, seg, subj, pred = rows[old][:4]
         add(int(rng.integers(seg, n_seg)), subj, pred)  # a later (or the same) window
         replaced_by[old] = n_base + j
-    a = np.array(rows, dtype=np.int64).reshape(-1, 5)
-    specs = TripleSpecs(np.full(len(a), 600), a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
-    return SemanticSpecs(specs, replaced_by)
-
-
-# --- the memory ----------------------------------------------------------------------------
+    return SemanticSpecs(TripleSpecs.of_rows(rows), replaced_by)
 
 
 @dataclass
@@ -450,10 +398,10 @@ class SyntheticMemory:
 
     @cached_property
     def episodic(self) -> TripleSpecs:
-        parts = [
-            _hour_triples(self.cfg, self.vocab, self.segments, h) for h in range(self.cfg.hours)
-        ]
-        return TripleSpecs.concat(parts)
+        rows = []
+        for hour in range(self.cfg.hours):
+            rows += _hour_triples(self.cfg, self.vocab, self.segments, hour)
+        return TripleSpecs.of_rows(rows)
 
     @cached_property
     def semantic(self) -> SemanticSpecs:
@@ -462,12 +410,12 @@ class SyntheticMemory:
     @cached_property
     def place_of_base_segment(self) -> np.ndarray:
         """The place of each 30 s segment's 10-minute context (drives the clip vectors)."""
-        out = np.empty(len(self.segments.starts[30]), dtype=np.int64)
-        for h in range(self.cfg.hours):
-            ctx = _contexts(self.cfg, self.vocab, h)
-            for k in range(120):
-                out[h * 120 + k] = ctx[k // 20]["place"][0]
-        return out
+        places = [
+            ctx["place"][0]
+            for hour in range(self.cfg.hours)
+            for ctx in _contexts(self.cfg, self.vocab, hour)
+        ]
+        return np.repeat(np.asarray(places, dtype=np.int64), 20)
 
     def triple_text(self, specs: TripleSpecs, i: int) -> tuple[str, str, str]:
         v = self.vocab
@@ -477,11 +425,11 @@ class SyntheticMemory:
     def triple_vectors(
         self, specs: TripleSpecs, start: int, stop: int, stream: int, noise: float = 0.35
     ) -> np.ndarray:
-        """Text vectors of triples [start, stop) (block-seeded: any slice gives the same rows)."""
-        v = self.vocab
-        out = []
-        for block in range(start // EMBED_CHUNK, -(-stop // EMBED_CHUNK)):
-            lo, hi = block * EMBED_CHUNK, min(len(specs), (block + 1) * EMBED_CHUNK)
+        """Text vectors of triples [start, stop): ``e(subject) + e(object) + ½ p(predicate)``
+        plus noise."""
+        v, dim = self.vocab, self.cfg.text_dim
+
+        def make(block: int, lo: int, hi: int) -> np.ndarray:
             sl = slice(lo, hi)
             obj = np.where(
                 specs.obj[sl][:, None] >= 0,
@@ -490,30 +438,27 @@ class SyntheticMemory:
             )
             base = v.vectors[specs.subj[sl]] + obj + 0.5 * v.predicate_vectors[specs.pred[sl]]
             rng = _rng(self.cfg.seed, _S_EMBED, stream * 1_000_000 + block)
-            jitter = noise * unit_rows(rng.standard_normal((hi - lo, self.cfg.text_dim)))
-            vecs = unit_rows(unit_rows(base) + jitter)
-            out.append(vecs[max(start, lo) - lo : min(stop, hi) - lo])
-        return np.concatenate(out) if out else np.zeros((0, self.cfg.text_dim), np.float32)
+            return unit_rows(unit_rows(base) + noise * _noise(rng, hi - lo, dim))
+
+        return _blockwise(start, stop, len(specs), dim, make)
 
     @cached_property
     def _visual_centres(self) -> np.ndarray:
         rng = _rng(self.cfg.seed, _S_VISUAL)
-        return unit_rows(rng.standard_normal((len(self.vocab.names), self.cfg.visual_dim)))
+        return _noise(rng, len(self.vocab.names), self.cfg.visual_dim)
 
     def visual_vectors(self, start: int, stop: int) -> np.ndarray:
         """Clip vectors of 30 s segments [start, stop): near their place's centre."""
-        out = []
-        for block in range(start // EMBED_CHUNK, -(-stop // EMBED_CHUNK)):
-            lo = block * EMBED_CHUNK
-            hi = min(len(self.segments.starts[30]), lo + EMBED_CHUNK)
-            rng = _rng(self.cfg.seed, _S_VISUAL, 1 + block)
-            noise = unit_rows(rng.standard_normal((hi - lo, self.cfg.visual_dim)))
-            vecs = unit_rows(self._visual_centres[self.place_of_base_segment[lo:hi]] + noise)
-            out.append(vecs[max(start, lo) - lo : min(stop, hi) - lo])
-        return np.concatenate(out) if out else np.zeros((0, self.cfg.visual_dim), np.float32)
+        dim = self.cfg.visual_dim
+
+        def make(block: int, lo: int, hi: int) -> np.ndarray:
+            noise = _noise(_rng(self.cfg.seed, _S_VISUAL, 1 + block), hi - lo, dim)
+            return unit_rows(self._visual_centres[self.place_of_base_segment[lo:hi]] + noise)
+
+        return _blockwise(start, stop, len(self.segments.starts[30]), dim, make)
 
     def captions(self, scale: int) -> list[str]:
-        """One caption per segment of ``scale``, written from its first triples."""
+        """One caption per segment of ``scale``, written from its first four triples."""
         specs = self.episodic
         first: dict[int, list[int]] = {}
         for i in np.flatnonzero(specs.scale == scale):
@@ -530,13 +475,8 @@ class SyntheticMemory:
         return f"bench-day-{(start - self.cfg.start).days + 1}"
 
     def session_ids(self) -> list[str]:
-        return sorted(
-            {self.session_of(s) for s in self.segments.starts[3600]},
-            key=lambda s: int(s.rsplit("-", 1)[1]),
-        )
-
-
-# --- queries -------------------------------------------------------------------------------
+        days = -(-self.cfg.hours // 24)
+        return [f"bench-day-{d}" for d in range(1, days + 1)]
 
 
 @dataclass(frozen=True)
@@ -554,7 +494,10 @@ def make_queries(memory: SyntheticMemory, n: int, seed: int = 0) -> dict[str, li
     """``n`` queries per memory type, each near an existing fact (or clip)."""
     rng = _rng(memory.cfg.seed, _S_QUERY, seed)
     v = memory.vocab
-    noisy = _noisy(rng)
+
+    def noisy(vec: np.ndarray, scale: float) -> np.ndarray:
+        return unit_rows((vec + scale * _noise(rng, 1, vec.shape[0])[0])[None, :])[0]
+
     out: dict[str, list[Query]] = {"episodic": [], "semantic": [], "visual": []}
     ep = memory.episodic
     for k, i in enumerate(rng.choice(len(ep), size=n, replace=False)):
@@ -580,19 +523,6 @@ def make_queries(memory: SyntheticMemory, n: int, seed: int = 0) -> dict[str, li
     return out
 
 
-def _noisy(rng: np.random.Generator):
-    def add(vec: np.ndarray, scale: float) -> np.ndarray:
-        noise = unit_rows(rng.standard_normal((1, vec.shape[0])))[0]
-        return unit_rows((vec + scale * noise)[None, :])[0]
-
-    return add
-
-
 def hours_of(days: float) -> int:
     """Whole hours in ``days`` (at least one)."""
     return max(1, round(days * 24))
-
-
-def iter_slices(total: int, size: int) -> Iterator[tuple[int, int]]:
-    for lo in range(0, total, size):
-        yield lo, min(total, lo + size)

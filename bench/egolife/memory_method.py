@@ -9,8 +9,9 @@ straddle an hour, so this equals one call over the whole week and gives a progre
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from itertools import groupby
 
@@ -20,18 +21,15 @@ from worldmm.deps import Deps
 from worldmm.memory.retrieval import SegmentHit
 from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes
 
-SCALE_COUNTS_SQL = (
-    "SELECT scale_seconds, processing_status, count(*) FROM segments WHERE user_id = %s"
-    " GROUP BY 1, 2 ORDER BY 1, 2"
-)
-TRIPLE_COUNTS_SQL = (
-    "SELECT memory_type, (invalidated_at IS NULL) AS active, count(*) FROM triples"
-    " WHERE user_id = %s GROUP BY 1, 2 ORDER BY 1, 2"
-)
-ENTITY_COUNTS_SQL = (
-    "SELECT (canonical_entity_id IS NULL) AS canonical, count(*) FROM entities"
-    " WHERE user_id = %s GROUP BY 1"
-)
+# The user's rows by group ("30s:complete", "episodic:active", "alias", ...).
+WHERE_USER = "WHERE user_id = %s GROUP BY 1 ORDER BY 1"
+COUNTS = {
+    "segments": "SELECT scale_seconds || 's:' || processing_status, count(*) FROM segments",
+    "triples": "SELECT memory_type || CASE WHEN invalidated_at IS NULL THEN ':active'"
+    " ELSE ':invalidated' END, count(*) FROM triples",
+    "entities": "SELECT CASE WHEN canonical_entity_id IS NULL THEN 'canonical' ELSE 'alias' END,"
+    " count(*) FROM entities",
+}
 
 
 def caption_input(window: Window, speech_in_caption: bool) -> tuple[datetime, datetime, str, str]:
@@ -46,23 +44,6 @@ def hour_key(window: Window) -> datetime:
     return window.start.replace(minute=0, second=0, microsecond=0)
 
 
-@dataclass
-class IngestReport:
-    seconds: float = 0.0
-    windows: int = 0
-    outcomes: dict[str, int] = field(default_factory=dict)  # "<scale>:<status>" -> count
-    errors: list[str] = field(default_factory=list)  # first few failure messages
-
-    def as_dict(self) -> dict:
-        return {
-            "seconds": round(self.seconds, 2),
-            "windows": self.windows,
-            "windows_per_s": round(self.windows / self.seconds, 3) if self.seconds else None,
-            "outcomes": self.outcomes,
-            "errors": self.errors,
-        }
-
-
 async def ingest_windows(
     deps: Deps,
     user_id: str,
@@ -70,24 +51,32 @@ async def ingest_windows(
     speech_in_caption: bool = True,
     *,
     on_hour: Callable[[int], None] | None = None,
-) -> IngestReport:
-    """Ingest ``windows`` (sorted) hour by hour; ``on_hour(n)`` after each hour's n windows."""
+) -> dict:
+    """Ingest ``windows`` (sorted) hour by hour; ``on_hour(n)`` after each hour's n windows.
+    Returns the seconds, the windows and their outcomes by scale and status, and the first
+    few failure messages."""
     from worldmm.memory.construct_captions import ingest_caption_windows
 
-    report = IngestReport()
-    started = time.perf_counter()
+    outcomes: Counter[str] = Counter()
+    errors: list[str] = []
+    n, started = 0, time.perf_counter()
     for _hour, group in groupby(sorted(windows, key=lambda w: w.start), key=hour_key):
         batch = [caption_input(w, speech_in_caption) for w in group]
         for out in await ingest_caption_windows(deps, user_id, batch):
-            key = f"{out.scale_s}:{out.status}"
-            report.outcomes[key] = report.outcomes.get(key, 0) + 1
-            if out.error and len(report.errors) < 5:
-                report.errors.append(f"{out.key}: {out.error}")
-        report.windows += len(batch)
+            outcomes[f"{out.scale_s}:{out.status}"] += 1
+            if out.error and len(errors) < 5:
+                errors.append(f"{out.key}: {out.error}")
+        n += len(batch)
         if on_hour:
             on_hour(len(batch))
-    report.seconds = time.perf_counter() - started
-    return report
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": round(seconds, 2),
+        "windows": n,
+        "windows_per_s": round(n / seconds, 3) if seconds else None,
+        "outcomes": dict(outcomes),
+        "errors": errors,
+    }
 
 
 def memory_counts(deps: Deps, user_id: str) -> dict:
@@ -96,18 +85,10 @@ def memory_counts(deps: Deps, user_id: str) -> dict:
     from worldmm.store.purge import count_user_rows
 
     with deps.db.connection() as conn:
-        tables = count_user_rows(conn, user_id)
-        segs = conn.execute(SCALE_COUNTS_SQL, (user_id,)).fetchall()
-        trips = conn.execute(TRIPLE_COUNTS_SQL, (user_id,)).fetchall()
-        ents = conn.execute(ENTITY_COUNTS_SQL, (user_id,)).fetchall()
-    return {
-        "tables": tables,
-        "segments": {f"{scale}s:{status}": n for scale, status, n in segs},
-        "triples": {
-            f"{kind}:{'active' if active else 'invalidated'}": n for kind, active, n in trips
-        },
-        "entities": {"canonical" if canonical else "alias": n for canonical, n in ents},
-    }
+        out: dict = {"tables": count_user_rows(conn, user_id)}
+        for name, query in COUNTS.items():
+            out[name] = dict(conn.execute(f"{query} {WHERE_USER}", (user_id,)).fetchall())
+    return out
 
 
 def stored_base_starts(deps: Deps, user_id: str) -> set[datetime]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench import harness
+
 METRICS = ("hit@1", "hit@3", "tiou", "accuracy")
 COLOURS = {
     "worldmm": "#1f77b4",
@@ -42,12 +44,8 @@ def _bars(ax, groups: list[str], methods: list[str], value) -> None:
 
 
 def plot_report(report: dict, path: Path) -> Path:
-    """Draw the report's ``methods`` block to ``path`` (PNG, Agg backend: no display)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """Draw the report's ``methods`` block to ``path`` (PNG)."""
+    plt = harness.pyplot()
     methods = list(report["methods"])
     types = sorted({t for m in methods for t in report["methods"][m]["by_type"]})
     fig, (left, right) = plt.subplots(
@@ -70,8 +68,4 @@ def plot_report(report: dict, path: Path) -> Path:
         f"EgoLife A1_JAKE retrieval — day(s) {days_label(report.get('days') or [])}, "
         f"{report.get('windows', '?')} windows of 30 s"
     )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return harness.save_figure(fig, path)

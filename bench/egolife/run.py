@@ -1,9 +1,10 @@
 """`worldmm bench egolife` (= ``python -m bench.egolife``): load, ingest, ask every question of
-every method, score, write JSON + plot."""
+every method, score, write JSON + plot (docs/benchmarks/egolife.md)."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -19,9 +20,8 @@ from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 from bench import harness
 from bench.egolife import data, truth
 from bench.egolife.data import DataError, Question, Window
-from bench.egolife.memory_method import VARIANTS
-from bench.egolife.memory_method import ranked as mm_ranked
-from bench.egolife.truth import Interval, QuestionScore, Ranked
+from bench.egolife.memory_method import VARIANTS, ranked
+from bench.egolife.truth import QuestionScore, Ranked
 from bench.harness import StrList
 from worldmm.memory.retrieval.results import SegmentHit
 
@@ -105,11 +105,6 @@ class BenchConfig(EgoLifeData):
         return self.plot or self.out.with_suffix(".png")
 
 
-def progress_bar(console: Console) -> Progress:
-    columns = (*Progress.get_default_columns(), MofNCompleteColumn(), TimeElapsedColumn())
-    return Progress(*columns, console=console)
-
-
 # --- the methods ------------------------------------------------------------------------
 
 
@@ -121,32 +116,29 @@ def ask_all(
 ) -> tuple[list[list[Ranked]], float]:
     """Every question through one method; returns the rankings and the mean seconds/query."""
     task = progress.add_task(f"ask {label}", total=len(questions))
-    ranked, started = [], time.perf_counter()
+    ranked_, started = [], time.perf_counter()
     for q in questions:
-        ranked.append(search(q))
+        ranked_.append(search(q))
         progress.advance(task)
-    return ranked, (time.perf_counter() - started) / max(1, len(questions))
+    return ranked_, (time.perf_counter() - started) / max(1, len(questions))
 
 
-def window_hits(windows: Sequence[Window], ranked: Sequence[Ranked]) -> list[SegmentHit]:
+def window_hits(windows: Sequence[Window], ranking: Sequence[Ranked]) -> list[SegmentHit]:
     """A baseline's ranked windows as evidence for the answerer (same text it searched)."""
     by_start = {w.start: w for w in windows}
-    hits = []
-    for i, r in enumerate(ranked):
-        w = by_start.get(r.start)
-        if w is not None:
-            hits.append(
-                SegmentHit(
-                    segment_id=-(i + 1),
-                    scale=r.scale,
-                    start=r.start,
-                    end=r.end,
-                    text=w.caption or w.transcript,
-                    transcript=w.transcript or None,
-                    score=0.0,
-                )
-            )
-    return hits
+    return [
+        SegmentHit(
+            segment_id=-(i + 1),
+            scale=r.scale,
+            start=r.start,
+            end=r.end,
+            text=w.caption or w.transcript,
+            transcript=w.transcript or None,
+            score=0.0,
+        )
+        for i, r in enumerate(ranking)
+        if (w := by_start.get(r.start)) is not None
+    ]
 
 
 def run_baselines(
@@ -169,10 +161,11 @@ def run_baselines(
             step = lambda n, task=task: progress.advance(task, n)  # noqa: E731
             index = DenseSearch(windows, embedder(), step, cache_dir=cfg.cache_dir)
         build = time.perf_counter() - started
-        rankings[name], per_q = ask_all(
-            questions, lambda q, i=index: i.search(q.query_text, q.query_time, cfg.top_k),
-            progress, name,
-        )  # fmt: skip
+
+        def search(q: Question, index: Bm25Search | DenseSearch = index) -> list[Ranked]:
+            return index.search(q.query_text, q.query_time, cfg.top_k)
+
+        rankings[name], per_q = ask_all(questions, search, progress, name)
         timings[name] = {"index_s": round(build, 2), "query_ms": round(1000 * per_q, 2)}
     return rankings, timings
 
@@ -199,6 +192,8 @@ def run_worldmm(
     progress: Progress,
     console: Console,
 ) -> tuple[dict[str, list[list[SegmentHit]]], dict]:
+    """Ingest the windows not stored yet, then every question through the memory's
+    variants; their hits and the ingest and question figures."""
     from bench.egolife import memory_method as mm
 
     info: dict = {"user_id": cfg.user_id}
@@ -211,25 +206,23 @@ def run_worldmm(
             f"stored, {len(todo)} of {len(windows)} windows to ingest"
         )
     elif stored:
-        purged = mm.purge(deps, cfg.user_id)
-        console.print(f"purged the previous memory of {cfg.user_id}: {purged}")
+        console.print(f"purged the previous memory of {cfg.user_id}: {mm.purge(deps, cfg.user_id)}")
+    info["ingest"] = {"reused_windows": len(windows) - len(todo)}
     if todo:
         task = progress.add_task("ingest (caption-level)", total=len(todo))
         step = lambda n: progress.advance(task, n)  # noqa: E731
         ingest = mm.ingest_windows(deps, cfg.user_id, todo, cfg.speech_in_caption, on_hour=step)
-        report = asyncio.run(ingest)
-        info["ingest"] = {"reused_windows": len(windows) - len(todo), **report.as_dict()}
+        info["ingest"] |= asyncio.run(ingest)
     else:
-        info["ingest"] = {"reused_windows": len(windows), "windows": 0}
+        info["ingest"]["windows"] = 0
     info["rows"] = mm.memory_counts(deps, cfg.user_id)
     rdeps = mm.retrieval_deps(deps)
     names = [m for m in MEMORY_METHODS if m in cfg.methods]
 
-    async def ask_every() -> tuple[dict[str, list[list[SegmentHit]]], list[float], float]:
+    async def ask_every() -> tuple[dict[str, list[list[SegmentHit]]], list[float]]:
         task = progress.add_task("ask worldmm (+ variants)", total=len(questions))
         out: dict[str, list[list[SegmentHit]]] = {n: [] for n in names}
         full_s: list[float] = []
-        started = time.perf_counter()
         for q in questions:
             hits, seconds = await mm.search_variants(
                 rdeps, cfg.user_id, q.query_text, q.question, q.query_time, names
@@ -238,12 +231,13 @@ def run_worldmm(
                 out[n].append(hits[n])
             full_s.append(seconds)
             progress.advance(task)
-        return out, full_s, time.perf_counter() - started
+        return out, full_s
 
-    hits, full_s, total_s = asyncio.run(ask_every())
+    started = time.perf_counter()
+    hits, full_s = asyncio.run(ask_every())
     ms = harness.summary(full_s, digits=1, scale=1000)
     info.update(query_ms=ms.get("mean"), query_ms_p50=ms.get("p50"), query_ms_p95=ms.get("p95"))
-    info["questions_s"] = round(total_s, 1)
+    info["questions_s"] = round(time.perf_counter() - started, 1)
     return hits, info
 
 
@@ -263,8 +257,6 @@ async def answer_all(
 ) -> dict[str, list[str | None]]:
     """Each method's chosen letter per question: the same offline answerer reads each
     method's top hits; ``random`` picks uniformly (seeded)."""
-    import random
-
     from worldmm.agent.choices import answer_choices
     from worldmm.providers.errors import ModelCallError
 
@@ -290,29 +282,57 @@ async def answer_all(
 
 
 def accuracy(questions: Sequence[Question], letters: Sequence[str | None]) -> float:
-    judged = [(q, a) for q, a in zip(questions, letters, strict=True) if q.answer]
-    if not judged:
-        return 0.0
-    return sum(1 for q, a in judged if a is not None and a == q.answer.strip().upper()) / len(
-        judged
-    )
+    judged = [(q.answer, a) for q, a in zip(questions, letters, strict=True) if q.answer]
+    right = sum(1 for want, got in judged if got == want.strip().upper())
+    return right / len(judged) if judged else 0.0
 
 
-def summarise(
+def question_rows(
     questions: Sequence[Question],
-    scores: Sequence[QuestionScore] | None,
-    letters: Sequence[str | None] | None,
-) -> dict:
-    """Overall and per-type figures; a method without retrieval (random) has None for
-    hit@k and tIoU, a method not answered has no accuracy."""
+    rankings: dict[str, list[list[Ranked]]],
+    answers: dict[str, list[str | None]],
+) -> list[dict]:
+    """Per question: its truth, and per method its scores, top segments and answer."""
+    rows = []
+    for i, q in enumerate(questions):
+        g = truth.truth_intervals(q.targets)
+        methods: dict[str, dict] = {}
+        for m in [m for m in METHODS if m in rankings or m in answers]:
+            row: dict = {}
+            if m in rankings:
+                row |= truth.score(rankings[m][i], g).model_dump()
+                row["top"] = [
+                    [r.start.isoformat(), r.end.isoformat(), r.scale] for r in rankings[m][i]
+                ]
+            if m in answers:
+                row["answer"] = answers[m][i]
+            methods[m] = row
+        moments = [[datetime.fromtimestamp(x, tz=UTC).isoformat() for x in iv] for iv in g]
+        rows.append(
+            {
+                "id": q.id,
+                "type": q.type,
+                "query_time": q.query_time.isoformat(),
+                "answer": q.answer,
+                "truth": moments,
+                "methods": methods,
+            }
+        )
+    return rows
+
+
+def summarise(questions: Sequence[Question], rows: Sequence[dict], method: str) -> dict:
+    """Overall and per-type figures of one method; a method without retrieval (random) has
+    None for hit@k and tIoU, a method not answered has no accuracy."""
 
     def block(idx: list[int]) -> dict:
-        if scores is not None:
-            agg: dict = truth.aggregate([scores[i] for i in idx])
+        cells = [rows[i]["methods"][method] for i in idx]
+        if "tiou" in cells[0]:
+            agg: dict = truth.aggregate([QuestionScore.model_validate(c) for c in cells])
         else:
             agg = {"hit@1": None, "hit@3": None, "tiou": None, "n": len(idx)}
-        if letters is not None:
-            agg["accuracy"] = accuracy([questions[i] for i in idx], [letters[i] for i in idx])
+        if "answer" in cells[0]:
+            agg["accuracy"] = accuracy([questions[i] for i in idx], [c["answer"] for c in cells])
         return agg
 
     by_type: dict[str, list[int]] = {}
@@ -324,43 +344,6 @@ def summarise(
     }
 
 
-def _iso(iv: Interval) -> list[str]:
-    return [datetime.fromtimestamp(x, tz=UTC).isoformat() for x in iv]
-
-
-def question_rows(
-    questions: Sequence[Question],
-    truths: Sequence[list[Interval]],
-    rankings: dict[str, list[list[Ranked]]],
-    scores: dict[str, list[QuestionScore]],
-    answers: dict[str, list[str | None]],
-) -> list[dict]:
-    rows = []
-    for i, q in enumerate(questions):
-        methods: dict[str, dict] = {}
-        for m in [*rankings, *[a for a in answers if a not in rankings]]:
-            row: dict = {}
-            if m in rankings:
-                row.update(scores[m][i].model_dump())
-                row["top"] = [
-                    [r.start.isoformat(), r.end.isoformat(), r.scale] for r in rankings[m][i]
-                ]
-            if m in answers:
-                row["answer"] = answers[m][i]
-            methods[m] = row
-        rows.append(
-            {
-                "id": q.id,
-                "type": q.type,
-                "query_time": q.query_time.isoformat(),
-                "answer": q.answer,
-                "truth": [_iso(iv) for iv in truths[i]],
-                "methods": methods,
-            }
-        )
-    return rows
-
-
 def build_report(
     cfg: BenchConfig,
     windows: Sequence[Window],
@@ -369,15 +352,12 @@ def build_report(
     answers: dict[str, list[str | None]],
     extra: dict,
 ) -> dict:
-    truths = [truth.truth_intervals(q.targets) for q in questions]
-    scores = {
-        m: [truth.score(r, g) for r, g in zip(rankings[m], truths, strict=True)] for m in rankings
-    }
+    rows = question_rows(questions, rankings, answers)
     names = [m for m in METHODS if m in rankings or m in answers]
     return {
         "benchmark": "egolife-retrieval",
         "questions": len(questions),
-        "methods": {m: summarise(questions, scores.get(m), answers.get(m)) for m in names},
+        "methods": {m: summarise(questions, rows, m) for m in names},
         "days": sorted({data.day_of(w.start) for w in windows}),
         "windows": len(windows),
         "question_file": str(cfg.questions),
@@ -392,7 +372,7 @@ def build_report(
             "question's answer (random: a seeded uniform pick)",
         },
         **extra,
-        "per_question": question_rows(questions, truths, rankings, scores, answers),
+        "per_question": rows,
     }
 
 
@@ -403,8 +383,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     run, console = harness.Run(), console or Console(stderr=True)
     if cfg.cache_dir is None:
         cfg = cfg.model_copy(update={"cache_dir": settings.resolved_state_dir / "bench-cache"})
-    unknown = set(cfg.methods) - set(METHODS)
-    if unknown:
+    if unknown := set(cfg.methods) - set(METHODS):
         raise BenchError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS)}")
     windows = data.load_windows(cfg.sync_dir, cfg.days)
     days = set(cfg.days) if cfg.days else {data.day_of(w.start) for w in windows}
@@ -415,18 +394,31 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         raise BenchError("nothing to run: no windows or no questions for these days")
 
     evidence: dict[str, list[list[SegmentHit]]] = {}
+    # The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md).
+    episodic = {
+        k: v
+        for k, v in settings.model_dump().items()
+        if k.startswith("episodic_") or k == "rerank_keep"
+    }
+    used = settings.model_dump(include={"llm_provider", "embed_backend"})
     extra: dict = {
         "settings": {
-            "llm_provider": settings.llm_provider,
-            "embed_backend": settings.embed_backend,
+            **used,
             "speech_in_caption": cfg.speech_in_caption,
             "top_k": cfg.top_k,
-            "episodic": episodic_settings(settings),
+            "episodic": episodic,
         }
     }
     memory = any(m in cfg.methods for m in MEMORY_METHODS)
-    memory_ctx = memory_deps(settings, console) if memory else nullcontext()
-    with progress_bar(console) as progress, memory_ctx as deps:
+    with (
+        Progress(
+            *Progress.get_default_columns(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress,
+        memory_deps(settings, console) if memory else nullcontext() as deps,
+    ):
         if deps is not None:
             evidence, extra["worldmm"] = run_worldmm(
                 cfg, deps, windows, questions, progress, console
@@ -448,9 +440,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     if "random" not in cfg.methods:
         answers.pop("random", None)
     rankings = {
-        m: [mm_ranked(h) for h in evidence[m]]
-        for m in METHODS
-        if m in evidence and m in cfg.methods
+        m: [ranked(h) for h in evidence[m]] for m in METHODS if m in evidence and m in cfg.methods
     }
     report = run.stamp(build_report(cfg, windows, questions, rankings, answers, extra))
     harness.write_report(report, cfg.out, show=False)
@@ -458,29 +448,20 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     return report
 
 
-def episodic_settings(settings: Settings) -> dict:
-    """The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md)."""
-    fields = settings.model_dump()
-    return {k: v for k, v in fields.items() if k.startswith("episodic_") or k == "rerank_keep"}
-
-
-def _fmt(value) -> str:
-    return f"{value:>6.3f}" if isinstance(value, (int, float)) else f"{'-':>6}"
-
-
 def summary_table(report: dict) -> str:
     """A plain-text table of the overall and per-type figures (what the CLI prints)."""
+
+    def cell(value: object) -> str:
+        return f"{value:>6.3f}" if isinstance(value, (int, float)) else f"{'-':>6}"
+
     lines = [
         f"{report['questions']} questions, days {report['days']}, {report['windows']} windows",
         f"{'method':<15} {'type':<14} {'n':>4} {'hit@1':>6} {'hit@3':>6} {'tIoU':>6} {'acc':>6}",
     ]
     for method, block in report["methods"].items():
-        rows = [("overall", block["overall"]), *block["by_type"].items()]
-        for name, agg in rows:
-            lines.append(
-                f"{method:<15} {name:<14} {agg['n']:>4} {_fmt(agg['hit@1'])} "
-                f"{_fmt(agg['hit@3'])} {_fmt(agg['tiou'])} {_fmt(agg.get('accuracy'))}"
-            )
+        for name, agg in [("overall", block["overall"]), *block["by_type"].items()]:
+            figures = " ".join(cell(agg.get(k)) for k in ("hit@1", "hit@3", "tiou", "accuracy"))
+            lines.append(f"{method:<15} {name:<14} {agg['n']:>4} {figures}")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from pydantic import Field
 from bench import harness
 from bench.egolife import truth
 from bench.egolife.data import load_questions, load_windows, select_questions
+from bench.egolife.memory_method import ranked
 from bench.egolife.run import Days, EgoLifeData
 from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, finish, run_lanes
 from worldmm.memory.retrieval.fusion import PriorParams, apply_prior
@@ -60,8 +61,7 @@ async def score(deps, runs, truths, opts: EpisodicOptions) -> dict:
             k: apply_prior(v, run.constraint, run.as_of, opts.prior) for k, v in run.lanes.items()
         }
         result = await finish(deps, replace(run, lanes=lanes), opts)
-        ranked = [truth.Ranked(start=h.start, end=h.end, scale=h.scale) for h in result.hits]
-        scores.append(truth.score(ranked, g))
+        scores.append(truth.score(ranked(result.hits), g))
     return truth.aggregate(scores)
 
 
@@ -71,9 +71,8 @@ async def tune(deps, user_id: str, questions) -> dict:
     runs: list[LaneRun] = []
     started = time.perf_counter()
     for q in questions:
-        runs.append(
-            await run_lanes(deps, user_id, q.query_text, q.query_time, flat, time_text=q.question)
-        )
+        run = run_lanes(deps, user_id, q.query_text, q.query_time, flat, time_text=q.question)
+        runs.append(await run)
     lanes_s = time.perf_counter() - started
     truths = [truth.truth_intervals(q.targets) for q in questions]
     p = {
@@ -105,8 +104,8 @@ async def tune(deps, user_id: str, questions) -> dict:
                 if objective(agg) > objective(best) + 1e-9:
                     p, best = trial, agg
                     print("better", name, v, best, flush=True)
-    return {"questions": len(questions), "lanes_s": round(lanes_s, 1), "best": p,
-            "figures": best, "history": history}  # fmt: skip
+    figures = {"best": p, "figures": best, "history": history}
+    return {"questions": len(questions), "lanes_s": round(lanes_s, 1), **figures}
 
 
 class TuneOptions(EgoLifeData):

@@ -23,8 +23,6 @@ class MemoEmbedder:
         self.name = inner.name
         self.dim = inner.dim
         self.max_texts = max_texts
-        self.hits = 0
-        self.misses = 0
         self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()  # answers run in worker threads
 
@@ -34,8 +32,6 @@ class MemoEmbedder:
         # Embed outside the lock: another thread may embed the same text meanwhile (harmless).
         fresh = self.inner.embed(missing) if missing else np.zeros((0, self.dim), np.float32)
         with self._lock:
-            self.misses += len(missing)
-            self.hits += len(texts) - len(missing)
             for text, vector in zip(missing, fresh, strict=True):
                 self._memo[text] = vector
             rows = []
