@@ -332,7 +332,7 @@ def parse_scale_map(value: str) -> dict[int, int]:
     return out
 
 
-EPISODIC_LANES = ("lexical", "dense", "graph")
+EPISODIC_LANES = ("lexical", "dense", "graph", "entity")
 
 
 def parse_lane_weights(value: str) -> dict[str, float]:
