@@ -77,3 +77,12 @@ ASR_ERRORS = Counter(
     "Failed transcriptions by reason (decode, api).",
     ["backend", "reason"],
 )
+
+RECALLS_WRITTEN = Counter(
+    "worldmm_recalls_written_total",
+    "Recalls written to the store (evidence of answers, notes), by kind of row.",
+    ["kind"],
+)
+RECALLS_DROPPED = Counter(
+    "worldmm_recalls_dropped_total", "Recalls dropped because the recall queue was full."
+)

@@ -58,6 +58,7 @@ KNOBS: dict[str, Knob] = {
     "recency_halflife_h": Knob((3.0, 6.0, 12.0, 24.0, 48.0), 12.0),
     "prior_weight": Knob((0.0, 1.0, 2.0, 4.0, 8.0), "recency_weight"),
     "prior_halflife_h": Knob((1.0, 3.0, 6.0, 12.0, 24.0), "recency_halflife_h"),
+    "importance_weight": Knob((0.0, 0.25, 0.5, 1.0, 2.0), 0.0),
     "rrf_k": Knob((10.0, 30.0, 60.0), 60.0),
     "drill_parents": Knob((0.0, 3.0, 5.0), 0.0),
     "drill_keep": Knob((1.0, 2.0, 3.0), 2.0),
@@ -80,7 +81,12 @@ def resolve(p: Params, active: Sequence[str]) -> Params:
 
 def options_for(base: EpisodicOptions, p: Params) -> EpisodicOptions:
     prior = PriorParams(
-        p["recency_weight"], p["recency_halflife_h"], p["prior_weight"], p["prior_halflife_h"]
+        p["recency_weight"],
+        p["recency_halflife_h"],
+        p["prior_weight"],
+        p["prior_halflife_h"],
+        p["importance_weight"],
+        0.0,  # EgoLife has no recall history: the recall prior is not tuned here
     )
     weights = {"lexical": p["lexical"], "dense": 1.0, "graph": p["graph"], "entity": p["entity"]}
     return replace(
@@ -104,6 +110,7 @@ def params_of(base: EpisodicOptions) -> Params:
         "recency_halflife_h": base.prior.default_halflife_h,
         "prior_weight": base.prior.weight,
         "prior_halflife_h": base.prior.halflife_h,
+        "importance_weight": base.prior.importance_weight,
         "rrf_k": base.rrf_k,
         "drill_parents": float(base.drill_parents),
         "drill_keep": float(base.drill_keep),
@@ -133,7 +140,7 @@ class Scorer:
 
     def _one(self, run: LaneRun, g, opts: EpisodicOptions) -> QuestionScore:
         lanes = {
-            k: apply_prior(v, run.constraint, run.as_of, opts.prior)
+            k: apply_prior(v, run.constraint, run.as_of, opts.prior, run.priors)
             for k, v in run.lanes.items()
             if k in opts.lanes
         }
@@ -246,7 +253,7 @@ async def lane_runs(deps, user_id: str, questions: Sequence[Question]) -> list[L
     every = replace(
         base,
         weights={"lexical": 1.0, "dense": 1.0, "graph": 1.0, "entity": 1.0},
-        prior=PriorParams(0.0, 1.0, 0.0, 1.0),
+        prior=PriorParams(0.0, 1.0, 0.0, 1.0, 0.0, 0.0),
     )
     runs = []
     for q in questions:

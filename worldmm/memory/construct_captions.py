@@ -18,6 +18,7 @@ from worldmm.memory.construct import (
     _versions,
     build_summary_segment,
     extract_text_memory,
+    rated,
     triple_rows,
     write_search_embedding,
 )
@@ -111,7 +112,7 @@ async def build_caption_segment(
         with deps.db.transaction() as conn:
             user_store.ensure_user(conn, window.user_id)
             user_store.upsert_session(conn, window.user_id, window.session_id or "captions")
-            segment_id = segment_store.upsert_segment(conn, seg)
+            segment_id = segment_store.upsert_segment(conn, rated(conn, seg, mem))
             ids = apply_resolutions(conn, window.user_id, mem.resolutions)
             rows = triple_rows(mem, ids)
             triple_store.replace_episodic_triples(conn, window.user_id, segment_id, rows)

@@ -11,6 +11,7 @@ from worldmm.models import ProcessingStatus, SegmentRecord, TripleType, VisualSt
 from worldmm.store._sql import as_vector
 
 TripleOrigin = Literal["extracted", "consolidated", "remembered"]
+ImportanceSource = Literal["model", "estimate", "note"]
 
 
 class _EmbeddingModel(BaseModel):
@@ -51,6 +52,8 @@ class SegmentWrite(BaseModel):
     source_offset_last: int | None = None
     model_versions: dict[str, Any] = Field(default_factory=dict)
     prompt_versions: dict[str, Any] = Field(default_factory=dict)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance_source: ImportanceSource | None = None
 
     @model_validator(mode="after")
     def _window_order(self) -> SegmentWrite:
@@ -69,6 +72,10 @@ class SegmentRow(SegmentRecord):
     source_offset_last: int | None = None
     model_versions: dict[str, Any] = Field(default_factory=dict)
     prompt_versions: dict[str, Any] = Field(default_factory=dict)
+    importance: float | None = None
+    importance_source: ImportanceSource | None = None
+    recall_count: int = 0
+    last_recalled_at: AwareDatetime | None = None
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

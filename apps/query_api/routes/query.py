@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from apps.query_api.auth import AuthorizedUser
-from apps.query_api.deps import Deps
+from apps.query_api.deps import Deps, Recalls
 from apps.query_api.ops.query import hit_json, run_query
 from apps.query_api.routes.common import MODEL_ERROR, USER_ERRORS
 from worldmm.memory.retrieval import search
@@ -31,8 +31,10 @@ router = APIRouter(
         "only memory that existed at that time is used."
     ),
 )
-async def query(user_id: AuthorizedUser, body: QueryRequest, deps: Deps) -> QueryResponse:
-    return await run_query(deps, user_id, body)
+async def query(
+    user_id: AuthorizedUser, body: QueryRequest, deps: Deps, recalls: Recalls
+) -> QueryResponse:
+    return await run_query(deps, user_id, body, recalls=recalls)
 
 
 @router.post(
