@@ -7,11 +7,12 @@ from datetime import timedelta
 import psycopg
 import pytest
 
+from tests.fixtures.store import make_segment
 from worldmm.store import entities, frames, segments, triples
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentWrite, TripleWrite
 
-from .conftest import T0, make_segment, unit_vector
+from .conftest import T0, unit_vector
 
 pytestmark = pytest.mark.integration
 DIM = 384
