@@ -32,7 +32,6 @@ from worldmm.memory.entity_resolution import (
     surface_key,
 )
 from worldmm.memory.windows import (
-    BASE_S,
     TEN_MIN_S,
     BaseWindow,
     CoarseWindow,
@@ -90,7 +89,7 @@ class WindowOutcome:
         segment; ``fields``: the rest."""
         return cls(
             window.user_id,
-            _scale(window),
+            window.scale_s,
             window.start_ms,
             status,
             partial=window.partial,
@@ -179,7 +178,7 @@ def _segment(window: Window, **fields) -> SegmentWrite:
     return SegmentWrite(
         user_id=window.user_id,
         session_id=window.session_id,
-        scale_seconds=_scale(window),
+        scale_seconds=window.scale_s,
         window_start=ms_to_dt(window.start_ms),
         window_end=ms_to_dt(window.end_ms),
         partial=window.partial,
@@ -431,7 +430,7 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
             log.warning(
                 "window_failed user=%s scale=%s start=%s attempt=%d error=%s",
                 window.user_id,
-                _scale(window),
+                window.scale_s,
                 window.start_ms,
                 attempt,
                 error,
@@ -443,15 +442,11 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
     )
 
 
-def _scale(window: Window) -> int:
-    return BASE_S if isinstance(window, BaseWindow) else window.scale_s
-
-
 def _mark_pending(deps: Deps, window: Window) -> None:
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, window.user_id)
         existing = segment_store.get_segment_by_window(
-            conn, window.user_id, _scale(window), ms_to_dt(window.start_ms)
+            conn, window.user_id, window.scale_s, ms_to_dt(window.start_ms)
         )
         if existing is None:
             segment_store.upsert_segment(conn, _segment(window, processing_status="pending"))
@@ -479,7 +474,7 @@ def _record_captures(conn, window: BaseWindow) -> None:
 def _mark_failed(deps: Deps, window: Window, error: str) -> int:
     with deps.db.transaction() as conn:
         existing = segment_store.get_segment_by_window(
-            conn, window.user_id, _scale(window), ms_to_dt(window.start_ms)
+            conn, window.user_id, window.scale_s, ms_to_dt(window.start_ms)
         )
         if existing is None:
             return segment_store.upsert_segment(
