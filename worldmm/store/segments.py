@@ -8,7 +8,7 @@ from datetime import datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
-from worldmm.models import ProcessingStatus, VisualStatus
+from worldmm.models import ProcessingStatus
 from worldmm.store._sql import fetch_models, user_filter
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import SegmentRow, SegmentWrite
@@ -81,43 +81,14 @@ def set_segment_status(
     user_id: str | None = None,
 ) -> None:
     """Set processing status (and error text; cleared when None). NotFoundError if absent."""
-    _update_one(
-        conn,
-        "UPDATE segments SET processing_status = %s, error = %s, updated_at = now()",
-        (status, error),
-        segment_id,
-        user_id,
+    where, args = "id = %s", [status, error, segment_id]
+    if user_id is not None:
+        where += " AND user_id = %s"
+        args.append(user_id)
+    cur = conn.execute(
+        f"UPDATE segments SET processing_status = %s, error = %s, updated_at = now() WHERE {where}",
+        args,
     )
-
-
-def set_visual_status(
-    conn: psycopg.Connection,
-    segment_id: int,
-    status: VisualStatus,
-    error: str | None = None,
-    *,
-    user_id: str | None = None,
-) -> None:
-    """Set the visual embedding status; an error text is kept in ``error`` when given."""
-    _update_one(
-        conn,
-        "UPDATE segments SET visual_status = %s, error = COALESCE(%s, error), updated_at = now()",
-        (status, error),
-        segment_id,
-        user_id,
-    )
-
-
-def _update_one(
-    conn: psycopg.Connection,
-    update: str,
-    params: tuple,
-    segment_id: int,
-    user_id: str | None,
-) -> None:
-    where = " WHERE id = %s" + (" AND user_id = %s" if user_id is not None else "")
-    args = (*params, segment_id) + ((user_id,) if user_id is not None else ())
-    cur = conn.execute(update + where, args)
     if cur.rowcount != 1:
         raise NotFoundError(f"no segment {segment_id}")
 
