@@ -22,17 +22,17 @@ def test_lag_is_high_watermark_minus_next_offset() -> None:
     tracker = metrics.LagTracker("unused:9092")
     tracker.seen(topic, 0, 9)  # offsets 0..9 read: next is 10
     tracker.seen(topic, 1, None)  # no offset (a test source): ignored
-    tracker.refresh(lambda _tp, **_kw: (0, 25))
+    tracker.refresh(lambda *_, **__: (0, 25))
     assert _value("worldmm_ingest_consumer_lag", topic=topic, partition="0") == 15
     assert _value("worldmm_ingest_consumer_lag", topic=topic, partition="1") is None
 
-    def broker_down(_tp, **_kw):
+    def broker_down(*_, **__):
         raise RuntimeError("broker down")
 
     tracker.seen(topic, 0, 24)
     tracker.refresh(broker_down)  # a failed probe leaves the last value
     assert _value("worldmm_ingest_consumer_lag", topic=topic, partition="0") == 15
-    tracker.refresh(lambda _tp, **_kw: (0, 25))
+    tracker.refresh(lambda *_, **__: (0, 25))
     assert _value("worldmm_ingest_consumer_lag", topic=topic, partition="0") == 0
 
 
