@@ -35,7 +35,6 @@ class GraphTriple(NamedTuple):
     invalidated_at: datetime | None = None
 
 
-GraphRow = GraphTriple  # the name bench/ppr_accuracy.py imports
 
 
 def is_active(t: GraphTriple, as_of: datetime | None = None) -> bool:
