@@ -71,3 +71,26 @@ def test_one_fold_only_means_no_split_to_train_on():
     qs = [q for q in questions() if q.type == "EventRecall"]
     ((name, train, held),) = folds.splits(qs, "type")
     assert (name, train, held) == ("EventRecall", [], list(range(len(qs))))
+
+
+def test_tuning_keeps_only_questions_asked_of_a_fully_stored_memory():
+    from bench.egolife.data import Window
+    from bench.egolife.tune import asked_while_stored
+
+    def window(t: datetime) -> Window:
+        return Window(
+            start=t, end=t + timedelta(seconds=30), caption="c", transcript="", source="v"
+        )
+
+    windows = [window(DAY1 + timedelta(minutes=20 * i)) for i in range(6)]  # 09:00 .. 10:40
+    qs = questions(5)
+    early = qs[0].model_copy(update={"query_time": DAY1 + timedelta(minutes=50)})
+    on_the_hour = qs[1].model_copy(update={"query_time": DAY1 + timedelta(hours=1)})
+    late = qs[2].model_copy(update={"query_time": DAY1 + timedelta(minutes=70)})
+    asked = [early, on_the_hour, late]
+    everything = {w.start for w in windows}
+    assert asked_while_stored(asked, windows, everything) == asked
+    # 10:20 is missing: the 10:00 hour is not fully stored, so only questions by 10:00 stay
+    partial = everything - {windows[4].start}
+    assert asked_while_stored(asked, windows, partial) == [early, on_the_hour]
+    assert asked_while_stored(asked, windows, set()) == []
