@@ -124,7 +124,7 @@ def retrieval_deps(deps: Deps) -> Deps:
     return replace(deps, encoder=None, cache=NullCache())
 
 
-# The memory's variants, all scored from one run of the three lanes per question: the full
+# The memory's variants, all scored from one run of the four lanes per question: the full
 # fused retriever (what the API uses), each lane alone, fusion without the graph lane, and
 # fusion without drill-down. Overrides of EpisodicOptions.
 VARIANTS: dict[str, dict] = {
@@ -132,10 +132,11 @@ VARIANTS: dict[str, dict] = {
     "lane-lexical": {"weights": {"lexical": 1.0}},
     "lane-dense": {"weights": {"dense": 1.0}},
     "lane-graph": {"weights": {"graph": 1.0}},
+    "lane-entity": {"weights": {"entity": 1.0}},
     "fused-no-graph": {"weights": {"graph": 0.0}},  # merged into the base weights
     "fused-no-drill": {"drill_parents": 0},
 }
-ALL_LANES = ("lexical", "dense", "graph")
+ALL_LANES = ("lexical", "dense", "graph", "entity")
 
 
 def variant(base: EpisodicOptions, name: str) -> EpisodicOptions:
@@ -167,7 +168,7 @@ async def search_variants(
     out = {"worldmm": (await finish(deps, run, base)).hits}
     seconds = time.perf_counter() - started
     # the ablations need every lane, whatever weight the defaults give it
-    every = replace(base, weights={**base.weights, "graph": base.weights.get("graph") or 1.0})
+    every = replace(base, weights={lane: base.weights.get(lane) or 1.0 for lane in ALL_LANES})
     missing = [lane for lane in ALL_LANES if lane not in run.lanes]
     if missing and any(n != "worldmm" for n in names):
         extra = await run_lanes(

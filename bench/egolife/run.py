@@ -85,7 +85,7 @@ class BenchConfig(EgoLifeData):
     methods: StrList = Field(
         METHODS,
         description="Comma-separated subset of: worldmm (the fused retriever the API uses),"
-        " lane-lexical, lane-dense, lane-graph (each lane alone), fused-no-graph,"
+        " lane-lexical, lane-dense, lane-graph, lane-entity (each lane alone), fused-no-graph,"
         " fused-no-drill, bm25, dense, random (accuracy only).",
     )
     reuse: bool = Field(

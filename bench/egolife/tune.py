@@ -27,12 +27,21 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from pydantic import Field
 
 from bench import harness
 from bench.egolife import folds, truth
-from bench.egolife.data import Question, day_of, load_questions, load_windows, select_questions
+from bench.egolife.data import (
+    Question,
+    Window,
+    day_of,
+    load_questions,
+    load_windows,
+    select_questions,
+)
+from bench.egolife.memory_method import hour_key, missing_hours
 from bench.egolife.run import EgoLifeData
 from bench.egolife.truth import QuestionScore, Ranked
 from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, run_lanes, select
@@ -296,6 +305,19 @@ def tune(deps, user_id: str, questions: Sequence[Question]) -> dict:
     }
 
 
+def asked_while_stored(
+    questions: Sequence[Question], windows: Sequence[Window], stored: set[datetime]
+) -> list[Question]:
+    """The questions asked before the first clock hour of ``windows`` not fully stored:
+    the memory they are asked of is the whole memory at their ``as_of`` (a partly ingested
+    week still tunes on its ingested part, never on questions whose evidence is missing)."""
+    todo = missing_hours(windows, stored)
+    if not todo:
+        return list(questions)
+    first = min(hour_key(w) for w in todo)
+    return [q for q in questions if q.query_time <= first]
+
+
 class TuneOptions(EgoLifeData):
     limit_questions: int | None = Field(
         None, ge=1, description="Tune on the first N selected questions only (a smoke run)."
@@ -309,7 +331,7 @@ def main(opts: TuneOptions) -> dict:
     defaults and writes every fold's held-out figures."""
     from rich.console import Console
 
-    from bench.egolife.memory_method import retrieval_deps
+    from bench.egolife.memory_method import retrieval_deps, stored_base_starts
     from bench.egolife.run import memory_deps
     from worldmm.settings import load_settings
 
@@ -317,9 +339,15 @@ def main(opts: TuneOptions) -> dict:
     windows = load_windows(opts.sync_dir, opts.days)
     days = set(opts.days) if opts.days else {day_of(w.start) for w in windows}
     questions = select_questions(load_questions(opts.questions), days, opts.limit_questions)
-    print(f"{len(windows)} windows, {len(questions)} questions")
     with memory_deps(load_settings(), Console(stderr=True)) as deps:
+        selected = len(questions)
+        questions = asked_while_stored(questions, windows, stored_base_starts(deps, opts.user_id))
+        print(
+            f"{len(windows)} windows, {len(questions)} of {selected} questions asked of a"
+            " fully stored memory"
+        )
         report = tune(retrieval_deps(deps), opts.user_id, questions)
+        report["questions_selected"] = selected
     print(json.dumps({k: report[k] for k in ("kept", "removed", "lanes_s")}, indent=1))
     print(json.dumps(report["chosen"]["params"], indent=1))
     harness.write_report(run.stamp(report), opts.out, show=False)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from worldmm.models import ProcessingStatus, SegmentRecord, TripleType, VisualStatus
+from worldmm.models import SegmentFields, SegmentRecord, TripleType
 from worldmm.store._sql import as_vector
 
 TripleOrigin = Literal["extracted", "consolidated", "remembered"]
@@ -30,22 +30,10 @@ class _EmbeddingModel(BaseModel):
 # --- segments ------------------------------------------------------------------------------
 
 
-class SegmentWrite(BaseModel):
-    """One window's segment. Keyed by (user_id, scale_seconds, window_start): writing the same
-    window again overwrites its text and status and keeps its id."""
+class _Provenance(BaseModel):
+    """Where a segment's input was read (topic, partition, offsets) and which model and prompt
+    versions made it."""
 
-    user_id: str
-    session_id: str | None = None
-    scale_seconds: int = Field(gt=0)
-    window_start: AwareDatetime
-    window_end: AwareDatetime
-    partial: bool = False
-    caption: str | None = None
-    transcript: str | None = None
-    parent_segment_id: int | None = None
-    processing_status: ProcessingStatus = "pending"
-    visual_status: VisualStatus = "none"
-    error: str | None = None
     source_topic: str | None = None
     source_partition: int | None = None
     source_offset_first: int | None = None
@@ -55,6 +43,13 @@ class SegmentWrite(BaseModel):
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     importance_source: ImportanceSource | None = None
 
+
+class SegmentWrite(_Provenance, SegmentFields):
+    """One window's segment. Keyed by (user_id, scale_seconds, window_start): writing the same
+    window again overwrites its text and status and keeps its id."""
+
+    scale_seconds: int = Field(gt=0)
+
     @model_validator(mode="after")
     def _window_order(self) -> SegmentWrite:
         if self.window_end <= self.window_start:
@@ -62,18 +57,10 @@ class SegmentWrite(BaseModel):
         return self
 
 
-class SegmentRow(SegmentRecord):
+class SegmentRow(_Provenance, SegmentRecord):
     """A segment as stored, with bookkeeping and provenance."""
 
     attempts: int = 0
-    source_topic: str | None = None
-    source_partition: int | None = None
-    source_offset_first: int | None = None
-    source_offset_last: int | None = None
-    model_versions: dict[str, Any] = Field(default_factory=dict)
-    prompt_versions: dict[str, Any] = Field(default_factory=dict)
-    importance: float | None = None
-    importance_source: ImportanceSource | None = None
     recall_count: int = 0
     last_recalled_at: AwareDatetime | None = None
     created_at: AwareDatetime

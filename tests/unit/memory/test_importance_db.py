@@ -8,13 +8,16 @@ from datetime import timedelta
 
 import pytest
 
-from tests.unit.memory.test_construct_db import T10, _jpeg_window, _segment, deps  # noqa: F401
+from tests.unit.memory import test_construct_db as built
 from worldmm.llm.schemas import Scored
 from worldmm.memory.construct import process_window
 from worldmm.memory.construct_captions import ingest_caption_windows
 from worldmm.store.segments import list_segments
 
 pytestmark = pytest.mark.integration
+
+T10, _jpeg_window, _segment = built.T10, built._jpeg_window, built._segment
+deps = built.deps  # the same fixture: scripted roles, a hash embedder, the real store
 
 
 def _windows(captions: list[tuple[str, str]]):
