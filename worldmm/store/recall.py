@@ -95,3 +95,73 @@ def recent_embeddings(
     return np.stack(
         [as_vector(r[0].to_numpy() if hasattr(r[0], "to_numpy") else r[0]) for r in rows]
     )
+
+
+class FineWindow(NamedTuple):
+    """What the importance estimate reads of a stored 30 s segment."""
+
+    segment_id: int
+    window_start: datetime
+    caption: str
+    transcript: str
+    entities: list[str]
+    embedding: np.ndarray | None
+    rated: bool  # importance from a model or a note: kept
+
+
+def fine_windows(conn: psycopg.Connection, user_id: str) -> list[FineWindow]:
+    """The user's complete 30 s segments in window order, with the names in their episodic
+    triples and their text embeddings."""
+    rows = conn.execute(
+        "SELECT s.id, s.window_start, coalesce(s.caption, ''), coalesce(s.transcript, ''),"
+        " array(SELECT DISTINCT e.surface_form FROM triples t JOIN entities e"
+        "   ON e.user_id = t.user_id AND e.id IN (t.subject_entity_id, t.object_entity_id)"
+        "   WHERE t.user_id = s.user_id AND t.segment_id = s.id AND t.memory_type = 'episodic'),"
+        " g.embedding, s.importance_source IN ('model', 'note')"
+        " FROM segments s LEFT JOIN segment_embeddings g ON g.segment_id = s.id"
+        " WHERE s.user_id = %s AND s.scale_seconds = 30 AND s.processing_status = 'complete'"
+        " ORDER BY s.window_start, s.id",
+        (user_id,),
+    ).fetchall()
+    return [
+        FineWindow(
+            int(r[0]),
+            r[1],
+            r[2],
+            r[3],
+            list(r[4]),
+            None
+            if r[5] is None
+            else as_vector(r[5].to_numpy() if hasattr(r[5], "to_numpy") else r[5]),
+            bool(r[6]),
+        )
+        for r in rows
+    ]
+
+
+def set_estimates(conn: psycopg.Connection, user_id: str, values: Mapping[int, float]) -> int:
+    """Store estimated importances of the user's segments (one statement)."""
+    if not values:
+        return 0
+    ids = list(values)
+    return conn.execute(
+        "UPDATE segments s SET importance = v.x, importance_source = 'estimate'"
+        " FROM unnest(%s::bigint[], %s::real[]) AS v(id, x)"
+        " WHERE s.user_id = %s AND s.id = v.id",
+        (ids, [values[i] for i in ids], user_id),
+    ).rowcount
+
+
+def summaries_from_windows(conn: psycopg.Connection, user_id: str) -> int:
+    """Every coarse segment not rated by a model takes the highest importance of the 30 s
+    windows it covers (what construction gives it, level by level)."""
+    return conn.execute(
+        "UPDATE segments p SET importance = m.x, importance_source = 'estimate'"
+        " FROM (SELECT p2.id, max(c.importance) AS x FROM segments p2 JOIN segments c"
+        "   ON c.user_id = p2.user_id AND c.scale_seconds = 30"
+        "   AND c.window_start >= p2.window_start AND c.window_end <= p2.window_end"
+        "   WHERE p2.user_id = %s AND p2.scale_seconds > 30 GROUP BY p2.id) m"
+        " WHERE p.user_id = %s AND p.id = m.id AND m.x IS NOT NULL"
+        " AND p.importance_source IS DISTINCT FROM 'model'",
+        (user_id, user_id),
+    ).rowcount

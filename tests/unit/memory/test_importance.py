@@ -10,9 +10,9 @@ from worldmm.memory.importance import Cues, estimate, named, novelty, summary_im
 
 def test_a_conversation_with_named_people_outweighs_a_routine_moment() -> None:
     routine = estimate(Cues(speech_words=0, names=0, novelty=0.05))
-    talk = estimate(Cues(speech_words=25, names=2, novelty=0.05))
-    new_place = estimate(Cues(speech_words=0, names=0, novelty=0.9))
-    everything = estimate(Cues(speech_words=40, names=3, novelty=1.0))
+    talk = estimate(Cues(speech_words=60, names=4, novelty=0.05))
+    new_place = estimate(Cues(speech_words=0, names=0, novelty=0.45))
+    everything = estimate(Cues(speech_words=150, names=5, novelty=0.6))
     assert routine < new_place < talk < everything == 1.0
     assert 0.0 < routine < 0.2
     assert estimate(Cues(speech_words=5, names=0, novelty=0.0)) < estimate(
@@ -21,8 +21,8 @@ def test_a_conversation_with_named_people_outweighs_a_routine_moment() -> None:
 
 
 def test_names_are_capitalised_mid_sentence_or_speakers_not_sentence_starts_or_signs() -> None:
-    text = "Nothing happened. I passed the BAKERY sign with Lucia.\nJake: see you at noon"
-    assert named(text, ["Nothing", "BAKERY", "Lucia", "Jake", "I", "kitchen"]) == 2
+    text = "Nothing happened. I passed the BAKERY sign with Lucia.\nJake: Keep it, I'll come"
+    assert named(text, ["Nothing", "BAKERY", "Lucia", "Jake", "I", "I'll", "Keep", "kitchen"]) == 2
     assert named("Lucia waved.", ["Lucia"]) == 0  # a capital at a sentence start proves nothing
 
 
