@@ -16,6 +16,10 @@ It reads the memory ``worldmm bench egolife`` ingested (run that first, same day
    the knob is removed, not tuned.
 5. The knobs left are fitted on all the questions: those are the defaults it prints.
 
+``--ablate importance_weight`` instead cross-validates every knob against every knob but
+the named ones (each frozen at its neutral value in turn): the held-out effect of one
+prior, for a fraction of the pruning pass's cost.
+
 The report keeps each fold's held-out figures and their spread for every step.
 """
 
@@ -44,6 +48,7 @@ from bench.egolife.data import (
 from bench.egolife.memory_method import hour_key, missing_hours
 from bench.egolife.run import EgoLifeData
 from bench.egolife.truth import QuestionScore, Ranked
+from bench.harness import StrList
 from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, run_lanes, select
 from worldmm.memory.retrieval.fusion import PriorParams, apply_prior
 
@@ -252,6 +257,24 @@ def prune(
     return active, steps, current
 
 
+def ablation(
+    scorer: Scorer, questions: Sequence[Question], start: Params, knobs: Sequence[str]
+) -> dict:
+    """Held-out figures with every knob tuned, and with each of ``knobs`` frozen in turn at
+    its neutral value; ``helps``: the knob raised the held-out objective."""
+    full = cross_validate(scorer, questions, start, list(KNOBS))
+    out: dict = {"all": full}
+    for name in knobs:
+        without = cross_validate(scorer, questions, start, [k for k in KNOBS if k != name])
+        out[name] = {
+            "without": without,
+            "helps": full["objective"] > without["objective"] + 1e-9,
+            "objective_with": full["objective"],
+            "objective_without": without["objective"],
+        }
+    return out
+
+
 def _rounded(agg: dict) -> dict:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in agg.items()}
 
@@ -272,7 +295,7 @@ async def lane_runs(deps, user_id: str, questions: Sequence[Question]) -> list[L
     return runs
 
 
-def tune(deps, user_id: str, questions: Sequence[Question]) -> dict:
+def tune(deps, user_id: str, questions: Sequence[Question], ablate: Sequence[str] = ()) -> dict:
     base = EpisodicOptions.from_settings(deps.settings)
     started = time.perf_counter()
     runs = asyncio.run(lane_runs(deps, user_id, questions))
@@ -280,7 +303,12 @@ def tune(deps, user_id: str, questions: Sequence[Question]) -> dict:
     scorer = Scorer(deps, base, runs, [truth.truth_intervals(q.targets) for q in questions])
     shipped = params_of(base)
     everything = list(range(len(questions)))
-    active, steps, cv = prune(scorer, questions, shipped)
+    if ablate:
+        found = ablation(scorer, questions, shipped, ablate)
+        active = [k for k in KNOBS if k not in ablate or found[k]["helps"]]
+        steps, cv = [{"ablation": found}], found["all"]
+    else:
+        active, steps, cv = prune(scorer, questions, shipped)
     chosen = fit(scorer, shipped, active, everything)
     return {
         "questions": len(questions),
@@ -322,6 +350,11 @@ class TuneOptions(EgoLifeData):
     limit_questions: int | None = Field(
         None, ge=1, description="Tune on the first N selected questions only (a smoke run)."
     )
+    ablate: StrList = Field(
+        (),
+        description="Knobs to ablate, one at a time, against every knob tuned (held-out"
+        f" figures); skips the pruning pass. Any of: {', '.join(KNOBS)}.",
+    )
 
 
 @harness.main(TuneOptions, required=())
@@ -346,7 +379,10 @@ def main(opts: TuneOptions) -> dict:
             f"{len(windows)} windows, {len(questions)} of {selected} questions asked of a"
             " fully stored memory"
         )
-        report = tune(retrieval_deps(deps), opts.user_id, questions)
+        unknown = [k for k in opts.ablate if k not in KNOBS]
+        if unknown:
+            raise SystemExit(f"--ablate: unknown knobs {unknown}; known: {list(KNOBS)}")
+        report = tune(retrieval_deps(deps), opts.user_id, questions, opts.ablate)
         report["questions_selected"] = selected
     print(json.dumps({k: report[k] for k in ("kept", "removed", "lanes_s")}, indent=1))
     print(json.dumps(report["chosen"]["params"], indent=1))
