@@ -41,6 +41,7 @@ keys.AuditPage.next_before
 schemas.PurgeResponse.blobs_deleted
 schemas.PurgeResponse.cache_keys_deleted
 schemas.ForgetResponse.blobs_deleted
+schemas.RememberResponse.merged_into
 # a pydantic field of a test option model, read through model_dump
 _.hidden  # noqa: F821
 # click calls a Group's list_commands for --help

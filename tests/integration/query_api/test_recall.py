@@ -100,10 +100,13 @@ def test_recalls_count_once_per_answer_under_concurrent_questions_without_blocki
 
 
 def test_answer_evidence_prefers_cited_windows() -> None:
-    from worldmm.agent.result import AgentResult, Evidence
+    from worldmm.agent.result import AgentResult
+    from worldmm.memory.retrieval.results import SegmentHit
 
     ev = [
-        Evidence(segment_id=i, scale=30, start=AT, end=AT + timedelta(seconds=30), text="x")
+        SegmentHit(
+            segment_id=i, scale=30, start=AT, end=AT + timedelta(seconds=30), text="x", score=1.0
+        )
         for i in (1, 2, 3)
     ]
     base = dict(answer="a", rounds=[], evidence=ev, triples=[], frames=[], label="t")
