@@ -261,8 +261,11 @@ def ablation(
     scorer: Scorer, questions: Sequence[Question], start: Params, knobs: Sequence[str]
 ) -> dict:
     """Held-out figures with every knob tuned, and with each of ``knobs`` frozen in turn at
-    its neutral value; ``helps``: the knob raised the held-out objective."""
+    its neutral value; ``helps``: the knob raised the held-out objective. ``grid``: each
+    value of the knob, the others fitted on all questions (in-sample, for the direction)."""
     full = cross_validate(scorer, questions, start, list(KNOBS))
+    everything = list(range(len(questions)))
+    fitted = fit(scorer, start, list(KNOBS), everything)
     out: dict = {"all": full}
     for name in knobs:
         without = cross_validate(scorer, questions, start, [k for k in KNOBS if k != name])
@@ -271,6 +274,10 @@ def ablation(
             "helps": full["objective"] > without["objective"] + 1e-9,
             "objective_with": full["objective"],
             "objective_without": without["objective"],
+            "grid": {
+                str(v): _rounded(scorer.aggregate({**fitted, name: v}, everything))
+                for v in KNOBS[name].grid
+            },
         }
     return out
 
