@@ -289,17 +289,6 @@ def test_entity_lane_finds_the_named_people_together_where_text_search_misses(
     assert together not in lane(deps, user_id, q, "lexical", asked)
     assert lane(deps, user_id, q, "dense", asked)[0] != together
 
-    # fused, the entity lane lifts the window over where the words alone put it
-    def position(weights: dict[str, float]) -> int:
-        opts = EpisodicOptions.from_settings(
-            deps.settings, weights=weights, drill_parents=0, keep=10
-        )
-        hits = asyncio.run(search_episodic(deps, user_id, q, asked, options=opts)).hits
-        return [h.segment_id for h in hits].index(together)
-
-    words = position({"lexical": 1.0, "dense": 1.0})
-    assert position({"lexical": 1.0, "dense": 1.0, "entity": 1.0}) < words
-
 
 def test_entity_lane_matches_a_nickname_through_its_alias(deps, household, user_id):
     got = lane(deps, user_id, "When did Kat lift the board?", "entity", DAY + timedelta(hours=1))
