@@ -12,7 +12,7 @@ from typing import NamedTuple, TypeVar
 
 import psycopg
 
-from worldmm.store._sql import fetch_dicts, user_filter
+from worldmm.store._sql import fetch_models, user_filter
 from worldmm.store.models import AudioChunkRecord, AudioChunkRow, FrameRecord, FrameRow
 
 _MEDIA = "media_key, media_offset, media_length"
@@ -186,12 +186,8 @@ def list_frames(
             ("(captured_at, id) > (%s, %s)", after),
         ],
     )
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {where} ORDER BY captured_at, id LIMIT %s",
-        (*args, limit),
-    )
-    return [FrameRecord.model_validate(r) for r in rows]
+    query = f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {where} ORDER BY captured_at, id LIMIT %s"
+    return fetch_models(conn, FrameRecord, query, (*args, limit))
 
 
 def insert_audio_chunk(conn: psycopg.Connection, chunk: AudioChunkRow) -> int:
@@ -232,12 +228,10 @@ def list_audio_chunks(
             ("started_at < %s", end),
         ],
     )
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where} ORDER BY started_at, id LIMIT %s",
-        (*args, limit),
+    query = (
+        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where} ORDER BY started_at, id LIMIT %s"
     )
-    return [AudioChunkRecord.model_validate(r) for r in rows]
+    return fetch_models(conn, AudioChunkRecord, query, (*args, limit))
 
 
 def stored_media(
@@ -258,9 +252,6 @@ def stored_media(
 
 def get_frame(conn: psycopg.Connection, user_id: str, blob_key: str) -> FrameRecord | None:
     """The frame row of this user under ``blob_key``."""
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE user_id = %s AND blob_key = %s",
-        (user_id, blob_key),
-    )
-    return FrameRecord.model_validate(rows[0]) if rows else None
+    query = f"SELECT {_FRAME_COLUMNS} FROM frames WHERE user_id = %s AND blob_key = %s"
+    rows = fetch_models(conn, FrameRecord, query, (user_id, blob_key))
+    return rows[0] if rows else None

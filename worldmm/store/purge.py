@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import psycopg
 from psycopg import sql
 
+from worldmm.store._sql import fetch_column
 from worldmm.store.models import ForgetResult
 
 WINDOW_MS = 30_000  # one container per 30 s window
@@ -18,12 +19,12 @@ def ms_to_dt(ms: int) -> datetime:
 
 def user_tables(conn: psycopg.Connection) -> list[str]:
     """Every table of the current schema with a user_id column (plus users itself)."""
-    rows = conn.execute(
+    return fetch_column(
+        conn,
         "SELECT table_name FROM information_schema.columns"
         " WHERE table_schema = current_schema() AND column_name = 'user_id'"
-        " ORDER BY table_name"
-    ).fetchall()
-    return [r[0] for r in rows]
+        " ORDER BY table_name",
+    )
 
 
 def count_user_rows(conn: psycopg.Connection, user_id: str) -> dict[str, int]:
@@ -57,13 +58,11 @@ def forget_range(
     Returns counts and the blob keys the caller must delete."""
     if end <= start:
         raise ValueError("forget_range: end must be after start")
-    seg_ids = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM segments WHERE user_id = %s AND window_start < %s AND window_end > %s",
-            (user_id, end, start),
-        ).fetchall()
-    ]
+    seg_ids = fetch_column(
+        conn,
+        "SELECT id FROM segments WHERE user_id = %s AND window_start < %s AND window_end > %s",
+        (user_id, end, start),
+    )
     counts: dict[str, int] = {}
     counts["triples"] = conn.execute(
         "DELETE FROM triples WHERE user_id = %s"
@@ -113,14 +112,15 @@ def _unreferenced(conn: psycopg.Connection, user_id: str, media_keys: set[str]) 
     # only rows of that span can point into it: the time indexes bound the look-up.
     starts = [int(k.rsplit("/", 1)[1].split("-", 1)[0]) for k in keys]
     lo, hi = ms_to_dt(min(starts) - WINDOW_MS), ms_to_dt(max(starts) + 2 * WINDOW_MS)
-    still = conn.execute(
+    still = fetch_column(
+        conn,
         "SELECT media_key FROM frames WHERE user_id = %s AND captured_at >= %s"
         " AND captured_at < %s AND media_key = ANY(%s)"
         " UNION SELECT media_key FROM audio_chunks WHERE user_id = %s AND started_at >= %s"
         " AND started_at < %s AND media_key = ANY(%s)",
         (user_id, lo, hi, keys, user_id, lo, hi, keys),
-    ).fetchall()
-    return sorted(media_keys - {r[0] for r in still})
+    )
+    return sorted(media_keys - set(still))
 
 
 def _delete_unused_entities(conn: psycopg.Connection, user_id: str) -> int:
