@@ -33,7 +33,6 @@ from dataclasses import dataclass
 MAGIC = b"WMC1"
 _HEAD = struct.Struct("<4sI")
 VERSION = 1
-EXTENSION = ".wmc"
 MAX_INDEX_BYTES = 16 << 20  # a window holds a few dozen captures; anything larger is corrupt
 
 

@@ -67,10 +67,6 @@ class WindowMedia:
     stored: dict[str, MediaRef | None] = field(default_factory=dict)  # in the store before
     container_key: str | None = None
 
-    @property
-    def wrote(self) -> bool:
-        return self.container_key is not None
-
 
 def key_of(item: Item) -> str:
     """The capture's blob key (its identity in containers, spools and rows)."""

@@ -207,7 +207,3 @@ class ForgetResult(BaseModel):
     frame_blob_keys: list[str] = Field(default_factory=list)
     audio_blob_keys: list[str] = Field(default_factory=list)
     media_keys: list[str] = Field(default_factory=list)
-
-    @property
-    def blob_keys(self) -> list[str]:
-        return [*self.frame_blob_keys, *self.audio_blob_keys, *self.media_keys]
