@@ -40,6 +40,15 @@ class Settings(BaseSettings):
         default=None,
         description="s3://bucket/prefix: keep blobs in S3 instead (needs boto3 installed).",
     )
+    blob_s3_endpoint_url: str | None = Field(
+        default=None,
+        description="Endpoint of an S3-protocol server (MinIO, Ceph); default: AWS S3.",
+    )
+    media_spool_dir: Path | None = Field(
+        default=None,
+        description="Captures of open windows until their container is stored; keep it "
+        "beside the recovery dir. Default: STATE_DIR/spool.",
+    )
 
     # --- external services (production). When set, `worldmm up` starts nothing for them ---
     kafka_brokers: str | None = Field(default=None, description="Kafka bootstrap servers.")
@@ -189,10 +198,11 @@ class Settings(BaseSettings):
     )
     rerank_keep: int = Field(default=3, ge=1, description="Segments an episodic search returns.")
     episodic_lane_weights: str = Field(
-        default="lexical:1.0,dense:1.0,graph:0.0",
-        description="Episodic lanes (lexical, dense, graph) and their reciprocal-rank-fusion "
-        "weights 'lane:w,...': a lane runs when its weight is above 0, and a lane left out "
-        "weighs 0 (the graph lane lost on EgoLife days 1-3 with the offline triples).",
+        default="lexical:1.0,dense:1.0,graph:0.0,entity:0.25",
+        description="Episodic lanes (lexical, dense, graph, entity) and their reciprocal-rank-"
+        "fusion weights 'lane:w,...': a lane runs when its weight is above 0, and a lane left "
+        "out weighs 0 (cross-validated on EgoLife: the entity lane earns 0.25, the PageRank "
+        "graph lane 0 with the offline triples; docs/benchmarks/egolife.md).",
     )
     episodic_rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal rank fusion k.")
     episodic_lane_candidates: int = Field(
@@ -332,6 +342,10 @@ class Settings(BaseSettings):
     @property
     def resolved_blob_dir(self) -> Path:
         return (self.blob_dir or self.resolved_state_dir / "blobs").expanduser().resolve()
+
+    @property
+    def resolved_spool_dir(self) -> Path:
+        return (self.media_spool_dir or self.resolved_state_dir / "spool").expanduser().resolve()
 
     @property
     def postgres_data_parent(self) -> Path:

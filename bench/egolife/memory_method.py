@@ -184,3 +184,25 @@ async def search_variants(
         if name not in out:
             out[name] = (await finish(deps, run, variant(base, name))).hits
     return {n: out[n] for n in names}, seconds
+
+
+async def option_evidence(
+    deps: Deps,
+    user_id: str,
+    question: str,
+    choices: Sequence[str],
+    as_of: datetime,
+    first: Sequence[SegmentHit],
+) -> list[SegmentHit]:
+    """What the API's answerer reads for a multiple-choice question: the retriever's hits
+    for the question (``first``), then one search per option (the question with that
+    option, as :func:`worldmm.agent.loop.option_rounds` looks), each segment once."""
+    from worldmm.agent.choices import look_per_option, merge_hits
+
+    base = EpisodicOptions.from_settings(deps.settings)
+
+    async def search(text: str) -> list[SegmentHit]:
+        run = await run_lanes(deps, user_id, text, as_of, base, time_text=question)
+        return (await finish(deps, run, base)).hits
+
+    return merge_hits([first, *await look_per_option(search, question, list(choices))])
