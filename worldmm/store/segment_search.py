@@ -14,7 +14,7 @@ words plus four choices, the rare word that pins the moment drowned among common
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -22,7 +22,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from worldmm.store._sql import as_vector, knn_dicts, vec_cast
+from worldmm.store import knn
+from worldmm.store._sql import as_vector, vec_cast
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -76,7 +77,7 @@ def upsert_segment_embeddings(
                 " window_start, window_end, model, embedding)"
                 f" SELECT id, user_id, scale_seconds, window_start, window_end, %s, %s{vec_cast(q)}"
                 " FROM segments WHERE user_id = %s AND id = %s"
-                " ON CONFLICT (segment_id) DO UPDATE SET embedding = EXCLUDED.embedding,"
+                " ON CONFLICT (segment_id, user_id) DO UPDATE SET embedding = EXCLUDED.embedding,"
                 " model = EXCLUDED.model, window_start = EXCLUDED.window_start,"
                 " window_end = EXCLUDED.window_end, updated_at = now()",
                 (model, q, user_id, segment_id),
@@ -96,7 +97,8 @@ def count_missing_embeddings(conn: psycopg.Connection, model: str, user_id: str 
     """Complete segments with text but no embedding by ``model`` (all users when None)."""
     user = " AND s.user_id = %(u)s" if user_id is not None else ""
     row = conn.execute(
-        "SELECT count(*) FROM segments s LEFT JOIN segment_embeddings e ON e.segment_id = s.id"
+        "SELECT count(*) FROM segments s LEFT JOIN segment_embeddings e"
+        " ON e.user_id = s.user_id AND e.segment_id = s.id"
         f" WHERE {_MISSING_WHERE}{user}",
         {"model": model, "u": user_id},
     ).fetchone()
@@ -110,7 +112,8 @@ def missing_embeddings(
     user = " AND s.user_id = %(u)s" if user_id is not None else ""
     rows = conn.execute(
         "SELECT s.id, s.user_id, s.caption, s.transcript FROM segments s"
-        " LEFT JOIN segment_embeddings e ON e.segment_id = s.id"
+        " LEFT JOIN segment_embeddings e"
+        " ON e.user_id = s.user_id AND e.segment_id = s.id"
         f" WHERE {_MISSING_WHERE}{user} AND s.id > %(after)s ORDER BY s.id LIMIT %(limit)s",
         {"model": model, "u": user_id, "after": after_id, "limit": limit},
     ).fetchall()
@@ -201,6 +204,17 @@ def _tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+# The lexical lane's candidate cap (segments scored per search): a floor, and per result asked.
+# Four weeks hold ~97k segments, and one colour word matched 22k of them.
+LEXICAL_CANDIDATES_MIN = 2_000
+LEXICAL_CANDIDATES_PER_RESULT = 100
+
+
+def candidate_cap(k: int) -> int:
+    """Segments a lexical search of ``k`` results may select by their lexemes."""
+    return max(LEXICAL_CANDIDATES_MIN, LEXICAL_CANDIDATES_PER_RESULT * k)
+
+
 # BM25's length normalisation is largest for the shortest segments (relative length -> 0): no
 # segment scores more than this many times the sum of the IDFs of the lexemes it matches.
 MAX_LENGTH_FACTOR = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B))
@@ -234,6 +248,8 @@ def lexical_search(
     scales: Sequence[int] | None = None,
     ids: Sequence[int] | None = None,
     prune: bool = True,
+    doc_freq: Mapping[str, int] | None = None,
+    max_candidates: int | None = None,
 ) -> list[LaneRow]:
     """The user's top ``k`` segments for weighted lexemes ``terms`` (lexeme, idf), best first.
 
@@ -243,25 +259,52 @@ def lexical_search(
     that provably leaves the top ``k`` unchanged (:func:`prunable_terms`): first with the
     rarest lexeme's IDF as the guessed threshold, then, if the ``k``-th score found is too
     low for that, once more with it. Never more than two queries, and the result is the
-    unpruned one."""
+    unpruned one.
+
+    With ``doc_freq`` (segments per lexeme) and ``max_candidates``, the selecting lexemes are
+    also capped, rarest first, at those whose segments add up to ``max_candidates``
+    (:func:`capped_terms`; the rarest is always searched): the work is bounded by the cap,
+    not by how many segments share a common word. Past the cap the ranking is no longer
+    proven exact; the query benchmark reports how often it equals the exact one."""
     terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
     query = _LexicalQuery(
         conn, user_id, terms, mean_length, k, Filters(as_of, start, end, scales, ids)
     )
+    limit = len(terms)
+    if doc_freq is not None and max_candidates is not None:
+        limit = capped_terms(terms, doc_freq, max_candidates)
+
+    def run(n: int) -> list[LaneRow]:
+        return query.run(min(n, limit))
+
     if not prune:
-        return query.run(len(terms))
+        return run(len(terms))
     dropped = prunable_terms(terms, terms[0][1])
-    if dropped == 0:
-        return query.run(len(terms))
-    rows = query.run(len(terms) - dropped)
+    if dropped == 0 or len(terms) - dropped >= limit:
+        return run(len(terms))
+    rows = run(len(terms) - dropped)
     if len(rows) < k:  # too few to bound anything: search with every lexeme
-        return query.run(len(terms))
+        return run(len(terms))
     needed = prunable_terms(terms, rows[-1].score)
     if needed >= dropped:
         return rows
-    return query.run(len(terms) - needed)
+    return run(len(terms) - needed)
+
+
+def capped_terms(
+    terms: Sequence[tuple[str, float]], doc_freq: Mapping[str, int], max_candidates: int
+) -> int:
+    """How many of ``terms`` (rarest first) select candidates under a cap of
+    ``max_candidates`` segments: the longest prefix whose document frequencies add up to at
+    most the cap, and never fewer than one (impact order: a rarer lexeme weighs more)."""
+    total = 0
+    for n, (lexeme, _weight) in enumerate(terms):
+        total += doc_freq.get(lexeme, 0)
+        if total > max_candidates:
+            return max(1, n)
+    return len(terms)
 
 
 class _LexicalQuery:
@@ -318,6 +361,21 @@ class _LexicalQuery:
         return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]
 
 
+def dense_query(filters: Filters) -> knn.VectorQuery:
+    """The dense lane's search of ``segment_embeddings`` under ``filters``; the user's
+    btree holds the window end, the primary key the ids."""
+    counted = Filters(filters.as_of, filters.start, ids=filters.ids)
+    return knn.VectorQuery(
+        table="segment_embeddings",
+        alias="e",
+        columns="e.segment_id, e.scale_seconds, e.window_start, e.window_end",
+        tiebreak="segment_id",
+        where=filters.where("e"),
+        params=filters.params(),
+        count_where=counted.where("e"),
+    )
+
+
 def dense_search(
     conn: psycopg.Connection,
     user_id: str,
@@ -329,31 +387,20 @@ def dense_search(
     end: datetime | None = None,
     scales: Sequence[int] | None = None,
     ids: Sequence[int] | None = None,
+    exact_rows: int | None = None,
 ) -> list[LaneRow]:
     """The user's ``k`` segments whose text embedding is nearest ``embedding`` (cosine
-    similarity as the score, best first)."""
-    if k <= 0:
-        return []
-    q = as_vector(embedding)
-    cast = vec_cast(q)
-    filters = Filters(as_of, start, end, scales, ids)
-    params = {"q": q, "u": user_id, "k": k, **filters.params()}
-    rows = knn_dicts(
-        conn,
-        "SELECT e.segment_id, e.scale_seconds, e.window_start, e.window_end,"
-        f" 1 - (e.embedding <=> %(q)s{cast}) AS score FROM segment_embeddings e"
-        f" WHERE e.user_id = %(u)s{filters.where('e')}"
-        f" ORDER BY e.embedding <=> %(q)s{cast}, e.segment_id LIMIT %(k)s",
-        params,
-        k=k,
-    )
+    similarity as the score, best first); exact below ``exact_rows`` rows to search
+    (:mod:`worldmm.store.knn`)."""
+    query = dense_query(Filters(as_of, start, end, scales, ids))
+    rows = knn.nearest(conn, query, user_id, as_vector(embedding), k, exact_rows=exact_rows)
     return [
         LaneRow(
             int(r["segment_id"]),
             int(r["scale_seconds"]),
             r["window_start"],
             r["window_end"],
-            float(r["score"]),
+            1.0 - float(r["distance"]),
         )
         for r in rows
     ]
