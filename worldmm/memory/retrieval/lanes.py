@@ -129,6 +129,8 @@ def lexical_lane(
             start=time_range.start,
             end=time_range.end,
             ids=ids,
+            doc_freq=stats.df,
+            max_candidates=ss.candidate_cap(k),
         )
     return _candidates(rows)
 
