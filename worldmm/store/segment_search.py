@@ -241,12 +241,8 @@ def lexical_search(
     terms: Sequence[tuple[str, float]],
     mean_length: dict[int, float],
     k: int,
+    filters: Filters = Filters(),
     *,
-    as_of: datetime | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    scales: Sequence[int] | None = None,
-    ids: Sequence[int] | None = None,
     prune: bool = True,
     doc_freq: Mapping[str, int] | None = None,
     max_candidates: int | None = None,
@@ -255,42 +251,69 @@ def lexical_search(
 
     Scoring every segment that holds any query lexeme costs as many segments as the
     commonest lexeme matches (a third of four weeks' segments for a colour word). With
-    ``prune`` the commonest lexemes only score, they do not select candidates, as long as
-    that provably leaves the top ``k`` unchanged (:func:`prunable_terms`): first with the
-    rarest lexeme's IDF as the guessed threshold, then, if the ``k``-th score found is too
-    low for that, once more with it. Never more than two queries, and the result is the
-    unpruned one.
-
-    With ``doc_freq`` (segments per lexeme) and ``max_candidates``, the selecting lexemes are
-    also capped, rarest first, at those whose segments add up to ``max_candidates``
-    (:func:`capped_terms`; the rarest is always searched): the work is bounded by the cap,
-    not by how many segments share a common word. Past the cap the ranking is no longer
-    proven exact; the query benchmark reports how often it equals the exact one."""
+    ``prune`` only the rarest lexemes select candidates (every lexeme scores them): those
+    :func:`prunable_terms` guesses from the rarest lexeme's IDF and, with ``doc_freq``
+    (segments per lexeme) and ``max_candidates``, at most those whose segments add up to the
+    cap (:func:`capped_terms`): the first query's work is bounded by the cap, not by how
+    many segments share a common word. Its ``k``-th score then bounds what a segment holding
+    only left-out lexemes would need: the sets of them that could reach it
+    (:func:`covering_sets`, e.g. two common words together) select candidates too in a
+    second query, which GIN answers by intersecting their posting lists. At most two
+    queries, and the result is exactly the unpruned one (MaxScore, Turtle and Flood 1995)."""
     terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
-    query = _LexicalQuery(
-        conn, user_id, terms, mean_length, k, Filters(as_of, start, end, scales, ids)
-    )
-    limit = len(terms)
-    if doc_freq is not None and max_candidates is not None:
-        limit = capped_terms(terms, doc_freq, max_candidates)
-
-    def run(n: int) -> list[LaneRow]:
-        return query.run(min(n, limit))
-
-    if not prune:
-        return run(len(terms))
-    dropped = prunable_terms(terms, terms[0][1])
-    if dropped == 0 or len(terms) - dropped >= limit:
-        return run(len(terms))
-    rows = run(len(terms) - dropped)
+    query = _LexicalQuery(conn, user_id, terms, mean_length, k, filters)
+    everything = len(terms)
+    n = everything - prunable_terms(terms, terms[0][1]) if prune else everything
+    if prune and doc_freq is not None and max_candidates is not None:
+        n = min(n, capped_terms(terms, doc_freq, max_candidates))
+    if n == everything:
+        return query.run(everything)
+    rows = query.run(n)
     if len(rows) < k:  # too few to bound anything: search with every lexeme
-        return run(len(terms))
-    needed = prunable_terms(terms, rows[-1].score)
-    if needed >= dropped:
+        return query.run(everything)
+    weights = [w for _, w in terms]
+    # A lower k-th score than the true one only adds sets, so the first query's bounds every
+    # wider selection too.
+    while n < everything:
+        sets = covering_sets(weights[n:], rows[-1].score)
+        if sets is not None:
+            break
+        n += 1  # too many sets: this lexeme selects on its own
+    else:
+        return query.run(everything)
+    if not sets:
         return rows
-    return run(len(terms) - needed)
+    return query.run(n, [[n + i for i in s] for s in sets])
+
+
+# Sets of left-out lexemes a second lexical query ORs in at most; past it the rarest left-out
+# lexeme selects candidates on its own instead.
+MAX_COVERING_SETS = 16
+
+
+def covering_sets(weights: Sequence[float], threshold: float) -> list[list[int]] | None:
+    """Index sets of ``weights`` (left-out lexemes' IDFs, largest first) whose sum a segment
+    holding only them would need to score ``threshold`` (``MAX_LENGTH_FACTOR`` times the sum
+    reaches it): a segment that can reach it holds every lexeme of one set. None when more than
+    ``MAX_COVERING_SETS`` are needed."""
+    out: list[list[int]] = []
+    rest = [sum(weights[i:]) for i in range(len(weights) + 1)]
+
+    def grow(start: int, chosen: list[int], total: float) -> bool:
+        for i in range(start, len(weights)):
+            if MAX_LENGTH_FACTOR * (total + rest[i]) < threshold:
+                return True  # nothing from here on reaches it
+            if MAX_LENGTH_FACTOR * (total + weights[i]) >= threshold:
+                out.append([*chosen, i])
+                if len(out) > MAX_COVERING_SETS:
+                    return False
+            elif not grow(i + 1, [*chosen, i], total + weights[i]):
+                return False
+        return True
+
+    return out if grow(0, [], 0.0) else None
 
 
 def capped_terms(
@@ -355,8 +378,11 @@ class _LexicalQuery:
             " ORDER BY score DESC, id LIMIT %(k)s"
         ).format(raw=raw, filters=sql.SQL(filters.where("s")))
 
-    def run(self, n: int) -> list[LaneRow]:
-        params = {**self.params, "any": " | ".join(self.literals[:n])}
+    def run(self, n: int, sets: Sequence[Sequence[int]] = ()) -> list[LaneRow]:
+        """Candidates: segments holding one of the ``n`` rarest lexemes or all of a set."""
+        both = [" & ".join(self.literals[i] for i in group) for group in sets]
+        selecting = [*self.literals[:n], *(f"({b})" for b in both)]
+        params = {**self.params, "any": " | ".join(selecting)}
         rows = self.conn.execute(self.sql, params).fetchall()
         return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]
 
@@ -381,19 +407,16 @@ def dense_search(
     user_id: str,
     embedding: np.ndarray,
     k: int,
+    filters: Filters = Filters(),
     *,
-    as_of: datetime | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    scales: Sequence[int] | None = None,
-    ids: Sequence[int] | None = None,
     exact_rows: int | None = None,
 ) -> list[LaneRow]:
     """The user's ``k`` segments whose text embedding is nearest ``embedding`` (cosine
     similarity as the score, best first); exact below ``exact_rows`` rows to search
     (:mod:`worldmm.store.knn`)."""
-    query = dense_query(Filters(as_of, start, end, scales, ids))
-    rows = knn.nearest(conn, query, user_id, as_vector(embedding), k, exact_rows=exact_rows)
+    rows = knn.nearest(
+        conn, dense_query(filters), user_id, as_vector(embedding), k, exact_rows=exact_rows
+    )
     return [
         LaneRow(
             int(r["segment_id"]),
