@@ -192,6 +192,36 @@ class Retrieval:
             self.echo(f"  {memory_type}: {p50}")
         return latency, detail
 
+    def lexical_check(self, ks: Sequence[int] = (10, 100)) -> dict[str, Any]:
+        """The lexical lane's capped search against the exact ranking (every segment holding
+        a query word scored) on the episodic questions: equal top k, and the segments each
+        selected by its lexemes (their document frequencies summed)."""
+        from worldmm.memory.retrieval.lanes import weighted_terms
+        from worldmm.store import segment_search as ss
+
+        equal, compared, selected, everything = 0, 0, [], []
+        with self.deps.db.connection() as conn:
+            stats = ss.term_stats(conn, self.user_id)
+            for q in self.queries["episodic"]:
+                terms = weighted_terms(ss.query_lexemes(conn, q.text), stats)
+                for k in ks:
+                    args = (conn, self.user_id, terms, stats.mean_length, k)
+                    exact = ss.lexical_search(*args, prune=False)
+                    cap = ss.candidate_cap(k)
+                    capped = ss.lexical_search(*args, doc_freq=stats.df, max_candidates=cap)
+                    equal += [r.segment_id for r in capped] == [r.segment_id for r in exact]
+                    compared += 1
+                    n = ss.capped_terms(terms, stats.df, cap) if terms else 0
+                    selected.append(sum(stats.df[t] for t, _ in terms[:n]))
+                    everything.append(sum(stats.df[t] for t, _ in terms))
+        return {
+            "k": list(ks),
+            "compared": compared,
+            "equal_to_exact": equal,
+            "capped_selection_segments": summary(selected),
+            "all_query_words_segments": summary(everything),
+        }
+
     def plans(self) -> dict[str, Any]:
         """Per memory type (and episodic ``as_of``): the plan of every statement one search
         runs, EXPLAINed with its parameters and settings, and what is wrong with it
@@ -432,6 +462,11 @@ def run_benchmark(
             for p in s["problems"]
         ]
         echo(f"  plans: {result['plan_problems'] or 'every search uses its indexes'}")
+        result["lexical_cap"] = retrieval.lexical_check()
+        echo(
+            f"  lexical capped = exact: {result['lexical_cap']['equal_to_exact']}"
+            f" of {result['lexical_cap']['compared']}"
+        )
         if others:
             result["others_effect"] = compare_latency(
                 result["retrieval_ms_alone"], result["retrieval_ms"]

@@ -81,20 +81,28 @@ def _recorded_visual_search(database_url: str, user: str) -> plans.Recorded:
     return search
 
 
+def _vector_problems(conn: psycopg.Connection, plan: dict) -> list[str]:
+    """The plan check's findings, less the join to a tiny segments table (read whole: at
+    this size that is the right plan; the bench checks at 10,000 rows and more)."""
+    found = plans.problems(conn, plan, needs_hnsw=True, min_rows=1)
+    return [p for p in found if not p.startswith("sequential scan of segments ")]
+
+
 def test_plan_check_fails_on_a_memory_whose_index_is_dropped(conn, stack, user_id) -> None:
     _fill(conn, user_id, 20, seed=7)
     conn.commit()
+    conn.execute("ANALYZE visual_embeddings")  # the check reads its row count
     search = _recorded_visual_search(stack.database_url, user_id)
     assert search.settings["hnsw.iterative_scan"] == "strict_order"
 
     plan = plans.explain(conn, search)
-    assert plans.problems(conn, plan, needs_hnsw=True, min_rows=1) == []
+    assert _vector_problems(conn, plan) == []
     assert any("visual_embeddings_p" in line for line in plans.render(plan))
 
     with conn.transaction(force_rollback=True):
         conn.execute("DROP INDEX visual_embeddings_hnsw")  # every partition's goes with it
         dropped = plans.explain(conn, search)
-        found = plans.problems(conn, dropped, needs_hnsw=True, min_rows=1)
+        found = _vector_problems(conn, dropped)
     assert any(p.startswith("no HNSW index scanned") for p in found), found
     # the index is back (the drop was rolled back): the check passes again
-    assert plans.problems(conn, plans.explain(conn, search), needs_hnsw=True, min_rows=1) == []
+    assert _vector_problems(conn, plans.explain(conn, search)) == []
