@@ -128,6 +128,18 @@ def test_capped_terms_keeps_the_rarest_within_the_cap() -> None:
     assert ss.candidate_cap(1000) == 1000 * ss.LEXICAL_CANDIDATES_PER_RESULT
 
 
+def test_covering_sets_are_the_combinations_that_can_reach_the_threshold() -> None:
+    f = ss.MAX_LENGTH_FACTOR
+    weights = [2.0, 1.0, 0.5]
+    assert ss.covering_sets(weights, f * 3.5 + 1e-9) == []  # all three together fall short
+    assert ss.covering_sets(weights, f * 3.5) == [[0, 1, 2]]
+    assert ss.covering_sets(weights, f * 2.5) == [[0, 1], [0, 2]]
+    assert ss.covering_sets(weights, f * 1.5) == [[0], [1, 2]]
+    assert ss.covering_sets(weights, f * 0.5) == [[0], [1], [2]]
+    many = [1.0] * 12  # any 6 of 12: 924 sets, more than a query should OR together
+    assert ss.covering_sets(many, f * 6) is None
+
+
 def test_prunable_terms_keeps_the_rarest_and_the_bound() -> None:
     terms = [("rare", 4.0), ("mid", 2.0), ("common", 0.5), ("everywhere", 0.1)]
     f = ss.MAX_LENGTH_FACTOR
