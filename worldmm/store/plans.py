@@ -130,23 +130,34 @@ def problems(
     min_rows: int = WHOLE_SCAN_MIN_ROWS,
 ) -> list[str]:
     """What is wrong with ``plan``: a sequential scan of a memory table (or partition) of at
-    least ``min_rows`` rows, and, with ``needs_hnsw``, no HNSW index scanned although a
-    memory table it reads holds that many (below it, any plan is cheap)."""
+    least ``min_rows`` rows, unless a Limit right above it stops it early; and, with
+    ``needs_hnsw``, no HNSW index scanned although a scan of a memory table expects that
+    many rows (fewer rows, read through a btree and sorted, are a fine plan)."""
     found: list[str] = []
-    indexes, largest = [], 0
-    for node in nodes(plan):
+    indexes, most = [], 0
+    for node, parent in _with_parents(plan, None):
         if "Index Name" in node:
             indexes.append(node["Index Name"])
         relation = node.get("Relation Name", "")
         if not memory_table(relation):
             continue
+        most = max(most, int(node.get("Plan Rows", 0)))
+        if node["Node Type"] != "Seq Scan" or (parent or {}).get("Node Type") == "Limit":
+            continue
         rows = table_rows(conn, relation)
-        largest = max(largest, rows)
-        if node["Node Type"] == "Seq Scan" and rows >= min_rows:
+        if rows >= min_rows:
             found.append(f"sequential scan of {relation} ({rows} rows)")
-    if needs_hnsw and largest >= min_rows and not hnsw_indexes(conn, indexes):
+    if needs_hnsw and most >= min_rows and not hnsw_indexes(conn, indexes):
         found.append(f"no HNSW index scanned (indexes: {sorted(set(indexes)) or 'none'})")
     return found
+
+
+def _with_parents(
+    plan: dict[str, Any], parent: dict[str, Any] | None
+) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    yield plan, parent
+    for child in plan.get("Plans", []):
+        yield from _with_parents(child, plan)
 
 
 def table_rows(conn: psycopg.Connection, relation: str) -> int:
