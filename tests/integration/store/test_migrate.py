@@ -142,7 +142,7 @@ def test_0009_moves_existing_vectors_into_per_wearer_partitions(
                 (unit_vector(384, 10 + i), seg),
             )
         (old_max,) = conn.execute("SELECT max(id) FROM visual_embeddings").fetchone()
-    assert apply_migrations(url, settings) == ["0009"]
+    assert "0009" in apply_migrations(url, settings)  # with any later ones
     with psycopg.connect(url) as conn:
         configure_connection(conn)
         check_schema(conn, settings)
