@@ -198,10 +198,11 @@ class Settings(BaseSettings):
     )
     rerank_keep: int = Field(default=3, ge=1, description="Segments an episodic search returns.")
     episodic_lane_weights: str = Field(
-        default="lexical:1.0,dense:1.0,graph:0.0",
-        description="Episodic lanes (lexical, dense, graph) and their reciprocal-rank-fusion "
-        "weights 'lane:w,...': a lane runs when its weight is above 0, and a lane left out "
-        "weighs 0 (the graph lane lost on EgoLife days 1-3 with the offline triples).",
+        default="lexical:1.0,dense:1.0,graph:0.0,entity:0.25",
+        description="Episodic lanes (lexical, dense, graph, entity) and their reciprocal-rank-"
+        "fusion weights 'lane:w,...': a lane runs when its weight is above 0, and a lane left "
+        "out weighs 0 (cross-validated on EgoLife: the entity lane earns 0.25, the PageRank "
+        "graph lane 0 with the offline triples; docs/benchmarks/egolife.md).",
     )
     episodic_rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal rank fusion k.")
     episodic_lane_candidates: int = Field(
@@ -345,7 +346,7 @@ def parse_scale_map(value: str) -> dict[int, int]:
     return out
 
 
-EPISODIC_LANES = ("lexical", "dense", "graph")
+EPISODIC_LANES = ("lexical", "dense", "graph", "entity")
 
 
 def parse_lane_weights(value: str) -> dict[str, float]:

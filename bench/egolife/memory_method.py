@@ -124,7 +124,7 @@ def retrieval_deps(deps: Deps) -> Deps:
     return replace(deps, encoder=None, cache=NullCache())
 
 
-# The memory's variants, all scored from one run of the three lanes per question: the full
+# The memory's variants, all scored from one run of the four lanes per question: the full
 # fused retriever (what the API uses), each lane alone, fusion without the graph lane, and
 # fusion without drill-down. Overrides of EpisodicOptions.
 VARIANTS: dict[str, dict] = {
@@ -132,10 +132,11 @@ VARIANTS: dict[str, dict] = {
     "lane-lexical": {"weights": {"lexical": 1.0}},
     "lane-dense": {"weights": {"dense": 1.0}},
     "lane-graph": {"weights": {"graph": 1.0}},
+    "lane-entity": {"weights": {"entity": 1.0}},
     "fused-no-graph": {"weights": {"graph": 0.0}},  # merged into the base weights
     "fused-no-drill": {"drill_parents": 0},
 }
-ALL_LANES = ("lexical", "dense", "graph")
+ALL_LANES = ("lexical", "dense", "graph", "entity")
 
 
 def variant(base: EpisodicOptions, name: str) -> EpisodicOptions:
@@ -167,7 +168,7 @@ async def search_variants(
     out = {"worldmm": (await finish(deps, run, base)).hits}
     seconds = time.perf_counter() - started
     # the ablations need every lane, whatever weight the defaults give it
-    every = replace(base, weights={**base.weights, "graph": base.weights.get("graph") or 1.0})
+    every = replace(base, weights={lane: base.weights.get(lane) or 1.0 for lane in ALL_LANES})
     missing = [lane for lane in ALL_LANES if lane not in run.lanes]
     if missing and any(n != "worldmm" for n in names):
         extra = await run_lanes(
@@ -183,3 +184,25 @@ async def search_variants(
         if name not in out:
             out[name] = (await finish(deps, run, variant(base, name))).hits
     return {n: out[n] for n in names}, seconds
+
+
+async def option_evidence(
+    deps: Deps,
+    user_id: str,
+    question: str,
+    choices: Sequence[str],
+    as_of: datetime,
+    first: Sequence[SegmentHit],
+) -> list[SegmentHit]:
+    """What the API's answerer reads for a multiple-choice question: the retriever's hits
+    for the question (``first``), then one search per option (the question with that
+    option, as :func:`worldmm.agent.loop.option_rounds` looks), each segment once."""
+    from worldmm.agent.choices import look_per_option, merge_hits
+
+    base = EpisodicOptions.from_settings(deps.settings)
+
+    async def search(text: str) -> list[SegmentHit]:
+        run = await run_lanes(deps, user_id, text, as_of, base, time_text=question)
+        return (await finish(deps, run, base)).hits
+
+    return merge_hits([first, *await look_per_option(search, question, list(choices))])

@@ -4,8 +4,10 @@ Up to ``max_rounds`` times the agent role picks a memory and a query, or answers
 unparsable step is asked again once; a second failure (or any other model failure) ends the
 search and the response role answers from what was found so far. After ``max_rounds``
 searches the answer is forced. The response role always sees every round, as passages (what
-was said and seen, when), never the agent's own search log; with choices it answers through
-:func:`worldmm.agent.choices.answer_choices`, the same function a benchmark calls.
+was said and seen, when), never the agent's own search log. With choices it first looks
+once per option (an episodic search for the question with that option, kept as a round),
+then answers through :func:`worldmm.agent.choices.answer_choices`, the same functions a
+benchmark calls.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from worldmm.agent.choices import answer_choices
+from worldmm.agent.choices import answer_choices, look_per_option, option_query
 from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
-from worldmm.models import MemoryType, choice_texts
+from worldmm.models import MemoryType, choice_letter, choice_texts
 from worldmm.providers.errors import ModelCallError, ParseError
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ async def run_agent(
             )
         )
     if choices:
+        rounds += await option_rounds(retrievers, question, choices)
         chosen = await answer_choices(
             roles,
             question,
@@ -103,7 +106,33 @@ async def run_agent(
         )
         return AgentResult.assemble(chosen.answer, rounds, roles.label, stopped, chosen)
     reply = await roles.respond(question, round_passages(rounds), None)
-    return AgentResult.assemble(reply.answer, rounds, roles.label, stopped)
+    return AgentResult.assemble(reply.answer, rounds, roles.label, stopped, cited=reply.evidence)
+
+
+async def option_rounds(
+    retrievers: Mapping[MemoryType, Retriever], question: str, choices: list[str]
+) -> list[RoundRecord]:
+    """The choices say where to look: one episodic search per option, kept as rounds (so
+    their segments are evidence like any other round's)."""
+    episodic = retrievers.get("episodic")
+    if episodic is None:
+        return []
+    results: list[RetrievalResult] = []
+
+    async def search(query: str) -> list[SegmentHit]:
+        result = await episodic(query)
+        results.append(result)
+        return [h for h in result.hits if isinstance(h, SegmentHit)]
+
+    await look_per_option(search, question, choices)
+    by_query = {r.query: r for r in results}
+    records = []
+    for letter_i, text in enumerate(choice_texts(choices)):
+        result = by_query.get(option_query(question, text))
+        if result is not None:
+            note = f"looked up for option {choice_letter(letter_i)}"
+            records.append(RoundRecord.of(result).model_copy(update={"note": note}))
+    return records
 
 
 async def _retrieve(

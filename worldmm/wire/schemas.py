@@ -150,6 +150,12 @@ class EvidenceOut(BaseModel):
     )
 
 
+class CitedOut(BaseModel):
+    segment_id: int = Field(description="The cited segment, one of `evidence`.")
+    start: AwareDatetime = Field(description="Start of its window.")
+    end: AwareDatetime = Field(description="End of its window.")
+
+
 class ChoiceOut(BaseModel):
     letter: str = Field(description="The chosen option's letter, A for the first.")
     index: int = Field(description="0-based position of the chosen option in `choices`.")
@@ -181,6 +187,10 @@ class QueryResponse(BaseModel):
     )
     rounds: list[RoundOut]
     evidence: list[EvidenceOut] = Field(description="Episodic segments the answer drew on.")
+    cited: list[CitedOut] = Field(
+        default_factory=list,
+        description="The windows the answer comes from (the evidence it cites), in order.",
+    )
     triples: list[TripleOut] = Field(default_factory=list, description="Semantic facts used.")
     frames: list[str] = Field(description="URLs of the frames retrieved (JPEG).")
 

@@ -10,6 +10,7 @@ from worldmm.deps import Deps
 from worldmm.memory.retrieval.results import Hit
 from worldmm.wire.schemas import (
     ChoiceOut,
+    CitedOut,
     EvidenceOut,
     QueryRequest,
     QueryResponse,
@@ -77,6 +78,12 @@ def to_response(
             for r in result.rounds
         ],
         evidence=[EvidenceOut.model_validate(e.model_dump()) for e in result.evidence],
+        cited=[
+            CitedOut(segment_id=e.segment_id, start=e.start, end=e.end)
+            for i in result.cited_segment_ids
+            for e in result.evidence
+            if e.segment_id == i
+        ],
         triples=[TripleOut.model_validate(t.model_dump()) for t in result.triples],
         frames=[url_of(user_id, key) for key in result.frames],
     )

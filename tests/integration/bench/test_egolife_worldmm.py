@@ -94,6 +94,8 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
         else:
             assert 0.0 <= overall["hit@3"] <= 1.0
     assert report["worldmm"]["query_ms"] > 0 and report["wall_s"] > 0
+    # worldmm answers from its hits and one search per option; its top 3 alone is kept
+    assert 0.0 <= info["accuracy_top3_only"] <= 1.0
     rows = {r["id"]: r for r in report["per_question"]}
     for row in rows.values():
         asked = datetime.fromisoformat(row["query_time"])

@@ -118,16 +118,30 @@ def test_each_step_sees_the_results_of_earlier_rounds():
 
 def test_answer_first_means_no_search_and_the_responder_still_answers():
     roles = ScriptedRoles([ANSWER])
-    rec, result = run_scripted(roles, "hello?", choices=["A. yes", "B. no"])
+    rec, result = run_scripted(roles, "hello?")
     assert rec.calls == [] and result.rounds == []
     assert result.stopped == "answer"
     ((question, passages, choices),) = roles.respond_calls
-    assert (question, choices) == ("hello?", ["yes", "no"])  # letters are positional
-    assert passages == []
+    assert (question, passages, choices) == ("hello?", [], None)
     assert result.answer.startswith("answer to 'hello?'")
+    assert result.choice is None and result.label == "scripted"
+
+
+def test_choices_say_where_to_look_even_when_the_agent_answers_at_once():
+    roles = ScriptedRoles([ANSWER])
+    rec, result = run_scripted(roles, "hello?", choices=["A. yes", "B. no"])
+    # no search of the agent's own; one episodic look per option, kept as rounds
+    assert rec.calls == [("episodic", "hello? yes"), ("episodic", "hello? no")]
+    assert [(r.query, r.note) for r in result.rounds] == [
+        ("hello? yes", "looked up for option A"),
+        ("hello? no", "looked up for option B"),
+    ]
+    assert result.stopped == "answer"
+    ((question, passages, choices),) = roles.respond_calls
+    assert (question, choices) == ("hello?", ["yes", "no"])  # letters are positional
+    assert [p.ref for p in passages] == ["S1", "S2"]  # each segment once
     assert result.choice is not None and (result.choice.letter, result.choice.text) == ("A", "yes")
-    assert result.choice.guess and result.choice.evidence_segment_ids == []
-    assert result.label == "scripted"
+    assert [e.segment_id for e in result.evidence] == [1, 2]
 
 
 def test_max_rounds_forces_the_answer():
@@ -200,6 +214,7 @@ def test_responder_reads_passages_not_the_search_log():
     ((_, passages, choices),) = roles.respond_calls
     assert choices is None and result.choice is None
     assert [p.ref for p in passages] == ["S1", "S2", "F7", "V1"]
+    assert result.cited_segment_ids == [1]  # the window the answer comes from (S1)
     assert passages[0].start == T0 + timedelta(seconds=30) and passages[0].segment_id == 1
     assert passages[2].text == "I likes coffee."
     assert all("Search" not in p.text and "query" not in p.text for p in passages[:3])

@@ -4,7 +4,8 @@
   (:func:`worldmm.store.segment_search.lexical_search`, IDF-weighted, GIN index);
 - dense: the segment text embeddings in pgvector (HNSW), cosine to the question.
 
-The third lane, per-scale personalized PageRank over the triples, is :mod:`graph_lane`.
+The lanes over the knowledge graph are :mod:`graph_lane` (per-scale personalized PageRank
+over the triples) and :mod:`entity_lane` (the windows holding the question's entities).
 All filter by user and ``as_of``; these two also take the question's :class:`TimeRange`
 and, for drill-down, an explicit set of segment ids (the graph lane's candidates are cut to
 the range by :func:`restrict`).
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LEXICAL, DENSE, GRAPH = "lexical", "dense", "graph"
+LEXICAL, DENSE, GRAPH, ENTITY = "lexical", "dense", "graph", "entity"
 # Term statistics are a corpus statistic: a minute-old copy ranks as well as a fresh one, and
 # recomputing them after every 30 s window of a live session would cost a scan each time.
 TERM_STATS_MAX_AGE_S = 60.0
