@@ -74,63 +74,63 @@ def upsert_segment(conn: psycopg.Connection, seg: SegmentWrite) -> int:
 
 def set_segment_status(
     conn: psycopg.Connection,
+    user_id: str,
     segment_id: int,
     status: ProcessingStatus,
     error: str | None = None,
-    *,
-    user_id: str | None = None,
 ) -> None:
-    """Set processing status (and error text; cleared when None). NotFoundError if absent."""
+    """Set processing status (and error text; cleared when None). NotFoundError unless the
+    segment is this user's."""
     _update_one(
         conn,
-        "UPDATE segments SET processing_status = %s, error = %s, updated_at = now()",
+        "processing_status = %s, error = %s",
         (status, error),
-        segment_id,
         user_id,
+        segment_id,
     )
 
 
 def set_visual_status(
     conn: psycopg.Connection,
+    user_id: str,
     segment_id: int,
     status: VisualStatus,
     error: str | None = None,
-    *,
-    user_id: str | None = None,
 ) -> None:
     """Set the visual embedding status; an error text is kept in ``error`` when given."""
     _update_one(
         conn,
-        "UPDATE segments SET visual_status = %s, error = COALESCE(%s, error), updated_at = now()",
+        "visual_status = %s, error = COALESCE(%s, error)",
         (status, error),
-        segment_id,
         user_id,
+        segment_id,
     )
 
 
 def _update_one(
-    conn: psycopg.Connection,
-    update: str,
-    params: tuple,
-    segment_id: int,
-    user_id: str | None,
+    conn: psycopg.Connection, assignments: str, params: tuple, user_id: str, segment_id: int
 ) -> None:
-    where = " WHERE id = %s" + (" AND user_id = %s" if user_id is not None else "")
-    args = (*params, segment_id) + ((user_id,) if user_id is not None else ())
-    cur = conn.execute(update + where, args)
+    # the user is part of every write's key: an id alone never reaches another user's row
+    cur = conn.execute(
+        f"UPDATE segments SET {assignments}, updated_at = now() WHERE user_id = %s AND id = %s",
+        (*params, user_id, segment_id),
+    )
     if cur.rowcount != 1:
-        raise NotFoundError(f"no segment {segment_id}")
+        raise NotFoundError(f"no segment {segment_id} for this user")
 
 
-def link_children(conn: psycopg.Connection, parent_id: int, child_ids: Sequence[int]) -> int:
-    """Point child segments at their parent (same user enforced); return how many changed."""
+def link_children(
+    conn: psycopg.Connection, user_id: str, parent_id: int, child_ids: Sequence[int]
+) -> int:
+    """Point the user's child segments at their parent (both must be the user's); return how
+    many changed."""
     if not child_ids:
         return 0
     cur = conn.execute(
         "UPDATE segments c SET parent_segment_id = p.id, updated_at = now()"
-        " FROM segments p WHERE p.id = %s AND c.user_id = p.user_id AND c.id = ANY(%s)"
-        " AND c.scale_seconds < p.scale_seconds",
-        (parent_id, list(child_ids)),
+        " FROM segments p WHERE p.user_id = %s AND p.id = %s"
+        " AND c.user_id = %s AND c.id = ANY(%s) AND c.scale_seconds < p.scale_seconds",
+        (user_id, parent_id, user_id, list(child_ids)),
     )
     return cur.rowcount
 
