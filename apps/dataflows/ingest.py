@@ -38,6 +38,7 @@ from worldmm.deps import Deps, build_deps
 from worldmm.memory.construct import WindowOutcome, record_session
 from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.windows import Item, SessionEnd, WindowConfig, ms_to_dt
+from worldmm.redact import configure_logging
 from worldmm.settings import Settings, load_settings
 from worldmm.store.outage import retry_while_down
 
@@ -449,6 +450,6 @@ def __getattr__(name: str) -> Dataflow:
     """``apps.dataflows.ingest:flow`` for ``python -m bytewax.run``: built from WORLDMM_* settings
     when first asked for (importing the module reads nothing)."""
     if name == "flow":
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+        configure_logging(logging.INFO)
         return build_flow(load_settings())
     raise AttributeError(name)
