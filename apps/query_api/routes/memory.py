@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import HTTPException, Path, Query, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import AwareDatetime
 
 from apps.query_api.auth import UserIdPath, user_router
 from apps.query_api.cursors import decode_cursor, frame_key, page_of, segment_key
@@ -28,6 +27,7 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FrameOut,
     FramePage,
+    Instant,
     RememberRequest,
     RememberResponse,
     SegmentOut,
@@ -39,13 +39,11 @@ from worldmm.wire.schemas import (
 router = user_router(tags=["memory"], responses=USER_ERRORS)
 
 From = Annotated[
-    AwareDatetime | None,
+    Instant | None,
     Query(alias="from", description="Start of the range (ISO 8601 with zone), inclusive."),
 ]
-To = Annotated[AwareDatetime | None, Query(alias="to", description="End of the range, exclusive.")]
-AsOf = Annotated[
-    AwareDatetime | None, Query(description="Only what existed at this time (ISO 8601).")
-]
+To = Annotated[Instant | None, Query(alias="to", description="End of the range, exclusive.")]
+AsOf = Annotated[Instant | None, Query(description="Only what existed at this time (ISO 8601).")]
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"Page size (1-{MAX_PAGE}).")]
 Cursor = Annotated[
     str | None,
@@ -205,8 +203,8 @@ async def remember_route(
 async def forget_route(
     user_id: UserIdPath,
     deps: Deps,
-    start: Annotated[AwareDatetime, Query(alias="from", description="Start (inclusive).")],
-    end: Annotated[AwareDatetime, Query(alias="to", description="End (exclusive).")],
+    start: Annotated[Instant, Query(alias="from", description="Start (inclusive).")],
+    end: Annotated[Instant, Query(alias="to", description="End (exclusive).")],
 ) -> ForgetResponse:
     if start >= end:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must be before 'to'")

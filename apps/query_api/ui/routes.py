@@ -33,7 +33,7 @@ from worldmm.providers.errors import ModelCallError
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
 from worldmm.store.triples import list_semantic, triples_for_segments
-from worldmm.wire.schemas import QueryRequest
+from worldmm.wire.schemas import QueryRequest, in_range
 
 HERE = Path(__file__).parent
 STATIC = {"ui.js": "text/javascript", "ui.css": "text/css"}
@@ -227,8 +227,8 @@ def _range(start: str, end: str) -> tuple[datetime, datetime]:
         a, b = datetime.fromisoformat(start), datetime.fromisoformat(end)
     except ValueError:
         raise ValueError("Give both times as YYYY-MM-DDTHH:MM.") from None
-    a = a if a.tzinfo else a.replace(tzinfo=UTC)
-    b = b if b.tzinfo else b.replace(tzinfo=UTC)
+    a = in_range(a if a.tzinfo else a.replace(tzinfo=UTC))
+    b = in_range(b if b.tzinfo else b.replace(tzinfo=UTC))
     if a >= b:
         raise ValueError("The start must be before the end.")
     return a, b
