@@ -352,6 +352,7 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         "benchmark": "chaos",
         "windows": checks.window_figures(expected, chaos_mem),
         "reference_windows": checks.window_figures(expected, ref_mem),
+        "input_lost": checks.input_lost(log, chaos_mem, ref_mem),
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
         "inconsistent_facts": checks.inconsistent_facts(chaos_mem),

@@ -6,6 +6,7 @@ the stream implies, against itself (duplicates) and against a fault-free run of 
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -132,6 +133,18 @@ def compare_with_reference(chaos: Memory, ref: Memory) -> dict[str, Any]:
         "episodic_triples_differing": episodic_diff,
         "semantic_facts_differing": _counter_diff(chaos.semantic_active, ref.semantic_active),
     }
+
+
+_INPUT_LOST = re.compile(r"input_lost topic=\S+ partition=\d+ offsets=\[\d+, \d+\) records=(\d+)")
+
+
+def input_lost(worker_log: str, chaos: Memory, ref: Memory) -> dict[str, int]:
+    """Input the worker reported lost (apps/dataflows/input_gaps.py: records, gaps), and the
+    windows built from other input than the fault-free run's (``windows``: where lost records
+    show; the worker cannot name them, their records being gone)."""
+    found = [int(n) for n in _INPUT_LOST.findall(worker_log)]
+    diff = compare_with_reference(chaos, ref)["windows_with_other_text"]
+    return {"records": sum(found), "gaps": len(found), "windows": diff}
 
 
 def inconsistent_facts(chaos: Memory) -> int:

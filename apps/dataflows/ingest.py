@@ -299,15 +299,17 @@ def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -
 def _kafka_input(
     flow: Dataflow, settings: Settings, tail: bool, lag: metrics.LagTracker | None = None
 ) -> Stream[RawRecord]:
-    from bytewax.connectors.kafka import KafkaSource, KafkaSourceMessage
+    from bytewax.connectors.kafka import KafkaSourceMessage
 
+    from apps.dataflows.input_gaps import CheckedKafkaSource
     from connectors.topics import topic_names
 
     if not settings.kafka_brokers:
         raise ValueError("WORLDMM_KAFKA_BROKERS is not set (run `worldmm up` or point it at Kafka)")
     names = topic_names(settings)
     kinds = {names[k]: k for k in ("frames", "audio", "control")}
-    source = KafkaSource(
+    # a position the broker contradicts is reported and rewound (apps.dataflows.input_gaps)
+    source = CheckedKafkaSource(
         [settings.kafka_brokers],
         list(kinds),
         tail=tail,
