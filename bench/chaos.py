@@ -102,27 +102,42 @@ def fault_schedule(cfg: ChaosConfig) -> list[Fault]:
 # --- load: queries ----------------------------------------------------------------------
 
 
-class QueryLoad(threading.Thread):
-    """One request a ``interval_s`` against the API, round-robin over users: mostly segment
-    listings, every fifth a question. Counts statuses; 503s must carry Retry-After."""
+# "remember this" notes whose facts overlap and contradict, for the note users
+NOTES = ("I like tea.", "I dislike tea.", "I like coffee.", "I like tea.", "I dislike coffee.")
 
-    def __init__(self, api_url: str, keys: dict[str, str], interval_s: float) -> None:
+
+class QueryLoad(threading.Thread):
+    """One request a ``interval_s`` against the API processes in turn, round-robin over users:
+    segment listings, every fifth a question, every fifth (another slot) a "remember this"
+    note for a note user (its facts consolidated by both API processes). Counts statuses;
+    503s must carry Retry-After."""
+
+    def __init__(
+        self, api_urls: list[str], keys: dict[str, str], interval_s: float, notes: dict[str, str]
+    ) -> None:
         super().__init__(name="chaos-queries", daemon=True)
-        self.api_url, self.keys, self.interval_s = api_url, keys, interval_s
+        self.api_urls, self.keys, self.interval_s = api_urls, keys, interval_s
+        self.notes = notes
         self.statuses: Counter[str] = Counter()
         self.missing_retry_after = 0
         self.stop_event = threading.Event()
 
     def run(self) -> None:
-        users = list(self.keys)
+        users, note_users = list(self.keys), list(self.notes)
         i = 0
-        with httpx.Client(base_url=self.api_url, timeout=15.0) as client:
+        with httpx.Client(timeout=15.0) as client:
             while not self.stop_event.wait(self.interval_s):
+                client.base_url = httpx.URL(self.api_urls[i % len(self.api_urls)])
                 user = users[i % len(users)]
                 headers = {"Authorization": f"Bearer {self.keys[user]}"}
                 ask = {"question": "Who did I talk with?", "max_rounds": 1}
                 try:
-                    if i % 5 == 4:
+                    if i % 5 == 2 and note_users:
+                        who = note_users[i % len(note_users)]
+                        note = {"text": NOTES[(i // 5) % len(NOTES)]}
+                        auth = {"Authorization": f"Bearer {self.notes[who]}"}
+                        r = client.post(f"/v1/users/{who}/memories", json=note, headers=auth)
+                    elif i % 5 == 4:
                         r = client.post(f"/v1/users/{user}/query", json=ask, headers=headers)
                     else:
                         params = {"limit": 20}
@@ -317,14 +332,16 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
     )
     stack = ChaosStack(root, base, cfg.model_latency_s, run_id)
     users = [f"chaos-{run_id}-u{u:02d}" for u in range(cfg.users)]
+    note_users = [f"chaos-{run_id}-notes{n}" for n in range(2)]  # apart: the replay has no notes
     queries: QueryLoad | None = None
     try:
         echo(f"chaos {run_id}: starting the stack under {root}")
         settings = stack.start(_prepare)
         keys = _create_users(stack.api_url, admin_key, users)
+        notes = _create_users(stack.api_url, admin_key, note_users)
         t0 = ten_minute_start()
         t0_ms = int(t0.timestamp() * 1000)
-        queries = QueryLoad(stack.api_url, keys, cfg.query_interval_s)
+        queries = QueryLoad(stack.api_urls, keys, cfg.query_interval_s, notes)
         queries.start()
         echo(f"  streaming {cfg.users} users for {cfg.stream_s}s; faults: {fault_schedule(cfg)}")
         runner = _stream(stack, cfg, users, t0, echo)
@@ -339,6 +356,7 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         worker_starts = stack.worker.starts if stack.worker else 0
         log = stack.worker.tail(10**8) if stack.worker else ""
         chaos_mem = checks.fetch_memory(settings.database_url or "", users)
+        note_facts = checks.fact_integrity(settings.database_url or "", note_users)
         dlq = checks.dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
         echo("  fault-free replay of the same topics into a second database")
         ref_t0 = time.monotonic()
@@ -356,6 +374,7 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
         "inconsistent_facts": checks.inconsistent_facts(chaos_mem),
+        "remembered_notes": note_facts,
         "against_fault_free_run": checks.compare_with_reference(chaos_mem, ref_mem),
         "visual_status_30s": dict(chaos_mem.visual),
         "dlq_by_reason": dlq,
