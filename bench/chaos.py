@@ -108,14 +108,14 @@ NOTES = ("I like tea.", "I dislike tea.", "I like coffee.", "I like tea.", "I di
 
 class QueryLoad(threading.Thread):
     """One request a ``interval_s`` against the API processes in turn, round-robin over users:
-    segment listings, every fifth a question, every fifth (another slot) a "remember this"
-    note for a note user (its facts consolidated by both API processes). Counts statuses;
-    503s must carry Retry-After."""
+    segment listings, every fifth a question; or, given only ``notes`` users, a "remember
+    this" note each time (its facts consolidated by both API processes in turn). Counts
+    statuses; 503s must carry Retry-After."""
 
     def __init__(
         self, api_urls: list[str], keys: dict[str, str], interval_s: float, notes: dict[str, str]
     ) -> None:
-        super().__init__(name="chaos-queries", daemon=True)
+        super().__init__(name="chaos-notes" if notes else "chaos-queries", daemon=True)
         self.api_urls, self.keys, self.interval_s = api_urls, keys, interval_s
         self.notes = notes
         self.statuses: Counter[str] = Counter()
@@ -128,13 +128,13 @@ class QueryLoad(threading.Thread):
         with httpx.Client(timeout=15.0) as client:
             while not self.stop_event.wait(self.interval_s):
                 client.base_url = httpx.URL(self.api_urls[i % len(self.api_urls)])
-                user = users[i % len(users)]
-                headers = {"Authorization": f"Bearer {self.keys[user]}"}
+                user = users[i % len(users)] if users else ""
+                headers = {"Authorization": f"Bearer {self.keys.get(user, '')}"}
                 ask = {"question": "Who did I talk with?", "max_rounds": 1}
                 try:
-                    if i % 5 == 2 and note_users:
-                        who = note_users[i % len(note_users)]
-                        note = {"text": NOTES[(i // 5) % len(NOTES)]}
+                    if note_users:
+                        who = note_users[(i // 2) % len(note_users)]  # each user, both APIs
+                        note = {"text": NOTES[i % len(NOTES)]}
                         auth = {"Authorization": f"Bearer {self.notes[who]}"}
                         r = client.post(f"/v1/users/{who}/memories", json=note, headers=auth)
                     elif i % 5 == 4:
@@ -334,6 +334,7 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
     users = [f"chaos-{run_id}-u{u:02d}" for u in range(cfg.users)]
     note_users = [f"chaos-{run_id}-notes{n}" for n in range(2)]  # apart: the replay has no notes
     queries: QueryLoad | None = None
+    note_load: QueryLoad | None = None
     try:
         echo(f"chaos {run_id}: starting the stack under {root}")
         settings = stack.start(_prepare)
@@ -341,8 +342,10 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         notes = _create_users(stack.api_url, admin_key, note_users)
         t0 = ten_minute_start()
         t0_ms = int(t0.timestamp() * 1000)
-        queries = QueryLoad(stack.api_urls, keys, cfg.query_interval_s, notes)
+        queries = QueryLoad(stack.api_urls, keys, cfg.query_interval_s, {})
+        note_load = QueryLoad(stack.api_urls, {}, cfg.query_interval_s, notes)
         queries.start()
+        note_load.start()
         echo(f"  streaming {cfg.users} users for {cfg.stream_s}s; faults: {fault_schedule(cfg)}")
         runner = _stream(stack, cfg, users, t0, echo)
         runner.join(timeout=300)
@@ -350,8 +353,9 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
             raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
         expected = checks.implied_windows(users, t0_ms, cfg.stream_s * 1000)
         drain_s = _wait_drained(stack, expected, cfg.drain_s, echo)
-        queries.stop_event.set()
-        queries.join(timeout=30)
+        for load in (queries, note_load):
+            load.stop_event.set()
+            load.join(timeout=30)
         stack.check_children()
         worker_starts = stack.worker.starts if stack.worker else 0
         log = stack.worker.tail(10**8) if stack.worker else ""
@@ -363,8 +367,9 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         ref_mem = checks.fetch_memory(_reference_run(settings), users)
         ref_s = time.monotonic() - ref_t0
     finally:
-        if queries is not None:
-            queries.stop_event.set()
+        for load in (queries, note_load):
+            if load is not None:
+                load.stop_event.set()
         stack.stop()
     result = {
         "benchmark": "chaos",
@@ -374,7 +379,7 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
         "inconsistent_facts": checks.inconsistent_facts(chaos_mem),
-        "remembered_notes": note_facts,
+        "remembered_notes": {**note_facts, "statuses": dict(note_load.statuses)},
         "against_fault_free_run": checks.compare_with_reference(chaos_mem, ref_mem),
         "visual_status_30s": dict(chaos_mem.visual),
         "dlq_by_reason": dlq,

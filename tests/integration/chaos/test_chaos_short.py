@@ -27,6 +27,7 @@ def test_every_server_killed_once_loses_and_duplicates_nothing(tmp_path: Path) -
     # "remember this" notes through both API processes during the faults
     notes = report["remembered_notes"]
     assert notes["notes"] > 0 and notes["facts_active_twice"] == notes["invalidated_twice"] == 0
+    assert {s for s in notes["statuses"] if s.startswith("5")} <= {"503"}, notes
     diff = report["against_fault_free_run"]
     # The embedded broker loses its unflushed tail on SIGKILL and reuses those offsets: the
     # worker had read the lost records (the replay cannot), so a window and its parents per
