@@ -1,17 +1,20 @@
 """Lost input, detected: a Kafka partition that no longer holds what the worker's saved
 position says it does.
 
-Bytewax's Kafka source keeps each partition's next offset in its recovery state and, on its
-own, trusts it. Two things make that position wrong:
+The flow's Kafka source (:mod:`apps.dataflows.kafka_source`) keeps each partition's next
+offset in the Bytewax recovery state and, on its own, trusts it. Two things make that
+position wrong:
 - the log end fell below it: the broker lost records it had acknowledged (an unclean leader
   election; the embedded broker SIGKILLed) and will hand their offsets to new records, which
   the worker would then skip, silently;
 - the earliest offset rose above it: retention deleted records the worker had not read.
 Each partition here checks its position against the broker's watermarks when it starts (the
-resumed position), every ``CHECK_EVERY_S`` while it runs, and whenever the broker answers a
-fetch with "offset out of range". On a contradiction it logs the partition and the offset
-range lost, counts it in ``worldmm_ingest_input_lost_records_total``, and moves the position
-to what the broker holds (the log end, or the earliest offset), so nothing new is skipped.
+resumed position) and every ``CHECK_EVERY_S`` while it runs ("offset out of range" stops
+the consumer instead of a silent jump: ``auto.offset.reset=error``); it also re-reads the
+record at the last offset it read, which tells a log that lost records and then grew past
+the position again (the producers' backlog). On a contradiction it logs the partition and
+the offset range lost, counts it in ``worldmm_ingest_input_lost_records_total``, and moves
+the position to what the broker holds, so nothing new is skipped.
 """
 
 from __future__ import annotations
@@ -22,22 +25,24 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
-from bytewax.connectors.kafka import KafkaError, KafkaSource
 from bytewax.inputs import StatefulSourcePartition
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka import KafkaError as ConfluentError
 
+from apps.dataflows.kafka_source import (
+    IdleKafkaSource,
+    KafkaPartition,
+    SourceRecord,
+    consumer_config,
+)
 from apps.dataflows.metrics import INPUT_LOST
 
 log = logging.getLogger("worldmm.dataflow.input_gaps")
 
 CHECK_EVERY_S = 5.0
 WATERMARK_TIMEOUT_S = 5.0
-
-# "offset out of range" from the broker, and librdkafka's "cannot reset" with reset=error
-_OUT_OF_RANGE = {ConfluentError.OFFSET_OUT_OF_RANGE, ConfluentError._AUTO_OFFSET_RESET}
 
 Reason = Literal["log_end_below_position", "earliest_above_position", "offsets_reused"]
 SEEN_RECORDS = 4096  # identities of the last records read per partition, to find a reuse
@@ -92,22 +97,18 @@ def report(gap: InputGap) -> None:
     INPUT_LOST.labels(gap.topic, str(gap.partition), gap.reason).inc(gap.records)
 
 
-class _CheckedPartition(StatefulSourcePartition[Any, int | None]):
-    """Bytewax's Kafka partition, its position checked against the broker's watermarks."""
+class _CheckedPartition(StatefulSourcePartition[SourceRecord, int]):
+    """A :class:`KafkaPartition` whose position is checked against what the broker holds."""
 
     def __init__(
         self,
-        inner: Any,
-        topic: str,
-        partition: int,
+        inner: KafkaPartition,
         on_gap: Callable[[InputGap], None],
         clock: Callable[[], float],
-        raise_on_errors: bool,
         probe: Callable[[], Consumer],
     ) -> None:
         self._inner = inner
-        self._raise_on_errors = raise_on_errors
-        self._tp = (topic, partition)
+        self._tp = (inner.topic, inner.partition)
         self._on_gap = on_gap
         self._clock = clock
         self._next_check = 0.0
@@ -117,14 +118,14 @@ class _CheckedPartition(StatefulSourcePartition[Any, int | None]):
         self.check()
 
     def check(self) -> InputGap | None:
-        """Compare the position with the broker's watermarks now; rewind on a gap."""
+        """Compare the position with what the broker holds now; rewind on a gap."""
         self._next_check = self._clock() + CHECK_EVERY_S
-        position = self._inner.snapshot()
-        if position is None:
+        position = self._inner.offset
+        if position < 0:
             return None
         try:
-            low, high = self._inner._consumer.get_watermark_offsets(
-                TopicPartition(*self._tp), timeout=WATERMARK_TIMEOUT_S
+            low, high = self._inner.consumer.get_watermark_offsets(
+                TopicPartition(*self._tp), timeout=WATERMARK_TIMEOUT_S, cached=False
             )
         except Exception as exc:  # noqa: BLE001 - a broker down now is checked next time
             log.debug("watermarks of %s/%d not read: %s", *self._tp, exc)
@@ -165,36 +166,27 @@ class _CheckedPartition(StatefulSourcePartition[Any, int | None]):
         if not msgs or msgs[0].error() is not None:
             return True
         m = msgs[0]
-        return m.offset() != offset or _identity(m.key(), m.value(), m.timestamp()) == identity
+        return m.offset() != offset or _identity(m.key(), m.value(), m.headers()) == identity
 
     def _rewind(self, offset: int) -> None:
-        # Assigning again restarts the fetch at ``offset`` (a seek would need a fetch under
-        # way); the source's own position follows, so the next snapshot saves it.
-        self._inner._consumer.assign([TopicPartition(*self._tp, offset)])
-        self._inner._offset = offset
+        # The partition reads on from its ``offset`` (and the next snapshot saves it); a
+        # parked one is assigned there when its probe finds records.
+        self._inner.offset = offset
+        if not self._inner.pacer.parked:
+            self._inner.consumer.assign([TopicPartition(*self._tp, offset)])
 
-    def next_batch(self) -> list[Any]:
+    def next_batch(self) -> list[SourceRecord]:
         if self._clock() >= self._next_check:
             self.check()
-        before = self._inner.snapshot()
-        out = []
-        for item in self._inner.next_batch():
-            if not isinstance(item, KafkaError):
-                out.append(item)
-                self._seen.append((item.offset, _identity(item.key, item.value, item.timestamp)))
-            elif item.err.code() in _OUT_OF_RANGE:
-                # The broker says the position is gone (the consumer stops there): the error
-                # carries no record, so the position is the one after the last record read.
-                read = [m.offset for m in out if hasattr(m, "offset")]
-                self._rewind(read[-1] + 1 if read else before)
-                self.check()
-            elif self._raise_on_errors:
-                raise RuntimeError(f"error consuming from Kafka {self._tp}: {item.err}")
-            else:
-                out.append(item)
-        return out
+        batch = self._inner.next_batch()
+        for r in batch:
+            self._seen.append((r.offset, _identity(r.key, r.value, r.headers)))
+        return batch
 
-    def snapshot(self) -> int | None:
+    def next_awake(self) -> datetime | None:
+        return self._inner.next_awake()
+
+    def snapshot(self) -> int:
         return self._inner.snapshot()
 
     def close(self) -> None:
@@ -203,28 +195,27 @@ class _CheckedPartition(StatefulSourcePartition[Any, int | None]):
         self._inner.close()
 
 
-def _identity(key: bytes | None, value: bytes | None, timestamp: tuple[int, int]) -> int:
-    """A record's identity: its key, value and timestamp."""
-    return zlib.crc32(b"%r\0%r\0%d" % (key, value, timestamp[1]))
+def _identity(key: bytes | None, value: bytes | None, headers: Any) -> int:
+    """A record's identity: its key, value and headers."""
+    return zlib.crc32(b"%r\0%r\0%r" % (key, value, list(headers or [])))
 
 
-class CheckedKafkaSource(KafkaSource):
-    """``KafkaSource`` whose partitions detect and report lost input (module docstring).
-    Offsets out of range surface to it as errors (``auto.offset.reset=error``) instead of a
-    silent jump."""
+class CheckedKafkaSource(IdleKafkaSource):
+    """The flow's Kafka source, its partitions detecting and reporting lost input (module
+    docstring)."""
 
     def __init__(
         self,
-        *args: Any,
+        brokers: str,
+        topics: list[str],
+        *,
         on_gap: Callable[[InputGap], None] = report,
         clock: Callable[[], float] = time.monotonic,
+        config: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        config = {"auto.offset.reset": "error", **(kwargs.pop("add_config", None) or {})}
-        # errors reach the partition below, which handles "out of range" and raises the rest
-        # when asked to
-        self._raise = kwargs.pop("raise_on_errors", True)
-        super().__init__(*args, add_config=config, raise_on_errors=False, **kwargs)
+        config = {"auto.offset.reset": "error", **(config or {})}
+        super().__init__(brokers, topics, config=config, **kwargs)
         self._on_gap = on_gap
         self._clock = clock
 
@@ -232,19 +223,5 @@ class CheckedKafkaSource(KafkaSource):
         self, step_id: str, for_part: str, resume_state: int | None
     ) -> _CheckedPartition:
         inner = super().build_part(step_id, for_part, resume_state)
-        idx, topic = for_part.split("-", 1)
-        config = {
-            "bootstrap.servers": ",".join(self._brokers),
-            "group.id": "BYTEWAX_IGNORED",
-            "enable.auto.commit": "false",
-            **self._add_config,
-        }
-        return _CheckedPartition(
-            inner,
-            topic,
-            int(idx),
-            self._on_gap,
-            self._clock,
-            self._raise,
-            probe=lambda: Consumer(config),
-        )
+        config = consumer_config(self.brokers, True, self.config)
+        return _CheckedPartition(inner, self._on_gap, self._clock, lambda: Consumer(config))

@@ -35,17 +35,19 @@ def _produce(brokers: str, topic: str, values) -> None:
 
 def _read(part, want: int) -> list[tuple[int, bytes]]:
     got: list[tuple[int, bytes]] = []
-    for _ in range(2000):  # each call waits at most a millisecond in the consumer
-        got += [(m.offset, m.value) for m in part.next_batch() if hasattr(m, "offset")]
-        if len(got) >= want:
-            return got
-    raise AssertionError(f"read {got}, wanted {want} records")
+
+    def more() -> bool:  # the source never blocks: polled until the records are there
+        got.extend((m.offset, m.value) for m in part.next_batch())
+        return len(got) >= want
+
+    wait_for(more, 60, f"{want} records", poll_s=0.01)
+    return got
 
 
 def test_a_position_past_the_log_end_is_reported_and_rewound(settings) -> None:
     topic = _topic(settings.kafka_brokers, 10)
     gaps: list[InputGap] = []
-    source = CheckedKafkaSource([settings.kafka_brokers], [topic], on_gap=gaps.append)
+    source = CheckedKafkaSource(settings.kafka_brokers, [topic], on_gap=gaps.append)
     part = source.build_part("kafka_in", f"0-{topic}", resume_state=50)
     try:
         assert gaps == [InputGap(topic, 0, 10, 50, 10, "log_end_below_position")]
@@ -60,7 +62,7 @@ def test_a_position_past_the_log_end_is_reported_and_rewound(settings) -> None:
 def test_an_agreeing_position_reads_on_without_a_report(settings) -> None:
     topic = _topic(settings.kafka_brokers, 10)
     gaps: list[InputGap] = []
-    source = CheckedKafkaSource([settings.kafka_brokers], [topic], on_gap=gaps.append)
+    source = CheckedKafkaSource(settings.kafka_brokers, [topic], on_gap=gaps.append)
     part = source.build_part("kafka_in", f"0-{topic}", resume_state=7)
     try:
         assert [o for o, _ in _read(part, 3)] == [7, 8, 9]
@@ -76,7 +78,7 @@ def test_offsets_reused_by_other_records_are_found_and_read(settings) -> None:
     brokers = settings.kafka_brokers
     topic = _topic(brokers, 10)
     gaps: list[InputGap] = []
-    part = CheckedKafkaSource([brokers], [topic], on_gap=gaps.append).build_part(
+    part = CheckedKafkaSource(brokers, [topic], on_gap=gaps.append).build_part(
         "kafka_in", f"0-{topic}", resume_state=None
     )
     try:
