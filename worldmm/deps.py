@@ -9,7 +9,6 @@ same database and the same Redis. Tests build a :class:`Deps` with fakes for its
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -51,7 +50,6 @@ class Deps:
     # This process's time-masked graphs, in front of Redis and used without it too; None:
     # one sized by ``settings.graph_memo_elements``. Copies (:meth:`with_settings`) share it.
     graphs: GraphMemo = None  # type: ignore[assignment]
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.graphs is None:
@@ -72,16 +70,9 @@ class Deps:
         return WindowSpool(self.settings.resolved_spool_dir)
 
     def with_settings(self, **update: Any) -> Deps:
-        """The same services, pool, memo and locks under other settings (one request's
-        rounds, a benchmark's variant)."""
+        """The same services, pool and memo under other settings (one request's rounds, a
+        benchmark's variant)."""
         return replace(self, settings=self.settings.model_copy(update=update))
-
-    def user_lock(self, user_id: str) -> asyncio.Lock:
-        """Per-user lock (one event loop per process) for steps that must not interleave."""
-        lock = self._locks.get(user_id)
-        if lock is None:
-            lock = self._locks[user_id] = asyncio.Lock()
-        return lock
 
     def close(self) -> None:
         """Close the pool and the Redis connections (the models need no closing)."""

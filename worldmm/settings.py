@@ -11,10 +11,12 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worldmm.redact import MASK, has_credentials, redact
 
 ENV_PREFIX = "WORLDMM_"
 
@@ -373,14 +375,31 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "?"
-            var = f"{ENV_PREFIX}{field.upper()}"
-            shown = os.environ.get(var)
-            got = f" (got {shown!r})" if shown is not None else ""
-            lines.append(f"{var}: {err['msg']}{got}")
+        lines = [_invalid(err, overrides) for err in exc.errors()]
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+
+
+_SECRET_NAME_PARTS = ("KEY", "SECRET", "PASSWORD", "TOKEN")
+
+
+def _invalid(err: Any, overrides: dict[str, object]) -> str:
+    """One invalid setting, named, with the value it got unless that may be a secret: a
+    name holding KEY/SECRET/PASSWORD/TOKEN, or a URL with credentials (the value is then left
+    out of the message as well, where a validator quoted it)."""
+    field = str(err["loc"][0]) if err["loc"] else "?"
+    var = f"{ENV_PREFIX}{field.upper()}"
+    raw = overrides.get(field, os.environ.get(var))
+    value = (
+        None if raw is None else str(raw.get_secret_value() if isinstance(raw, SecretStr) else raw)
+    )
+    message = str(err["msg"])
+    if value is None:
+        return f"{var}: {message}"
+    if any(part in var for part in _SECRET_NAME_PARTS) or has_credentials(value):
+        if value:
+            message = message.replace(value, MASK)
+        return f"{var}: {redact(message)} (value not shown: it may hold a secret)"
+    return f"{var}: {message} (got {value!r})"
 
 
 def settings_table() -> str:

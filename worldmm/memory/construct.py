@@ -392,19 +392,20 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
     }
     if window.scale_s == TEN_MIN_S and summary:
         extraction = await deps.roles.semantic_triples(summary, mem.triples)
-        async with deps.user_lock(window.user_id):  # consolidations of a user never interleave
-            stats = await consolidate_semantic(
-                deps,
-                window.user_id,
-                segment_id,
-                ms_to_dt(window.end_ms),
-                extraction.semantic_triples,
-                summary,
-            )
+        # serialised per user in the database (worldmm.memory.consolidation)
+        stats = await consolidate_semantic(
+            deps,
+            window.user_id,
+            segment_id,
+            ms_to_dt(window.end_ms),
+            extraction.semantic_triples,
+            summary,
+        )
         counts.update(
             semantic=len(extraction.semantic_triples),
             semantic_updated=stats.updated,
             semantic_invalidated=stats.invalidated,
+            semantic_redecided=stats.retried,
         )
     return WindowOutcome.of(window, "complete", segment_id, counts=counts)
 
@@ -424,7 +425,7 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, user)
         segment_id = segment_store.upsert_segment(conn, seg)
-        segment_store.link_children(conn, segment_id, [c.id for c in children])
+        segment_store.link_children(conn, user, segment_id, [c.id for c in children])
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
         write_search_embedding(conn, deps, user, segment_id, mem)
@@ -513,7 +514,7 @@ def _mark_pending(deps: Deps, window: Window, refs: dict[str, MediaRef]) -> None
         if existing is None:
             segment_store.upsert_segment(conn, _segment(window, processing_status="pending"))
         else:
-            segment_store.set_segment_status(conn, existing.id, "pending", None)
+            segment_store.set_segment_status(conn, window.user_id, existing.id, "pending", None)
         if isinstance(window, BaseWindow):
             # Captures are recorded before any model runs: a failed window can be rebuilt
             # from them, and timestamp retrieval finds its frames regardless.
@@ -545,5 +546,5 @@ def _mark_failed(deps: Deps, window: Window, error: str) -> int:
             return segment_store.upsert_segment(
                 conn, _segment(window, processing_status="failed", error=error)
             )
-        segment_store.set_segment_status(conn, existing.id, "failed", error[:2000])
+        segment_store.set_segment_status(conn, window.user_id, existing.id, "failed", error[:2000])
         return existing.id

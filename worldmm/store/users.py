@@ -148,8 +148,8 @@ def rotate_key(
         raise NotFoundError(f"user {user_id!r} has no active key {key_id}")
     issued = _insert_key(conn, user_id, name if name is not None else old[0])
     conn.execute(
-        "UPDATE api_keys SET revoked_at = now(), replaced_by = %s WHERE id = %s",
-        (issued.row.id, key_id),
+        "UPDATE api_keys SET revoked_at = now(), replaced_by = %s WHERE user_id = %s AND id = %s",
+        (issued.row.id, user_id, key_id),
     )
     return issued
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from worldmm.models import MAX_CHOICES, MIN_CHOICES, MemoryType, choice_texts
 
@@ -25,6 +26,30 @@ UserId = Annotated[
         examples=["alice"],
     ),
 ]
+
+
+# A day inside what a datetime holds, at both ends: window arithmetic (a note's 30 s before
+# ``at``, a day's bounds) on any accepted time stays representable.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def in_range(value: datetime) -> datetime:
+    """An input time, unchanged; ValueError (a 422) when it is outside EARLIEST..LATEST, also
+    when its offset carries it past what a datetime holds (year 1 at +23:59 is year 0)."""
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST <= utc <= LATEST:
+        raise ValueError(
+            f"time out of range: between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} UTC"
+        )
+    return value
+
+
+# Every time the API takes: ISO 8601 with an offset (a naive time is refused), in range.
+Instant = Annotated[AwareDatetime, AfterValidator(in_range)]
 
 
 class _Body(BaseModel):
@@ -94,7 +119,7 @@ class QueryRequest(_Body):
         ),
         examples=[["coffee", "green tea", "water", "juice"]],
     )
-    as_of: AwareDatetime | None = Field(
+    as_of: Instant | None = Field(
         default=None,
         description="Answer only from memory that existed at this time (ISO 8601 with zone).",
     )
@@ -198,7 +223,7 @@ class QueryResponse(BaseModel):
 class SearchRequest(_Body):
     memory_type: MemoryType = Field(description="episodic, semantic or visual.")
     query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for.")
-    as_of: AwareDatetime | None = Field(
+    as_of: Instant | None = Field(
         default=None, description="Search only memory that existed at this time."
     )
 
@@ -267,7 +292,7 @@ class SemanticList(BaseModel):
 # --- writing memory --------------------------------------------------------------------
 class RememberRequest(_Body):
     text: str = Field(min_length=1, max_length=MAX_NOTE_CHARS, description="What to remember.")
-    at: AwareDatetime | None = Field(default=None, description="When it was true (default: now).")
+    at: Instant | None = Field(default=None, description="When it was true (default: now).")
 
     _text = field_validator("text")(_not_blank)
 

@@ -112,10 +112,10 @@ async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberRe
     mem = await extract_text_memory(deps, user_id, req.text)
     segment_id, start, end = await asyncio.to_thread(_write_note, deps, user_id, req.text, at, mem)
     extraction = await deps.roles.semantic_triples(req.text, mem.triples)
-    async with deps.user_lock(user_id):  # consolidations of a user never interleave
-        await consolidate_semantic(
-            deps, user_id, segment_id, end, extraction.semantic_triples, req.text
-        )
+    # serialised per user in the database, with the dataflow and every other API process
+    await consolidate_semantic(
+        deps, user_id, segment_id, end, extraction.semantic_triples, req.text
+    )
     semantic = await asyncio.to_thread(_mark_remembered, deps, user_id, segment_id)
     return RememberResponse(
         segment_id=segment_id,

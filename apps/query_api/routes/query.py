@@ -4,18 +4,14 @@ calls when it wants to do its own reasoning)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
-from apps.query_api.auth import AuthorizedUser
+from apps.query_api.auth import UserIdPath, user_router
 from apps.query_api.deps import Deps
 from apps.query_api.ops.query import hit_json, run_query
 from apps.query_api.routes.common import MODEL_ERROR, USER_ERRORS
 from worldmm.memory.retrieval import search
 from worldmm.wire.schemas import QueryRequest, QueryResponse, SearchRequest, SearchResponse
 
-router = APIRouter(
-    prefix="/v1/users/{user_id}", tags=["query"], responses={**USER_ERRORS, **MODEL_ERROR}
-)
+router = user_router(tags=["query"], responses={**USER_ERRORS, **MODEL_ERROR})
 
 
 @router.post(
@@ -31,7 +27,7 @@ router = APIRouter(
         "only memory that existed at that time is used."
     ),
 )
-async def query(user_id: AuthorizedUser, body: QueryRequest, deps: Deps) -> QueryResponse:
+async def query(user_id: UserIdPath, body: QueryRequest, deps: Deps) -> QueryResponse:
     return await run_query(deps, user_id, body)
 
 
@@ -43,7 +39,7 @@ async def query(user_id: AuthorizedUser, body: QueryRequest, deps: Deps) -> Quer
         "With `as_of`, only memory that existed at that time is searched."
     ),
 )
-async def search_route(user_id: AuthorizedUser, body: SearchRequest, deps: Deps) -> SearchResponse:
+async def search_route(user_id: UserIdPath, body: SearchRequest, deps: Deps) -> SearchResponse:
     result = await search(deps, body.memory_type, user_id, body.query, body.as_of)
     return SearchResponse(
         memory_type=result.memory_type,

@@ -14,7 +14,7 @@ from worldmm.store.errors import AlreadyExistsError
 from worldmm.store.users import create_user, key_prefix
 from worldmm.wire.schemas import CreateUserRequest, CreateUserResponse, ErrorOut, PurgeResponse
 
-router = APIRouter(prefix="/v1/users", tags=["users (admin)"])
+router = APIRouter(prefix="/v1/users", tags=["users (admin)"], dependencies=[AdminOnly])
 
 _AUTH_ERRORS = {
     401: {"model": ErrorOut, "description": "Missing or invalid API key"},
@@ -26,7 +26,6 @@ _AUTH_ERRORS = {
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    dependencies=[AdminOnly],
     summary="Create a user and issue its API key (admin)",
     responses={**_AUTH_ERRORS, 409: {"model": ErrorOut, "description": "User exists"}},
 )
@@ -44,7 +43,6 @@ def create(body: CreateUserRequest, deps: Deps) -> CreateUserResponse:
 
 @router.delete(
     "/{user_id}",
-    dependencies=[AdminOnly],
     summary="Purge a user: database rows, blobs and cached graphs (admin)",
     responses={**_AUTH_ERRORS, 404: {"model": ErrorOut, "description": "Unknown user"}},
 )

@@ -13,8 +13,9 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
+from apps.query_api.auth import enforce_rate_limit
 from apps.query_api.cursors import CursorError, decode_cursor, page_of, segment_key
-from apps.query_api.deps import Deps
+from apps.query_api.deps import Deps, Limiter
 from apps.query_api.ops.forget import forget
 from apps.query_api.ops.frames import frame_jpeg
 from apps.query_api.ops.query import run_query
@@ -32,7 +33,7 @@ from worldmm.providers.errors import ModelCallError
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
 from worldmm.store.triples import list_semantic, triples_for_segments
-from worldmm.wire.schemas import QueryRequest
+from worldmm.wire.schemas import QueryRequest, in_range
 
 HERE = Path(__file__).parent
 STATIC = {"ui.js": "text/javascript", "ui.css": "text/css"}
@@ -55,11 +56,14 @@ def login_form(request: Request) -> HTMLResponse:
 
 
 @router.post("/login")
-def login(request: Request, deps: Deps, key: Annotated[str, Form()] = "") -> Response:
+def login(
+    request: Request, deps: Deps, limiter: Limiter, key: Annotated[str, Form()] = ""
+) -> Response:
     try:
         user_of_key(deps, key)
     except ValueError as exc:
         return _page(request, "login.html", status.HTTP_401_UNAUTHORIZED, error=str(exc))
+    enforce_rate_limit(limiter, key.strip())  # a login is a request of that key too
     response = RedirectResponse("/ui/", status_code=status.HTTP_303_SEE_OTHER)
     set_session(response, request, key.strip())
     return response
@@ -223,8 +227,8 @@ def _range(start: str, end: str) -> tuple[datetime, datetime]:
         a, b = datetime.fromisoformat(start), datetime.fromisoformat(end)
     except ValueError:
         raise ValueError("Give both times as YYYY-MM-DDTHH:MM.") from None
-    a = a if a.tzinfo else a.replace(tzinfo=UTC)
-    b = b if b.tzinfo else b.replace(tzinfo=UTC)
+    a = in_range(a if a.tzinfo else a.replace(tzinfo=UTC))
+    b = in_range(b if b.tzinfo else b.replace(tzinfo=UTC))
     if a >= b:
         raise ValueError("The start must be before the end.")
     return a, b
