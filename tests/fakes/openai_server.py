@@ -99,8 +99,10 @@ class Recorded:
 
 
 class FakeOpenAI:
-    def __init__(self) -> None:
-        self.chat = Script(lambda body: Reply.chat("{}", model=body.get("model", "fake")))
+    """``chat``: the responder when no chat reply is scripted (default: ``{}``)."""
+
+    def __init__(self, chat: Callable[[dict[str, Any]], Reply] | None = None) -> None:
+        self.chat = Script(chat or (lambda body: Reply.chat("{}", model=body.get("model", "fake"))))
         self.embeddings = Script(self._default_embeddings)
         self.transcriptions = Script(
             lambda body: Reply(body={"text": "", "segments": [], "duration": 0.0})
@@ -108,6 +110,8 @@ class FakeOpenAI:
         # Statuses a batch reports on successive retrieves; the last one repeats.
         self.batch_statuses: list[str] = ["in_progress", "completed"]
         self.requests: list[Recorded] = []
+        # The usage of every successful chat reply, direct or in a batch, as sent.
+        self.reported_usage: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1)
@@ -154,6 +158,12 @@ class FakeOpenAI:
     def paths(self) -> list[str]:
         return [f"{r.method} {r.path}" for r in self.requests]
 
+    def _chat_reply(self, body: dict[str, Any]) -> Reply:
+        reply = self.chat.next(body)
+        if reply.status == 200 and isinstance(reply.body, dict):
+            self.reported_usage.append(dict(reply.body.get("usage") or {}))
+        return reply
+
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
 
@@ -177,7 +187,7 @@ class FakeOpenAI:
             if not raw.strip():
                 continue
             line = json.loads(raw)
-            reply = self.chat.next(line["body"])
+            reply = self._chat_reply(line["body"])
             if reply.status == 200:
                 response = {"status_code": 200, "request_id": "req", "body": reply.body}
                 out_lines.append(
@@ -225,7 +235,7 @@ class FakeOpenAI:
         async def chat(request: Request) -> Response:
             body = await request.json()
             self.requests.append(Recorded("POST", "/v1/chat/completions", body))
-            return await respond(self.chat.next(body))
+            return await respond(self._chat_reply(body))
 
         @app.post("/v1/embeddings")
         async def embeddings(request: Request) -> Response:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from worldmm.llm.usage import for_user
+from worldmm.memory.caption_budget import caption_window
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct_inputs import AudioPiece, CaptureRef, sample_uniform, window_audio
 from worldmm.memory.entity_resolution import (
@@ -187,10 +189,11 @@ async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
         if jpegs and deps.encoder is not None
         else None
     )
+    degraded: str | None = None
     try:
         transcript = await _transcribe(deps, window, audio)
         if jpegs:
-            caption = await deps.roles.caption(list(jpegs), transcript)
+            caption, degraded = await caption_window(deps, window.user_id, list(jpegs), transcript)
         else:
             caption = f"(audio only) {transcript}" if transcript else ""
         mem = await extract_text_memory(
@@ -205,6 +208,9 @@ async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
     )
 
     models, prompts = _versions(deps, ["caption", "ner", "episodic_triples", "entity_confirm"])
+    if degraded:  # captioned locally, not by the caption prompt: the segment says why
+        models["degraded"] = degraded
+        prompts.pop("caption", None)
     seg = _segment(
         window,
         caption=caption or None,
@@ -230,6 +236,7 @@ async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
             "audio_chunks": len(audio),
             "entities": len(mem.resolutions),
             "triples": len(mem.triples),
+            "degraded": int(degraded is not None),
         },
     )
 
@@ -398,7 +405,13 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
 
 
 async def process_window(deps: Deps, window: Window) -> WindowOutcome:
-    """pending → complete, or failed (with the error) after ``window_max_attempts`` tries."""
+    """pending → complete, or failed (with the error) after ``window_max_attempts`` tries;
+    every model call made for it is the window's user's usage."""
+    with for_user(window.user_id):
+        return await _process_window(deps, window)
+
+
+async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
     loop = asyncio.get_running_loop()
     started = loop.time()
     await asyncio.to_thread(_mark_pending, deps, window)
