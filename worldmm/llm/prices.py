@@ -9,6 +9,7 @@ question.
 from __future__ import annotations
 
 import math
+import re
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from worldmm.settings import Settings
 
 BUNDLED = Path(__file__).with_name("prices.json")
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")
 
 
 class PricesError(ValueError):
@@ -106,12 +108,9 @@ class PriceTable(BaseModel):
     models: dict[str, ModelPrice]
 
     def price_of(self, model: str) -> ModelPrice | None:
-        """The model's prices: an exact name, else the longest name it starts with (dated
-        snapshots); None for a model the table does not list."""
-        if model in self.models:
-            return self.models[model]
-        names = [n for n in self.models if model.startswith(n + "-")]
-        return self.models[max(names, key=len)] if names else None
+        """The model's prices by its name, a dated snapshot (``gpt-5-mini-2025-08-07``)
+        priced as the model; None for a model the table does not list."""
+        return self.models.get(model) or self.models.get(_SNAPSHOT.sub("", model))
 
     def cost(
         self, model: str, prompt: int, cached: int, completion: int, dispatch: str = "direct"

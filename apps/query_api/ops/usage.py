@@ -52,7 +52,7 @@ def _totals(rows: Iterable[UsageRow], prices: PriceTable) -> dict:
         "completion_tokens": completion,
         "cached_tokens": cached,
         "total_tokens": prompt + completion,
-        "cost": None if cost is None else round(cost, 6),
+        "cost": None if cost is None else round(cost, 9),
     }
 
 
