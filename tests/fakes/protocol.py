@@ -101,9 +101,10 @@ class ProtocolResponder:
 
     # --- one method per role: the user prompt in, the reply's JSON out -----------------
     def caption(self, prompt: str) -> dict:
-        said = quoted(prompt).strip()
-        default = "I stood in the kitchen and looked at the table."
-        caption = next(self._captions, None) or default
+        recorded = next(self._captions, None)
+        if recorded:
+            return {"caption": recorded}
+        caption, said = "I stood in the kitchen and looked at the table.", quoted(prompt).strip()
         if said and said != "(nothing was said)":
             caption += f' Someone said: "{said[:200]}"'
         return {"caption": caption}
