@@ -49,7 +49,9 @@ AUDIO_RATE, AUDIO_CHUNK_S = 16_000, 5
 class CostConfig(EgoLifeData):
     out: Path = Field(description="Where to write the JSON report.")
     minutes: int = Field(60, ge=1, le=60, description="Minutes of the wearer's stream run.")
-    frame_size: str = Field("1280x720", description="Frame width x height (px).")
+    frame_size: str = Field(
+        "1280x720", pattern=r"^[1-9]\d{0,4}x[1-9]\d{0,4}$", description="Frame width x height (px)."
+    )
     reasoning_tokens: int = Field(
         0, ge=0, description="Reasoning tokens assumed per call (billed as completion)."
     )
