@@ -166,12 +166,19 @@ def frames(size: tuple[int, int], seed: int, n: int = 8) -> list[bytes]:
     return out
 
 
+def silence() -> bytes:
+    """One audio chunk: ``AUDIO_CHUNK_S`` of 16-bit mono WAV (the ASR is recorded anyway)."""
+    from connectors import codec
+
+    return codec.wav_bytes(b"\x00\x00" * AUDIO_RATE * AUDIO_CHUNK_S, AUDIO_RATE)
+
+
 def stream(user: str, t0: datetime, minutes: int, jpegs: list[bytes]) -> list:
     """The wearer's records: a frame a second, a 5 s audio chunk every 5 s, a session end."""
     from apps.dataflows.ingest import RawRecord
     from connectors import codec
 
-    wav = codec.wav_bytes(b"\x00\x00" * AUDIO_RATE * AUDIO_CHUNK_S, AUDIO_RATE)
+    wav = silence()
     out = []
     for k in range(minutes * 60):
         ts = t0 + timedelta(seconds=k)
@@ -292,7 +299,13 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
     responder = ProtocolResponder(captions=[w.caption for w in windows], usage=counter)
     user = f"bench-cost-{datetime.now(UTC):%Y%m%d%H%M%S}"
     t0 = (datetime.now(UTC) - timedelta(hours=2)).replace(minute=0, second=0, microsecond=0)
-    records = stream(user, t0, cfg.minutes, frames(cfg.size, cfg.seed))
+    jpegs = frames(cfg.size, cfg.seed)
+    records = stream(user, t0, cfg.minutes, jpegs)
+    # what the captures weigh, however the blob store packs them (one object per window)
+    captured = {
+        "frames": sum(len(jpegs[i % len(jpegs)]) for i in range(cfg.minutes * 60)),
+        "audio": sum(r.kind == "audio" for r in records) * len(silence()),
+    }
     outcomes: list = []
     with FakeOpenAI(responder) as fake, tempfile.TemporaryDirectory() as tmp:
         s = remote(settings, fake.base_url).model_copy(update={"blob_dir": Path(tmp)})
@@ -336,6 +349,7 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
             "requests": requests,
             "requests_total": sum(requests.values()),
             "bytes_written": {p: n * k for p, n in sorted(blobs.bytes.items())},
+            "captured_bytes": {kind: n * k for kind, n in captured.items()},
         },
         "database": {
             "tables": {t: {n: v * k for n, v in f.items()} for t, f in stored["tables"].items()},
