@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from worldmm.graph.cache import GraphMemo, NullCache
+from worldmm.llm.usage import NullUsage
 
 if TYPE_CHECKING:
     import redis
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from worldmm.encoder.base import VisualEncoder
     from worldmm.graph.cache import GraphCacheLike
     from worldmm.llm.roles import ModelRoles
+    from worldmm.llm.usage import UsageLedger
     from worldmm.media.spool import WindowSpool
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.settings import Settings
@@ -50,6 +52,9 @@ class Deps:
     # This process's time-masked graphs, in front of Redis and used without it too; None:
     # one sized by ``settings.graph_memo_elements``. Copies (:meth:`with_settings`) share it.
     graphs: GraphMemo = None  # type: ignore[assignment]
+    # Model usage per user (batched into llm_usage) and the daily token budget; NullUsage:
+    # Prometheus only, no budget.
+    usage: UsageLedger | NullUsage = field(default_factory=NullUsage)
 
     def __post_init__(self) -> None:
         if self.graphs is None:
@@ -75,7 +80,9 @@ class Deps:
         return replace(self, settings=self.settings.model_copy(update=update))
 
     def close(self) -> None:
-        """Close the pool and the Redis connections (the models need no closing)."""
+        """Write the buffered usage, then close the pool and the Redis connections (the
+        models need no closing)."""
+        self.usage.close()
         self.db.close()
         for part in (self.cache, self.redis):
             close = getattr(part, "close", None)
@@ -119,12 +126,16 @@ def build_deps(
     is neither configured nor running embedded."""
     from worldmm.blobs import build_blob_store
     from worldmm.graph.cache import GraphCache, redis_client
+    from worldmm.llm.usage import UsageLedger
     from worldmm.stack import redis_url
 
     # Only retrieval reads the graph cache (ingest writes no graph: readers grow theirs by
     # fingerprint), so ingest needs no Redis. Resolved first: a StackError leaves nothing open.
     cache_url = redis_url(settings) if role == "api" else None
     db = _open_database(settings, role)
+    usage = UsageLedger(
+        db, flush_s=settings.usage_flush_s, daily_budget=settings.llm_user_daily_token_budget
+    )
     client = None
     try:
         cache: GraphCacheLike = NullCache()
@@ -138,7 +149,7 @@ def build_deps(
         if roles is None:
             from worldmm.llm.roles import build_roles
 
-            roles = build_roles(settings, embedder)
+            roles = build_roles(settings, embedder, usage)
         if encoder is None:
             from worldmm.encoder import build_visual_encoder
 
@@ -157,6 +168,7 @@ def build_deps(
             transcriber=transcriber,
             cache=cache,
             redis=client,
+            usage=usage,
         )
     except BaseException:
         if client is not None:

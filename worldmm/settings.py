@@ -134,6 +134,26 @@ class Settings(BaseSettings):
     llm_max_completion_tokens: int = Field(
         default=4096, ge=16, description="max_completion_tokens of one LLM call."
     )
+    llm_user_daily_token_budget: int = Field(
+        default=0,
+        ge=0,
+        description="Tokens (prompt + completion) one user's model calls may use per UTC day; "
+        "past it a 30 s window is captioned from its transcript and OCR only, without the "
+        "vision call, and says so (0: no budget).",
+    )
+    llm_prices_file: Path | None = Field(
+        default=None,
+        description="JSON price table (per-model token and image rates, dated) for the usage "
+        "API's cost estimate and `worldmm bench cost`; default: the bundled "
+        "worldmm/llm/prices.json.",
+    )
+    usage_flush_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=300,
+        description="How often each process writes the model usage it recorded to PostgreSQL "
+        "(batched, off the call path).",
+    )
 
     asr_backend: Literal["local", "openai", "none"] = Field(
         default="local", description="local faster-whisper, a Whisper API, or none."

@@ -170,6 +170,7 @@ class ClientBase(ABC):
     semantic = user_call(calls.semantic)
     remember = user_call(calls.remember)
     forget = user_call(calls.forget)
+    usage = user_call(calls.usage)
     whoami = service_call(calls.whoami)
     health = service_call(calls.health)
     ready = service_call(calls.ready)

@@ -33,6 +33,7 @@ from worldmm.wire.schemas import (
     SegmentOut,
     SegmentPage,
     SemanticList,
+    UsageReport,
     WhoAmI,
 )
 
@@ -160,6 +161,18 @@ def forget(user: str, start: datetime, end: datetime) -> Call[ForgetResponse]:
         raise ValueError("forget: start must be before end")
     params = _params(start=start, end=end)
     return Call("DELETE", f"{_user(user)}/memories", ForgetResponse, params=params)
+
+
+def usage(
+    user: str, *, start: datetime | None = None, end: datetime | None = None
+) -> Call[UsageReport]:
+    """Model calls and tokens in ``[start, end)`` (default: today, UTC), per role and day,
+    with estimated cost and the daily budget."""
+    for t in (start, end):
+        if t is not None and t.tzinfo is None:
+            raise ValueError("usage needs times with a time zone")
+    params = {k: v.isoformat() for k, v in (("start", start), ("end", end)) if v is not None}
+    return Call("GET", f"{_user(user)}/usage", UsageReport, params=params)
 
 
 # --- service and admin: no user -------------------------------------------------------------

@@ -23,6 +23,7 @@ from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound
+from worldmm.llm.usage import for_user
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.models import MemoryType, choice_letter, choice_texts
@@ -155,18 +156,20 @@ async def answer_question(
     as_of: datetime | None = None,
     searches: Mapping[MemoryType, Search] = SEARCHES,
 ) -> AgentResult:
-    """Run the agent over one user's memory; ``as_of`` limits every search."""
+    """Run the agent over one user's memory; ``as_of`` limits every search. Its model calls
+    are the user's usage."""
     retrievers: dict[MemoryType, Retriever] = {
         memory: functools.partial(_bound, fn, deps, user_id, as_of)
         for memory, fn in searches.items()
     }
-    return await run_agent(
-        deps.roles,
-        retrievers,
-        question,
-        choices=choices,
-        max_rounds=deps.settings.agent_max_rounds,
-    )
+    with for_user(user_id):
+        return await run_agent(
+            deps.roles,
+            retrievers,
+            question,
+            choices=choices,
+            max_rounds=deps.settings.agent_max_rounds,
+        )
 
 
 async def _bound(

@@ -15,11 +15,13 @@ from worldmm.llm.parsing import parse_reply
 from worldmm.llm.passages import render_choices, render_passages
 from worldmm.llm.prompts import ROLES, load_prompt
 from worldmm.llm.request import ChatRequest, build_request
+from worldmm.llm.usage import current_user
 from worldmm.models import Triple, choice_letter
 from worldmm.providers.errors import ParseError
 from worldmm.retry import llm_policy
 
 if TYPE_CHECKING:
+    from worldmm.llm.usage import UsageSink
     from worldmm.settings import Settings
 
 M = TypeVar("M", bound=BaseModel)
@@ -84,6 +86,7 @@ class RemoteRoles:
             images,
             max_completion_tokens=self._max_tokens,
             reasoning_effort=self._effort,
+            user_id=current_user(),
         )
         dispatcher = self._direct if agent or role == "cross_scale_rerank" else self._construction
         result = await dispatcher.complete(request)
@@ -247,7 +250,8 @@ class RemoteRoles:
         )
 
 
-def build_remote_roles(settings: Settings) -> RemoteRoles:
+def build_remote_roles(settings: Settings, usage: UsageSink | None = None) -> RemoteRoles:
+    """Roles over the configured provider; every call's usage goes to ``usage``."""
     from worldmm.llm.batch import BatchDispatcher
     from worldmm.providers.clients import async_openai_client, provider_label
 
@@ -260,6 +264,7 @@ def build_remote_roles(settings: Settings) -> RemoteRoles:
         concurrency_max=settings.llm_concurrency_max,
         timeout_s=settings.llm_timeout_s,
         retry=llm_policy(settings),
+        usage=usage,
     )
     construction: Dispatcher = direct
     if settings.llm_dispatch == "batch":

@@ -17,6 +17,7 @@ from worldmm.models import Triple
 
 if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
+    from worldmm.llm.usage import UsageSink
     from worldmm.settings import Settings
 
 
@@ -58,8 +59,11 @@ class ModelRoles(Protocol):
         ...
 
 
-def build_roles(settings: Settings, embedder: TextEmbedder) -> ModelRoles:
-    """Offline rules when ``llm_provider == "offline"``, otherwise prompts over the LLM client."""
+def build_roles(
+    settings: Settings, embedder: TextEmbedder, usage: UsageSink | None = None
+) -> ModelRoles:
+    """Offline rules when ``llm_provider == "offline"`` (no usage: nothing is billed),
+    otherwise prompts over the LLM client, its calls' usage recorded in ``usage``."""
     if settings.llm_provider == "offline":
         from worldmm.llm.offline import OfflineRoles
 
@@ -68,4 +72,4 @@ def build_roles(settings: Settings, embedder: TextEmbedder) -> ModelRoles:
         )
     from worldmm.llm.remote import build_remote_roles
 
-    return build_remote_roles(settings)
+    return build_remote_roles(settings, usage)

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from worldmm.llm.usage import for_user
 from worldmm.media import window as window_media
 from worldmm.media.window import MediaStoreFailed, WindowMedia
+from worldmm.memory.caption_budget import caption_window
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct_inputs import AudioPiece, CaptureRef, sample_uniform, window_audio
 from worldmm.memory.entity_resolution import (
@@ -224,11 +226,12 @@ async def build_base_segment(
         if jpegs and deps.encoder is not None
         else None
     )
+    degraded: str | None = None
     try:
         heard = [(i, found[i.ref.blob_key]) for i in audio if i.ref.blob_key in found]
         transcript = await _transcribe(deps, window, heard)
         if jpegs:
-            caption = await deps.roles.caption(list(jpegs), transcript)
+            caption, degraded = await caption_window(deps, window.user_id, list(jpegs), transcript)
         else:
             caption = f"(audio only) {transcript}" if transcript else ""
         mem = await extract_text_memory(
@@ -243,6 +246,9 @@ async def build_base_segment(
     )
 
     models, prompts = _versions(deps, ["caption", "ner", "episodic_triples", "entity_confirm"])
+    if degraded:  # captioned locally, not by the caption prompt: the segment says why
+        models["degraded"] = degraded
+        prompts.pop("caption", None)
     seg = _segment(
         window,
         caption=caption or None,
@@ -260,6 +266,7 @@ async def build_base_segment(
         "audio_chunks": len(audio),
         "entities": len(mem.resolutions),
         "triples": len(mem.triples),
+        "degraded": int(degraded is not None),
         "captures_missing": len(set(keys) - set(found)),
     }
     return WindowOutcome.of(
@@ -438,7 +445,13 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
 async def process_window(deps: Deps, window: Window) -> WindowOutcome:
     """pending → complete, or failed (with the error) after ``window_max_attempts`` tries.
     A 30 s window's captures are stored first; if the blob store fails the window is failed
-    at once with reason ``store_failed`` (no model runs: retrigger rebuilds it)."""
+    at once with reason ``store_failed`` (no model runs: retrigger rebuilds it). Every model
+    call made for it is the window's user's usage."""
+    with for_user(window.user_id):
+        return await _process_window(deps, window)
+
+
+async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
     loop = asyncio.get_running_loop()
     started = loop.time()
     media: WindowMedia | None = None

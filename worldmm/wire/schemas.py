@@ -253,6 +253,11 @@ class SegmentOut(BaseModel):
     processing_status: str
     visual_status: str
     note: bool = Field(description="True for an explicit 'remember this' note.")
+    degraded: str | None = Field(
+        None,
+        description="Why this window was captioned without the vision call "
+        "('daily_token_budget': the user's daily token budget was spent); null when it was not.",
+    )
 
 
 class SegmentPage(BaseModel):
@@ -316,6 +321,53 @@ class ForgetResponse(BaseModel):
 
 
 # --- health ----------------------------------------------------------------------------
+class UsageTotalsOut(BaseModel):
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = Field(description="Of prompt_tokens, served from the prompt cache.")
+    total_tokens: int = Field(description="prompt_tokens + completion_tokens.")
+    cost: float | None = Field(
+        description="Estimated from the price table (see `prices`); null when it does not "
+        "list a model used."
+    )
+
+
+class RoleUsageOut(UsageTotalsOut):
+    role: str
+    model: str
+    dispatch: str = Field(description="direct, or batch (the Batch API's lower price).")
+
+
+class DayUsageOut(UsageTotalsOut):
+    day: AwareDatetime = Field(description="Midnight UTC of the day.")
+
+
+class BudgetOut(BaseModel):
+    daily_tokens: int = Field(description="WORLDMM_LLM_USER_DAILY_TOKEN_BUDGET.")
+    used_today: int = Field(description="Tokens recorded today (UTC) so far.")
+    remaining_today: int
+
+
+class PricesOut(BaseModel):
+    as_of: str = Field(description="Date of the price table the costs come from.")
+    currency: str
+
+
+class UsageReport(BaseModel):
+    user_id: str
+    start: AwareDatetime
+    end: AwareDatetime
+    total: UsageTotalsOut
+    by_role: list[RoleUsageOut] = Field(description="Per role, model and dispatch mode.")
+    by_day: list[DayUsageOut] = Field(description="Per UTC day, oldest first.")
+    degraded_windows: int = Field(
+        description="30 s windows in the range captioned without the vision call (budget)."
+    )
+    budget: BudgetOut | None = Field(description="The daily token budget; null when none.")
+    prices: PricesOut
+
+
 class Health(BaseModel):
     status: str
 

@@ -65,6 +65,7 @@ def _segment_out(row: SegmentRow) -> SegmentOut:
         processing_status=row.processing_status,
         visual_status=row.visual_status,
         note=is_note(row.source_topic),
+        degraded=row.model_versions.get("degraded"),
     )
 
 

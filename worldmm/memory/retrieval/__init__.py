@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from worldmm.llm.usage import for_user
 from worldmm.memory.retrieval.episodic import search_episodic
 from worldmm.memory.retrieval.reader import ClipMatch, FrameRef, MemoryReader
 from worldmm.memory.retrieval.results import (
@@ -41,14 +42,15 @@ async def search(
     query: str,
     as_of: datetime | None = None,
 ) -> RetrievalResult:
-    """Search one memory of one user."""
+    """Search one memory of one user (model calls it makes are that user's usage)."""
     try:
         fn = SEARCHES[memory_type]
     except KeyError:
         raise ValueError(
             f"unknown memory type {memory_type!r}; expected one of {list(SEARCHES)}"
         ) from None
-    return await fn(deps, user_id, query, as_of)
+    with for_user(user_id):
+        return await fn(deps, user_id, query, as_of)
 
 
 __all__ = [
