@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import HTTPException, Query, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import AwareDatetime
 
-from apps.query_api.auth import AuthorizedUser
+from apps.query_api.auth import UserIdPath, user_router
 from apps.query_api.deps import Deps
 from apps.query_api.ops.usage import BadRange, usage_report
 from apps.query_api.routes.common import USER_ERRORS
 from worldmm.wire.schemas import UsageReport
 
-router = APIRouter(prefix="/v1/users/{user_id}", tags=["usage"], responses=USER_ERRORS)
+router = user_router(tags=["usage"], responses=USER_ERRORS)
 
 
 @router.get(
@@ -26,7 +26,7 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["usage"], responses=USER_
     "WORLDMM_USAGE_FLUSH_S). Costs come from the dated price table named in `prices`.",
 )
 async def usage(
-    user_id: AuthorizedUser,
+    user_id: UserIdPath,
     deps: Deps,
     start: Annotated[
         AwareDatetime | None,
