@@ -10,11 +10,14 @@ same database and the same Redis. Tests build a :class:`Deps` with fakes for its
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from worldmm.graph.cache import GraphMemo, NullCache
+from worldmm.localtime import utc_now
 
 if TYPE_CHECKING:
     import redis
@@ -50,6 +53,9 @@ class Deps:
     # This process's time-masked graphs, in front of Redis and used without it too; None:
     # one sized by ``settings.graph_memo_elements``. Copies (:meth:`with_settings`) share it.
     graphs: GraphMemo = None  # type: ignore[assignment]
+    # "Now" for every part that reads the time a person means (a live question, a note
+    # without a time, the browser's today): the one clock, set by tests and benchmarks.
+    clock: Callable[[], datetime] = utc_now
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +73,11 @@ class Deps:
         """The same services, pool, memo and locks under other settings (one request's
         rounds, a benchmark's variant)."""
         return replace(self, settings=self.settings.model_copy(update=update))
+
+    def with_clock(self, clock: Callable[[], datetime]) -> Deps:
+        """The same services under another clock (a benchmark asking at each question's
+        time as if live)."""
+        return replace(self, clock=clock)
 
     def user_lock(self, user_id: str) -> asyncio.Lock:
         """Per-user lock (one event loop per process) for steps that must not interleave."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, query, stack
+from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, query, stack, users
 
 app = typer.Typer(
     name="worldmm",
@@ -20,6 +20,7 @@ llm.register(app)  # llm check
 ingest.register(app)  # gateway, dataflow, replay, retrigger
 gpu.register(app)  # gpu-worker
 query.register(app)  # serve, ask
+users.register(app)  # users show, users set-timezone
 mcp.register(app)  # mcp (the memory as MCP tools)
 demo.register(app)  # demo
 bench_group.register(app)  # bench ingest|query|gpu-worker|egolife|chaos|api-load (a checkout)

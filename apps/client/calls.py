@@ -22,6 +22,7 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FramePage,
     Health,
+    ProfileUpdate,
     PurgeResponse,
     QueryRequest,
     QueryResponse,
@@ -33,6 +34,7 @@ from worldmm.wire.schemas import (
     SegmentOut,
     SegmentPage,
     SemanticList,
+    UserProfileOut,
     WhoAmI,
 )
 
@@ -162,6 +164,18 @@ def forget(user: str, start: datetime, end: datetime) -> Call[ForgetResponse]:
     return Call("DELETE", f"{_user(user)}/memories", ForgetResponse, params=params)
 
 
+def profile(user: str) -> Call[UserProfileOut]:
+    """The user's profile: id, time zone and creation time."""
+    return Call("GET", _user(user), UserProfileOut)
+
+
+def update_profile(user: str, *, timezone: str | None = None) -> Call[UserProfileOut]:
+    """Change the user's profile; only the fields given change (``timezone``: an IANA name
+    such as 'Asia/Tokyo', the zone questions are read in)."""
+    req = ProfileUpdate(timezone=timezone)
+    return Call("PATCH", _user(user), UserProfileOut, body=_body(req))
+
+
 # --- service and admin: no user -------------------------------------------------------------
 def whoami() -> Call[WhoAmI]:
     """The user of the key (None for the admin key)."""
@@ -178,9 +192,10 @@ def ready() -> Call[Readiness]:
     return Call("GET", "/readyz", Readiness)
 
 
-def create_user(user_id: str) -> Call[CreateUserResponse]:
-    """Admin key only: a new user and its key (shown once)."""
-    req = CreateUserRequest(user_id=user_id)
+def create_user(user_id: str, *, timezone: str | None = None) -> Call[CreateUserResponse]:
+    """Admin key only: a new user and its key (shown once); ``timezone``: its IANA zone
+    (default UTC)."""
+    req = CreateUserRequest(user_id=user_id, timezone=timezone)
     return Call("POST", "/v1/users", CreateUserResponse, body=_body(req))
 
 

@@ -74,6 +74,8 @@ class AgentResult(BaseModel):
     label: str  # which model provider answered ("offline", "openai:gpt-5", ...)
     stopped: StopReason  # why the search loop ended
     choice: ChoiceAnswer | None = None  # set when the question came with choices
+    asked_at: AwareDatetime | None = None  # the moment the question was read at (UTC)
+    timezone: str | None = None  # the wearer's zone it was read in
 
     @classmethod
     def assemble(

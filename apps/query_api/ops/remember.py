@@ -108,7 +108,7 @@ def _mark_remembered(deps: Deps, user_id: str, segment_id: int) -> list[list[str
 
 async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
     """Build and store the note's memory (raises ModelCallError when a model call fails)."""
-    at = (req.at or datetime.now(UTC)).astimezone(UTC)
+    at = (req.at or deps.clock()).astimezone(UTC)
     mem = await extract_text_memory(deps, user_id, req.text)
     segment_id, start, end = await asyncio.to_thread(_write_note, deps, user_id, req.text, at, mem)
     extraction = await deps.roles.semantic_triples(req.text, mem.triples)
