@@ -24,11 +24,11 @@ from bench.harness import Commas, percentile
 from bench.query_synth import SynthConfig, SyntheticMemory, hours_of
 from worldmm.graph.pagerank import ppr, seed_vertices
 from worldmm.graph.timed import TimedGraph, build_timed, to_micros
-from worldmm.graph.types import GraphRow, entity_node
+from worldmm.graph.types import GraphTriple, entity_node
 from worldmm.memory.retrieval.graph_lane import top_segments
 
 
-def rows_30s(memory: SyntheticMemory) -> list[GraphRow]:
+def rows_30s(memory: SyntheticMemory) -> list[GraphTriple]:
     """The 30 s episodic rows as the store returns them (valid_from = window end)."""
     ep, vocab = memory.episodic, memory.vocab
     starts = memory.segments.starts[30]
@@ -38,7 +38,9 @@ def rows_30s(memory: SyntheticMemory) -> list[GraphRow]:
         literal = bool(ep.literal[i] >= 0)
         obj = vocab.literals[ep.literal[i]] if literal else vocab.names[ep.obj[i]]
         end = starts[seg] + timedelta(seconds=30)
-        out.append(GraphRow(int(i), vocab.names[ep.subj[i]], "p", obj, literal, seg, 30, end, None))
+        out.append(
+            GraphTriple(int(i), vocab.names[ep.subj[i]], "p", obj, literal, seg, 30, end, None)
+        )
     return out
 
 

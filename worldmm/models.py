@@ -58,26 +58,11 @@ class Triple(BaseModel):
         return [self.subject, self.predicate, self.object]
 
 
-class WindowKey(BaseModel):
-    """Identity of one window of one user: every derived write is keyed by it."""
+class SegmentFields(BaseModel):
+    """What a segment holds, written or read back: one window of one user at one scale."""
 
     user_id: str
-    scale_seconds: int
-    window_start: AwareDatetime
-
-    @property
-    def window_end(self) -> datetime:
-        from datetime import timedelta
-
-        return self.window_start + timedelta(seconds=self.scale_seconds)
-
-
-class SegmentRecord(BaseModel):
-    """A segment as read back from the store."""
-
-    id: int
-    user_id: str
-    session_id: str | None
+    session_id: str | None = None
     scale_seconds: int
     window_start: AwareDatetime
     window_end: AwareDatetime
@@ -88,6 +73,12 @@ class SegmentRecord(BaseModel):
     processing_status: ProcessingStatus = "pending"
     visual_status: VisualStatus = "none"
     error: str | None = None
+
+
+class SegmentRecord(SegmentFields):
+    """A segment as read back from the store."""
+
+    id: int
 
 
 # --- multiple choice: 2-8 options, lettered A-H by position ------------------------------

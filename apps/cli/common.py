@@ -1,8 +1,12 @@
-"""Helpers shared by the CLI modules: settings loading with a clean exit on bad config."""
+"""Helpers shared by the CLI modules: settings loading with a clean exit on bad config, and
+time options."""
 
 from __future__ import annotations
 
 import sys
+from datetime import datetime
+
+import typer
 
 from worldmm.settings import Settings, SettingsError, load_settings
 
@@ -13,3 +17,18 @@ def settings_or_exit() -> Settings:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def parse_time(value: str | None, option: str) -> datetime | None:
+    """An ISO 8601 time option with its zone (None when not given); BadParameter otherwise."""
+    if value is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=option) from None
+    if ts.tzinfo is None:
+        raise typer.BadParameter(
+            "needs a timezone, e.g. 2026-03-01T09:00:00Z or +01:00", param_hint=option
+        )
+    return ts

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from apps.cli.common import parse_time
 from worldmm.settings import Settings
 
 
@@ -23,20 +25,6 @@ def register(app: typer.Typer) -> None:
 
 
 # --- gateway ---------------------------------------------------------------------------------
-
-
-def _parse_start(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"not an ISO time: {value!r}", param_hint="--start") from None
-    if ts.tzinfo is None:
-        raise typer.BadParameter(
-            "needs a timezone, e.g. 2026-03-01T09:00:00Z or +01:00", param_hint="--start"
-        )
-    return ts
 
 
 def _kafka_brokers(settings: Settings) -> str:
@@ -92,7 +80,7 @@ def gateway(
         if not codec.SAFE_ID_RE.fullmatch(value) or value in (".", ".."):
             typer.echo(f"error: {name} {value!r} must match {codec.SAFE_ID_RE.pattern}", err=True)
             raise typer.Exit(2)
-    start_ts = _parse_start(start)
+    start_ts = parse_time(start, "--start")
     settings = settings_or_exit()
     try:
         plan = plan_recording(
@@ -246,15 +234,19 @@ def dataflow(
 _REPLAY_MAX_AGE_S = 100 * 365 * 86400.0
 
 
-def _parse_time(value: str | None, hint: str) -> datetime | None:
-    try:
-        return _parse_start(value)
-    except typer.BadParameter as exc:
-        raise typer.BadParameter(exc.message, param_hint=hint) from None
+# The time range of replay and retrigger: [--from, --to)
+_From = Annotated[
+    str | None,
+    typer.Option("--from", "--start", help="From this time (ISO, with timezone)."),
+]
+_To = Annotated[
+    str | None,
+    typer.Option("--to", "--end", help="Until this time (ISO, with timezone; not included)."),
+]
 
 
 def _range(start: str | None, end: str | None) -> tuple[datetime | None, datetime | None]:
-    lo, hi = _parse_time(start, "--from"), _parse_time(end, "--to")
+    lo, hi = parse_time(start, "--from"), parse_time(end, "--to")
     if lo is not None and hi is not None and hi <= lo:
         raise typer.BadParameter("--to must be after --from", param_hint="--to")
     return lo, hi
@@ -262,12 +254,8 @@ def _range(start: str | None, end: str | None) -> tuple[datetime | None, datetim
 
 def replay(
     user: str | None = typer.Option(None, "--user", help="Only this user's memory."),
-    start: str | None = typer.Option(
-        None, "--from", "--start", help="Only captures from this time (ISO, with timezone)."
-    ),
-    end: str | None = typer.Option(
-        None, "--to", "--end", help="Only captures before this time (ISO, with timezone)."
-    ),
+    start: _From = None,
+    end: _To = None,
     fresh: bool = typer.Option(
         False,
         "--fresh",
@@ -314,12 +302,8 @@ def replay(
 def retrigger(
     user: str = typer.Option(..., "--user", help="Whose windows to re-run."),
     session: str | None = typer.Option(None, "--session", help="Only this session."),
-    start: str | None = typer.Option(
-        None, "--from", "--start", help="From this time (ISO, with timezone)."
-    ),
-    end: str | None = typer.Option(
-        None, "--to", "--end", help="Until this time (ISO, with timezone)."
-    ),
+    start: _From = None,
+    end: _To = None,
     force: bool = typer.Option(
         False, "--force", help="Re-run complete windows too (e.g. after a model change)."
     ),

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
-from apps.cli.common import settings_or_exit
+from apps.cli.common import parse_time, settings_or_exit
 
 
 def register(app: typer.Typer) -> None:
@@ -54,20 +53,6 @@ def serve(
     )
 
 
-def _parse_as_of(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint="--as-of") from None
-    if ts.tzinfo is None:
-        raise typer.BadParameter(
-            "give a time zone, e.g. 2025-03-01T10:00:00+00:00", param_hint="--as-of"
-        )
-    return ts
-
-
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     user: Annotated[str, typer.Option("--user", "-u", help="Whose memory to ask.")],
@@ -86,7 +71,7 @@ def ask(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the API's JSON.")] = False,
 ) -> None:
-    when = _parse_as_of(as_of)
+    when = parse_time(as_of, "--as-of")
     body: dict[str, Any] = {"question": question}
     if choice:
         body["choices"] = choice

@@ -7,9 +7,12 @@ in-flight bounds) live in the same default registry and are served here too.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
@@ -107,36 +110,31 @@ class TimedModel:
 
 
 def _timed(fn: Callable[..., Any], role: str) -> Callable[..., Any]:
-    import asyncio
-    import time
-
     ok, err = MODEL_CALLS.labels(role, "ok"), MODEL_CALLS.labels(role, "error")
     seconds = MODEL_SECONDS.labels(role)
-    if asyncio.iscoroutinefunction(fn):
 
-        async def timed_async(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                out = await fn(*args, **kwargs)
-            except Exception:
-                err.inc()
-                raise
-            ok.inc()
-            seconds.observe(time.perf_counter() - started)
-            return out
-
-        return timed_async
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
+    @contextmanager
+    def counted() -> Iterator[None]:
         started = time.perf_counter()
         try:
-            out = fn(*args, **kwargs)
+            yield
         except Exception:
             err.inc()
             raise
         ok.inc()
         seconds.observe(time.perf_counter() - started)
-        return out
+
+    if asyncio.iscoroutinefunction(fn):
+
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            with counted():
+                return await fn(*args, **kwargs)
+
+        return timed_async
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        with counted():
+            return fn(*args, **kwargs)
 
     return timed
 

@@ -29,6 +29,7 @@ import numpy as np
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.datastructures import FormData, UploadFile
 
 
 @dataclass
@@ -221,23 +222,28 @@ class FakeOpenAI:
                 await asyncio.sleep(reply.delay_s)
             return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
 
-        @app.post("/v1/chat/completions")
-        async def chat(request: Request) -> Response:
-            body = await request.json()
-            self.requests.append(Recorded("POST", "/v1/chat/completions", body))
-            return await respond(self.chat.next(body))
+        def scripted(path: str, script: Script) -> None:
+            """POST ``path``: record the JSON body, answer with the script's next reply."""
 
-        @app.post("/v1/embeddings")
-        async def embeddings(request: Request) -> Response:
-            body = await request.json()
-            self.requests.append(Recorded("POST", "/v1/embeddings", body))
-            return await respond(self.embeddings.next(body))
+            async def answer(request: Request) -> Response:
+                body = await request.json()
+                self.requests.append(Recorded("POST", path, body))
+                return await respond(script.next(body))
+
+            app.post(path)(answer)
+
+        scripted("/v1/chat/completions", self.chat)
+        scripted("/v1/embeddings", self.embeddings)
+
+        async def multipart(request: Request) -> tuple[FormData, UploadFile, bytes]:
+            form = await request.form()
+            upload = form["file"]
+            assert isinstance(upload, UploadFile)
+            return form, upload, await upload.read()
 
         @app.post("/v1/audio/transcriptions")
         async def transcriptions(request: Request) -> Response:
-            form = await request.form()
-            upload = form["file"]
-            data = await upload.read()
+            form, upload, data = await multipart(request)
             fields = {k: v for k, v in form.multi_items() if k != "file"}
             body = {"fields": fields, "filename": upload.filename, "audio": data}
             self.requests.append(Recorded("POST", "/v1/audio/transcriptions", body))
@@ -245,9 +251,7 @@ class FakeOpenAI:
 
         @app.post("/v1/files")
         async def upload_file(request: Request) -> Response:
-            form = await request.form()
-            upload = form["file"]
-            data = await upload.read()
+            form, upload, data = await multipart(request)
             file_id = self._new_id("file")
             self.files[file_id] = data
             body = {"purpose": form.get("purpose"), "filename": upload.filename, "bytes": data}

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from PIL import Image
 
 from apps.query_api.app import create_app
+from tests.fixtures.store import make_segment
 from worldmm.blobs import frame_key
 from worldmm.deps import Deps, build_deps
 from worldmm.settings import Settings, load_settings
@@ -28,7 +29,7 @@ from worldmm.store import entities as entity_store
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
-from worldmm.store.models import FrameRow, SegmentWrite, TripleWrite
+from worldmm.store.models import FrameRow, TripleWrite
 from worldmm.store.users import create_user
 
 ADMIN_KEY = "admin-" + uuid.uuid4().hex
@@ -118,16 +119,8 @@ def seed_segment(
     name_vecs = dict(zip(names, deps.embedder.embed(names), strict=True)) if names else {}
     triple_vecs = deps.embedder.embed([" ".join(t) for t in triples]) if triples else []
     with deps.db.transaction() as conn:
-        segment_id = segment_store.upsert_segment(
-            conn,
-            SegmentWrite(
-                user_id=user_id,
-                scale_seconds=scale,
-                window_start=start,
-                window_end=start + timedelta(seconds=scale),
-                caption=caption,
-                processing_status="complete",
-            ),
+        segment_id = make_segment(
+            conn, user_id, start, scale, caption=caption, processing_status="complete"
         )
         ids = {
             n: entity_store.insert_canonical_entity(conn, user_id, n, name_vecs[n]).id

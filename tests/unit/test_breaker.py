@@ -29,12 +29,18 @@ def test_opens_after_n_consecutive_failures_then_half_opens():
     assert breaker.allow()
 
 
-def test_a_failed_trial_reopens_for_a_full_period():
+def _in_trial(reset_s: float) -> tuple[Clock, CircuitBreaker]:
+    """A breaker opened by one failure, ``reset_s`` later letting its trial call through."""
     clock = Clock()
-    breaker = CircuitBreaker(1, 5.0, clock=clock)
+    breaker = CircuitBreaker(1, reset_s, clock=clock)
     breaker.record_failure()
-    clock.now += 5.0
+    clock.now += reset_s
     assert breaker.allow()
+    return clock, breaker
+
+
+def test_a_failed_trial_reopens_for_a_full_period():
+    clock, breaker = _in_trial(5.0)
     breaker.record_failure()
     assert breaker.state is BreakerState.OPEN
     clock.now += 4.9
@@ -50,10 +56,6 @@ def test_success_resets_the_failure_count():
 
 
 def test_abandoned_trial_frees_the_slot():
-    clock = Clock()
-    breaker = CircuitBreaker(1, 1.0, clock=clock)
-    breaker.record_failure()
-    clock.now += 1.0
-    assert breaker.allow()
+    _clock, breaker = _in_trial(1.0)
     breaker.abandon()
     assert breaker.allow()

@@ -2,12 +2,11 @@
 
 from worldmm.agent.choices import ChoiceAnswer, answer_choices
 from worldmm.agent.loop import answer_question, run_agent
-from worldmm.agent.result import AgentResult, Evidence, RoundRecord
+from worldmm.agent.result import AgentResult, RoundRecord
 
 __all__ = [
     "AgentResult",
     "ChoiceAnswer",
-    "Evidence",
     "RoundRecord",
     "answer_choices",
     "answer_question",

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel
 
 from worldmm.agent.choices import ChoiceAnswer
 from worldmm.memory.retrieval.results import (
     FrameHit,
-    LaneScore,
     RetrievalResult,
     SegmentHit,
     TripleHit,
@@ -45,30 +44,11 @@ class RoundRecord(BaseModel):
         )
 
 
-class Evidence(BaseModel):
-    """A passage the answer may rest on, with its time range; ``lanes`` and the drill-down
-    ``context`` are those of the hit that first brought it."""
-
-    segment_id: int
-    scale: int
-    start: AwareDatetime
-    end: AwareDatetime
-    text: str
-    transcript: str | None = None
-    score: float | None = None
-    lanes: dict[str, LaneScore] = Field(default_factory=dict)
-    context: str | None = None
-    context_segment_id: int | None = None
-
-    @classmethod
-    def of(cls, hit: SegmentHit) -> Evidence:
-        return cls.model_validate(hit.model_dump())
-
-
 class AgentResult(BaseModel):
     answer: str
     rounds: list[RoundRecord]
-    evidence: list[Evidence]  # distinct segments over all rounds, in order of retrieval
+    # distinct segments over all rounds, in order of retrieval: the hit that first brought each
+    evidence: list[SegmentHit]
     triples: list[TripleHit]  # distinct semantic facts over all rounds
     frames: list[str]  # distinct frame blob keys over all rounds
     label: str  # which model provider answered ("offline", "openai:gpt-5", ...)
@@ -86,14 +66,13 @@ class AgentResult(BaseModel):
         stopped: StopReason,
         choice: ChoiceAnswer | None = None,
     ) -> AgentResult:
-        evidence: dict[int, Evidence] = {}
+        evidence: dict[int, SegmentHit] = {}
         triples: dict[int, TripleHit] = {}
         frames: dict[str, None] = {}
         for r in rounds:
             for hit in r.results:
                 if isinstance(hit, SegmentHit):
-                    if hit.segment_id not in evidence:
-                        evidence[hit.segment_id] = Evidence.of(hit)
+                    evidence.setdefault(hit.segment_id, hit)
                 elif isinstance(hit, TripleHit):
                     triples.setdefault(hit.triple_id, hit)
                 else:

@@ -1,16 +1,18 @@
-"""Decoding audio chunks to 16 kHz mono float32, and a silence gate."""
+"""Decoding audio chunks to 16 kHz mono float32, a silence gate, and the transcriber steps
+every backend shares."""
 
 from __future__ import annotations
 
 import io
 import re
+import time
 import wave
-from typing import NamedTuple
+from abc import ABC, abstractmethod
 
 import numpy as np
 
 from worldmm import metrics
-from worldmm.asr.base import AudioDecodeError
+from worldmm.asr.base import AudioDecodeError, Transcript
 
 TARGET_RATE = 16000
 SILENCE_RMS = 10 ** (-55 / 20)  # about -55 dBFS: below this nothing is worth transcribing
@@ -101,23 +103,33 @@ def is_silent(samples: np.ndarray) -> bool:
     return samples.size == 0 or float(np.sqrt(np.mean(samples**2))) < SILENCE_RMS
 
 
-class SpeechChunk(NamedTuple):
-    samples: np.ndarray  # 16 kHz mono float32
-    duration_s: float
-    silent: bool  # nothing worth a model call
+class SpeechTranscriber(ABC):
+    """What every transcriber does around its model: decode the chunk first (an undecodable
+    one raises AudioDecodeError), answer silence without a model call, and record the
+    latency and the seconds of audio the model heard, all under ``backend``."""
 
+    backend: str
 
-def speech_chunk(
-    audio: bytes, content_type: str, sample_rate: int | None, *, backend: str
-) -> SpeechChunk:
-    """The step every transcriber takes first: decode (an undecodable chunk raises
-    AudioDecodeError, counted under ``backend``) and gate silence."""
-    try:
-        samples = decode_audio(audio, content_type, sample_rate)
-    except AudioDecodeError:
-        metrics.ASR_ERRORS.labels(backend=backend, reason="decode").inc()
-        raise
-    return SpeechChunk(samples, samples.size / TARGET_RATE, is_silent(samples))
+    def transcribe(
+        self, audio: bytes, *, content_type: str = "audio/wav", sample_rate: int | None = None
+    ) -> Transcript:
+        try:
+            samples = decode_audio(audio, content_type, sample_rate)
+        except AudioDecodeError:
+            metrics.ASR_ERRORS.labels(backend=self.backend, reason="decode").inc()
+            raise
+        duration = samples.size / TARGET_RATE
+        if is_silent(samples):
+            return Transcript(text="", segments=[], duration_s=duration)
+        started = time.perf_counter()
+        transcript = self._recognise(samples, duration)
+        metrics.ASR_LATENCY.labels(backend=self.backend).observe(time.perf_counter() - started)
+        metrics.ASR_AUDIO_SECONDS.labels(backend=self.backend).inc(duration)
+        return transcript
+
+    @abstractmethod
+    def _recognise(self, samples: np.ndarray, duration_s: float) -> Transcript:
+        """The speech in ``samples`` (16 kHz mono float32, not silent)."""
 
 
 def to_wav(samples: np.ndarray, rate: int = TARGET_RATE) -> bytes:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 
-from worldmm import metrics
-from worldmm.asr.audio import speech_chunk
+import numpy as np
+
+from worldmm.asr.audio import SpeechTranscriber
 from worldmm.asr.base import Transcript, TranscriptSegment
 
 _LOCK = threading.Lock()
@@ -33,20 +33,16 @@ def _load(path: str, threads: int):
         return _MODELS[key]
 
 
-class LocalWhisperTranscriber:
+class LocalWhisperTranscriber(SpeechTranscriber):
+    backend = "local"
+
     def __init__(self, model_path: str | None = None, *, cpu_threads: int = 2, beam_size: int = 1):
         self._path = model_path or whisper_model_path()
         self._model = _load(self._path, cpu_threads)
         self._beam = beam_size
         self.name = "local:whisper-tiny.en"
 
-    def transcribe(
-        self, audio: bytes, *, content_type: str = "audio/wav", sample_rate: int | None = None
-    ) -> Transcript:
-        samples, duration, silent = speech_chunk(audio, content_type, sample_rate, backend="local")
-        if silent:
-            return Transcript(text="", segments=[], duration_s=duration)
-        started = time.perf_counter()
+    def _recognise(self, samples: np.ndarray, duration_s: float) -> Transcript:
         segments, info = self._model.transcribe(
             samples,
             language="en",
@@ -59,11 +55,9 @@ class LocalWhisperTranscriber:
             for s in segments
             if s.text.strip()
         ]
-        metrics.ASR_LATENCY.labels(backend="local").observe(time.perf_counter() - started)
-        metrics.ASR_AUDIO_SECONDS.labels(backend="local").inc(duration)
         return Transcript(
             text=" ".join(p.text for p in parts),
             segments=parts,
             language=info.language,
-            duration_s=duration,
+            duration_s=duration_s,
         )

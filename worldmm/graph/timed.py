@@ -44,7 +44,7 @@ import numpy as np
 
 from worldmm.graph.types import (
     GraphMemoryType,
-    GraphTripleLike,
+    GraphTriple,
     entity_node,
     literal_node,
     segment_node,
@@ -331,7 +331,7 @@ class _Builder:
             self.v_from[i] = t
         return i
 
-    def add(self, t: GraphTripleLike) -> None:
+    def add(self, t: GraphTriple) -> None:
         when = to_micros(t.valid_from)
         subj = self.vertex(entity_node(t.subject), ENTITY, t.subject, when)
         if t.object_is_literal:
@@ -386,7 +386,7 @@ class _Builder:
 
 def build_timed(
     memory_type: GraphMemoryType,
-    rows: Iterable[GraphTripleLike],
+    rows: Iterable[GraphTriple],
     seal_every: int = DEFAULT_SEAL_EVERY,
 ) -> TimedGraph:
     """The whole history of one graph: every row, soft-deleted semantic ones included (each
@@ -409,7 +409,7 @@ def build_timed(
     )
 
 
-def extend(graph: TimedGraph, rows: Iterable[GraphTripleLike]) -> TimedGraph:
+def extend(graph: TimedGraph, rows: Iterable[GraphTriple]) -> TimedGraph:
     """A new graph: ``graph`` plus ``rows`` (appended since it was built). ``graph`` is not
     modified (other queries may be reading it); the new units join the tail, and the CSR is
     rebuilt only when the tail outgrows ``seal_every``."""

@@ -16,31 +16,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
-
 GraphMemoryType = Literal["episodic", "semantic"]
 
 
-class GraphTriple(BaseModel):
-    """One triple row as the graph builder and retrieval need it (read from the store)."""
-
-    model_config = ConfigDict(frozen=True, from_attributes=True)
-
-    triple_id: int
-    subject: str
-    predicate: str
-    object: str
-    object_is_literal: bool = False
-    segment_id: int | None = None
-    scale: int | None = None
-    valid_from: AwareDatetime | None = None  # event time the fact became true
-    invalidated_at: AwareDatetime | None = None
-
-
-class GraphRow(NamedTuple):
-    """:class:`GraphTriple`'s fields as a plain tuple, for bulk reads: a week's 30 s graph is
-    built from about 300k rows, and a model per row cost seconds. Same field names and order,
-    so the graph builder takes either."""
+class GraphTriple(NamedTuple):
+    """One triple row as the graph builder and retrieval need it (read from the store). A
+    plain tuple, not a model: a week's 30 s graph is built from about 300k rows, and a model
+    per row cost seconds; the store's bulk read returns the columns in this field order."""
 
     triple_id: int
     subject: str
@@ -49,14 +31,13 @@ class GraphRow(NamedTuple):
     object_is_literal: bool = False
     segment_id: int | None = None
     scale: int | None = None
-    valid_from: datetime | None = None
+    valid_from: datetime | None = None  # event time the fact became true
     invalidated_at: datetime | None = None
 
 
-GraphTripleLike = GraphTriple | GraphRow
 
 
-def is_active(t: GraphTripleLike, as_of: datetime | None = None) -> bool:
+def is_active(t: GraphTriple, as_of: datetime | None = None) -> bool:
     """Not soft-deleted — at ``as_of`` when given (a later removal did not exist yet)."""
     if t.invalidated_at is None:
         return True

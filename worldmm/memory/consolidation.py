@@ -105,19 +105,6 @@ async def consolidate_semantic(
     """Consolidate new semantic triples one by one (each sees the previous ones' effect).
     A reader's cached semantic graph sees the writes by its fingerprint, not by a message."""
     stats = ConsolidationStats()
-    await _consolidate_each(deps, user_id, segment_id, event_time, triples, context, stats)
-    return stats
-
-
-async def _consolidate_each(
-    deps: Deps,
-    user_id: str,
-    segment_id: int,
-    event_time: datetime,
-    triples: list[Triple],
-    context: str,
-    stats: ConsolidationStats,
-) -> None:
     settings = deps.settings
     for new in triples:
         emb = (await asyncio.to_thread(deps.embedder.embed, [_text(new)]))[0]
@@ -161,6 +148,7 @@ async def _consolidate_each(
         elif plan.action == "update":
             stats.updated += 1
             stats.invalidated += len(plan.remove_ids)
+    return stats
 
 
 def _text(t: Triple) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -32,7 +32,6 @@ from worldmm.memory.entity_resolution import (
     surface_key,
 )
 from worldmm.memory.windows import (
-    BASE_S,
     TEN_MIN_S,
     BaseWindow,
     CoarseWindow,
@@ -77,6 +76,26 @@ class WindowOutcome:
     @property
     def key(self) -> str:
         return f"{self.user_id}/{self.scale_s}/{self.start_ms}"
+
+    @classmethod
+    def of(
+        cls,
+        window: Window,
+        status: Literal["complete", "failed"],
+        segment_id: int | None,
+        **fields: Any,
+    ) -> WindowOutcome:
+        """What became of ``window`` (its user, scale, start and partial flag) and its
+        segment; ``fields``: the rest."""
+        return cls(
+            window.user_id,
+            window.scale_s,
+            window.start_ms,
+            status,
+            partial=window.partial,
+            segment_id=segment_id,
+            **fields,
+        )
 
 
 # --- shared pieces ---------------------------------------------------------------------
@@ -156,11 +175,10 @@ def _versions(deps: Deps, roles: list[str]) -> tuple[dict, dict]:
 
 
 def _segment(window: Window, **fields) -> SegmentWrite:
-    scale = BASE_S if isinstance(window, BaseWindow) else window.scale_s
     return SegmentWrite(
         user_id=window.user_id,
         session_id=window.session_id,
-        scale_seconds=scale,
+        scale_seconds=window.scale_s,
         window_start=ms_to_dt(window.start_ms),
         window_end=ms_to_dt(window.end_ms),
         partial=window.partial,
@@ -216,21 +234,15 @@ async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
         prompt_versions=prompts,
     )
     segment_id = await asyncio.to_thread(_write_base, deps, window, seg, mem, visual)
-    return WindowOutcome(
-        window.user_id,
-        BASE_S,
-        window.start_ms,
-        "complete",
-        partial=window.partial,
-        segment_id=segment_id,
-        visual_status=visual_status,
-        counts={
-            "frames": len(frames),
-            "sampled": len(jpegs),
-            "audio_chunks": len(audio),
-            "entities": len(mem.resolutions),
-            "triples": len(mem.triples),
-        },
+    counts = {
+        "frames": len(frames),
+        "sampled": len(jpegs),
+        "audio_chunks": len(audio),
+        "entities": len(mem.resolutions),
+        "triples": len(mem.triples),
+    }
+    return WindowOutcome.of(
+        window, "complete", segment_id, counts=counts, visual_status=visual_status
     )
 
 
@@ -262,12 +274,18 @@ async def _encode(deps: Deps, jpegs: list[bytes]):
         return None, "failed", f"visual: {exc}"
 
 
-def _write_base(deps, window: BaseWindow, seg, mem: TextMemory, visual) -> int:
+def _write_base(
+    deps, window: BaseWindow, seg, mem: TextMemory, visual, session_id: str | None = None
+) -> int:
+    """One 30 s window's memory in one transaction: its segment, entities, episodic triples,
+    text and clip (when given) embeddings, and its session (``session_id``, else the
+    window's) recorded."""
     user = window.user_id
+    session_id = session_id or window.session_id
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, user)
-        if window.session_id:
-            user_store.upsert_session(conn, user, window.session_id)
+        if session_id:
+            user_store.upsert_session(conn, user, session_id)
         segment_id = segment_store.upsert_segment(conn, seg)
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
@@ -361,15 +379,7 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
             semantic_updated=stats.updated,
             semantic_invalidated=stats.invalidated,
         )
-    return WindowOutcome(
-        window.user_id,
-        window.scale_s,
-        window.start_ms,
-        "complete",
-        partial=window.partial,
-        segment_id=segment_id,
-        counts=counts,
-    )
+    return WindowOutcome.of(window, "complete", segment_id, counts=counts)
 
 
 def load_children(deps: Deps, window: CoarseWindow) -> list[SegmentRow]:
@@ -420,34 +430,23 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
             log.warning(
                 "window_failed user=%s scale=%s start=%s attempt=%d error=%s",
                 window.user_id,
-                _scale(window),
+                window.scale_s,
                 window.start_ms,
                 attempt,
                 error,
             )
     segment_id = await asyncio.to_thread(_mark_failed, deps, window, error)
-    return WindowOutcome(
-        window.user_id,
-        _scale(window),
-        window.start_ms,
-        "failed",
-        partial=window.partial,
-        segment_id=segment_id,
-        error=error,
-        attempts=attempts,
-        duration_s=loop.time() - started,
+    duration_s = loop.time() - started
+    return WindowOutcome.of(
+        window, "failed", segment_id, error=error, attempts=attempts, duration_s=duration_s
     )
-
-
-def _scale(window: Window) -> int:
-    return BASE_S if isinstance(window, BaseWindow) else window.scale_s
 
 
 def _mark_pending(deps: Deps, window: Window) -> None:
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, window.user_id)
         existing = segment_store.get_segment_by_window(
-            conn, window.user_id, _scale(window), ms_to_dt(window.start_ms)
+            conn, window.user_id, window.scale_s, ms_to_dt(window.start_ms)
         )
         if existing is None:
             segment_store.upsert_segment(conn, _segment(window, processing_status="pending"))
@@ -475,7 +474,7 @@ def _record_captures(conn, window: BaseWindow) -> None:
 def _mark_failed(deps: Deps, window: Window, error: str) -> int:
     with deps.db.transaction() as conn:
         existing = segment_store.get_segment_by_window(
-            conn, window.user_id, _scale(window), ms_to_dt(window.start_ms)
+            conn, window.user_id, window.scale_s, ms_to_dt(window.start_ms)
         )
         if existing is None:
             return segment_store.upsert_segment(

@@ -16,10 +16,9 @@ from worldmm.memory.construct import (
     WindowOutcome,
     _segment,
     _versions,
+    _write_base,
     build_summary_segment,
     extract_text_memory,
-    triple_rows,
-    write_search_embedding,
 )
 from worldmm.memory.windows import (
     BASE_S,
@@ -33,9 +32,6 @@ from worldmm.memory.windows import (
     dt_to_ms,
 )
 from worldmm.store import segment_search
-from worldmm.store import segments as segment_store
-from worldmm.store import triples as triple_store
-from worldmm.store import users as user_store
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
@@ -105,26 +101,7 @@ async def build_caption_segment(
         prompt_versions=prompts,
     )
 
-    def write() -> int:
-        from worldmm.memory.entity_resolution import apply_resolutions
-
-        with deps.db.transaction() as conn:
-            user_store.ensure_user(conn, window.user_id)
-            user_store.upsert_session(conn, window.user_id, window.session_id or "captions")
-            segment_id = segment_store.upsert_segment(conn, seg)
-            ids = apply_resolutions(conn, window.user_id, mem.resolutions)
-            rows = triple_rows(mem, ids)
-            triple_store.replace_episodic_triples(conn, window.user_id, segment_id, rows)
-            write_search_embedding(conn, deps, window.user_id, segment_id, mem)
-        return segment_id
-
-    segment_id = await asyncio.to_thread(write)
-    return WindowOutcome(
-        window.user_id,
-        BASE_S,
-        window.start_ms,
-        "complete",
-        partial=window.partial,
-        segment_id=segment_id,
-        counts={"entities": len(mem.resolutions), "triples": len(mem.triples)},
-    )
+    session = window.session_id or "captions"
+    segment_id = await asyncio.to_thread(_write_base, deps, window, seg, mem, None, session)
+    counts = {"entities": len(mem.resolutions), "triples": len(mem.triples)}
+    return WindowOutcome.of(window, "complete", segment_id, counts=counts)

@@ -140,31 +140,11 @@ class SessionEnd:
     last_ms: tuple[tuple[str, int], ...] = ()
 
 
-@dataclass(frozen=True)
-class BaseWindow:
-    user_id: str
-    start_ms: int
-    items: tuple[Item, ...]
-    partial: bool
-    session_id: str | None
+class _Span:
+    """What a window's ``scale_s`` and ``start_ms`` imply (shared by both window kinds)."""
 
-    @property
-    def wid(self) -> WindowId:
-        return (BASE_S, self.start_ms)
-
-    @property
-    def end_ms(self) -> int:
-        return window_end(self.wid)
-
-
-@dataclass(frozen=True)
-class CoarseWindow:
-    user_id: str
     scale_s: int
     start_ms: int
-    children: tuple[WindowId, ...]  # the children that closed, in time order
-    partial: bool
-    session_id: str | None
 
     @property
     def wid(self) -> WindowId:
@@ -173,6 +153,29 @@ class CoarseWindow:
     @property
     def end_ms(self) -> int:
         return window_end(self.wid)
+
+
+@dataclass(frozen=True)
+class BaseWindow(_Span):
+    user_id: str
+    start_ms: int
+    items: tuple[Item, ...]
+    partial: bool
+    session_id: str | None
+
+    @property
+    def scale_s(self) -> int:
+        return BASE_S
+
+
+@dataclass(frozen=True)
+class CoarseWindow(_Span):
+    user_id: str
+    scale_s: int
+    start_ms: int
+    children: tuple[WindowId, ...]  # the children that closed, in time order
+    partial: bool
+    session_id: str | None
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worldmm.stack.process import (
-    free_port,
-    pid_alive,
-    read_pid,
-    start_detached,
-    stop_pid,
-    wait_until,
-)
+from worldmm.stack.process import start_server, stop_server
 
 MARKER = "noida-db"
 
@@ -41,36 +34,37 @@ def probe(brokers: str, timeout_s: float = 3.0) -> tuple[bool, str]:
 
 def start(root: Path, port: int | None = None) -> dict:
     """Start (or find running) the broker under ``root``; return its record."""
-    root.mkdir(parents=True, exist_ok=True)
-    pid_file = root / "kafka.pid"
-    pid = read_pid(pid_file)
-    record_file = root / "port"
-    if pid and pid_alive(pid, MARKER) and record_file.exists():
-        port = int(record_file.read_text())
-        return {"pid": pid, "port": port, "brokers": f"127.0.0.1:{port}", "started": False}
-    port = port or free_port()
-    cmd = [
-        str(broker_binary()),
-        "start",
-        "--only",
+
+    def command(port: int) -> list[str]:
+        return [
+            str(broker_binary()),
+            "start",
+            "--only",
+            "kafka",
+            "--host",
+            "127.0.0.1",
+            "--kafka-port",
+            str(port),
+            "--data-dir",
+            str(root / "data"),
+        ]
+
+    pid, port, started = start_server(
+        root,
         "kafka",
-        "--host",
-        "127.0.0.1",
-        "--kafka-port",
-        str(port),
-        "--data-dir",
-        str(root / "data"),
-    ]
-    pid = start_detached(cmd, log_file=root / "kafka.log", pid_file=pid_file)
-    record_file.write_text(str(port))
-    brokers = f"127.0.0.1:{port}"
-    wait_until(lambda: probe(brokers, 1.0)[0], timeout_s=60, what=f"Kafka broker on {brokers}")
-    return {"pid": pid, "port": port, "brokers": brokers, "started": True}
+        MARKER,
+        command,
+        lambda p: probe(_brokers(p), 1.0)[0],
+        port=port,
+        timeout_s=60,
+    )
+    return {"pid": pid, "port": port, "brokers": _brokers(port), "started": started}
+
+
+def _brokers(port: int) -> str:
+    return f"127.0.0.1:{port}"
 
 
 def stop(root: Path) -> bool:
-    pid = read_pid(root / "kafka.pid")
     # noida-db saves its state on SIGTERM (2-5 s).
-    stopped = bool(pid) and stop_pid(pid, marker=MARKER, timeout_s=30)
-    (root / "kafka.pid").unlink(missing_ok=True)
-    return stopped
+    return stop_server(root, "kafka", MARKER, timeout_s=30)

@@ -7,7 +7,7 @@ A service whose URL is configured (``WORLDMM_KAFKA_BROKERS``, ``WORLDMM_DATABASE
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -129,6 +129,19 @@ def resolve_urls(settings: Settings) -> StackUrls:
     )
 
 
+def _probed(
+    probe: Callable[[str], tuple[bool, str]],
+    url: str | None,
+    configured: str | None,
+    reason: str,
+    key: str = "url",
+) -> dict:
+    """One service's status: its ``url`` (under ``key``), a real request when it is known
+    (else ``reason``), and whether it is embedded (no URL configured)."""
+    ok, detail = probe(url) if url else (False, reason)
+    return {key: url, "ok": ok, "detail": detail, "embedded": not configured}
+
+
 def status(settings: Settings) -> dict[str, dict]:
     """Probe each service with a real protocol request (metadata, SELECT 1, PING)."""
     out: dict[str, dict] = {}
@@ -144,20 +157,9 @@ def status(settings: Settings) -> dict[str, dict]:
         )
     else:
         reason = ""
-    ok, detail = kafka.probe(urls.kafka_brokers, 3.0) if urls.kafka_brokers else (False, reason)
-    out["kafka"] = {
-        "brokers": urls.kafka_brokers,
-        "ok": ok,
-        "detail": detail,
-        "embedded": not settings.kafka_brokers,
-    }
-    ok, detail = postgres.probe(urls.database_url) if urls.database_url else (False, reason)
-    out["postgres"] = {
-        "url": urls.database_url,
-        "ok": ok,
-        "detail": detail,
-        "embedded": not settings.database_url,
-    }
+    brokers = urls.kafka_brokers
+    out["kafka"] = _probed(kafka.probe, brokers, settings.kafka_brokers, reason, "brokers")
+    out["postgres"] = _probed(postgres.probe, urls.database_url, settings.database_url, reason)
     if _redis_disabled(settings):
         out["redis"] = {
             "url": None,
@@ -166,11 +168,5 @@ def status(settings: Settings) -> dict[str, dict]:
             "embedded": False,
         }
     else:
-        ok, detail = redis_server.probe(urls.redis_url) if urls.redis_url else (False, reason)
-        out["redis"] = {
-            "url": urls.redis_url,
-            "ok": ok,
-            "detail": detail,
-            "embedded": not settings.redis_url,
-        }
+        out["redis"] = _probed(redis_server.probe, urls.redis_url, settings.redis_url, reason)
     return out

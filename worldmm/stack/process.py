@@ -98,6 +98,41 @@ def stop_pid(pid: int, *, marker: str, sig: int = signal.SIGTERM, timeout_s: flo
     return True
 
 
+def start_server(
+    root: Path,
+    name: str,
+    marker: str,
+    command: Callable[[int], Sequence[str]],
+    ready: Callable[[int], bool],
+    *,
+    port: int | None,
+    timeout_s: float,
+) -> tuple[int, int, bool]:
+    """(pid, port, started) of server ``name`` kept under ``root`` (its ``<name>.pid``,
+    ``<name>.log`` and ``port`` files): the recorded one when it still runs, else
+    ``command(port)`` started detached on ``port`` (or a free one) and waited for until
+    ``ready(port)``."""
+    root.mkdir(parents=True, exist_ok=True)
+    pid_file, record = root / f"{name}.pid", root / "port"
+    pid = read_pid(pid_file)
+    if pid and pid_alive(pid, marker) and record.exists():
+        return pid, int(record.read_text()), False
+    port = port or free_port()
+    pid = start_detached(command(port), log_file=root / f"{name}.log", pid_file=pid_file)
+    record.write_text(str(port))
+    wait_until(lambda: ready(port), timeout_s=timeout_s, what=f"{name} on port {port}")
+    return pid, port, True
+
+
+def stop_server(root: Path, name: str, marker: str, timeout_s: float = 20.0) -> bool:
+    """Stop the server :func:`start_server` keeps under ``root``; False if none ran."""
+    pid_file = root / f"{name}.pid"
+    pid = read_pid(pid_file)
+    stopped = bool(pid) and stop_pid(pid, marker=marker, timeout_s=timeout_s)
+    pid_file.unlink(missing_ok=True)
+    return stopped
+
+
 def _reap(pid: int) -> None:
     # When the server is our own child (tests), collect it so it does not linger as a zombie.
     with contextlib.suppress(ChildProcessError, OSError):

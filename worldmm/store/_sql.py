@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, scalar_row
+from pydantic import BaseModel
 
 from worldmm.store.migrate import vector_type
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def as_vector(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -52,6 +55,20 @@ def fetch_one_dict(conn: psycopg.Connection, query: Any, params: Any = None) -> 
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
         return cur.fetchone()
+
+
+def fetch_models(
+    conn: psycopg.Connection, model: type[M], query: Any, params: Any = None
+) -> list[M]:
+    """Every row as a ``model`` (columns matched to fields by name)."""
+    return [model.model_validate(r) for r in fetch_dicts(conn, query, params)]
+
+
+def fetch_column(conn: psycopg.Connection, query: Any, params: Any = None) -> list:
+    """The first column of every row."""
+    with conn.cursor(row_factory=scalar_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
 
 
 def knn_dicts(

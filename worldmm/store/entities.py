@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, fetch_dicts, fetch_one_dict, knn_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_models, fetch_one_dict, knn_dicts, vec_cast
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import EntityRow
 
@@ -58,6 +58,27 @@ def nearest_canonical_entities(
     return [(EntityRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 
 
+def _insert_surface(
+    conn: psycopg.Connection,
+    user_id: str,
+    surface: str,
+    embedding: Sequence[float] | np.ndarray,
+    canonical_id: int | None,
+) -> EntityRow:
+    """Insert ``surface`` (a canonical entity named so, or with ``canonical_id`` an alias of
+    it) unless the user has it in any case already; return its canonical entity."""
+    q = as_vector(embedding)
+    conn.execute(
+        "INSERT INTO entities (user_id, canonical_entity_id, surface_form, canonical_name,"
+        f" embedding) VALUES (%s, %s, %s, %s, %s{vec_cast(q)})"
+        " ON CONFLICT (user_id, lower(surface_form)) DO NOTHING",
+        (user_id, canonical_id, surface, surface if canonical_id is None else None, q),
+    )
+    found = _canonical_of_surface(conn, user_id, surface)
+    assert found is not None  # just inserted, or there before
+    return found
+
+
 def insert_canonical_entity(
     conn: psycopg.Connection,
     user_id: str,
@@ -66,17 +87,7 @@ def insert_canonical_entity(
 ) -> EntityRow:
     """Create a canonical entity named ``name``. Idempotent on (user, lower(name)): if that
     surface form exists already, its canonical entity is returned instead."""
-    name = name.strip()
-    q = as_vector(embedding)
-    conn.execute(
-        "INSERT INTO entities (user_id, surface_form, canonical_name, embedding)"
-        f" VALUES (%s, %s, %s, %s{vec_cast(q)})"
-        " ON CONFLICT (user_id, lower(surface_form)) DO NOTHING",
-        (user_id, name, name, q),
-    )
-    found = _canonical_of_surface(conn, user_id, name)
-    assert found is not None  # just inserted, or there before
-    return found
+    return _insert_surface(conn, user_id, name.strip(), embedding, None)
 
 
 def insert_alias(
@@ -89,7 +100,6 @@ def insert_alias(
     """Record ``surface`` as an alias of this user's canonical entity ``canonical_id`` and
     return the canonical entity. Idempotent on (user, lower(surface)): an existing surface
     keeps its mapping and its canonical entity is returned."""
-    surface = surface.strip()
     canonical = fetch_one_dict(
         conn,
         f"SELECT {ENTITY_COLUMNS} FROM entities"
@@ -98,23 +108,10 @@ def insert_alias(
     )
     if canonical is None:
         raise NotFoundError(f"no canonical entity {canonical_id} for this user")
-    q = as_vector(embedding)
-    conn.execute(
-        "INSERT INTO entities (user_id, canonical_entity_id, surface_form, embedding)"
-        f" VALUES (%s, %s, %s, %s{vec_cast(q)})"
-        " ON CONFLICT (user_id, lower(surface_form)) DO NOTHING",
-        (user_id, canonical_id, surface, q),
-    )
-    found = _canonical_of_surface(conn, user_id, surface)
-    assert found is not None
-    return found
+    return _insert_surface(conn, user_id, surface.strip(), embedding, canonical_id)
 
 
 def list_aliases(conn: psycopg.Connection, user_id: str, canonical_id: int) -> list[EntityRow]:
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {ENTITY_COLUMNS} FROM entities"
-        " WHERE user_id = %s AND canonical_entity_id = %s ORDER BY id",
-        (user_id, canonical_id),
-    )
-    return [EntityRow.model_validate(r) for r in rows]
+    where = "user_id = %s AND canonical_entity_id = %s ORDER BY id"
+    query = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE {where}"
+    return fetch_models(conn, EntityRow, query, (user_id, canonical_id))

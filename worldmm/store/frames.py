@@ -8,7 +8,7 @@ from typing import NamedTuple, TypeVar
 
 import psycopg
 
-from worldmm.store._sql import fetch_dicts, user_filter
+from worldmm.store._sql import fetch_models, user_filter
 from worldmm.store.models import AudioChunkRecord, AudioChunkRow, FrameRecord, FrameRow
 
 _FRAME_COLUMNS = "id, user_id, session_id, captured_at, seq, blob_key, content_type, late"
@@ -142,12 +142,8 @@ def list_frames(
             ("(captured_at, id) > (%s, %s)", after),
         ],
     )
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {where} ORDER BY captured_at, id LIMIT %s",
-        (*args, limit),
-    )
-    return [FrameRecord.model_validate(r) for r in rows]
+    query = f"SELECT {_FRAME_COLUMNS} FROM frames WHERE {where} ORDER BY captured_at, id LIMIT %s"
+    return fetch_models(conn, FrameRecord, query, (*args, limit))
 
 
 def insert_audio_chunk(conn: psycopg.Connection, chunk: AudioChunkRow) -> int:
@@ -188,9 +184,7 @@ def list_audio_chunks(
             ("started_at < %s", end),
         ],
     )
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where} ORDER BY started_at, id LIMIT %s",
-        (*args, limit),
+    query = (
+        f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where} ORDER BY started_at, id LIMIT %s"
     )
-    return [AudioChunkRecord.model_validate(r) for r in rows]
+    return fetch_models(conn, AudioChunkRecord, query, (*args, limit))

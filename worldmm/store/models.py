@@ -7,7 +7,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from worldmm.models import ProcessingStatus, SegmentRecord, TripleType, VisualStatus
+from worldmm.models import SegmentFields, SegmentRecord, TripleType
 from worldmm.store._sql import as_vector
 
 TripleOrigin = Literal["extracted", "consolidated", "remembered"]
@@ -29,28 +29,23 @@ class _EmbeddingModel(BaseModel):
 # --- segments ------------------------------------------------------------------------------
 
 
-class SegmentWrite(BaseModel):
-    """One window's segment. Keyed by (user_id, scale_seconds, window_start): writing the same
-    window again overwrites its text and status and keeps its id."""
+class _Provenance(BaseModel):
+    """Where a segment's input was read (topic, partition, offsets) and which model and prompt
+    versions made it."""
 
-    user_id: str
-    session_id: str | None = None
-    scale_seconds: int = Field(gt=0)
-    window_start: AwareDatetime
-    window_end: AwareDatetime
-    partial: bool = False
-    caption: str | None = None
-    transcript: str | None = None
-    parent_segment_id: int | None = None
-    processing_status: ProcessingStatus = "pending"
-    visual_status: VisualStatus = "none"
-    error: str | None = None
     source_topic: str | None = None
     source_partition: int | None = None
     source_offset_first: int | None = None
     source_offset_last: int | None = None
     model_versions: dict[str, Any] = Field(default_factory=dict)
     prompt_versions: dict[str, Any] = Field(default_factory=dict)
+
+
+class SegmentWrite(_Provenance, SegmentFields):
+    """One window's segment. Keyed by (user_id, scale_seconds, window_start): writing the same
+    window again overwrites its text and status and keeps its id."""
+
+    scale_seconds: int = Field(gt=0)
 
     @model_validator(mode="after")
     def _window_order(self) -> SegmentWrite:
@@ -59,16 +54,10 @@ class SegmentWrite(BaseModel):
         return self
 
 
-class SegmentRow(SegmentRecord):
+class SegmentRow(_Provenance, SegmentRecord):
     """A segment as stored, with bookkeeping and provenance."""
 
     attempts: int = 0
-    source_topic: str | None = None
-    source_partition: int | None = None
-    source_offset_first: int | None = None
-    source_offset_last: int | None = None
-    model_versions: dict[str, Any] = Field(default_factory=dict)
-    prompt_versions: dict[str, Any] = Field(default_factory=dict)
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

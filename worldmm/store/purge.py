@@ -7,17 +7,18 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
+from worldmm.store._sql import fetch_column
 from worldmm.store.models import ForgetResult
 
 
 def user_tables(conn: psycopg.Connection) -> list[str]:
     """Every table of the current schema with a user_id column (plus users itself)."""
-    rows = conn.execute(
+    return fetch_column(
+        conn,
         "SELECT table_name FROM information_schema.columns"
         " WHERE table_schema = current_schema() AND column_name = 'user_id'"
-        " ORDER BY table_name"
-    ).fetchall()
-    return [r[0] for r in rows]
+        " ORDER BY table_name",
+    )
 
 
 def count_user_rows(conn: psycopg.Connection, user_id: str) -> dict[str, int]:
@@ -51,13 +52,11 @@ def forget_range(
     Returns counts and the blob keys the caller must delete."""
     if end <= start:
         raise ValueError("forget_range: end must be after start")
-    seg_ids = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM segments WHERE user_id = %s AND window_start < %s AND window_end > %s",
-            (user_id, end, start),
-        ).fetchall()
-    ]
+    seg_ids = fetch_column(
+        conn,
+        "SELECT id FROM segments WHERE user_id = %s AND window_start < %s AND window_end > %s",
+        (user_id, end, start),
+    )
     counts: dict[str, int] = {}
     counts["triples"] = conn.execute(
         "DELETE FROM triples WHERE user_id = %s"
@@ -75,22 +74,18 @@ def forget_range(
         "DELETE FROM segments WHERE user_id = %s AND id = ANY(%s)", (user_id, seg_ids)
     ).rowcount
     counts["entities"] = _delete_unused_entities(conn, user_id)
-    frame_keys = [
-        r[0]
-        for r in conn.execute(
-            "DELETE FROM frames WHERE user_id = %s AND captured_at >= %s AND captured_at < %s"
-            " RETURNING blob_key",
-            (user_id, start, end),
-        ).fetchall()
-    ]
-    audio_keys = [
-        r[0]
-        for r in conn.execute(
-            "DELETE FROM audio_chunks WHERE user_id = %s AND started_at < %s"
-            " AND started_at + duration_ms * interval '1 millisecond' > %s RETURNING blob_key",
-            (user_id, end, start),
-        ).fetchall()
-    ]
+    frame_keys = fetch_column(
+        conn,
+        "DELETE FROM frames WHERE user_id = %s AND captured_at >= %s AND captured_at < %s"
+        " RETURNING blob_key",
+        (user_id, start, end),
+    )
+    audio_keys = fetch_column(
+        conn,
+        "DELETE FROM audio_chunks WHERE user_id = %s AND started_at < %s"
+        " AND started_at + duration_ms * interval '1 millisecond' > %s RETURNING blob_key",
+        (user_id, end, start),
+    )
     counts["frames"] = len(frame_keys)
     counts["audio_chunks"] = len(audio_keys)
     return ForgetResult(counts=counts, frame_blob_keys=frame_keys, audio_blob_keys=audio_keys)

@@ -227,12 +227,8 @@ def lexical_search(
     terms: Sequence[tuple[str, float]],
     mean_length: dict[int, float],
     k: int,
+    filters: Filters = Filters(),
     *,
-    as_of: datetime | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    scales: Sequence[int] | None = None,
-    ids: Sequence[int] | None = None,
     prune: bool = True,
 ) -> list[LaneRow]:
     """The user's top ``k`` segments for weighted lexemes ``terms`` (lexeme, idf), best first.
@@ -247,9 +243,7 @@ def lexical_search(
     terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
-    query = _LexicalQuery(
-        conn, user_id, terms, mean_length, k, Filters(as_of, start, end, scales, ids)
-    )
+    query = _LexicalQuery(conn, user_id, terms, mean_length, k, filters)
     if not prune:
         return query.run(len(terms))
     dropped = prunable_terms(terms, terms[0][1])
@@ -323,12 +317,7 @@ def dense_search(
     user_id: str,
     embedding: np.ndarray,
     k: int,
-    *,
-    as_of: datetime | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    scales: Sequence[int] | None = None,
-    ids: Sequence[int] | None = None,
+    filters: Filters = Filters(),
 ) -> list[LaneRow]:
     """The user's ``k`` segments whose text embedding is nearest ``embedding`` (cosine
     similarity as the score, best first)."""
@@ -336,7 +325,6 @@ def dense_search(
         return []
     q = as_vector(embedding)
     cast = vec_cast(q)
-    filters = Filters(as_of, start, end, scales, ids)
     params = {"q": q, "u": user_id, "k": k, **filters.params()}
     rows = knn_dicts(
         conn,

@@ -8,8 +8,8 @@ from datetime import datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
-from worldmm.models import ProcessingStatus, VisualStatus
-from worldmm.store._sql import fetch_dicts, fetch_one_dict, user_filter
+from worldmm.models import ProcessingStatus
+from worldmm.store._sql import fetch_models, user_filter
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import SegmentRow, SegmentWrite
 
@@ -81,43 +81,14 @@ def set_segment_status(
     user_id: str | None = None,
 ) -> None:
     """Set processing status (and error text; cleared when None). NotFoundError if absent."""
-    _update_one(
-        conn,
-        "UPDATE segments SET processing_status = %s, error = %s, updated_at = now()",
-        (status, error),
-        segment_id,
-        user_id,
+    where, args = "id = %s", [status, error, segment_id]
+    if user_id is not None:
+        where += " AND user_id = %s"
+        args.append(user_id)
+    cur = conn.execute(
+        f"UPDATE segments SET processing_status = %s, error = %s, updated_at = now() WHERE {where}",
+        args,
     )
-
-
-def set_visual_status(
-    conn: psycopg.Connection,
-    segment_id: int,
-    status: VisualStatus,
-    error: str | None = None,
-    *,
-    user_id: str | None = None,
-) -> None:
-    """Set the visual embedding status; an error text is kept in ``error`` when given."""
-    _update_one(
-        conn,
-        "UPDATE segments SET visual_status = %s, error = COALESCE(%s, error), updated_at = now()",
-        (status, error),
-        segment_id,
-        user_id,
-    )
-
-
-def _update_one(
-    conn: psycopg.Connection,
-    update: str,
-    params: tuple,
-    segment_id: int,
-    user_id: str | None,
-) -> None:
-    where = " WHERE id = %s" + (" AND user_id = %s" if user_id is not None else "")
-    args = (*params, segment_id) + ((user_id,) if user_id is not None else ())
-    cur = conn.execute(update + where, args)
     if cur.rowcount != 1:
         raise NotFoundError(f"no segment {segment_id}")
 
@@ -135,38 +106,31 @@ def link_children(conn: psycopg.Connection, parent_id: int, child_ids: Sequence[
     return cur.rowcount
 
 
+def _select(conn: psycopg.Connection, clause: str, params: Sequence[object]) -> list[SegmentRow]:
+    """Segments ``WHERE <clause>`` (which may go on with ORDER BY and LIMIT)."""
+    query = f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {clause}"
+    return fetch_models(conn, SegmentRow, query, params)
+
+
 def get_segment(conn: psycopg.Connection, user_id: str, segment_id: int) -> SegmentRow | None:
-    row = fetch_one_dict(
-        conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE user_id = %s AND id = %s",
-        (user_id, segment_id),
-    )
-    return SegmentRow.model_validate(row) if row else None
+    found = _select(conn, "user_id = %s AND id = %s", (user_id, segment_id))
+    return found[0] if found else None
 
 
 def get_segments(
     conn: psycopg.Connection, user_id: str, segment_ids: Sequence[int]
 ) -> list[SegmentRow]:
     """Segments by id (only this user's), in window order."""
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE user_id = %s AND id = ANY(%s)"
-        " ORDER BY window_start, scale_seconds",
-        (user_id, list(segment_ids)),
-    )
-    return [SegmentRow.model_validate(r) for r in rows]
+    where = "user_id = %s AND id = ANY(%s) ORDER BY window_start, scale_seconds"
+    return _select(conn, where, (user_id, list(segment_ids)))
 
 
 def get_segment_by_window(
     conn: psycopg.Connection, user_id: str, scale_seconds: int, window_start: datetime
 ) -> SegmentRow | None:
-    row = fetch_one_dict(
-        conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments"
-        " WHERE user_id = %s AND scale_seconds = %s AND window_start = %s",
-        (user_id, scale_seconds, window_start),
-    )
-    return SegmentRow.model_validate(row) if row else None
+    where = "user_id = %s AND scale_seconds = %s AND window_start = %s"
+    found = _select(conn, where, (user_id, scale_seconds, window_start))
+    return found[0] if found else None
 
 
 def list_segments(
@@ -203,23 +167,13 @@ def list_segments(
         ],
     )
     order = "DESC" if descending else "ASC"
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {where}"
-        f" ORDER BY window_start {order}, scale_seconds ASC LIMIT %s",
-        (*args, limit),
-    )
-    return [SegmentRow.model_validate(r) for r in rows]
+    where += f" ORDER BY window_start {order}, scale_seconds ASC LIMIT %s"
+    return _select(conn, where, (*args, limit))
 
 
 def children_of(conn: psycopg.Connection, user_id: str, parent_id: int) -> list[SegmentRow]:
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE user_id = %s AND parent_segment_id = %s"
-        " ORDER BY window_start",
-        (user_id, parent_id),
-    )
-    return [SegmentRow.model_validate(r) for r in rows]
+    where = "user_id = %s AND parent_segment_id = %s ORDER BY window_start"
+    return _select(conn, where, (user_id, parent_id))
 
 
 def segments_needing_work(
@@ -248,10 +202,5 @@ def segments_needing_work(
             ("attempts < %s", max_attempts),
         ],
     )
-    rows = fetch_dicts(
-        conn,
-        f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE {where}"
-        " ORDER BY window_start, scale_seconds LIMIT %s",
-        (*args, limit),
-    )
-    return [SegmentRow.model_validate(r) for r in rows]
+    where += " ORDER BY window_start, scale_seconds LIMIT %s"
+    return _select(conn, where, (*args, limit))

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from worldmm.models import TripleType
-from worldmm.store._sql import as_vector, fetch_dicts, knn_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_models, knn_dicts, vec_cast
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import GraphTriple, TripleRow, TripleWrite
 
@@ -178,10 +178,7 @@ def _knn_triples(
     memory_type = _memory_type(memory_type)
     q = as_vector(embedding)
     cast = vec_cast(q)
-    where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
-    where.append(_as_of_clause(memory_type, as_of))
-    if scale is not None:
-        where.append("t.scale_seconds = %(scale)s")
+    where = _visible(memory_type, scale, as_of)
     rows = knn_dicts(
         conn,
         "WITH nearest AS MATERIALIZED ("
@@ -243,34 +240,29 @@ def invalidate_triples(
     return cur.rowcount
 
 
+def _select(conn: psycopg.Connection, clause: str, params: object) -> list[TripleRow]:
+    """Triples (alias t) ``WHERE <clause>`` (which may go on with ORDER BY and LIMIT)."""
+    query = f"{_TRIPLE_SELECT} FROM triples t {_TRIPLE_JOINS} WHERE {clause}"
+    return fetch_models(conn, TripleRow, query, params)
+
+
 def get_triples(conn: psycopg.Connection, user_id: str, ids: Sequence[int]) -> list[TripleRow]:
-    rows = fetch_dicts(
-        conn,
-        f"{_TRIPLE_SELECT} FROM triples t {_TRIPLE_JOINS}"
-        " WHERE t.user_id = %s AND t.id = ANY(%s) ORDER BY t.id",
-        (user_id, list(ids)),
-    )
-    return [TripleRow.model_validate(r) for r in rows]
+    return _select(conn, "t.user_id = %s AND t.id = ANY(%s) ORDER BY t.id", (user_id, list(ids)))
 
 
 def triples_for_segments(
     conn: psycopg.Connection, user_id: str, segment_ids: Sequence[int]
 ) -> list[TripleRow]:
     """Triples (either type) extracted from these segments, in segment then id order."""
-    rows = fetch_dicts(
-        conn,
-        f"{_TRIPLE_SELECT} FROM triples t {_TRIPLE_JOINS}"
-        " WHERE t.user_id = %s AND t.segment_id = ANY(%s) ORDER BY t.segment_id, t.id",
-        (user_id, list(segment_ids)),
-    )
-    return [TripleRow.model_validate(r) for r in rows]
+    where = "t.user_id = %s AND t.segment_id = ANY(%s) ORDER BY t.segment_id, t.id"
+    return _select(conn, where, (user_id, list(segment_ids)))
 
 
-def _graph_filter(memory_type: str, scale: int | None, as_of: datetime | None) -> list[str]:
-    """WHERE terms (on alias t) of one graph: the user's triples of a type (and scale) that
-    exist at ``as_of``; params %(u)s, %(scale)s, %(as_of)s."""
+def _visible(memory_type: TripleType, scale: int | None, as_of: datetime | None) -> list[str]:
+    """WHERE terms (on alias t) of the user's triples of a type (and scale) that exist at
+    ``as_of``: what a graph holds and a search sees; params %(u)s, %(scale)s, %(as_of)s."""
     where = [f"t.user_id = %(u)s AND t.memory_type = '{memory_type}'"]
-    where.append(_as_of_clause(memory_type, as_of))  # type: ignore[arg-type]
+    where.append(_as_of_clause(memory_type, as_of))
     if scale is not None:
         where.append("t.scale_seconds = %(scale)s")
     return where
@@ -286,9 +278,10 @@ def triples_for_graph(
     """Every triple a graph of this memory (and scale) holds at ``as_of`` (default: now):
     episodic with their segment's window, semantic only while active."""
     memory_type = _memory_type(memory_type)
-    where = _graph_filter(memory_type, scale, as_of)
-    rows = fetch_dicts(
+    where = _visible(memory_type, scale, as_of)
+    return fetch_models(
         conn,
+        GraphTriple,
         "SELECT t.id, t.subject_entity_id,"
         " COALESCE(s.canonical_name, s.surface_form) AS subject_name, t.predicate,"
         " t.object_entity_id,"
@@ -299,7 +292,6 @@ def triples_for_graph(
         f" WHERE {' AND '.join(where)} ORDER BY t.id",
         {"u": user_id, "scale": scale, "as_of": as_of},
     )
-    return [GraphTriple.model_validate(r) for r in rows]
 
 
 def graph_rows(
@@ -313,7 +305,7 @@ def graph_rows(
     """Every row of a graph whatever its time, soft-deleted semantic ones included, each with
     its ``valid_from`` and ``invalidated_at``, oldest id first: a time-masked graph
     (``worldmm.graph.timed``) applies :func:`_as_of_clause` itself, per query. Plain tuples
-    in the field order of ``worldmm.graph.types.GraphRow``: a week's 30 s graph is about
+    in the field order of ``worldmm.graph.types.GraphTriple``: a week's 30 s graph is about
     300k rows, and a model per row took most of its 16 s build. ``id_range=(after, upto)``
     keeps ids in ``(after, upto]``: the rows appended since a graph was built (see
     :func:`parse_fingerprint`)."""
@@ -350,14 +342,12 @@ def list_semantic(
         clause = "TRUE" if as_of is None else "t.valid_from <= %(as_of)s"
     else:
         clause = _as_of_clause("semantic", as_of)
-    rows = fetch_dicts(
+    return _select(
         conn,
-        f"{_TRIPLE_SELECT} FROM triples t {_TRIPLE_JOINS}"
-        f" WHERE t.user_id = %(u)s AND t.memory_type = 'semantic' AND {clause}"
+        f"t.user_id = %(u)s AND t.memory_type = 'semantic' AND {clause}"
         " ORDER BY t.valid_from, t.id LIMIT %(limit)s",
         {"u": user_id, "as_of": as_of, "limit": limit},
     )
-    return [TripleRow.model_validate(r) for r in rows]
 
 
 def parse_fingerprint(fingerprint: str | None) -> tuple[int, int, int] | None:

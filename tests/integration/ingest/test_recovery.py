@@ -29,6 +29,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 MINUTES = 3
 
 
+def _segment_ids(database_url: str, user_id: str, other: str) -> tuple[dict, list]:
+    """The user's 30 s segment ids by window start, and the other user's (id, updated_at)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        ids = dict(
+            conn.execute(
+                "SELECT window_start, id FROM segments WHERE user_id = %s AND scale_seconds = 30",
+                (user_id,),
+            ).fetchall()
+        )
+        others = conn.execute(
+            "SELECT id, updated_at FROM segments WHERE user_id = %s ORDER BY id", (other,)
+        ).fetchall()
+    return ids, others
+
+
 def _clean_run(settings) -> None:
     from bytewax.testing import run_main
 
@@ -99,16 +114,7 @@ def test_kill_and_resume_builds_the_same_memory_as_a_clean_run(
     assert resumed == expected
 
     # -- replay one user's range from the topics, starting fresh ----------------------------
-    with psycopg.connect(clean.database_url, autocommit=True) as conn:
-        ids_before = dict(
-            conn.execute(
-                "SELECT window_start, id FROM segments WHERE user_id = %s AND scale_seconds = 30",
-                (user_id,),
-            ).fetchall()
-        )
-        other_before = conn.execute(
-            "SELECT id, updated_at FROM segments WHERE user_id = %s ORDER BY id", (other,)
-        ).fetchall()
+    ids_before, other_before = _segment_ids(clean.database_url, user_id, other)
     lo, hi = START + timedelta(seconds=30), START + timedelta(seconds=90)
     set_env(monkeypatch, clean)
     from typer.testing import CliRunner
@@ -121,16 +127,7 @@ def test_kill_and_resume_builds_the_same_memory_as_a_clean_run(
     )
     assert result.exit_code == 0, result.output
     assert memory_rows(clean.database_url, user_id) == expected
-    with psycopg.connect(clean.database_url, autocommit=True) as conn:
-        ids_after = dict(
-            conn.execute(
-                "SELECT window_start, id FROM segments WHERE user_id = %s AND scale_seconds = 30",
-                (user_id,),
-            ).fetchall()
-        )
-        other_after = conn.execute(
-            "SELECT id, updated_at FROM segments WHERE user_id = %s ORDER BY id", (other,)
-        ).fetchall()
+    ids_after, other_after = _segment_ids(clean.database_url, user_id, other)
     rebuilt = {ts for ts in ids_after if ids_after[ts] != ids_before[ts]}
     assert rebuilt == {lo, lo + timedelta(seconds=30)}  # only the range was deleted and rebuilt
     assert other_after == other_before

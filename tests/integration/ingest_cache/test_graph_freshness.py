@@ -14,15 +14,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 
-from bench.ingest_sim import HashEmbedder, SimulatedRoles, small_jpeg
-from worldmm.blobs import LocalBlobStore, frame_key
+from bench.ingest_sim import HashEmbedder, SimulatedRoles
+from tests.fixtures.windows import frame_window
+from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
 from worldmm.graph.timed import TimedGraph
 from worldmm.memory.construct import process_window
-from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.retrieval.graphs import load_timed
-from worldmm.memory.windows import BaseWindow, CoarseWindow, Item, dt_to_ms
+from worldmm.memory.windows import CoarseWindow, dt_to_ms
 
 pytestmark = pytest.mark.integration
 
@@ -91,16 +91,6 @@ def _changes(before: dict[str, TimedGraph], after: dict[str, TimedGraph]) -> dic
     return out
 
 
-def _base(deps: Deps, user: str, start: datetime) -> BaseWindow:
-    items = []
-    for k in range(0, 30, 5):
-        ts = start + timedelta(seconds=k)
-        key = frame_key(user, "s1", ts, k)
-        deps.blobs.put(key, small_jpeg(k))
-        items.append(Item("frames", key, "s1", dt_to_ms(ts), dt_to_ms(ts), CaptureRef(key, seq=k)))
-    return BaseWindow(user, dt_to_ms(start), tuple(items), False, "s1")
-
-
 SAME = {"episodic:30": "same", "episodic:180": "same", "episodic:600": "same",
         "episodic:3600": "same", "semantic": "same"}  # fmt: skip
 
@@ -109,7 +99,7 @@ async def test_base_window_grows_only_its_episodic_30_graph(deps, reader, user_i
     other = f"{user_id}-other"
     before = {u: reader.graphs(u) for u in (user_id, other)}
     stored = reader.stored(user_id, other)
-    outcome = await process_window(deps, _base(deps, user_id, T10))
+    outcome = await process_window(deps, frame_window(deps.blobs, user_id, T10, 5))
     assert outcome.status == "complete" and outcome.counts["triples"] > 0
     assert reader.stored(user_id, other) == stored  # the writer left the cache alone
     assert _changes(before[user_id], reader.graphs(user_id)) == {**SAME, "episodic:30": "grown"}
@@ -117,7 +107,9 @@ async def test_base_window_grows_only_its_episodic_30_graph(deps, reader, user_i
 
 
 async def test_ten_minute_window_grows_its_scale_and_semantic(deps, reader, user_id) -> None:
-    child = _base(deps, user_id, T10 + timedelta(minutes=9, seconds=30))  # feeds the 10 min
+    child = frame_window(
+        deps.blobs, user_id, T10 + timedelta(minutes=9, seconds=30), 5
+    )  # feeds the 10 min
     assert (await process_window(deps, child)).status == "complete"
     other = f"{user_id}-other"
     before = {u: reader.graphs(u) for u in (user_id, other)}

@@ -17,6 +17,15 @@ pytestmark = pytest.mark.integration
 BASE = datetime(2025, 5, 6, 14, 0, tzinfo=UTC)
 
 
+def _ranged(client, url: str, headers: dict, from_s: int, to_s: int) -> list[dict]:
+    """The items ``url`` lists from BASE + from_s to BASE + to_s."""
+    params = {
+        "from": (BASE + timedelta(seconds=from_s)).isoformat(),
+        "to": (BASE + timedelta(seconds=to_s)).isoformat(),
+    }
+    return client.get(url, params=params, headers=headers).json()["items"]
+
+
 def test_segments_page_by_cursor_and_filter_by_range_and_scale(client, api_deps, make_user):
     a = make_user()
     ids = [
@@ -34,14 +43,7 @@ def test_segments_page_by_cursor_and_filter_by_range_and_scale(client, api_deps,
         if cursor is None:
             break
     assert seen == ids
-    window = client.get(
-        url,
-        params={
-            "from": (BASE + timedelta(seconds=60)).isoformat(),
-            "to": (BASE + timedelta(seconds=120)).isoformat(),
-        },
-        headers=a.headers,
-    ).json()["items"]
+    window = _ranged(client, url, a.headers, 60, 120)
     assert [s["id"] for s in window] == [hour, ids[2], ids[3]]  # overlap, oldest first
     one = client.get(f"{url}/{ids[4]}", headers=a.headers)
     assert one.status_code == 200
@@ -75,14 +77,7 @@ def test_frames_list_and_bytes_only_for_their_owner(client, api_deps, make_user)
     ).json()
     assert [f["key"] for f in page1["items"] + page2["items"]] == keys
     assert page2["next_cursor"] is None
-    ranged = client.get(
-        url,
-        params={
-            "from": (BASE + timedelta(seconds=1)).isoformat(),
-            "to": (BASE + timedelta(seconds=2)).isoformat(),
-        },
-        headers=a.headers,
-    ).json()["items"]
+    ranged = _ranged(client, url, a.headers, 1, 2)
     assert [f["key"] for f in ranged] == [keys[1]]
 
     jpeg = client.get(ranged[0]["url"], headers=a.headers)

@@ -4,11 +4,18 @@ shared by the retrieval tests."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from tests.unit.agent.fakes import HashEmbedder
-from worldmm.store import entities, frames, segments, triples, users, visual
+from tests.fixtures.store import make_segment
+from tests.unit.agent.fakes import FakeEncoder, HashEmbedder
+from worldmm.blobs import LocalBlobStore
+from worldmm.deps import Deps
+from worldmm.graph.cache import GraphCacheLike
+from worldmm.llm.roles import ModelRoles
+from worldmm.settings import Settings
+from worldmm.store import entities, frames, triples, users, visual
 from worldmm.store.db import Database
-from worldmm.store.models import FrameRow, SegmentWrite, TripleWrite
+from worldmm.store.models import FrameRow, TripleWrite
 
 T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)
 
@@ -25,35 +32,47 @@ class Memory:
         self.seg_ids: dict[str, int] = {}
         self.triple_ids: dict[str, int] = {}
 
+    def deps(
+        self, settings: Settings, roles: ModelRoles, blobs: Path, cache: GraphCacheLike
+    ) -> Deps:
+        """Deps over this memory: its database and embedders, a fake encoder of its clips."""
+        return Deps(
+            settings=settings,
+            db=self.db,
+            roles=roles,
+            embedder=self.text,
+            encoder=FakeEncoder(self.vis),
+            blobs=LocalBlobStore(blobs),
+            cache=cache,
+        )
+
     def _entity(self, conn, name: str) -> int:
         return entities.insert_canonical_entity(conn, self.user, name, self.text.vector(name)).id
+
+    def _triple(self, conn, s: str, p: str, o: str, literal: bool, **fields) -> TripleWrite:
+        """(s, p, o) with its entities written; ``o`` is a literal when ``literal``."""
+        return TripleWrite(
+            subject_entity_id=self._entity(conn, s),
+            predicate=p,
+            object_entity_id=None if literal else self._entity(conn, o),
+            object_literal=o if literal else None,
+            embedding=self.text.vector(f"{s} {p} {o}"),
+            **fields,
+        )
 
     def segment(self, label, scale, start, caption, facts, clip_text=None, frame_count=0):
         with self.db.transaction() as conn:
             users.ensure_user(conn, self.user)
-            sid = segments.upsert_segment(
+            sid = make_segment(
                 conn,
-                SegmentWrite(
-                    user_id=self.user,
-                    session_id="s1",
-                    scale_seconds=scale,
-                    window_start=at(start),
-                    window_end=at(start + scale),
-                    caption=caption,
-                    processing_status="complete",
-                ),
+                self.user,
+                at(start),
+                scale,
+                session_id="s1",
+                caption=caption,
+                processing_status="complete",
             )
-            rows = []
-            for s, p, o, literal in facts:
-                rows.append(
-                    TripleWrite(
-                        subject_entity_id=self._entity(conn, s),
-                        predicate=p,
-                        object_entity_id=None if literal else self._entity(conn, o),
-                        object_literal=o if literal else None,
-                        embedding=self.text.vector(f"{s} {p} {o}"),
-                    )
-                )
+            rows = [self._triple(conn, s, p, o, literal) for s, p, o, literal in facts]
             triples.insert_triples(conn, self.user, sid, "episodic", rows)
             if clip_text:
                 visual.upsert_visual_embedding(conn, self.user, sid, self.vis.vector(clip_text))
@@ -73,22 +92,8 @@ class Memory:
     def fact(self, label, s, p, o, since, literal=False):
         with self.db.transaction() as conn:
             users.ensure_user(conn, self.user)
-            (tid,) = triples.insert_triples(
-                conn,
-                self.user,
-                None,
-                "semantic",
-                [
-                    TripleWrite(
-                        subject_entity_id=self._entity(conn, s),
-                        predicate=p,
-                        object_entity_id=None if literal else self._entity(conn, o),
-                        object_literal=o if literal else None,
-                        embedding=self.text.vector(f"{s} {p} {o}"),
-                        valid_from=since,
-                    )
-                ],
-            )
+            row = self._triple(conn, s, p, o, literal, valid_from=since)
+            (tid,) = triples.insert_triples(conn, self.user, None, "semantic", [row])
         self.triple_ids[label] = tid
 
     def remove(self, label, when):

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
+from tests.fixtures.store import make_segment
 from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.embed.local import MiniLMEmbedder
@@ -22,7 +23,7 @@ from worldmm.memory.backfill import backfill_segment_embeddings
 from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes, search_episodic
 from worldmm.store import entities, segment_search, segments, triples, users
 from worldmm.store.db import Database
-from worldmm.store.models import SegmentWrite, TripleWrite
+from worldmm.store.models import TripleWrite
 
 pytestmark = pytest.mark.integration
 
@@ -45,17 +46,14 @@ class Memory:
     def seg(self, label, start, scale, caption, transcript=None, facts=(), parent=None) -> int:
         with self.db.transaction() as conn:
             users.ensure_user(conn, self.user)
-            sid = segments.upsert_segment(
+            sid = make_segment(
                 conn,
-                SegmentWrite(
-                    user_id=self.user,
-                    scale_seconds=scale,
-                    window_start=start,
-                    window_end=start + timedelta(seconds=scale),
-                    caption=caption,
-                    transcript=transcript,
-                    processing_status="complete",
-                ),
+                self.user,
+                start,
+                scale,
+                caption=caption,
+                transcript=transcript,
+                processing_status="complete",
             )
             rows = []
             for s, p, o in facts:
@@ -77,13 +75,6 @@ class Memory:
                 segments.link_children(conn, self.ids[parent], [sid])
         self.ids[label] = sid
         return sid
-
-
-@pytest.fixture
-def db(settings):
-    database = Database(settings.database_url, max_size=6)
-    yield database
-    database.close()
 
 
 @pytest.fixture

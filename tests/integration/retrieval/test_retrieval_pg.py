@@ -9,10 +9,8 @@ import pytest
 import redis
 
 from tests.integration.retrieval.memory import Memory, at
-from tests.unit.agent.fakes import FakeEncoder, HashEmbedder, ScriptedRoles, search
+from tests.unit.agent.fakes import HashEmbedder, ScriptedRoles, search
 from worldmm.agent import answer_question
-from worldmm.blobs import LocalBlobStore
-from worldmm.deps import Deps
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
 from worldmm.llm.schemas import AgentAction
 from worldmm.memory.retrieval import (
@@ -22,16 +20,8 @@ from worldmm.memory.retrieval import (
 )
 from worldmm.models import SCALES
 from worldmm.store import triples
-from worldmm.store.db import Database
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def db(settings):
-    database = Database(settings.database_url, max_size=4)
-    yield database
-    database.close()
 
 
 @pytest.fixture
@@ -79,21 +69,12 @@ def memory(db, user_id, settings):
 
 
 @pytest.fixture
-def deps(db, settings, memory, tmp_path):
+def deps(settings, memory, tmp_path):
     cache = GraphCache.from_url(settings.redis_url, ttl_s=300)
     roles = ScriptedRoles()
     # every lane on, the graph's too (its default weight is 0 with the offline triples)
     settings = settings.model_copy(update={"episodic_lane_weights": "lexical:1,dense:1,graph:0.5"})
-    d = Deps(
-        settings=settings,
-        db=db,
-        roles=roles,
-        embedder=memory.text,
-        encoder=FakeEncoder(memory.vis),
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-        cache=cache,
-    )
-    yield d
+    yield memory.deps(settings, roles, tmp_path / "blobs", cache)
     cache.close()
 
 

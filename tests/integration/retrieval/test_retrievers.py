@@ -11,8 +11,7 @@ from typing import NamedTuple
 import pytest
 
 from tests.integration.retrieval.memory import Memory, at
-from tests.unit.agent.fakes import FakeEncoder, HashEmbedder, RecordingReader, ScriptedRoles
-from worldmm.blobs import LocalBlobStore
+from tests.unit.agent.fakes import HashEmbedder, RecordingReader, ScriptedRoles
 from worldmm.deps import Deps
 from worldmm.graph.cache import CacheRead, NullCache
 from worldmm.memory.retrieval import (
@@ -24,7 +23,6 @@ from worldmm.memory.retrieval import (
 from worldmm.memory.retrieval.episodic import EpisodicOptions, run_lanes
 from worldmm.memory.retrieval.visual import MAX_RANGE_FRAMES
 from worldmm.providers.errors import ModelCallError
-from worldmm.store.db import Database
 
 pytestmark = pytest.mark.integration
 
@@ -44,13 +42,6 @@ class MemoryCache:
         self.puts += 1
         self.store[(user_id, memory_type, scale)] = graph
         return True
-
-
-@pytest.fixture
-def db(settings):
-    database = Database(settings.database_url, max_size=4)
-    yield database
-    database.close()
 
 
 @pytest.fixture
@@ -94,21 +85,13 @@ class World(NamedTuple):
 
 
 @pytest.fixture
-def world(db, memory, settings, tmp_path) -> World:
+def world(memory, settings, tmp_path) -> World:
     roles = ScriptedRoles()
     # the graph lane alone, no drill-down: what these tests measure is the lane's reads
     settings = settings.model_copy(
         update={"episodic_lane_weights": "graph:1", "episodic_drill_parents": 0}
     )
-    deps = Deps(
-        settings=settings,
-        db=db,
-        roles=roles,
-        embedder=memory.text,
-        encoder=FakeEncoder(memory.vis),
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-        cache=NullCache(),
-    )
+    deps = memory.deps(settings, roles, tmp_path / "blobs", NullCache())
     reader = RecordingReader(deps.reader)
     deps.reader = reader  # type: ignore[misc]  # the same reads, recorded
     return World(deps, reader, roles, memory, memory.user)

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from worldmm.store import triples
 from worldmm.store.db import Database
-from worldmm.store.models import SegmentWrite
-from worldmm.store.segments import upsert_segment
+from worldmm.store.models import TripleWrite
 from worldmm.store.users import ensure_user
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+DIM = 384  # text embeddings
 
 
 @pytest.fixture(scope="session")
@@ -71,20 +72,20 @@ def near(v: np.ndarray, noise: float, seed: int) -> np.ndarray:
     return (w / np.linalg.norm(w)).astype(np.float32)
 
 
-def make_segment(
-    conn: psycopg.Connection,
-    user_id: str,
-    start: datetime,
-    scale: int = 30,
-    **fields: object,
-) -> int:
-    return upsert_segment(
-        conn,
-        SegmentWrite(
-            user_id=user_id,
-            scale_seconds=scale,
-            window_start=start,
-            window_end=start + timedelta(seconds=scale),
-            **fields,
-        ),
+def triple(subject_id: int, predicate: str, seed: int, **fields: object) -> TripleWrite:
+    """A triple of ``subject_id`` embedded as ``unit_vector(DIM, seed)``; ``fields``: its
+    object (``object_literal`` or ``object_entity_id``) and the rest."""
+    return TripleWrite(
+        subject_entity_id=subject_id,
+        predicate=predicate,
+        embedding=unit_vector(DIM, seed),
+        **fields,
     )
+
+
+def insert_one(
+    conn: psycopg.Connection, user_id: str, segment_id: int, memory_type: str, row: TripleWrite
+) -> int:
+    """Insert one triple; its id."""
+    (triple_id,) = triples.insert_triples(conn, user_id, segment_id, memory_type, [row])
+    return triple_id

@@ -6,13 +6,13 @@ from datetime import timedelta
 
 import pytest
 
+from tests.fixtures.store import make_segment
 from worldmm.store import entities, segments, triples, visual
 from worldmm.store.models import TripleWrite
 
-from .conftest import T0, make_segment, unit_vector
+from .conftest import DIM, T0, insert_one, triple, unit_vector
 
 pytestmark = pytest.mark.integration
-DIM = 384
 S = timedelta(seconds=1)
 
 
@@ -21,19 +21,8 @@ def test_segments_and_episodic_triples_exist_once_their_window_ends(conn, user_i
     late = make_segment(conn, user_id, T0 + 60 * S)  # ends T0+90
     e = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
     for seg, seed in ((early, 2), (late, 3)):
-        triples.insert_triples(
-            conn,
-            user_id,
-            seg,
-            "episodic",
-            [
-                TripleWrite(
-                    subject_entity_id=e.id,
-                    predicate=f"did {seed}",
-                    object_literal="x",
-                    embedding=unit_vector(DIM, seed),
-                )
-            ],
+        insert_one(
+            conn, user_id, seg, "episodic", triple(e.id, f"did {seed}", seed, object_literal="x")
         )
     visual.upsert_visual_embedding(conn, user_id, early, unit_vector(1536, 1))
     visual.upsert_visual_embedding(conn, user_id, late, unit_vector(1536, 2))
@@ -58,36 +47,18 @@ def test_semantic_validity_window(conn, user_id) -> None:
     seg1 = make_segment(conn, user_id, T0, scale=600)  # ends T0+600
     seg2 = make_segment(conn, user_id, T0 + 600 * S, scale=600)  # ends T0+1200
     me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
-    (old,) = triples.insert_triples(
-        conn,
-        user_id,
-        seg1,
-        "semantic",
-        [
-            TripleWrite(
-                subject_entity_id=me.id,
-                predicate="drinks",
-                object_literal="coffee",
-                embedding=unit_vector(DIM, 2),
-            )
-        ],
+    old = insert_one(
+        conn, user_id, seg1, "semantic", triple(me.id, "drinks", 2, object_literal="coffee")
     )
-    (new,) = triples.insert_triples(
-        conn,
-        user_id,
-        seg2,
-        "semantic",
-        [
-            TripleWrite(
-                subject_entity_id=me.id,
-                predicate="drinks",
-                object_literal="tea",
-                embedding=unit_vector(DIM, 3),
-                evidence_segment_ids=[seg1, seg2],
-                origin="consolidated",
-            )
-        ],
+    tea = triple(
+        me.id,
+        "drinks",
+        3,
+        object_literal="tea",
+        evidence_segment_ids=[seg1, seg2],
+        origin="consolidated",
     )
+    new = insert_one(conn, user_id, seg2, "semantic", tea)
     assert triples.invalidate_triples(conn, user_id, [old, new], T0 + 1200 * S, new) == 1
     # invalidating again changes nothing (idempotent)
     assert triples.invalidate_triples(conn, user_id, [old], T0 + 1300 * S, new) == 0
@@ -138,20 +109,7 @@ def test_fingerprint_changes_on_insert_invalidate_and_forget(conn, user_id) -> N
     seg = make_segment(conn, user_id, T0, scale=600)
     me = entities.insert_canonical_entity(conn, user_id, "I", unit_vector(DIM, 1))
     seen = [triples.triples_fingerprint(conn, user_id, "semantic")]
-    (a,) = triples.insert_triples(
-        conn,
-        user_id,
-        seg,
-        "semantic",
-        [
-            TripleWrite(
-                subject_entity_id=me.id,
-                predicate="likes",
-                object_literal="tea",
-                embedding=unit_vector(DIM, 2),
-            )
-        ],
-    )
+    a = insert_one(conn, user_id, seg, "semantic", triple(me.id, "likes", 2, object_literal="tea"))
     seen.append(triples.triples_fingerprint(conn, user_id, "semantic"))
     triples.invalidate_triples(conn, user_id, [a], T0 + 700 * S, None)
     seen.append(triples.triples_fingerprint(conn, user_id, "semantic"))
@@ -191,15 +149,7 @@ def _agrees(conn, user_id: str, memory_type: str, scale: int | None) -> None:
 
 def _saw(conn, user_id: str, segment: int, subject: int, objects, memory_type="episodic"):
     """Insert "<subject> saw <object>" triples into ``segment``; return their ids."""
-    rows = [
-        TripleWrite(
-            subject_entity_id=subject,
-            predicate="saw",
-            object_literal=o,
-            embedding=unit_vector(DIM, len(o)),
-        )
-        for o in objects
-    ]
+    rows = [triple(subject, "saw", len(o), object_literal=o) for o in objects]
     return triples.insert_triples(conn, user_id, segment, memory_type, rows)
 
 
@@ -232,19 +182,8 @@ def test_kept_fingerprint_follows_every_kind_of_write(conn, user_id, other_user)
     write(segs[0], "episodic", ["thing 0"])  # a replayed window: same natural key, no change
     assert triples.triples_fingerprint(conn, user_id, "episodic", 30) == before
     # a replayed window that extracted something else: one row replaced, one new
-    triples.replace_episodic_triples(
-        conn,
-        user_id,
-        segs[1],
-        [
-            TripleWrite(
-                subject_entity_id=me.id,
-                predicate="saw",
-                object_literal="a new thing",
-                embedding=unit_vector(DIM, 5),
-            )
-        ],
-    )
+    new_thing = triple(me.id, "saw", 5, object_literal="a new thing")
+    triples.replace_episodic_triples(conn, user_id, segs[1], [new_thing])
     check()
     facts = write(coarse, "semantic", ["tea", "coffee", "rain"])
     triples.invalidate_triples(conn, user_id, facts[:2], T0 + 300 * S, facts[2])
@@ -291,15 +230,7 @@ def test_two_writers_of_one_scale_queue_and_both_count(conn, database, user_id) 
     conn.commit()
 
     def rows(tag: str) -> list[TripleWrite]:
-        return [
-            TripleWrite(
-                subject_entity_id=me.id,
-                predicate="saw",
-                object_literal=f"{tag} {i}",
-                embedding=unit_vector(DIM, i + 2),
-            )
-            for i in range(3)
-        ]
+        return [triple(me.id, "saw", i + 2, object_literal=f"{tag} {i}") for i in range(3)]
 
     done: list[BaseException | None] = []
     with database.connection() as a, database.connection() as b:

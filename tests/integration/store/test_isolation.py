@@ -5,11 +5,12 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from tests.fixtures.store import make_segment
 from worldmm.store import entities, segments, triples, visual
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import TripleWrite
 
-from .conftest import T0, make_segment, unit_vector
+from .conftest import T0, unit_vector
 
 pytestmark = pytest.mark.integration
 DIM, VDIM = 384, 1536

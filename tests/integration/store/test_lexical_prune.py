@@ -59,9 +59,11 @@ def test_pruned_search_equals_the_full_one(conn, user_id, monkeypatch) -> None:
                 [{}, {"as_of": T0 + timedelta(hours=2)}, {"scales": [30]}, {"start": T0}]
             )
             full = ss.lexical_search(
-                conn, user_id, terms, stats.mean_length, k, prune=False, **filters
+                conn, user_id, terms, stats.mean_length, k, ss.Filters(**filters), prune=False
             )
-            pruned = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, **filters)
+            pruned = ss.lexical_search(
+                conn, user_id, terms, stats.mean_length, k, ss.Filters(**filters)
+            )
             assert [r.segment_id for r in pruned] == [r.segment_id for r in full], (text, k)
             assert [r.score for r in pruned] == pytest.approx([r.score for r in full])
             compared += 1

@@ -7,14 +7,14 @@ from datetime import timedelta
 
 import pytest
 
+from tests.fixtures.store import make_segment
 from worldmm.store import audit, entities, frames, purge, segments, triples, visual
-from worldmm.store.models import AudioChunkRow, FrameRow, TripleWrite
+from worldmm.store.models import AudioChunkRow, FrameRow
 from worldmm.store.users import create_user, upsert_session
 
-from .conftest import T0, make_segment, unit_vector
+from .conftest import DIM, T0, insert_one, triple, unit_vector
 
 pytestmark = pytest.mark.integration
-DIM = 384
 S = timedelta(seconds=1)
 
 
@@ -28,50 +28,15 @@ def _populate(conn, user: str) -> dict:
     alice = entities.insert_canonical_entity(conn, user, "Alice", unit_vector(DIM, 1))
     entities.insert_alias(conn, user, "Al", alice.id, unit_vector(DIM, 1))
     bob = entities.insert_canonical_entity(conn, user, "Bob", unit_vector(DIM, 2))
-    triples.insert_triples(
-        conn,
-        user,
-        seg_a,
-        "episodic",
-        [
-            TripleWrite(
-                subject_entity_id=alice.id,
-                predicate="meets",
-                object_entity_id=bob.id,
-                embedding=unit_vector(DIM, 3),
-            )
-        ],
-    )
-    (ep_b,) = triples.insert_triples(
-        conn,
-        user,
-        seg_b,
-        "episodic",
-        [
-            TripleWrite(
-                subject_entity_id=bob.id,
-                predicate="reads",
-                object_literal="a book",
-                embedding=unit_vector(DIM, 4),
-            )
-        ],
+    insert_one(conn, user, seg_a, "episodic", triple(alice.id, "meets", 3, object_entity_id=bob.id))
+    ep_b = insert_one(
+        conn, user, seg_b, "episodic", triple(bob.id, "reads", 4, object_literal="a book")
     )
     # a semantic fact from window B that cites window A as evidence
-    (sem,) = triples.insert_triples(
-        conn,
-        user,
-        seg_b,
-        "semantic",
-        [
-            TripleWrite(
-                subject_entity_id=alice.id,
-                predicate="is friends with",
-                object_entity_id=bob.id,
-                embedding=unit_vector(DIM, 5),
-                evidence_segment_ids=[seg_a, seg_b],
-            )
-        ],
+    friends = triple(
+        alice.id, "is friends with", 5, object_entity_id=bob.id, evidence_segment_ids=[seg_a, seg_b]
     )
+    sem = insert_one(conn, user, seg_b, "semantic", friends)
     visual.upsert_visual_embedding(conn, user, seg_a, unit_vector(1536, 1))
     visual.upsert_visual_embedding(conn, user, seg_b, unit_vector(1536, 2))
     audit.insert_consolidation_audit(

@@ -7,11 +7,12 @@ from datetime import timedelta
 import psycopg
 import pytest
 
+from tests.fixtures.store import make_segment
 from worldmm.store import entities, frames, segments, triples
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentWrite, TripleWrite
 
-from .conftest import T0, make_segment, unit_vector
+from .conftest import T0, unit_vector
 
 pytestmark = pytest.mark.integration
 DIM = 384
@@ -57,7 +58,7 @@ def test_segment_status_children_and_work_list(conn, user_id) -> None:
     assert [s.id for s in segments.children_of(conn, user_id, parent)] == kids
     segments.set_segment_status(conn, kids[0], "complete")
     segments.set_segment_status(conn, kids[1], "failed", error="llm: bad json")
-    segments.set_visual_status(conn, kids[2], "pending")
+    make_segment(conn, user_id, T0 + timedelta(seconds=60), visual_status="pending")  # kids[2]
     todo = segments.segments_needing_work(conn, user_id, statuses=("failed",))
     assert [(s.id, s.error) for s in todo] == [(kids[1], "llm: bad json")]
     assert [s.id for s in segments.segments_needing_work(conn, user_id, visual=True)] == [kids[2]]

@@ -87,8 +87,15 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def test_search_dispatches_to_the_chosen_memory_with_the_chosen_query():
+def run_scripted(
+    roles: ScriptedRoles, question: str = "q", **kwargs
+) -> tuple[Recorder, AgentResult]:
+    """The agent run with ``roles`` over fresh recording retrievers."""
     rec = Recorder()
+    return rec, run(run_agent(roles, rec.all(), question, **kwargs))
+
+
+def test_search_dispatches_to_the_chosen_memory_with_the_chosen_query():
     roles = ScriptedRoles(
         [
             search("semantic", "coffee habit"),
@@ -97,7 +104,7 @@ def test_search_dispatches_to_the_chosen_memory_with_the_chosen_query():
             ANSWER,
         ]
     )
-    result = run(run_agent(roles, rec.all(), "What do I drink?", max_rounds=5))
+    rec, result = run_scripted(roles, "What do I drink?", max_rounds=5)
     assert rec.calls == [
         ("semantic", "coffee habit"),
         ("visual", "red cup"),
@@ -109,9 +116,8 @@ def test_search_dispatches_to_the_chosen_memory_with_the_chosen_query():
 
 
 def test_each_step_sees_the_results_of_earlier_rounds():
-    rec = Recorder()
     roles = ScriptedRoles([search("semantic", "coffee"), search("episodic", "morning"), ANSWER])
-    run(run_agent(roles, rec.all(), "q"))
+    run_scripted(roles)
     assert roles.steps_seen[0] == []
     first = roles.steps_seen[1][0]
     assert (first.memory_type, first.query) == ("semantic", "coffee")
@@ -120,9 +126,8 @@ def test_each_step_sees_the_results_of_earlier_rounds():
 
 
 def test_answer_first_means_no_search_and_the_responder_still_answers():
-    rec = Recorder()
     roles = ScriptedRoles([ANSWER])
-    result = run(run_agent(roles, rec.all(), "hello?", choices=["A. yes", "B. no"]))
+    rec, result = run_scripted(roles, "hello?", choices=["A. yes", "B. no"])
     assert rec.calls == [] and result.rounds == []
     assert result.stopped == "answer"
     ((question, passages, choices),) = roles.respond_calls
@@ -135,9 +140,8 @@ def test_answer_first_means_no_search_and_the_responder_still_answers():
 
 
 def test_max_rounds_forces_the_answer():
-    rec = Recorder()
     roles = ScriptedRoles([search("episodic", f"query {i}") for i in range(10)])
-    result = run(run_agent(roles, rec.all(), "q", max_rounds=3))
+    rec, result = run_scripted(roles, max_rounds=3)
     assert len(result.rounds) == 3 and len(rec.calls) == 3
     assert len(roles.steps_seen) == 3  # not asked a fourth time
     assert result.stopped == "max_rounds"
@@ -145,19 +149,17 @@ def test_max_rounds_forces_the_answer():
 
 
 def test_unparsable_step_is_retried_once():
-    rec = Recorder()
     roles = ScriptedRoles([parse_error(), search("semantic", "coffee"), ANSWER])
-    result = run(run_agent(roles, rec.all(), "q"))
+    rec, result = run_scripted(roles)
     assert rec.calls == [("semantic", "coffee")]
     assert result.stopped == "answer"
 
 
 def test_second_unparsable_step_ends_the_search_and_answers():
-    rec = Recorder()
     roles = ScriptedRoles(
         [search("episodic", "a"), parse_error(), parse_error(), search("episodic", "never")]
     )
-    result = run(run_agent(roles, rec.all(), "q"))
+    rec, result = run_scripted(roles)
     assert rec.calls == [("episodic", "a")]
     assert result.stopped == "parse_error"
     assert [p.text for p in roles.respond_calls[0][1]] == ["Passage 1 text.", "Passage 2 text."]
@@ -165,24 +167,21 @@ def test_second_unparsable_step_ends_the_search_and_answers():
 
 
 def test_failed_step_call_answers_from_what_was_found():
-    rec = Recorder()
     roles = ScriptedRoles([search("visual", "cup"), call_error()])
-    result = run(run_agent(roles, rec.all(), "q"))
+    _, result = run_scripted(roles)
     assert result.stopped == "model_error"
     assert result.frames == ["f/1.jpg"]
 
 
 def test_repeated_search_reuses_results_without_searching_again():
-    rec = Recorder()
     roles = ScriptedRoles([search("episodic", "Kitchen"), search("episodic", " kitchen "), ANSWER])
-    result = run(run_agent(roles, rec.all(), "q"))
+    rec, result = run_scripted(roles)
     assert rec.calls == [("episodic", "Kitchen")]
     assert [r.repeated for r in result.rounds] == [False, True]
     assert result.rounds[1].results == result.rounds[0].results
 
 
 def test_result_collects_distinct_evidence_triples_and_frames_and_survives_json():
-    rec = Recorder()
     roles = ScriptedRoles(
         [
             search("episodic", "a"),
@@ -192,7 +191,7 @@ def test_result_collects_distinct_evidence_triples_and_frames_and_survives_json(
             ANSWER,
         ]
     )
-    result = run(run_agent(roles, rec.all(), "q"))
+    _, result = run_scripted(roles)
     assert [e.segment_id for e in result.evidence] == [1, 2]
     assert [t.triple_id for t in result.triples] == [7]
     assert result.frames == ["f/1.jpg"]
@@ -203,11 +202,10 @@ def test_result_collects_distinct_evidence_triples_and_frames_and_survives_json(
 
 
 def test_responder_reads_passages_not_the_search_log():
-    rec = Recorder()
     roles = ScriptedRoles(
         [search("episodic", "a"), search("semantic", "c"), search("visual", "d"), ANSWER]
     )
-    result = run(run_agent(roles, rec.all(), "q"))
+    _, result = run_scripted(roles)
     ((_, passages, choices),) = roles.respond_calls
     assert choices is None and result.choice is None
     assert [p.ref for p in passages] == ["S1", "S2", "F7", "V1"]
@@ -217,9 +215,8 @@ def test_responder_reads_passages_not_the_search_log():
 
 
 def test_choices_go_through_answer_choices_with_segments_and_facts():
-    rec = Recorder()
     roles = ScriptedRoles([search("episodic", "a"), search("semantic", "c"), ANSWER], choose=2)
-    result = run(run_agent(roles, rec.all(), "q", choices=["tea", "B. coffee", "juice"]))
+    _, result = run_scripted(roles, choices=["tea", "B. coffee", "juice"])
     ((_, passages, choices),) = roles.respond_calls
     assert choices == ["tea", "coffee", "juice"]
     assert [p.ref for p in passages] == ["S1", "S2", "F7"]  # frames carry no words

@@ -40,6 +40,21 @@ def _records(users: list[str]) -> list[RawRecord]:
     return out
 
 
+def _simulated_deps(settings, log: CallLog, blobs: Path, pool: int, encoder=None) -> Deps:
+    """Deps whose model calls are simulated: each awaits LATENCY_S and is logged."""
+    from worldmm.store.db import Database
+
+    return Deps(
+        settings=settings,
+        db=Database(settings.database_url, max_size=pool),
+        roles=SimulatedRoles(LATENCY_S, log),
+        embedder=HashEmbedder(settings.text_embed_dim),
+        transcriber=None,
+        encoder=encoder,
+        blobs=LocalBlobStore(blobs),
+    )
+
+
 def test_windows_of_different_users_overlap(settings, tmp_path: Path) -> None:
     from worldmm.store.db import Database
     from worldmm.store.segments import get_segment_by_window
@@ -56,15 +71,7 @@ def test_windows_of_different_users_overlap(settings, tmp_path: Path) -> None:
     holder: list[Deps] = []
 
     def deps_factory(s):
-        deps = Deps(
-            settings=s,
-            db=Database(s.database_url, max_size=8),
-            roles=SimulatedRoles(LATENCY_S, log),
-            embedder=HashEmbedder(s.text_embed_dim),
-            transcriber=None,
-            encoder=None,
-            blobs=LocalBlobStore(tmp_path / "blobs"),
-        )
+        deps = _simulated_deps(s, log, tmp_path / "blobs", pool=8)
         holder.append(deps)
         return deps
 
@@ -109,32 +116,14 @@ async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_p
     """The visual encoder needs only the frames: its call overlaps the caption call instead
     of waiting for caption → NER → triples."""
     from bench.ingest_sim import SimulatedEncoder
-    from worldmm.blobs import frame_key
+    from tests.fixtures.windows import frame_window
     from worldmm.memory.construct import process_window
-    from worldmm.memory.construct_inputs import CaptureRef
-    from worldmm.memory.windows import BaseWindow, Item, dt_to_ms
-    from worldmm.store.db import Database
 
     log = CallLog()
-    deps = Deps(
-        settings=settings,
-        db=Database(settings.database_url, max_size=2),
-        roles=SimulatedRoles(LATENCY_S, log),
-        embedder=HashEmbedder(settings.text_embed_dim),
-        transcriber=None,
-        encoder=SimulatedEncoder(settings.visual_embed_dim, LATENCY_S, log),
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-    )
-    items = []
-    for k in range(0, 30, 10):
-        ts = START + timedelta(seconds=k)
-        key = frame_key(user_id, "s1", ts, k)
-        deps.blobs.put(key, small_jpeg(k))
-        items.append(Item("frames", key, "s1", dt_to_ms(ts), dt_to_ms(ts), CaptureRef(key, seq=k)))
+    encoder = SimulatedEncoder(settings.visual_embed_dim, LATENCY_S, log)
+    deps = _simulated_deps(settings, log, tmp_path / "blobs", pool=2, encoder=encoder)
     try:
-        outcome = await process_window(
-            deps, BaseWindow(user_id, dt_to_ms(START), tuple(items), False, "s1")
-        )
+        outcome = await process_window(deps, frame_window(deps.blobs, user_id, START, 10))
     finally:
         deps.close()
     assert outcome.status == "complete" and outcome.visual_status == "complete"

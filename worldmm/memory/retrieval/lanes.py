@@ -48,6 +48,12 @@ class TimeRange:
     end: datetime | None = None
 
 
+def _filters(
+    as_of: datetime | None, time_range: TimeRange, ids: Sequence[int] | None
+) -> ss.Filters:
+    return ss.Filters(as_of, time_range.start, time_range.end, ids=ids)
+
+
 def _candidates(rows: Sequence[ss.LaneRow]) -> list[Candidate]:
     return [Candidate(r.segment_id, r.scale, r.start, r.end, r.score) for r in rows]
 
@@ -120,17 +126,8 @@ def lexical_lane(
     with deps.db.connection() as conn:
         stats = TERM_STATS.get(conn, id(deps.db), user_id)
         terms = weighted_terms(ss.query_lexemes(conn, query), stats)
-        rows = ss.lexical_search(
-            conn,
-            user_id,
-            terms,
-            stats.mean_length,
-            k,
-            as_of=as_of,
-            start=time_range.start,
-            end=time_range.end,
-            ids=ids,
-        )
+        filters = _filters(as_of, time_range, ids)
+        rows = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, filters)
     return _candidates(rows)
 
 
@@ -144,16 +141,7 @@ def dense_lane(
     ids: Sequence[int] | None = None,
 ) -> list[Candidate]:
     with deps.db.connection() as conn:
-        rows = ss.dense_search(
-            conn,
-            user_id,
-            vector,
-            k,
-            as_of=as_of,
-            start=time_range.start,
-            end=time_range.end,
-            ids=ids,
-        )
+        rows = ss.dense_search(conn, user_id, vector, k, _filters(as_of, time_range, ids))
     return _candidates(rows)
 
 

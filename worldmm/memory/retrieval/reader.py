@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from pydantic import AwareDatetime, BaseModel
 
-from worldmm.graph.types import GraphMemoryType, GraphRow, GraphTriple
+from worldmm.graph.types import GraphMemoryType, GraphTriple
 from worldmm.localtime import zone
 from worldmm.models import SegmentRecord
 from worldmm.store import entities as entity_repo
@@ -67,13 +67,13 @@ class MemoryReader:
         scale: int | None = None,
         *,
         id_range: tuple[int, int] | None = None,
-    ) -> list[GraphRow]:
+    ) -> list[GraphTriple]:
         """Every row of a graph whatever its time, soft-deleted semantic ones included, each
         with ``valid_from`` and ``invalidated_at``, oldest id first; ``id_range=(after,
         upto]`` only those ids. A time-masked graph is built from these."""
         with self._db.connection() as conn:
             rows = triple_repo.graph_rows(conn, user_id, memory_type, scale, id_range=id_range)
-        return [GraphRow._make(r) for r in rows]  # columns in GraphRow's field order
+        return [GraphTriple._make(r) for r in rows]  # columns in GraphTriple's field order
 
     def graph_fingerprint(
         self, user_id: str, memory_type: GraphMemoryType, scale: int | None = None
