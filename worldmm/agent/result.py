@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel
 
 from worldmm.agent.choices import ChoiceAnswer
 from worldmm.memory.retrieval.results import (
