@@ -196,3 +196,30 @@ def test_search_routes_share_the_reading_and_never_500(live, api_deps):
             )
             assert r.status_code < 500, (memory_type, query, r.text)
             assert r.status_code == 200 or r.json()["detail"], r.text
+
+
+def test_users_command_shows_and_sets_the_zone(client, api_settings, monkeypatch):
+    """`worldmm users show|set-timezone` against the configured database; a bad zone or user
+    is a clear error, not a traceback."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from apps.cli import app
+    from tests.integration.served_api import stack_env
+
+    user = new_user(client)
+    stack_env(monkeypatch, api_settings)
+    runner = CliRunner()
+    r = runner.invoke(app, ["users", "set-timezone", user.user_id, "America/Sao_Paulo"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["timezone"] == "America/Sao_Paulo"
+    r = runner.invoke(app, ["users", "show", user.user_id])
+    assert r.exit_code == 0 and json.loads(r.stdout)["user_id"] == user.user_id
+    assert client.get(f"/v1/users/{user.user_id}", headers=user.headers).json()["timezone"] == (
+        "America/Sao_Paulo"
+    )
+    r = runner.invoke(app, ["users", "set-timezone", user.user_id, "Atlantis/Capital"])
+    assert r.exit_code == 1 and "unknown time zone" in r.stderr
+    r = runner.invoke(app, ["users", "show", "tz-nobody-at-all"])
+    assert r.exit_code == 1 and "unknown user" in r.stderr
