@@ -3,6 +3,8 @@ clock as "now" (no as_of), every memory reading time the same way, never a 500 o
 
 from __future__ import annotations
 
+import io
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -10,10 +12,16 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from fastapi.testclient import TestClient
+from PIL import Image
+from typer.testing import CliRunner
 
+from apps.cli import app
 from apps.query_api.app import create_app
 from tests.integration.query_api.conftest import ADMIN, ApiUser, auth
-from tests.integration.served_api import seed_segment
+from tests.integration.served_api import seed_segment, stack_env
+from worldmm.blobs import frame_key
+from worldmm.store import frames as frame_store
+from worldmm.store.models import FrameRow
 
 pytestmark = pytest.mark.integration
 
@@ -168,6 +176,19 @@ def test_the_wearers_reading_wins_over_utcs(live, client, api_deps):
     assert r.status_code == 200 and r.json()["evidence"][0]["segment_id"] == mine
 
 
+def store_frame(deps, user_id: str, ts: datetime) -> str:
+    """One stored JPEG frame captured at ``ts``; its key."""
+    key = frame_key(user_id, "s1", ts, 0)
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 40, 40)).save(out, format="JPEG")
+    deps.blobs.put(key, out.getvalue())
+    with deps.db.transaction() as conn:
+        frame_store.insert_frame(
+            conn, FrameRow(user_id=user_id, session_id="s1", captured_at=ts, seq=0, blob_key=key)
+        )
+    return key
+
+
 def test_search_routes_share_the_reading_and_never_500(live, api_deps):
     user = new_user(live, "America/New_York")
     ny = ZoneInfo("America/New_York")
@@ -182,6 +203,17 @@ def test_search_routes_share_the_reading_and_never_500(live, api_deps):
     assert body["results"][0]["segment_id"] == ids["on the nightstand"]
     assert body["timezone"] == "America/New_York"
     assert datetime.fromisoformat(body["asked_at"]) == NOW
+    # visual search reads words as the others do: yesterday's 3 pm frame, not today's
+    frames = {
+        d: store_frame(api_deps, user.user_id, datetime(2025, 3, d, 15, 5, tzinfo=ny))
+        for d in (12, 13)
+    }
+    r = live.post(
+        url, json={"memory_type": "visual", "query": "what did I see yesterday at 3 pm"},
+        headers=user.headers,
+    )  # fmt: skip
+    assert r.status_code == 200, r.text
+    assert [h["key"] for h in r.json()["results"]] == [frames[12]]
     for query in (
         "0001-01-01T00:00Z",
         "9999-12-31T23:59:59Z",
@@ -201,13 +233,6 @@ def test_search_routes_share_the_reading_and_never_500(live, api_deps):
 def test_users_command_shows_and_sets_the_zone(client, api_settings, monkeypatch):
     """`worldmm users show|set-timezone` against the configured database; a bad zone or user
     is a clear error, not a traceback."""
-    import json
-
-    from typer.testing import CliRunner
-
-    from apps.cli import app
-    from tests.integration.served_api import stack_env
-
     user = new_user(client)
     stack_env(monkeypatch, api_settings)
     runner = CliRunner()
