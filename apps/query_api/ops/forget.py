@@ -41,7 +41,9 @@ class PurgeOutcome:
 def forget(deps: Deps, user_id: str, start: datetime, end: datetime) -> ForgetOutcome:
     with deps.db.transaction() as conn:
         result = forget_range(conn, user_id, start, end)
-    blobs = delete_blobs(deps.blobs, result.blob_keys)
+    blobs = delete_blobs(deps.blobs, [*result.frame_blob_keys, *result.audio_blob_keys])
+    # a container's key is a prefix of nothing but itself
+    blobs += sum(deps.blobs.delete_prefix(key) for key in result.media_keys)
     log.info(
         "api.forget user=%s start=%s end=%s rows=%s blobs=%d",
         user_id,

@@ -208,7 +208,7 @@ def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
         )
     if not frames:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return frame_jpeg(deps, user_id, frames[0].blob_key)
+    return frame_jpeg(deps, user_id, frames[0].blob_key, frames[0])
 
 
 # --- semantic facts --------------------------------------------------------------------------
