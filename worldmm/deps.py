@@ -9,12 +9,15 @@ same database and the same Redis. Tests build a :class:`Deps` with fakes for its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from worldmm.graph.cache import GraphMemo, NullCache
 from worldmm.llm.usage import NullUsage
+from worldmm.localtime import utc_now
 
 if TYPE_CHECKING:
     import redis
@@ -55,6 +58,9 @@ class Deps:
     # Model usage per user (batched into llm_usage) and the daily token budget; NullUsage:
     # Prometheus only, no budget.
     usage: UsageLedger | NullUsage = field(default_factory=NullUsage)
+    # "Now" for every part that reads the time a person means (a live question, a note
+    # without a time, the browser's today): the one clock, set by tests and benchmarks.
+    clock: Callable[[], datetime] = utc_now
 
     def __post_init__(self) -> None:
         if self.graphs is None:
@@ -78,6 +84,11 @@ class Deps:
         """The same services, pool and memo under other settings (one request's rounds, a
         benchmark's variant)."""
         return replace(self, settings=self.settings.model_copy(update=update))
+
+    def with_clock(self, clock: Callable[[], datetime]) -> Deps:
+        """The same services under another clock (a benchmark asking at each question's
+        time as if live)."""
+        return replace(self, clock=clock)
 
     def close(self) -> None:
         """Write the buffered usage, then close the pool and the Redis connections (the

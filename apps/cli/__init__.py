@@ -8,7 +8,7 @@ import traceback
 
 import typer
 
-from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, query, stack
+from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, query, stack, users
 from worldmm.redact import redact
 
 app = typer.Typer(
@@ -24,6 +24,7 @@ llm.register(app)  # llm check
 ingest.register(app)  # gateway, dataflow, replay, retrigger
 gpu.register(app)  # gpu-worker
 query.register(app)  # serve, ask
+users.register(app)  # users show, users set-timezone
 mcp.register(app)  # mcp (the memory as MCP tools)
 demo.register(app)  # demo
 bench_group.register(app)  # bench ingest|query|gpu-worker|egolife|chaos|api-load (a checkout)

@@ -179,23 +179,33 @@ def render_answer(result: dict, where: str) -> None:
     subtitle = f"provider {result.get('provider', '?')}, {where}"
     if result.get("as_of"):
         subtitle += f", as of {result['as_of']}"
+    elif result.get("asked_at"):
+        subtitle += f", asked {result['asked_at']} ({result.get('timezone') or 'UTC'})"
     console.print(Panel(result["answer"], title="answer", subtitle=subtitle))
 
-    evidence = Table(title="evidence", show_lines=False)
-    for col in ("segment", "scale", "from", "to", "text"):
+    evidence = Table(title="evidence (the wearer's clock)", show_lines=False)
+    for col in ("segment", "scale", "when", "from", "to", "text"):
         evidence.add_column(col, overflow="fold")
     for e in result.get("evidence", []):
-        evidence.add_row(str(e["segment_id"]), f"{e['scale']} s", e["start"], e["end"], e["text"])
+        evidence.add_row(
+            str(e["segment_id"]),
+            f"{e['scale']} s",
+            e.get("when") or "",
+            e["start"],
+            e["end"],
+            e["text"],
+        )
     for t in result.get("triples", []):
         evidence.add_row(
             "fact",
+            "",
             "",
             t.get("valid_from") or "",
             "",
             f"{t['subject']} {t['predicate']} {t['object']}",
         )
     for url in result.get("frames", []):
-        evidence.add_row("frame", "", "", "", url)
+        evidence.add_row("frame", "", "", "", "", url)
     console.print(evidence)
 
     rounds = Table(title=f"rounds (stopped: {result.get('stopped', '?')})")

@@ -171,6 +171,8 @@ class ClientBase(ABC):
     remember = user_call(calls.remember)
     forget = user_call(calls.forget)
     usage = user_call(calls.usage)
+    profile = user_call(calls.profile)
+    update_profile = user_call(calls.update_profile)
     whoami = service_call(calls.whoami)
     health = service_call(calls.health)
     ready = service_call(calls.ready)

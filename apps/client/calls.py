@@ -22,6 +22,7 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FramePage,
     Health,
+    ProfileUpdate,
     PurgeResponse,
     QueryRequest,
     QueryResponse,
@@ -34,6 +35,7 @@ from worldmm.wire.schemas import (
     SegmentPage,
     SemanticList,
     UsageReport,
+    UserProfileOut,
     WhoAmI,
 )
 
@@ -175,6 +177,18 @@ def usage(
     return Call("GET", f"{_user(user)}/usage", UsageReport, params=params)
 
 
+def profile(user: str) -> Call[UserProfileOut]:
+    """The user's profile: id, time zone and creation time."""
+    return Call("GET", _user(user), UserProfileOut)
+
+
+def update_profile(user: str, *, timezone: str | None = None) -> Call[UserProfileOut]:
+    """Change the user's profile; only the fields given change (``timezone``: an IANA name
+    such as 'Asia/Tokyo', the zone questions are read in)."""
+    req = ProfileUpdate(timezone=timezone)
+    return Call("PATCH", _user(user), UserProfileOut, body=_body(req))
+
+
 # --- service and admin: no user -------------------------------------------------------------
 def whoami() -> Call[WhoAmI]:
     """The user of the key (None for the admin key)."""
@@ -191,9 +205,10 @@ def ready() -> Call[Readiness]:
     return Call("GET", "/readyz", Readiness)
 
 
-def create_user(user_id: str) -> Call[CreateUserResponse]:
-    """Admin key only: a new user and its key (shown once)."""
-    req = CreateUserRequest(user_id=user_id)
+def create_user(user_id: str, *, timezone: str | None = None) -> Call[CreateUserResponse]:
+    """Admin key only: a new user and its key (shown once); ``timezone``: its IANA zone
+    (default UTC)."""
+    req = CreateUserRequest(user_id=user_id, timezone=timezone)
     return Call("POST", "/v1/users", CreateUserResponse, body=_body(req))
 
 

@@ -18,6 +18,7 @@ from worldmm.models import Triple
 if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
     from worldmm.llm.usage import UsageSink
+    from worldmm.localtime import Asked
     from worldmm.settings import Settings
 
 
@@ -49,13 +50,24 @@ class ModelRoles(Protocol):
         self, query: str, candidates: list[tuple[str, str]], keep: int
     ) -> list[str]: ...
 
-    async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction: ...
+    async def agent_step(
+        self, question: str, rounds: list[AgentRound], *, asked: Asked | None = None
+    ) -> AgentAction:
+        """The next step; ``asked``: when and in which zone the question is asked (its time
+        words mean that moment on that clock), None when unknown."""
+        ...
 
     async def respond(
-        self, question: str, passages: list[Passage], choices: list[str] | None
+        self,
+        question: str,
+        passages: list[Passage],
+        choices: list[str] | None,
+        *,
+        asked: Asked | None = None,
     ) -> Response:
         """The answer, short answer first; ``choices`` are plain option texts, lettered A, B, ...
-        by position, and the reply's ``choice_index`` is set exactly when they are given."""
+        by position, and the reply's ``choice_index`` is set exactly when they are given.
+        Times in the answer are said on the wearer's clock of ``asked`` (UTC when None)."""
         ...
 
 

@@ -5,8 +5,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from worldmm.localtime import DEFAULT_ZONE, ZoneName
 from worldmm.models import MAX_CHOICES, MIN_CHOICES, MemoryType, choice_texts
 
 # The same characters the ingest path accepts in ids (worldmm.models.SAFE_ID_RE), so every
@@ -77,6 +86,11 @@ def _not_blank(value: str) -> str:
 # --- users -----------------------------------------------------------------------------
 class CreateUserRequest(_Body):
     user_id: UserId
+    timezone: ZoneName | None = Field(
+        default=None,
+        description=f"The wearer's IANA time zone (default {DEFAULT_ZONE}): where "
+        "'yesterday afternoon' and the answers' clock times are read.",
+    )
 
     @field_validator("user_id")
     @classmethod
@@ -85,10 +99,41 @@ class CreateUserRequest(_Body):
             raise ValueError("'.' and '..' are not user ids")
         return v
 
+    def profile(self) -> dict[str, object]:
+        """The profile fields given (the rest keep their defaults)."""
+        return self.model_dump(exclude={"user_id"}, exclude_none=True)
+
 
 class CreateUserResponse(BaseModel):
     user_id: str
     api_key: str = Field(description="The user's bearer key. Shown once; only a hash is kept.")
+    timezone: str = Field(description="The user's IANA time zone.")
+
+
+class UserProfileOut(BaseModel):
+    """What ``GET /v1/users/{user_id}`` returns; stored times are UTC, the zone is applied
+    where the wearer reads or says a time."""
+
+    user_id: str
+    timezone: str = Field(description="The wearer's IANA time zone, e.g. 'Asia/Tokyo'.")
+    created_at: AwareDatetime
+
+
+class ProfileUpdate(_Body):
+    """``PATCH /v1/users/{user_id}``: the fields to change; those left out stay."""
+
+    timezone: ZoneName | None = Field(default=None, description="A new IANA time zone.")
+
+    @model_validator(mode="after")
+    def _something(self) -> ProfileUpdate:
+        if not self.changes():
+            raise ValueError(
+                f"give at least one field to change: {', '.join(type(self).model_fields)}"
+            )
+        return self
+
+    def changes(self) -> dict[str, object]:
+        return self.model_dump(exclude_none=True)
 
 
 class WhoAmI(BaseModel):
@@ -158,8 +203,13 @@ class LaneOut(BaseModel):
 class EvidenceOut(BaseModel):
     segment_id: int
     scale: int
-    start: AwareDatetime
+    start: AwareDatetime = Field(description="On the wearer's clock (ISO 8601 with offset).")
     end: AwareDatetime
+    when: str | None = Field(
+        default=None,
+        description="The start as the wearer says it, e.g. 'yesterday at 15:02'.",
+        examples=["yesterday at 15:02"],
+    )
     text: str = Field(description="The caption (30 s) or summary (coarser scales).")
     transcript: str | None = Field(default=None, description="What was said in the window.")
     score: float | None = Field(default=None, description="The fused retrieval score.")
@@ -207,6 +257,12 @@ class QueryResponse(BaseModel):
     )
     provider: str = Field(description="Which model provider answered, e.g. 'offline'.")
     as_of: AwareDatetime | None = None
+    asked_at: AwareDatetime | None = Field(
+        default=None,
+        description="The moment the question was read at (its as_of, else when it was asked), "
+        "on the wearer's clock: its time words and the memory it saw are relative to it.",
+    )
+    timezone: str | None = Field(default=None, description="The wearer's zone it was read in.")
     stopped: str = Field(
         description="Why the search ended: answer, max_rounds, parse_error or model_error."
     )
@@ -234,9 +290,14 @@ class SearchResponse(BaseModel):
     memory_type: MemoryType
     query: str
     results: list[dict[str, Any]] = Field(
-        description="Segments, semantic triples or frames (with a url), best first."
+        description="Segments, semantic triples or frames (with a url), best first; their "
+        "times on the wearer's clock."
     )
     note: str | None = Field(default=None, description="Why results are missing or degraded.")
+    asked_at: AwareDatetime | None = Field(
+        default=None, description="The moment the query was read at, on the wearer's clock."
+    )
+    timezone: str | None = Field(default=None, description="The wearer's zone.")
 
 
 # --- reading memory --------------------------------------------------------------------

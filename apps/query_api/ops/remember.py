@@ -114,7 +114,7 @@ async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberRe
 
 
 async def _remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
-    at = (req.at or datetime.now(UTC)).astimezone(UTC)
+    at = (req.at or deps.clock()).astimezone(UTC)
     mem = await extract_text_memory(deps, user_id, req.text)
     segment_id, start, end = await asyncio.to_thread(_write_note, deps, user_id, req.text, at, mem)
     extraction = await deps.roles.semantic_triples(req.text, mem.triples)
