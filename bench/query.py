@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bench import harness
 from bench.bulk_load import load_memories
@@ -43,11 +43,11 @@ from bench.query_timed import (
 )
 from worldmm.graph.cache import GraphCache, GraphMemo, make_cache
 from worldmm.models import SCALES
-from worldmm.settings import Settings
+from worldmm.settings import Settings, parse_lane_weights
 
 MEMORY_TYPES = ("episodic", "semantic", "visual")
 # All three episodic lanes, the graph's too (its default weight is 0 with the offline
-# triples): the path a deployment with LLM-built triples runs.
+# triples): the path a deployment with LLM-built triples runs (``--lanes`` with this value).
 ALL_LANES = "lexical:1.0,dense:1.0,graph:0.5"
 
 
@@ -192,6 +192,57 @@ class Retrieval:
             self.echo(f"  {memory_type}: {p50}")
         return latency, detail
 
+    def lexical_check(self, ks: Sequence[int] = (10, 100)) -> dict[str, Any]:
+        """The lexical lane's capped search against the exact ranking (every segment holding
+        a query word scored) on the episodic questions: equal top k, and the segments each
+        selected by its lexemes (their document frequencies summed)."""
+        from worldmm.memory.retrieval.lanes import weighted_terms
+        from worldmm.store import segment_search as ss
+
+        equal, compared, selected, everything = 0, 0, [], []
+        with self.deps.db.connection() as conn:
+            stats = ss.term_stats(conn, self.user_id)
+            for q in self.queries["episodic"]:
+                terms = weighted_terms(ss.query_lexemes(conn, q.text), stats)
+                for k in ks:
+                    args = (conn, self.user_id, terms, stats.mean_length, k)
+                    exact = ss.lexical_search(*args, prune=False)
+                    cap = ss.candidate_cap(k)
+                    capped = ss.lexical_search(*args, doc_freq=stats.df, max_candidates=cap)
+                    equal += [r.segment_id for r in capped] == [r.segment_id for r in exact]
+                    compared += 1
+                    n = ss.capped_terms(terms, stats.df, cap) if terms else 0
+                    selected.append(sum(stats.df[t] for t, _ in terms[:n]))
+                    everything.append(sum(stats.df[t] for t, _ in terms))
+        return {
+            "k": list(ks),
+            "compared": compared,
+            "equal_to_exact": equal,
+            "capped_selection_segments": summary(selected),
+            "all_query_words_segments": summary(everything),
+        }
+
+    def plans(self) -> dict[str, Any]:
+        """Per memory type (and episodic ``as_of``): the plan of every statement one search
+        runs, EXPLAINed with its parameters and settings, and what is wrong with it
+        (:func:`worldmm.store.plans.check`: a memory table read whole, an index search
+        without its HNSW index)."""
+        from worldmm.store import plans
+
+        last_week = as_of_times(self.end, 1, self.seed, timedelta(days=7))
+        asked = [(t, t, [None]) for t in MEMORY_TYPES] + [("episodic_as_of", "episodic", last_week)]
+        out: dict[str, Any] = {}
+        for name, memory_type, when in asked:
+            with plans.recording() as log:
+                asyncio.run(
+                    timed_searches(
+                        self.deps, self.user_id, self.queries[memory_type][:1], when, False
+                    )
+                )
+            with self.deps.db.connection() as conn:
+                out[name] = plans.check(conn, log)
+        return out
+
 
 def compare_latency(alone: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
     """Per memory and phase, p50 and p95 with the others' memory over the same alone."""
@@ -256,6 +307,18 @@ class QueryOptions(harness.Options):
     keep_indexes: bool = Field(
         False, description="Load into live HNSW indexes (no drop and rebuild)."
     )
+    lanes: str | None = Field(
+        None,
+        description="Episodic lane weights to measure instead of the shipped defaults, e.g."
+        f" '{ALL_LANES}' (every lane, as with LLM-built triples).",
+    )
+
+    @field_validator("lanes")
+    @classmethod
+    def _known_lanes(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_lane_weights(value)  # ValueError names the bad lane or weight
+        return value
 
 
 def _check_users(conn: Any, user_id: str, others: list[str], reuse: bool) -> None:
@@ -322,6 +385,7 @@ def run_benchmark(
     from worldmm.deps import Deps
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.store.db import Database
+    from worldmm.store.plans import RecordingCursor
     from worldmm.store.purge import purge_user
 
     if not settings.database_url:
@@ -347,7 +411,7 @@ def run_benchmark(
         "loadavg": {"start": harness.loadavg()},
     }
     loadavg = result["loadavg"]
-    db = Database(settings.database_url, max_size=2)
+    db = Database(settings.database_url, max_size=2, cursor_factory=RecordingCursor)
     inner_cache = make_cache(settings.redis_url)
     loaded: list[str] = []
     try:
@@ -402,6 +466,19 @@ def run_benchmark(
         result["graph_build_ms"] = {k: v["total_ms"] for k, v in result["graph_build"].items()}
         echo(f"  total ms: {result['graph_build_ms']}")
         result["retrieval_ms"], result["retrieval"] = retrieval.measure()
+        result["plans"] = retrieval.plans()
+        result["plan_problems"] = [
+            f"{name}: {p}"
+            for name, stmts in result["plans"].items()
+            for s in stmts
+            for p in s["problems"]
+        ]
+        echo(f"  plans: {result['plan_problems'] or 'every search uses its indexes'}")
+        result["lexical_cap"] = retrieval.lexical_check()
+        echo(
+            f"  lexical capped = exact: {result['lexical_cap']['equal_to_exact']}"
+            f" of {result['lexical_cap']['compared']}"
+        )
         if others:
             result["others_effect"] = compare_latency(
                 result["retrieval_ms_alone"], result["retrieval_ms"]
@@ -444,12 +521,15 @@ def main(opts: QueryOptions) -> dict[str, Any]:
     from worldmm.settings import load_settings
 
     echo = harness.stamped_echo()
-    # The cold child processes inherit it through the environment; an explicit setting wins.
-    os.environ.setdefault("WORLDMM_EPISODIC_LANE_WEIGHTS", ALL_LANES)
+    if opts.lanes:  # the cold child processes inherit it through the environment
+        os.environ["WORLDMM_EPISODIC_LANE_WEIGHTS"] = opts.lanes
     cfg = SynthConfig(hours=hours_of(opts.days), seed=opts.seed)
     with harness.stack_or_start(load_settings(), echo, keep=opts.keep) as settings:
         result = run_benchmark(settings, cfg, opts, echo)
+        result["episodic_lane_weights"] = settings.episodic_lane_weight_map()
     harness.write_report(result, opts.out)
+    if result["plan_problems"]:  # correct but slow, and slower with every day of memory
+        raise SystemExit(f"query plans read a memory whole: {result['plan_problems']}")
     return result
 
 

@@ -22,6 +22,7 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FramePage,
     Health,
+    ProfileUpdate,
     PurgeResponse,
     QueryRequest,
     QueryResponse,
@@ -33,6 +34,8 @@ from worldmm.wire.schemas import (
     SegmentOut,
     SegmentPage,
     SemanticList,
+    UsageReport,
+    UserProfileOut,
     WhoAmI,
 )
 
@@ -162,6 +165,30 @@ def forget(user: str, start: datetime, end: datetime) -> Call[ForgetResponse]:
     return Call("DELETE", f"{_user(user)}/memories", ForgetResponse, params=params)
 
 
+def usage(
+    user: str, *, start: datetime | None = None, end: datetime | None = None
+) -> Call[UsageReport]:
+    """Model calls and tokens in ``[start, end)`` (default: today, UTC), per role and day,
+    with estimated cost and the daily budget."""
+    for t in (start, end):
+        if t is not None and t.tzinfo is None:
+            raise ValueError("usage needs times with a time zone")
+    params = {k: v.isoformat() for k, v in (("start", start), ("end", end)) if v is not None}
+    return Call("GET", f"{_user(user)}/usage", UsageReport, params=params)
+
+
+def profile(user: str) -> Call[UserProfileOut]:
+    """The user's profile: id, time zone and creation time."""
+    return Call("GET", _user(user), UserProfileOut)
+
+
+def update_profile(user: str, *, timezone: str | None = None) -> Call[UserProfileOut]:
+    """Change the user's profile; only the fields given change (``timezone``: an IANA name
+    such as 'Asia/Tokyo', the zone questions are read in)."""
+    req = ProfileUpdate(timezone=timezone)
+    return Call("PATCH", _user(user), UserProfileOut, body=_body(req))
+
+
 # --- service and admin: no user -------------------------------------------------------------
 def whoami() -> Call[WhoAmI]:
     """The user of the key (None for the admin key)."""
@@ -178,9 +205,10 @@ def ready() -> Call[Readiness]:
     return Call("GET", "/readyz", Readiness)
 
 
-def create_user(user_id: str) -> Call[CreateUserResponse]:
-    """Admin key only: a new user and its key (shown once)."""
-    req = CreateUserRequest(user_id=user_id)
+def create_user(user_id: str, *, timezone: str | None = None) -> Call[CreateUserResponse]:
+    """Admin key only: a new user and its key (shown once); ``timezone``: its IANA zone
+    (default UTC)."""
+    req = CreateUserRequest(user_id=user_id, timezone=timezone)
     return Call("POST", "/v1/users", CreateUserResponse, body=_body(req))
 
 

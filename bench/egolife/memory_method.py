@@ -19,7 +19,7 @@ from bench.egolife.data import Window
 from bench.egolife.truth import Ranked
 from worldmm.deps import Deps
 from worldmm.memory.retrieval import SegmentHit
-from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes
+from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes, search_episodic
 
 # The user's rows by group ("30s:complete", "episodic:active", "alias", ...).
 WHERE_USER = "WHERE user_id = %s GROUP BY 1 ORDER BY 1"
@@ -137,6 +137,9 @@ VARIANTS: dict[str, dict] = {
     "fused-no-drill": {"drill_parents": 0},
 }
 ALL_LANES = ("lexical", "dense", "graph", "entity")
+# The fused retriever as a live question reaches it: the query route's episodic search with no
+# ``as_of``, the question's time given as the injected clock's now. Must equal ``worldmm``.
+LIVE = "worldmm-live"
 
 
 def variant(base: EpisodicOptions, name: str) -> EpisodicOptions:
@@ -146,6 +149,14 @@ def variant(base: EpisodicOptions, name: str) -> EpisodicOptions:
     if name == "fused-no-graph":
         over["weights"] = {**base.weights, **over["weights"]}
     return replace(base, **over)
+
+
+async def search_live(
+    deps: Deps, user_id: str, query: str, question: str, asked_at: datetime
+) -> list[SegmentHit]:
+    """The hits the API's episodic search gives ``question`` asked live at ``asked_at``."""
+    live = deps.with_clock(lambda: asked_at)
+    return (await search_episodic(live, user_id, query, time_text=question)).hits
 
 
 def ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
@@ -170,7 +181,7 @@ async def search_variants(
     # the ablations need every lane, whatever weight the defaults give it
     every = replace(base, weights={lane: base.weights.get(lane) or 1.0 for lane in ALL_LANES})
     missing = [lane for lane in ALL_LANES if lane not in run.lanes]
-    if missing and any(n != "worldmm" for n in names):
+    if missing and any(n in VARIANTS and n != "worldmm" for n in names):
         extra = await run_lanes(
             deps,
             user_id,
@@ -180,6 +191,8 @@ async def search_variants(
             time_text=question,
         )
         run = replace(run, lanes={**run.lanes, **extra.lanes})
+    if LIVE in names:
+        out[LIVE] = await search_live(deps, user_id, query, question, as_of)
     for name in names:
         if name not in out:
             out[name] = (await finish(deps, run, variant(base, name))).hits

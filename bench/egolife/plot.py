@@ -9,6 +9,7 @@ from bench import harness
 METRICS = ("hit@1", "hit@3", "tiou", "accuracy")
 COLOURS = {
     "worldmm": "#1f77b4",
+    "worldmm-live": "#17becf",
     "lane-lexical": "#9ecae1",
     "lane-dense": "#6baed6",
     "lane-graph": "#4292c6",

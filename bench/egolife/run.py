@@ -20,7 +20,7 @@ from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 from bench import harness
 from bench.egolife import data, truth
 from bench.egolife.data import DataError, Question, Window
-from bench.egolife.memory_method import VARIANTS, ranked
+from bench.egolife.memory_method import LIVE, VARIANTS, ranked
 from bench.egolife.truth import QuestionScore, Ranked
 from bench.harness import StrList
 from worldmm.memory.retrieval.results import SegmentHit
@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
     from worldmm.settings import Settings
 
-MEMORY_METHODS = tuple(VARIANTS)  # worldmm (the fused retriever) and its ablations
+# worldmm (the fused retriever, asked with as_of), its ablations, and worldmm-live (the same
+# retriever asked as the API asks a live question: no as_of, the clock set to the question time)
+MEMORY_METHODS = (*VARIANTS, LIVE)
 BASELINES = ("bm25", "dense")
 METHODS = (*MEMORY_METHODS, *BASELINES, "random")
 RANDOM_SEED = 0
@@ -85,9 +87,11 @@ class BenchConfig(EgoLifeData):
     )
     methods: StrList = Field(
         METHODS,
-        description="Comma-separated subset of: worldmm (the fused retriever the API uses),"
-        " lane-lexical, lane-dense, lane-graph, lane-entity (each lane alone), fused-no-graph,"
-        " fused-no-drill, bm25, dense, random (accuracy only).",
+        description="Comma-separated subset of: worldmm (the fused retriever the API uses,"
+        " asked with as_of), worldmm-live (the API's episodic search asked live: no as_of,"
+        " the question time as the clock's now), lane-lexical, lane-dense, lane-graph,"
+        " lane-entity (each lane alone), fused-no-graph, fused-no-drill, bm25, dense,"
+        " random (accuracy only).",
     )
     reuse: bool = Field(
         False,
@@ -390,7 +394,8 @@ def build_report(
             "truth": "union of the 30 s windows holding the target points",
             "hit@k": f"a top-k segment of <= {truth.HIT_MAX_SCALE_S} s overlaps the truth",
             "tiou": f"|R ∩ G| / |R ∪ G| over the top {truth.TIOU_TOP} (any scale)",
-            "as_of": "only windows (segments) ending at or before the question time",
+            "as_of": "only windows (segments) ending at or before the question time "
+            "(worldmm: the question time as as_of; worldmm-live: as the clock's now)",
             "accuracy": "the offline answerer's letter from the method's top hits equals the "
             "question's answer; worldmm reads its top hits and one search per option, as the "
             "API's answerer does (random: a seeded uniform pick)",

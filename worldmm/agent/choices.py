@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from worldmm.agent.passages import hit_passages
 from worldmm.llm.roles import ModelRoles
+from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.models import MAX_CHOICES, Letter, choice_letter, choice_texts
 from worldmm.providers.errors import ParseError
@@ -39,12 +40,14 @@ async def answer_choices(
     hits: list[SegmentHit],
     *,
     facts: Sequence[TripleHit] = (),
+    asked: Asked | None = None,
 ) -> ChoiceAnswer:
     """Pick one of ``choices`` from ``hits`` (and semantic ``facts``, if any) with the
-    response role. Raises ValueError on bad choices, ModelCallError when the model fails."""
+    response role (told when the question is asked, if known). Raises ValueError on bad
+    choices, ModelCallError when the model fails."""
     texts = choice_texts(choices)
     passages = hit_passages(hits, facts)
-    reply = await roles.respond(question, passages, texts)
+    reply = await roles.respond(question, passages, texts, asked=asked)
     index = reply.choice_index
     if index is None or not 0 <= index < len(texts):
         raise ParseError(

@@ -8,6 +8,10 @@ was said and seen, when), never the agent's own search log. With choices it firs
 once per option (an episodic search for the question with that option, kept as a round),
 then answers through :func:`worldmm.agent.choices.answer_choices`, the same functions a
 benchmark calls.
+
+A question is read at one moment on the wearer's clock (:class:`~worldmm.localtime.Asked`):
+its ``as_of``, or the injected clock's now when it is asked live. Every round searches as of
+that moment, results come back on the wearer's clock, and both roles are told the moment.
 """
 
 from __future__ import annotations
@@ -17,14 +21,18 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from worldmm.agent.choices import answer_choices, look_per_option, option_query
 from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound
+from worldmm.llm.usage import for_user
+from worldmm.localtime import Asked
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
+from worldmm.memory.retrieval.when import question_time
 from worldmm.models import MemoryType, choice_letter, choice_texts
 from worldmm.providers.errors import ModelCallError, ParseError
 
@@ -37,12 +45,12 @@ Retriever = Callable[[str], Awaitable[RetrievalResult]]
 
 
 async def next_action(
-    roles: ModelRoles, question: str, history: list[AgentRound]
+    roles: ModelRoles, question: str, history: list[AgentRound], asked: Asked | None = None
 ) -> AgentAction | StopReason:
     """The agent's next step; an unparsable reply is asked again once."""
     for attempt in (1, 2):
         try:
-            return await roles.agent_step(question, history)
+            return await roles.agent_step(question, history, asked=asked)
         except ParseError as exc:
             log.warning("agent.step_unparsable attempt=%d error=%s", attempt, exc)
         except ModelCallError as exc:
@@ -58,7 +66,10 @@ async def run_agent(
     *,
     choices: list[str] | None = None,
     max_rounds: int = 5,
+    asked: Asked | None = None,
 ) -> AgentResult:
+    """The loop over ``retrievers`` (one per memory); ``asked``: when and on whose clock
+    the question is read, told to both roles (None: not known to them)."""
     if choices:
         choice_texts(choices)  # bad choices fail before any search
     rounds: list[RoundRecord] = []
@@ -66,7 +77,7 @@ async def run_agent(
     seen: dict[tuple[str, str], RoundRecord] = {}
     stopped: StopReason = "max_rounds"
     while len(rounds) < max_rounds:
-        action = await next_action(roles, question, history)
+        action = await next_action(roles, question, history, asked)
         if isinstance(action, str):
             stopped = action
             break
@@ -103,9 +114,10 @@ async def run_agent(
             choices,
             [h for r in rounds for h in r.results if isinstance(h, SegmentHit)],
             facts=[h for r in rounds for h in r.results if isinstance(h, TripleHit)],
+            asked=asked,
         )
         return AgentResult.assemble(chosen.answer, rounds, roles.label, stopped, chosen)
-    reply = await roles.respond(question, round_passages(rounds), None)
+    reply = await roles.respond(question, round_passages(rounds), None, asked=asked)
     return AgentResult.assemble(reply.answer, rounds, roles.label, stopped, cited=reply.evidence)
 
 
@@ -153,23 +165,31 @@ async def answer_question(
     *,
     choices: list[str] | None = None,
     as_of: datetime | None = None,
+    tz: ZoneInfo | None = None,
     searches: Mapping[MemoryType, Search] = SEARCHES,
 ) -> AgentResult:
-    """Run the agent over one user's memory; ``as_of`` limits every search."""
+    """Run the agent over one user's memory, read at ``as_of`` (a live question: the
+    injected clock's now) on ``tz`` (default: the user's zone); every search sees only the
+    memory that existed at that moment. The result says the moment and the zone. Its model
+    calls are the user's usage."""
+    asked = await question_time(deps, user_id, as_of, tz)
     retrievers: dict[MemoryType, Retriever] = {
-        memory: functools.partial(_bound, fn, deps, user_id, as_of)
+        memory: functools.partial(_bound, fn, deps, user_id, asked)
         for memory, fn in searches.items()
     }
-    return await run_agent(
-        deps.roles,
-        retrievers,
-        question,
-        choices=choices,
-        max_rounds=deps.settings.agent_max_rounds,
-    )
+    with for_user(user_id):
+        result = await run_agent(
+            deps.roles,
+            retrievers,
+            question,
+            choices=choices,
+            max_rounds=deps.settings.agent_max_rounds,
+            asked=asked,
+        )
+    return result.model_copy(update={"asked_at": asked.at, "timezone": asked.zone_name})
 
 
-async def _bound(
-    fn: Search, deps: Deps, user_id: str, as_of: datetime | None, query: str
-) -> RetrievalResult:
-    return await fn(deps, user_id, query, as_of)
+async def _bound(fn: Search, deps: Deps, user_id: str, asked: Asked, query: str) -> RetrievalResult:
+    """One round's search at the question's moment, its times on the wearer's clock."""
+    result = await fn(deps, user_id, query, asked.at, tz=asked.tz)
+    return result.in_zone(asked.tz)

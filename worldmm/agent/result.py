@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from worldmm.agent.choices import ChoiceAnswer
 from worldmm.memory.retrieval.results import (
@@ -56,6 +56,8 @@ class AgentResult(BaseModel):
     choice: ChoiceAnswer | None = None  # set when the question came with choices
     # The segments (windows) the answer cites, among ``evidence``, in the answerer's order.
     cited_segment_ids: list[int] = Field(default_factory=list)
+    asked_at: AwareDatetime | None = None  # the moment the question was read at (UTC)
+    timezone: str | None = None  # the wearer's zone it was read in
 
     @classmethod
     def assemble(

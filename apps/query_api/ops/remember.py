@@ -24,6 +24,7 @@ import numpy as np
 import psycopg
 
 from worldmm.deps import Deps
+from worldmm.llm.usage import for_user
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct import TextMemory, extract_text_memory, triple_rows
 from worldmm.memory.entity_resolution import apply_resolutions
@@ -112,7 +113,7 @@ def _recall_note(conn: psycopg.Connection, deps: Deps, user_id: str, segment_id:
         user_id,
         {segment_id: strength},
         dict.fromkeys(facts, strength),
-        datetime.now(UTC),
+        deps.clock(),
     )
 
 
@@ -213,7 +214,12 @@ def _merged_reply(deps: Deps, user_id: str, stored: Stored) -> RememberResponse:
 async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
     """Build and store the note's memory, or recall the recent note it repeats (raises
     ModelCallError when a model call fails)."""
-    at = (req.at or datetime.now(UTC)).astimezone(UTC)
+    with for_user(user_id):
+        return await _remember(deps, user_id, req)
+
+
+async def _remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
+    at = (req.at or deps.clock()).astimezone(UTC)
     vec = np.asarray((await asyncio.to_thread(deps.embedder.embed, [req.text]))[0])
     merged = await asyncio.to_thread(_merge_duplicate, deps, user_id, req.text, at, vec)
     if merged is not None:  # no model call: the earlier note holds this memory already
@@ -224,10 +230,10 @@ async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberRe
         return await asyncio.to_thread(_merged_reply, deps, user_id, stored)
     segment_id, start, end = stored.segment_id, stored.start, stored.end
     extraction = await deps.roles.semantic_triples(req.text, mem.triples)
-    async with deps.user_lock(user_id):  # consolidations of a user never interleave
-        await consolidate_semantic(
-            deps, user_id, segment_id, end, extraction.semantic_triples, req.text
-        )
+    # serialised per user in the database, with the dataflow and every other API process
+    await consolidate_semantic(
+        deps, user_id, segment_id, end, extraction.semantic_triples, req.text
+    )
     semantic = await asyncio.to_thread(
         _mark_remembered, deps, user_id, segment_id, not stored.retry
     )

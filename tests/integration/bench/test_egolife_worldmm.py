@@ -110,6 +110,10 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
     # the fused retriever found the kettle's window and the offline answerer read it
     assert rows["1"]["methods"]["worldmm"]["hit1"]
     assert rows["1"]["methods"]["worldmm"]["answer"] == "A"
+    # the API's search asked live (the question time as the clock's now) is the same search
+    assert report["methods"]["worldmm-live"] == report["methods"]["worldmm"]
+    for row in rows.values():
+        assert row["methods"]["worldmm-live"]["top"] == row["methods"]["worldmm"]["top"]
     assert len(rows["3"]["methods"]["worldmm"]["top"]) <= 2  # two windows existed then
     assert not rows["3"]["methods"]["worldmm"]["hit3"]  # its evidence came later
 

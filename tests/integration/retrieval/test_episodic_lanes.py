@@ -72,7 +72,7 @@ class Memory:
             if rows:
                 triples.insert_triples(conn, self.user, sid, "episodic", rows)
             if parent is not None:
-                segments.link_children(conn, self.ids[parent], [sid])
+                segments.link_children(conn, self.user, self.ids[parent], [sid])
         self.ids[label] = sid
         return sid
 

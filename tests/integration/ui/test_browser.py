@@ -233,6 +233,48 @@ def test_a_segment_shows_its_importance_and_recalls(served):
         other = http.get(f"/ui/segments/{w.segments[1]}").text
         day = http.get("/ui/", params={"day": DAY.date().isoformat()}).text
     assert "importance 0.80 (estimate)" in detail
-    assert "recalled 2×, last 2026-11-21 10:00 UTC" in detail
+    assert "recalled 2×, last 2026-11-21 10:00:00" in detail  # on the wearer's clock (UTC)
     assert "importance not estimated" in other and "recalled 0×" in other
     assert re.search(rf'id="seg-{w.segments[0]}".*?class="weight"[^>]*>0\.80<', day, re.S)
+
+
+def test_a_tokyo_wearers_day_runs_from_their_midnight(served, browser):
+    """A wearer in Asia/Tokyo (UTC+9): the day view holds their 00:00-24:00, labelled in their
+    zone, its clock times on their clock; UTC's day would cut it nine hours earlier."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from worldmm.store.users import update_profile
+
+    tokyo = ZoneInfo("Asia/Tokyo")
+    w = seed_wearer(
+        served.deps, "ui-tokyo", scenes=[("I made miso soup for breakfast.", [])],
+        start=datetime(2026, 11, 20, 0, 10, tzinfo=tokyo).astimezone(UTC),  # 19 Nov in UTC
+    )  # fmt: skip
+    with served.deps.db.transaction() as conn:
+        update_profile(conn, w.user_id, {"timezone": "Asia/Tokyo"})
+    late = seed_segment(  # 23:50 on the 20th in Tokyo (14:50 UTC)
+        served.deps, w.user_id, datetime(2026, 11, 20, 23, 50, tzinfo=tokyo).astimezone(UTC),
+        "I set the alarm clock before bed.",
+    )  # fmt: skip
+    after = seed_segment(  # 00:20 on the 21st in Tokyo (15:20 UTC on the 20th)
+        served.deps, w.user_id, datetime(2026, 11, 21, 0, 20, tzinfo=tokyo).astimezone(UTC),
+        "I could not sleep and read a novel.",
+    )  # fmt: skip
+    context = browser.new_context()
+    page = context.new_page()
+    _login(page, served.url, w.key)
+    page.wait_for_selector("#day")
+    page.goto(f"{served.url}/ui/?day=2026-11-20")
+    assert page.inner_text("#day") == "2026-11-20 (Asia/Tokyo)"
+    shown = {
+        int(i)
+        for i in page.locator("#lane-30 .seg").evaluate_all("els => els.map(e => e.dataset.id)")
+    }
+    assert {w.segments[0], late} <= shown and after not in shown
+    assert page.inner_text(f"#seg-{w.segments[0]} .time") == "00:10:00"  # the wearer's clock
+    assert page.inner_text(f"#seg-{late} .time") == "23:50:00"
+    page.goto(f"{served.url}/ui/?day=2026-11-21")
+    assert page.locator(f"#seg-{after}").count() == 1
+    assert page.locator(f"#seg-{late}").count() == 0
+    context.close()

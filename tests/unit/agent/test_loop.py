@@ -6,6 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import cast
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -30,10 +31,18 @@ T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)
 ANSWER = AgentAction(action="ANSWER")
 
 
+TOKYO = ZoneInfo("Asia/Tokyo")
+NOW = datetime(2025, 5, 2, 9, 0, tzinfo=UTC)
+
+
 def agent_deps(roles: ScriptedRoles, settings: Settings) -> Deps:
-    """answer_question reads the roles and the settings; these tests' searches are fakes
-    that never reach the rest of the bundle (the database, the models, the cache)."""
-    return cast(Deps, SimpleNamespace(roles=roles, settings=settings))
+    """answer_question reads the roles, the settings, the clock and the user's zone; these
+    tests' searches are fakes that never reach the rest of the bundle (the database, the
+    models, the cache)."""
+    reader = SimpleNamespace(zone=lambda user_id: TOKYO)
+    return cast(
+        Deps, SimpleNamespace(roles=roles, settings=settings, clock=lambda: NOW, reader=reader)
+    )
 
 
 def seg_hit(i: int) -> SegmentHit:
@@ -243,11 +252,11 @@ def test_bad_choices_fail_before_any_search():
 
 
 def test_answer_question_passes_user_and_as_of_to_every_search():
-    seen: list[tuple[str, str, str, datetime | None]] = []
+    seen: list[tuple[str, str, str, datetime | None, ZoneInfo | None]] = []
 
     def fake(memory):
-        async def fn(deps, user_id, query, as_of):
-            seen.append((memory, user_id, query, as_of))
+        async def fn(deps, user_id, query, as_of, *, tz=None):
+            seen.append((memory, user_id, query, as_of, tz))
             return RetrievalResult(memory_type=memory, query=query, hits=[])
 
         return fn
@@ -267,9 +276,9 @@ def test_answer_question_passes_user_and_as_of_to_every_search():
         )
     )
     assert seen == [
-        ("episodic", "u-42", "x", cutoff),
-        ("semantic", "u-42", "y", cutoff),
-        ("visual", "u-42", "z", cutoff),
+        ("episodic", "u-42", "x", cutoff, TOKYO),
+        ("semantic", "u-42", "y", cutoff, TOKYO),
+        ("visual", "u-42", "z", cutoff, TOKYO),
     ]
     assert result.stopped == "answer"
     assert roles.respond_calls[0][1] == []  # three empty searches: nothing to read
@@ -278,7 +287,7 @@ def test_answer_question_passes_user_and_as_of_to_every_search():
 def test_answer_question_uses_settings_max_rounds():
     roles = ScriptedRoles([search("episodic", f"q{i}") for i in range(10)])
 
-    async def fn(deps, user_id, query, as_of):
+    async def fn(deps, user_id, query, as_of, *, tz=None):
         return RetrievalResult(memory_type="episodic", query=query, hits=[])
 
     deps = agent_deps(roles, Settings(agent_max_rounds=2))

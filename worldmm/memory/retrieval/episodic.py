@@ -1,7 +1,9 @@
 """Episodic retrieval: three lanes fused by reciprocal rank, the question's time applied to
 each, and coarse segments drilled down to the 30 s windows that hold the moment.
 
-1. The question's time (:mod:`timeparse`) becomes a range and/or a recency / earliness prior.
+1. The question's time (:mod:`timeparse`) becomes a range and/or a recency / earliness prior,
+   read at the question's moment (``as_of``, or the injected clock's now) on the wearer's
+   clock; the lanes see only the memory that existed at that moment either way.
 2. Lanes, each usable alone: lexical (PostgreSQL full-text, IDF-weighted) and dense (segment
    text embeddings, HNSW) in :mod:`lanes`, graph (per-scale personalized PageRank) in
    :mod:`graph_lane`, entity (the windows holding the question's people and things, and
@@ -27,9 +29,11 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from worldmm.localtime import Asked, in_zone
 from worldmm.memory.retrieval import lanes as lane_mod
 from worldmm.memory.retrieval.entity_lane import QueryEntity, entity_lane, resolve_entities
 from worldmm.memory.retrieval.fusion import (
@@ -47,6 +51,7 @@ from worldmm.memory.retrieval.graph_lane import entity_seed_scores, graph_lane, 
 from worldmm.memory.retrieval.lanes import DENSE, ENTITY, GRAPH, LEXICAL, TimeRange
 from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
 from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
+from worldmm.memory.retrieval.when import question_time
 from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
 
@@ -104,20 +109,25 @@ class EpisodicOptions:
 
 @dataclass
 class LaneRun:
-    """One question's lane results (priors applied), shared by every fusion variant.
+    """One question's lane results (priors applied), shared by every fusion variant;
+    ``asked``: the moment and zone the question was read at (``as_of`` is its moment).
     ``children`` keeps, per drill-down parent, its 30 s descendants and the text lanes' raw
     candidates among them (read once per run, whatever the variant); ``priors`` each
     candidate's importance and recall count (read once, children's when they are read)."""
 
     user_id: str
     query: str
-    as_of: datetime | None
+    asked: Asked
     constraint: TimeConstraint
     time_range: TimeRange
     vector: np.ndarray
     lanes: dict[str, list[Candidate]]
     children: dict[int, tuple[list[int], dict[str, list[Candidate]]]] = field(default_factory=dict)
     priors: dict[int, tuple[float | None, int]] = field(default_factory=dict)
+
+    @property
+    def as_of(self) -> datetime:
+        return self.asked.at
 
 
 async def run_lanes(
@@ -128,15 +138,20 @@ async def run_lanes(
     options: EpisodicOptions,
     *,
     time_text: str | None = None,
+    tz: ZoneInfo | None = None,
 ) -> LaneRun:
     """Parse the question's time, embed it, and run the enabled lanes concurrently.
     ``time_text`` is what the time is read from when the query carries more than the
-    question (answer choices naming times must not constrain the search)."""
+    question (answer choices naming times must not constrain the search). Without
+    ``as_of`` the question is read at the injected clock's now, and sees memory as it was
+    then, exactly as with ``as_of``."""
     time_text = query if time_text is None else time_text
+    asked = await question_time(deps, user_id, as_of, tz)
+    as_of = asked.at
     first_day = None
     if _MENTIONS_DAY_N.search(time_text):
-        first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id)
-    constraint = parse_time(time_text, as_of, first_day=first_day)
+        first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id, asked.tz)
+    constraint = parse_time(time_text, as_of, asked.tz, first_day=first_day)
     graph, entity = GRAPH in options.lanes, ENTITY in options.lanes
     entities = await query_entities(deps, query) if graph or entity else []
     vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
@@ -159,7 +174,7 @@ async def run_lanes(
     priors = await asyncio.to_thread(read_priors, deps, user_id, ids)
     prior = options.prior
     lanes = {name: apply_prior(c, constraint, as_of, prior, priors) for name, c in found.items()}
-    return LaneRun(user_id, query, as_of, constraint, time_range, vectors[0], lanes, priors=priors)
+    return LaneRun(user_id, query, asked, constraint, time_range, vectors[0], lanes, priors=priors)
 
 
 def read_priors(deps: Deps, user_id: str, ids) -> dict[int, tuple[float | None, int]]:
@@ -347,13 +362,15 @@ async def finish(deps: Deps, run: LaneRun, options: EpisodicOptions) -> Retrieva
 
 
 def _note(run: LaneRun) -> str | None:
+    """What time the question's words were read as, on the wearer's clock."""
     c = run.constraint
     if c == NONE or not c.phrases:
         return None
+    tz = run.asked.tz
     parts = []
     if c.has_range:
-        lo = c.start.isoformat(timespec="minutes") if c.start else "the beginning"
-        hi = c.end.isoformat(timespec="minutes") if c.end else "the question time"
+        lo = in_zone(c.start, tz).isoformat(timespec="minutes") if c.start else "the beginning"
+        hi = in_zone(c.end, tz).isoformat(timespec="minutes") if c.end else "the question time"
         parts.append(f"from {lo} to {hi}")
     if c.prior:
         parts.append(f"favouring {'recent' if c.prior == 'recent' else 'early'} moments")
@@ -366,10 +383,14 @@ async def search_episodic(
     query: str,
     as_of: datetime | None = None,
     *,
+    tz: ZoneInfo | None = None,
     options: EpisodicOptions | None = None,
+    time_text: str | None = None,
 ) -> RetrievalResult:
+    """The episodic search the agent's rounds and the search route run (``time_text``: see
+    :func:`run_lanes`)."""
     options = options or EpisodicOptions.from_settings(deps.settings)
-    run = await run_lanes(deps, user_id, query, as_of, options)
+    run = await run_lanes(deps, user_id, query, as_of, options, time_text=time_text, tz=tz)
     return await finish(deps, run, options)
 
 

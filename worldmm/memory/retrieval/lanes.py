@@ -19,11 +19,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from worldmm.localtime import in_zone
 from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.store import segment_search as ss
 
@@ -127,7 +128,16 @@ def lexical_lane(
         stats = TERM_STATS.get(conn, id(deps.db), user_id)
         terms = weighted_terms(ss.query_lexemes(conn, query), stats)
         filters = _filters(as_of, time_range, ids)
-        rows = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, filters)
+        rows = ss.lexical_search(
+            conn,
+            user_id,
+            terms,
+            stats.mean_length,
+            k,
+            filters,
+            doc_freq=stats.df,
+            max_candidates=ss.candidate_cap(k),
+        )
     return _candidates(rows)
 
 
@@ -159,7 +169,8 @@ def restrict(cands: Sequence[Candidate], time_range: TimeRange, ids: set[int] | 
     return out
 
 
-def first_memory_day(deps: Deps, user_id: str) -> date | None:
-    """The day of the user's first segment ("day 1" in a question)."""
+def first_memory_day(deps: Deps, user_id: str, tz: tzinfo) -> date | None:
+    """The day of the user's first segment on the wearer's clock ("day 1" in a question)."""
     with deps.db.connection() as conn:
-        return ss.first_segment_day(conn, user_id)
+        first = ss.first_segment_start(conn, user_id)
+    return None if first is None else in_zone(first, tz).date()
