@@ -59,10 +59,14 @@ def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, u
     assert (first.importance, first.importance_source) == (pytest.approx(0.9), "model")
     assert _segment(deps, user_id, 30, T10 + timedelta(seconds=30)).importance == pytest.approx(0.2)
 
-    # a replay's pending mark keeps the rating until the rebuild writes its own
-    from worldmm.memory.construct import _mark_pending
+    # a replay's pending mark (the window written again without a rating) keeps the rating
+    # until the rebuild writes its own
+    from worldmm.memory.construct import _segment as segment_write
+    from worldmm.store.segments import upsert_segment
 
-    _mark_pending(deps, _jpeg_window(deps, user_id, T10))
+    with deps.db.transaction() as conn:
+        window = _jpeg_window(deps, user_id, T10)
+        upsert_segment(conn, segment_write(window, processing_status="pending"))
     assert _segment(deps, user_id, 30, T10).importance == pytest.approx(0.9)
 
     from worldmm.memory.construct import build_summary_segment
