@@ -47,6 +47,7 @@ keys.AuditPage.next_before
 schemas.PurgeResponse.blobs_deleted
 schemas.PurgeResponse.cache_keys_deleted
 schemas.ForgetResponse.blobs_deleted
+schemas.RememberResponse.merged_into
 schemas.BudgetOut.daily_tokens
 schemas.BudgetOut.remaining_today
 schemas.UsageReport.by_day

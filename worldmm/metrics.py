@@ -102,3 +102,12 @@ BLOB_BYTES = Counter(
     "Bytes written to (put) and read from (get) the blob store.",
     ["backend", "direction"],
 )
+
+RECALLS_WRITTEN = Counter(
+    "worldmm_recalls_written_total",
+    "Recalls written to the store (evidence of answers, notes), by kind of row.",
+    ["kind"],
+)
+RECALLS_DROPPED = Counter(
+    "worldmm_recalls_dropped_total", "Recalls dropped because the recall queue was full."
+)

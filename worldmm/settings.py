@@ -253,6 +253,49 @@ class Settings(BaseSettings):
     episodic_prior_halflife_h: float = Field(
         default=12.0, gt=0, description="Half-life (hours) of the explicit time priors."
     )
+    episodic_importance_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="Weight of a segment's importance (0..1) in every episodic lane's prior "
+        "(0: off; chosen by cross-validation on EgoLife, see docs/benchmarks/egolife.md).",
+    )
+    episodic_recall_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight of how often a segment was recalled (evidence of answers, notes) "
+        "in every episodic lane's prior; it saturates: 1 - 0.5^count.",
+    )
+    recall_flush_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="How often the API writes queued recalls (evidence of answers) in one batch.",
+    )
+    recall_max_pending: int = Field(
+        default=50_000,
+        ge=1,
+        description="Distinct segments and facts the recall queue holds while the database is "
+        "away; recalls beyond are dropped (counted in worldmm_recalls_dropped_total).",
+    )
+    note_recall_strength: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="Recalls a 'remember this' note counts for (an answer's evidence counts 1).",
+    )
+    note_merge_threshold: float = Field(
+        default=0.92,
+        gt=0,
+        le=1,
+        description="A note whose text embedding has at least this cosine to a recent note of "
+        "the same user reinforces that note instead of adding one.",
+    )
+    note_merge_span_h: float = Field(
+        default=168.0,
+        ge=0,
+        description="How far back (hours, by the notes' times) a new note looks for a duplicate "
+        "(0: never merge).",
+    )
     episodic_llm_rerank: bool = Field(
         default=False,
         description="Let the rerank model reorder the fused candidates (the offline "

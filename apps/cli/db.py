@@ -96,6 +96,31 @@ def backfill_embeddings(
     )
 
 
+@db_app.command("backfill-importance")
+def backfill_importance_command(
+    user_id: list[str] = typer.Option(
+        None, "--user-id", help="Only these users (repeatable; default: every user)."
+    ),
+) -> None:
+    """Estimate the importance of segments no model or note rated (memories written before
+    migration 0015, or after the estimate changed), one transaction per user. Needs the
+    segment embeddings (`worldmm db backfill-embeddings`) for the novelty cue."""
+    from worldmm.memory.importance import backfill_importance
+    from worldmm.store.db import Database
+
+    settings = settings_or_exit()
+    db = Database(_database_url(settings), max_size=2)
+    try:
+        with db.connection() as conn:
+            users = user_id or [r[0] for r in conn.execute("SELECT id FROM users ORDER BY id")]
+        for uid in users:
+            with db.transaction() as conn:
+                fine, coarse = backfill_importance(conn, uid)
+            print(f"{uid}: {fine} windows and {coarse} summaries estimated")
+    finally:
+        db.close()
+
+
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     app.add_typer(db_app, name="db")

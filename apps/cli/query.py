@@ -139,6 +139,7 @@ def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:
 
     from pydantic import ValidationError
 
+    from apps.query_api.deps import recall_queue
     from apps.query_api.ops.query import RoundsOutOfRange, run_query
     from worldmm.deps import build_deps
     from worldmm.providers.errors import ModelCallError
@@ -159,7 +160,14 @@ def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:
         with deps.db.connection() as conn:
             if not user_exists(conn, user):
                 raise _fail(f"unknown user {user!r}")
-        result = asyncio.run(run_query(deps, user, req))
+        recalls = recall_queue(deps)  # the answer's evidence is recalled, as over the API
+
+        async def ask():
+            reply = await run_query(deps, user, req, recalls=recalls)
+            await recalls.close()
+            return reply
+
+        result = asyncio.run(ask())
     except RoundsOutOfRange as exc:
         raise _fail(str(exc)) from None
     except ModelCallError as exc:

@@ -50,6 +50,7 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
         owned = deps is None
         if owned:  # only PostgreSQL and Redis: the query service never talks to Kafka
             install(app.state, build_deps(settings, role="api"))
+        app.state.recalls.start()
         log.info(
             "query_api.start provider=%s cache=%s blobs=%r",
             app.state.deps.roles.label,
@@ -59,6 +60,7 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await app.state.recalls.close()  # what answers recalled is written before the pool goes
             if owned:
                 app.state.deps.close()
 

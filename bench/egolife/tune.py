@@ -16,6 +16,10 @@ It reads the memory ``worldmm bench egolife`` ingested (run that first, same day
    the knob is removed, not tuned.
 5. The knobs left are fitted on all the questions: those are the defaults it prints.
 
+``--ablate importance_weight`` instead cross-validates every knob against every knob but
+the named ones (each frozen at its neutral value in turn): the held-out effect of one
+prior, for a fraction of the pruning pass's cost.
+
 The report keeps each fold's held-out figures and their spread for every step.
 """
 
@@ -44,6 +48,7 @@ from bench.egolife.data import (
 from bench.egolife.memory_method import hour_key, missing_hours
 from bench.egolife.run import EgoLifeData
 from bench.egolife.truth import QuestionScore, Ranked
+from bench.harness import StrList
 from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, run_lanes, select
 from worldmm.memory.retrieval.fusion import PriorParams, apply_prior
 
@@ -67,6 +72,7 @@ KNOBS: dict[str, Knob] = {
     "recency_halflife_h": Knob((3.0, 6.0, 12.0, 24.0, 48.0), 12.0),
     "prior_weight": Knob((0.0, 1.0, 2.0, 4.0, 8.0), "recency_weight"),
     "prior_halflife_h": Knob((1.0, 3.0, 6.0, 12.0, 24.0), "recency_halflife_h"),
+    "importance_weight": Knob((0.0, 0.25, 0.5, 1.0, 2.0), 0.0),
     "rrf_k": Knob((10.0, 30.0, 60.0), 60.0),
     "drill_parents": Knob((0.0, 3.0, 5.0), 0.0),
     "drill_keep": Knob((1.0, 2.0, 3.0), 2.0),
@@ -89,7 +95,12 @@ def resolve(p: Params, active: Sequence[str]) -> Params:
 
 def options_for(base: EpisodicOptions, p: Params) -> EpisodicOptions:
     prior = PriorParams(
-        p["recency_weight"], p["recency_halflife_h"], p["prior_weight"], p["prior_halflife_h"]
+        p["recency_weight"],
+        p["recency_halflife_h"],
+        p["prior_weight"],
+        p["prior_halflife_h"],
+        p["importance_weight"],
+        0.0,  # EgoLife has no recall history: the recall prior is not tuned here
     )
     weights = {"lexical": p["lexical"], "dense": 1.0, "graph": p["graph"], "entity": p["entity"]}
     return replace(
@@ -113,6 +124,7 @@ def params_of(base: EpisodicOptions) -> Params:
         "recency_halflife_h": base.prior.default_halflife_h,
         "prior_weight": base.prior.weight,
         "prior_halflife_h": base.prior.halflife_h,
+        "importance_weight": base.prior.importance_weight,
         "rrf_k": base.rrf_k,
         "drill_parents": float(base.drill_parents),
         "drill_keep": float(base.drill_keep),
@@ -142,7 +154,7 @@ class Scorer:
 
     def _one(self, run: LaneRun, g, opts: EpisodicOptions) -> QuestionScore:
         lanes = {
-            k: apply_prior(v, run.constraint, run.as_of, opts.prior)
+            k: apply_prior(v, run.constraint, run.as_of, opts.prior, run.priors)
             for k, v in run.lanes.items()
             if k in opts.lanes
         }
@@ -245,6 +257,31 @@ def prune(
     return active, steps, current
 
 
+def ablation(
+    scorer: Scorer, questions: Sequence[Question], start: Params, knobs: Sequence[str]
+) -> dict:
+    """Held-out figures with every knob tuned, and with each of ``knobs`` frozen in turn at
+    its neutral value; ``helps``: the knob raised the held-out objective. ``grid``: each
+    value of the knob, the others fitted on all questions (in-sample, for the direction)."""
+    full = cross_validate(scorer, questions, start, list(KNOBS))
+    everything = list(range(len(questions)))
+    fitted = fit(scorer, start, list(KNOBS), everything)
+    out: dict = {"all": full}
+    for name in knobs:
+        without = cross_validate(scorer, questions, start, [k for k in KNOBS if k != name])
+        out[name] = {
+            "without": without,
+            "helps": full["objective"] > without["objective"] + 1e-9,
+            "objective_with": full["objective"],
+            "objective_without": without["objective"],
+            "grid": {
+                str(v): _rounded(scorer.aggregate({**fitted, name: v}, everything))
+                for v in KNOBS[name].grid
+            },
+        }
+    return out
+
+
 def _rounded(agg: dict) -> dict:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in agg.items()}
 
@@ -255,7 +292,7 @@ async def lane_runs(deps, user_id: str, questions: Sequence[Question]) -> list[L
     every = replace(
         base,
         weights={"lexical": 1.0, "dense": 1.0, "graph": 1.0, "entity": 1.0},
-        prior=PriorParams(0.0, 1.0, 0.0, 1.0),
+        prior=PriorParams(0.0, 1.0, 0.0, 1.0, 0.0, 0.0),
     )
     runs = []
     for q in questions:
@@ -265,7 +302,7 @@ async def lane_runs(deps, user_id: str, questions: Sequence[Question]) -> list[L
     return runs
 
 
-def tune(deps, user_id: str, questions: Sequence[Question]) -> dict:
+def tune(deps, user_id: str, questions: Sequence[Question], ablate: Sequence[str] = ()) -> dict:
     base = EpisodicOptions.from_settings(deps.settings)
     started = time.perf_counter()
     runs = asyncio.run(lane_runs(deps, user_id, questions))
@@ -273,7 +310,12 @@ def tune(deps, user_id: str, questions: Sequence[Question]) -> dict:
     scorer = Scorer(deps, base, runs, [truth.truth_intervals(q.targets) for q in questions])
     shipped = params_of(base)
     everything = list(range(len(questions)))
-    active, steps, cv = prune(scorer, questions, shipped)
+    if ablate:
+        found = ablation(scorer, questions, shipped, ablate)
+        active = [k for k in KNOBS if k not in ablate or found[k]["helps"]]
+        steps, cv = [{"ablation": found}], found["all"]
+    else:
+        active, steps, cv = prune(scorer, questions, shipped)
     chosen = fit(scorer, shipped, active, everything)
     return {
         "questions": len(questions),
@@ -315,6 +357,11 @@ class TuneOptions(EgoLifeData):
     limit_questions: int | None = Field(
         None, ge=1, description="Tune on the first N selected questions only (a smoke run)."
     )
+    ablate: StrList = Field(
+        (),
+        description="Knobs to ablate, one at a time, against every knob tuned (held-out"
+        f" figures); skips the pruning pass. Any of: {', '.join(KNOBS)}.",
+    )
 
 
 @harness.main(TuneOptions, required=())
@@ -339,7 +386,10 @@ def main(opts: TuneOptions) -> dict:
             f"{len(windows)} windows, {len(questions)} of {selected} questions asked of a"
             " fully stored memory"
         )
-        report = tune(retrieval_deps(deps), opts.user_id, questions)
+        unknown = [k for k in opts.ablate if k not in KNOBS]
+        if unknown:
+            raise SystemExit(f"--ablate: unknown knobs {unknown}; known: {list(KNOBS)}")
+        report = tune(retrieval_deps(deps), opts.user_id, questions, opts.ablate)
         report["questions_selected"] = selected
     print(json.dumps({k: report[k] for k in ("kept", "removed", "lanes_s")}, indent=1))
     print(json.dumps(report["chosen"]["params"], indent=1))

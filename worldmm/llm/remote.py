@@ -114,7 +114,7 @@ class RemoteRoles:
             ) from second
 
     # --- roles ----------------------------------------------------------------------------------
-    async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
+    async def caption(self, frames: Sequence[bytes], transcript: str) -> s.Scored:
         reply = await self._ask(
             "caption",
             s.CaptionReply,
@@ -122,7 +122,7 @@ class RemoteRoles:
             frame_count=len(frames),
             transcript=transcript.strip() or "(nothing was said)",
         )
-        return reply.caption.strip()
+        return s.Scored(reply.caption.strip(), reply.importance)
 
     async def ner(self, text: str) -> list[str]:
         reply = await self._ask("ner", s.NerReply, text=text)
@@ -134,7 +134,7 @@ class RemoteRoles:
         )
         return [s.to_triple(t) for t in reply.triples]
 
-    async def merge_captions(self, captions: list[str], level_seconds: int) -> str:
+    async def merge_captions(self, captions: list[str], level_seconds: int) -> s.Scored:
         reply = await self._ask(
             "merge_captions",
             s.MergeReply,
@@ -142,7 +142,7 @@ class RemoteRoles:
             count=len(captions),
             **merge_parameters(level_seconds),
         )
-        return reply.summary.strip()
+        return s.Scored(reply.summary.strip(), reply.importance)
 
     async def semantic_triples(self, summary: str, episodic: list[Triple]) -> s.SemanticExtraction:
         reply = await self._ask(

@@ -30,7 +30,10 @@ class ModelRoles(Protocol):
     label: str
     versions: dict[str, str]
 
-    async def caption(self, frames: Sequence[bytes], transcript: str) -> str: ...
+    async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
+        """The window's caption; a :class:`~worldmm.llm.schemas.Scored` when the provider
+        also rates the moment's importance (so does :meth:`merge_captions`)."""
+        ...
 
     async def ner(self, text: str) -> list[str]: ...
 

@@ -44,9 +44,47 @@ def _no_blank_parts(triples: list[WireTriple]) -> list[WireTriple]:
     return triples
 
 
+class Scored(str):
+    """A text a model wrote (a caption, a merged summary), carrying the importance the model
+    gave the moment (0 routine .. 1 critical) when it gave one; ``None`` otherwise, and then
+    construction estimates it (:mod:`worldmm.memory.importance`). A plain ``str`` from a
+    provider that rates nothing reads the same as ``Scored(text)``."""
+
+    importance: float | None
+
+    def __new__(cls, text: str, importance: float | None = None) -> Scored:
+        obj = super().__new__(cls, text)
+        obj.importance = importance
+        return obj
+
+
+def importance_of(text: str) -> float | None:
+    """The importance a model gave with ``text`` (None for a plain string)."""
+    return getattr(text, "importance", None)
+
+
+def _lenient_importance(value: object) -> float | None:
+    """A rating is a hint, never a reason to fail a window: a number outside [0, 1] is clamped,
+    anything else (a word, a missing field) is no rating."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return min(1.0, max(0.0, float(value))) if value == value else None  # NaN: none
+
+
+_IMPORTANCE = Field(
+    default=None,
+    ge=0.0,
+    le=1.0,
+    description="How much this moment matters to the wearer later: 0 routine, 1 critical.",
+)
+
+
 # --- wire models, one per role ---------------------------------------------------------
 class CaptionReply(_Wire):
     caption: str = Field(min_length=1)
+    importance: float | None = _IMPORTANCE
+
+    _importance = field_validator("importance", mode="before")(_lenient_importance)
 
 
 class NerReply(_Wire):
@@ -61,6 +99,9 @@ class TriplesReply(_Wire):
 
 class MergeReply(_Wire):
     summary: str = Field(min_length=1)
+    importance: float | None = _IMPORTANCE
+
+    _importance = field_validator("importance", mode="before")(_lenient_importance)
 
 
 class SemanticReply(_Wire):

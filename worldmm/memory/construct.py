@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from worldmm.llm.schemas import importance_of
 from worldmm.llm.usage import for_user
 from worldmm.media import window as window_media
 from worldmm.media.window import MediaStoreFailed, WindowMedia
@@ -38,6 +39,7 @@ from worldmm.memory.entity_resolution import (
     resolve_entities,
     surface_key,
 )
+from worldmm.memory.importance import summary_importance, window_importance
 from worldmm.memory.windows import (
     TEN_MIN_S,
     BaseWindow,
@@ -190,6 +192,29 @@ def _versions(deps: Deps, roles: list[str]) -> tuple[dict, dict]:
     return {"llm": getattr(deps.roles, "label", "?"), "embed": deps.embedder.name}, prompts
 
 
+def rated(conn, seg: SegmentWrite, mem: TextMemory) -> SegmentWrite:
+    """``seg`` with its importance: the model's rating when it gave one, else the offline
+    estimate against the user's windows already stored (read in the writing transaction)."""
+    if seg.importance is not None:
+        return seg
+    value = window_importance(
+        conn,
+        seg.user_id,
+        seg.window_start,
+        caption=seg.caption or "",
+        transcript=seg.transcript or "",
+        entities=[r.surface for r in mem.resolutions.values()],
+        vector=mem.search_embedding,
+    )
+    return seg.model_copy(update={"importance": value, "importance_source": "estimate"})
+
+
+def model_rating(text: str) -> dict:
+    """The segment fields of a model's importance rating (none when it gave none)."""
+    value = importance_of(text)
+    return {} if value is None else {"importance": value, "importance_source": "model"}
+
+
 def _segment(window: Window, **fields) -> SegmentWrite:
     return SegmentWrite(
         user_id=window.user_id,
@@ -258,6 +283,7 @@ async def build_base_segment(
         error=visual_error,
         model_versions=models,
         prompt_versions=prompts,
+        **model_rating(caption),
     )
     segment_id = await asyncio.to_thread(_write_base, deps, window, seg, mem, visual)
     counts = {
@@ -313,7 +339,7 @@ def _write_base(
         user_store.ensure_user(conn, user)
         if session_id:
             user_store.upsert_session(conn, user, session_id)
-        segment_id = segment_store.upsert_segment(conn, seg)
+        segment_id = segment_store.upsert_segment(conn, rated(conn, seg, mem))
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
         write_search_embedding(conn, deps, user, segment_id, mem)
@@ -383,6 +409,10 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
     mem = await extract_text_memory(deps, window.user_id, summary)
     models, prompts = _versions(deps, ["merge_captions", "ner", "episodic_triples"])
     failed_children = [c.id for c in children if c.processing_status == "failed"]
+    rating = model_rating(summary)
+    if not rating:  # the most important moment it holds
+        value = summary_importance(c.importance for c in children)
+        rating = {} if value is None else {"importance": value, "importance_source": "estimate"}
     seg = _segment(
         window,
         caption=summary or None,
@@ -390,6 +420,7 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
         error=f"children failed: {failed_children}" if failed_children else None,
         model_versions=models,
         prompt_versions=prompts,
+        **rating,
     )
     segment_id = await asyncio.to_thread(_write_summary, deps, window, seg, mem, children)
     counts = {

@@ -11,6 +11,7 @@ from worldmm.models import SegmentFields, SegmentRecord, TripleType
 from worldmm.store._sql import as_vector
 
 TripleOrigin = Literal["extracted", "consolidated", "remembered"]
+ImportanceSource = Literal["model", "estimate", "note"]
 
 
 class _EmbeddingModel(BaseModel):
@@ -39,6 +40,8 @@ class _Provenance(BaseModel):
     source_offset_last: int | None = None
     model_versions: dict[str, Any] = Field(default_factory=dict)
     prompt_versions: dict[str, Any] = Field(default_factory=dict)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance_source: ImportanceSource | None = None
 
 
 class SegmentWrite(_Provenance, SegmentFields):
@@ -58,6 +61,8 @@ class SegmentRow(_Provenance, SegmentRecord):
     """A segment as stored, with bookkeeping and provenance."""
 
     attempts: int = 0
+    recall_count: int = 0
+    last_recalled_at: AwareDatetime | None = None
     created_at: AwareDatetime
     updated_at: AwareDatetime
 

@@ -17,7 +17,8 @@ SEGMENT_COLUMNS = (
     "id, user_id, session_id, scale_seconds, window_start, window_end, partial, caption,"
     " transcript, parent_segment_id, processing_status, visual_status, error, attempts,"
     " source_topic, source_partition, source_offset_first, source_offset_last,"
-    " model_versions, prompt_versions, created_at, updated_at"
+    " model_versions, prompt_versions, importance, importance_source, recall_count,"
+    " last_recalled_at, created_at, updated_at"
 )
 
 
@@ -31,8 +32,9 @@ def upsert_segment(conn: psycopg.Connection, seg: SegmentWrite) -> int:
         "INSERT INTO segments (user_id, session_id, scale_seconds, window_start, window_end,"
         " partial, caption, transcript, parent_segment_id, processing_status, visual_status,"
         " error, attempts, source_topic, source_partition, source_offset_first,"
-        " source_offset_last, model_versions, prompt_versions)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s)"
+        " source_offset_last, model_versions, prompt_versions, importance, importance_source)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s,"
+        " %s, %s)"
         " ON CONFLICT ON CONSTRAINT segments_window_key DO UPDATE SET"
         " session_id = COALESCE(EXCLUDED.session_id, segments.session_id),"
         " window_end = EXCLUDED.window_end, partial = EXCLUDED.partial,"
@@ -45,6 +47,9 @@ def upsert_segment(conn: psycopg.Connection, seg: SegmentWrite) -> int:
         " source_offset_first = EXCLUDED.source_offset_first,"
         " source_offset_last = EXCLUDED.source_offset_last,"
         " model_versions = EXCLUDED.model_versions, prompt_versions = EXCLUDED.prompt_versions,"
+        # a pending mark carries no importance: keep the last one until the rebuild sets it
+        " importance = COALESCE(EXCLUDED.importance, segments.importance),"
+        " importance_source = COALESCE(EXCLUDED.importance_source, segments.importance_source),"
         " updated_at = now()"
         " RETURNING id",
         (
@@ -66,6 +71,8 @@ def upsert_segment(conn: psycopg.Connection, seg: SegmentWrite) -> int:
             seg.source_offset_last,
             Jsonb(seg.model_versions),
             Jsonb(seg.prompt_versions),
+            seg.importance,
+            seg.importance_source,
         ),
     ).fetchone()
     assert row is not None  # INSERT .. ON CONFLICT DO UPDATE always returns the row

@@ -319,6 +319,20 @@ class SegmentOut(BaseModel):
         description="Why this window was captioned without the vision call "
         "('daily_token_budget': the user's daily token budget was spent); null when it was not.",
     )
+    importance: float | None = Field(
+        default=None,
+        description="How much the moment matters, 0 (routine) to 1 (critical); null for "
+        "segments built before importance existed.",
+    )
+    importance_source: str | None = Field(
+        default=None,
+        description="Who rated it: 'model' (the caption or merge model), 'estimate' (speech, "
+        "names, novelty) or 'note' (an explicit note).",
+    )
+    recall_count: int = Field(
+        default=0, description="Answers (and notes, several counts each) that recalled it."
+    )
+    last_recalled_at: AwareDatetime | None = Field(default=None, description="Its latest recall.")
 
 
 class SegmentPage(BaseModel):
@@ -364,7 +378,13 @@ class RememberRequest(_Body):
 
 
 class RememberResponse(BaseModel):
-    segment_id: int
+    segment_id: int = Field(description="The note holding this memory.")
+    merged_into: int | None = Field(
+        default=None,
+        description="Set (to segment_id) when the note repeated a recent note of the user "
+        "(text embedding cosine at or above the merge threshold): that note was recalled "
+        "instead of a new one stored. Null when a new note was stored.",
+    )
     start: AwareDatetime
     end: AwareDatetime
     entities: list[str]

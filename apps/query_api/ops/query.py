@@ -14,6 +14,7 @@ from urllib.parse import quote
 from worldmm.agent import AgentResult, answer_question
 from worldmm.deps import Deps
 from worldmm.localtime import Asked, in_zone, zone
+from worldmm.memory.recall import RecallQueue, answer_evidence
 from worldmm.memory.retrieval.results import Hit
 from worldmm.wire.schemas import (
     ChoiceOut,
@@ -48,8 +49,10 @@ async def run_query(
     req: QueryRequest,
     *,
     url_of: Callable[[str, str], str] = frame_url,
+    recalls: RecallQueue | None = None,
 ) -> QueryResponse:
-    """Run the agent (raises ModelCallError when the model fails to answer)."""
+    """Run the agent (raises ModelCallError when the model fails to answer). What the answer
+    rests on is queued in ``recalls`` (reinforcement, written later in a batch)."""
     rounds = check_rounds(deps, req.max_rounds)
     result = await answer_question(
         deps if rounds is None else deps.with_settings(agent_max_rounds=rounds),
@@ -58,6 +61,8 @@ async def run_query(
         choices=req.choices,
         as_of=req.as_of,
     )
+    if recalls is not None:
+        recalls.add(user_id, *answer_evidence(result))
     return to_response(result, user_id, req, url_of)
 
 

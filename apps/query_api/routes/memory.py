@@ -65,6 +65,10 @@ def _segment_out(row: SegmentRow) -> SegmentOut:
         processing_status=row.processing_status,
         visual_status=row.visual_status,
         note=is_note(row.source_topic),
+        importance=row.importance,
+        importance_source=row.importance_source,
+        recall_count=row.recall_count,
+        last_recalled_at=row.last_recalled_at,
         degraded=row.model_versions.get("degraded"),
     )
 

@@ -5,7 +5,7 @@ calls when it wants to do its own reasoning)."""
 from __future__ import annotations
 
 from apps.query_api.auth import UserIdPath, user_router
-from apps.query_api.deps import Deps
+from apps.query_api.deps import Deps, Recalls
 from apps.query_api.ops.query import hit_json, run_query
 from apps.query_api.routes.common import MODEL_ERROR, USER_ERRORS
 from worldmm.memory.retrieval import search
@@ -30,8 +30,10 @@ router = user_router(tags=["query"], responses={**USER_ERRORS, **MODEL_ERROR})
         "then is used. Times in the reply are on the user's clock (`asked_at`, `timezone`)."
     ),
 )
-async def query(user_id: UserIdPath, body: QueryRequest, deps: Deps) -> QueryResponse:
-    return await run_query(deps, user_id, body)
+async def query(
+    user_id: UserIdPath, body: QueryRequest, deps: Deps, recalls: Recalls
+) -> QueryResponse:
+    return await run_query(deps, user_id, body, recalls=recalls)
 
 
 @router.post(

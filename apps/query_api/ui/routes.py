@@ -239,7 +239,13 @@ async def ask(
     except ValidationError:
         return _page(request, "_error.html", 422, message="Type a question first.")
     try:
-        reply = await run_query(deps, user_id, req, url_of=lambda _u, k: f"/ui/frames/{k}")
+        reply = await run_query(
+            deps,
+            user_id,
+            req,
+            url_of=lambda _u, k: f"/ui/frames/{k}",
+            recalls=request.app.state.recalls,
+        )
     except ModelCallError as exc:
         return _page(request, "_error.html", 502, message=f"The model call failed: {exc}")
     return _page(request, "_answer.html", reply=reply, tz=zone(reply.timezone))

@@ -55,6 +55,7 @@ class Card:
     caption: str
     status: str
     note: bool
+    importance: float | None
 
 
 def card_of(row: SegmentRow, is_note: bool) -> Card:
@@ -66,6 +67,7 @@ def card_of(row: SegmentRow, is_note: bool) -> Card:
         caption=(row.caption or "").strip() or "(no caption)",
         status=status_of(row),
         note=is_note,
+        importance=row.importance,
     )
 
 

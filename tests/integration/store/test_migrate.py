@@ -131,7 +131,7 @@ def test_0009_moves_existing_vectors_into_per_wearer_partitions(
     with psycopg.connect(url) as conn:
         configure_connection(conn)
         ensure_user(conn, "wearer")
-        old = [make_segment(conn, "wearer", t0.replace(minute=i)) for i in range(3)]
+        old = [old_segment(conn, "wearer", t0.replace(minute=i)) for i in range(3)]
         for i, seg in enumerate(old):
             visual.upsert_visual_embedding(conn, "wearer", seg, unit_vector(1536, i))
             conn.execute(
@@ -156,3 +156,15 @@ def test_0009_moves_existing_vectors_into_per_wearer_partitions(
         assert dense[0].segment_id == old[2] and len(dense) == 3
         new = make_segment(conn, "wearer", t0.replace(minute=30))
         assert visual.upsert_visual_embedding(conn, "wearer", new, unit_vector(1536, 9)) > old_max
+
+
+def old_segment(conn, user_id: str, start) -> int:
+    """A segment as a schema before 0015 holds it (today's store writes columns it lacks)."""
+    from datetime import timedelta
+
+    row = conn.execute(
+        "INSERT INTO segments (user_id, scale_seconds, window_start, window_end)"
+        " VALUES (%s, 30, %s, %s) RETURNING id",
+        (user_id, start, start + timedelta(seconds=30)),
+    ).fetchone()
+    return int(row[0])

@@ -216,6 +216,28 @@ def test_facts_page_shows_each_fact_with_its_history_and_evidence(served):
     assert f"/ui/segments/{w.segments[3]}" in body and f"/ui/segments/{w.segments[0]}" in body
 
 
+def test_a_segment_shows_its_importance_and_recalls(served):
+    from worldmm.store.recall import reinforce
+
+    w = seed_wearer(served.deps, "ui-weight")
+    with served.deps.db.transaction() as conn:
+        conn.execute(
+            "UPDATE segments SET importance = 0.8, importance_source = 'estimate'"
+            " WHERE user_id = %s AND id = %s",
+            (w.user_id, w.segments[0]),
+        )
+        reinforce(conn, w.user_id, {w.segments[0]: 2}, {}, DAY + timedelta(days=1))
+    with httpx.Client(base_url=served.url) as http:
+        assert http.post("/ui/login", data={"key": w.key}).status_code == 303
+        detail = http.get(f"/ui/segments/{w.segments[0]}").text
+        other = http.get(f"/ui/segments/{w.segments[1]}").text
+        day = http.get("/ui/", params={"day": DAY.date().isoformat()}).text
+    assert "importance 0.80 (estimate)" in detail
+    assert "recalled 2×, last 2026-11-21 10:00:00" in detail  # on the wearer's clock (UTC)
+    assert "importance not estimated" in other and "recalled 0×" in other
+    assert re.search(rf'id="seg-{w.segments[0]}".*?class="weight"[^>]*>0\.80<', day, re.S)
+
+
 def test_a_tokyo_wearers_day_runs_from_their_midnight(served, browser):
     """A wearer in Asia/Tokyo (UTC+9): the day view holds their 00:00-24:00, labelled in their
     zone, its clock times on their clock; UTC's day would cut it nine hours earlier."""

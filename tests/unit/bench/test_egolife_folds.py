@@ -94,3 +94,36 @@ def test_tuning_keeps_only_questions_asked_of_a_fully_stored_memory():
     partial = everything - {windows[4].start}
     assert asked_while_stored(asked, windows, partial) == [early, on_the_hour]
     assert asked_while_stored(asked, windows, set()) == []
+
+
+class _Scorer:
+    """A scorer whose questions are found exactly when one knob is at a given value."""
+
+    def __init__(self, knob: str, wanted: float) -> None:
+        self.knob, self.wanted = knob, wanted
+
+    def scores(self, p, idx):
+        from bench.egolife.truth import QuestionScore
+
+        hit = p[self.knob] == self.wanted
+        return [QuestionScore(hit1=hit, hit3=hit, tiou=0.5 if hit else 0.0) for _ in idx]
+
+    def aggregate(self, p, idx):
+        from bench.egolife import truth
+
+        return truth.aggregate(self.scores(p, idx))
+
+
+def test_the_ablation_reports_whether_a_prior_helps_held_out_folds():
+    from bench.egolife.tune import KNOBS, ablation
+
+    qs = questions()
+    start = {
+        k: (v.neutral if isinstance(v.neutral, float) else v.grid[0]) for k, v in KNOBS.items()
+    }
+    helpful = ablation(_Scorer("importance_weight", 1.0), qs, start, ["importance_weight"])
+    assert helpful["importance_weight"]["helps"] is True
+    assert helpful["all"]["objective"] == pytest.approx(1.5)  # hit@3 1 + tIoU 0.5, held out
+    assert helpful["importance_weight"]["objective_without"] == 0.0
+    useless = ablation(_Scorer("rrf_k", 30.0), qs, start, ["importance_weight"])
+    assert useless["importance_weight"]["helps"] is False  # frozen at 0, nothing lost

@@ -57,8 +57,24 @@ def test_caption_request_shape(fake_openai):
     url = images[0]["image_url"]["url"]
     assert url.startswith("data:image/jpeg;base64,")
     assert base64.b64decode(url.split(",", 1)[1]) == frame
-    assert roles.versions["caption"].startswith("caption/v1-")
+    assert roles.versions["caption"].startswith("caption/v2-")  # v2: rates importance
     assert roles.label == "compatible:mini-model+big-model"
+    assert caption.importance is None  # the model gave no rating: construction estimates it
+
+
+def test_caption_and_merge_carry_the_models_importance(fake_openai):
+    roles = make_roles(fake_openai)
+    fake_openai.chat.push(
+        Reply.chat('{"caption": "I booked the dentist for Friday.", "importance": 0.9}'),
+        Reply.chat('{"summary": "I booked the dentist.", "importance": 1.7}'),
+        Reply.chat('{"caption": "I walked.", "importance": "very"}'),
+    )
+    caption = asyncio.run(roles.caption([make_frame_jpeg("X")], ""))
+    assert caption == "I booked the dentist for Friday." and caption.importance == 0.9
+    summary = asyncio.run(roles.merge_captions([caption], 180))
+    assert summary.importance == 1.0  # out of range: clamped, never a failed window
+    assert asyncio.run(roles.caption([make_frame_jpeg("X")], "")).importance is None
+    assert "importance" in fake_openai.chat_requests()[0]["messages"][0]["content"]
 
 
 def test_rate_limit_then_success(fake_openai):

@@ -34,6 +34,8 @@ def test_episodic_options_defaults_equal_the_settings_defaults():
         default_halflife_h=d["episodic_recency_halflife_h"],
         weight=d["episodic_prior_weight"],
         halflife_h=d["episodic_prior_halflife_h"],
+        importance_weight=d["episodic_importance_weight"],
+        recall_weight=d["episodic_recall_weight"],
     )
 
 

@@ -42,7 +42,14 @@ def test_rrf_weights_decide_between_lanes() -> None:
 
 def test_recent_prior_lifts_the_newer_of_two_close_matches() -> None:
     lane = [cand(1, 30, 0.80), cand(2, 1, 0.78), cand(3, 2, 0.10)]
-    params = PriorParams(default_weight=0.0, default_halflife_h=12.0, weight=2.0, halflife_h=3.0)
+    params = PriorParams(
+        default_weight=0.0,
+        default_halflife_h=12.0,
+        weight=2.0,
+        halflife_h=3.0,
+        importance_weight=0.0,
+        recall_weight=0.0,
+    )
     flat = apply_prior(lane, TimeConstraint(), NOW, params)
     assert [c.segment_id for c in flat] == [1, 2, 3]  # no phrase, no default prior
     recent = apply_prior(lane, TimeConstraint(prior="recent"), NOW, params)
@@ -53,14 +60,14 @@ def test_recent_prior_lifts_the_newer_of_two_close_matches() -> None:
 def test_early_prior_lifts_the_first_occurrence() -> None:
     lane = [cand(1, 1, 0.80), cand(2, 40, 0.75)]
     out = apply_prior(
-        lane, TimeConstraint(prior="early"), NOW, PriorParams(0.5, 12.0, weight=2.0, halflife_h=3.0)
+        lane, TimeConstraint(prior="early"), NOW, PriorParams(0.5, 12.0, 2.0, 3.0, 0.0, 0.0)
     )
     assert out[0].segment_id == 2
 
 
 def test_a_weak_match_is_not_rescued_by_recency_alone() -> None:
     lane = [cand(1, 20, 10.0), cand(2, 0.1, 0.5), cand(3, 19, 9.5)]
-    out = apply_prior(lane, TimeConstraint(), NOW, PriorParams(0.5, 12.0, 2.0, 3.0))
+    out = apply_prior(lane, TimeConstraint(), NOW, PriorParams(0.5, 12.0, 2.0, 3.0, 0.0, 0.0))
     assert out[0].segment_id == 1 and out[-1].segment_id == 2
 
 
@@ -84,3 +91,27 @@ def test_drill_down_keeps_a_summary_no_window_fits_and_never_repeats() -> None:
     picks = drill_down(ranked, children, keep=3, per_parent=2, fits={10: True, 11: False})
     assert [p.fused.segment_id for p in picks] == [2, 11]  # 2 once; 11 stays coarse
     assert top_coarse(ranked, 1)[0].segment_id == 10
+
+
+def test_importance_and_recall_priors_lift_a_close_match_in_the_expected_direction() -> None:
+    lane = [cand(1, 5, 0.80), cand(2, 5, 0.78), cand(3, 5, 0.20)]
+    off = PriorParams(0.0, 12.0, 0.0, 3.0, importance_weight=0.0, recall_weight=0.0)
+    imp = PriorParams(0.0, 12.0, 0.0, 3.0, importance_weight=1.0, recall_weight=0.0)
+    rec = PriorParams(0.0, 12.0, 0.0, 3.0, importance_weight=0.0, recall_weight=1.0)
+    priors = {1: (0.1, 0), 2: (0.9, 0), 3: (1.0, 5)}
+    assert [c.segment_id for c in apply_prior(lane, TimeConstraint(), NOW, off, priors)] == [
+        1,
+        2,
+        3,
+    ]
+    # the important moment overtakes a slightly better routine match ...
+    assert [c.segment_id for c in apply_prior(lane, TimeConstraint(), NOW, imp, priors)][:2] == [
+        2,
+        1,
+    ]
+    # ... a recalled one too; neither rescues a weak match
+    recalled = {1: (None, 0), 2: (None, 2), 3: (None, 9)}
+    out = apply_prior(lane, TimeConstraint(), NOW, rec, recalled)
+    assert [c.segment_id for c in out] == [2, 1, 3]
+    # unknown importance is neutral: the order stands when nothing is known
+    assert [c.segment_id for c in apply_prior(lane, TimeConstraint(), NOW, imp, {})] == [1, 2, 3]

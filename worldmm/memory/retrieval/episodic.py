@@ -99,6 +99,8 @@ class EpisodicOptions:
                 default_halflife_h=settings.episodic_recency_halflife_h,
                 weight=settings.episodic_prior_weight,
                 halflife_h=settings.episodic_prior_halflife_h,
+                importance_weight=settings.episodic_importance_weight,
+                recall_weight=settings.episodic_recall_weight,
             ),
             llm_rerank=settings.episodic_llm_rerank,
         )
@@ -110,7 +112,8 @@ class LaneRun:
     """One question's lane results (priors applied), shared by every fusion variant;
     ``asked``: the moment and zone the question was read at (``as_of`` is its moment).
     ``children`` keeps, per drill-down parent, its 30 s descendants and the text lanes' raw
-    candidates among them (read once per run, whatever the variant)."""
+    candidates among them (read once per run, whatever the variant); ``priors`` each
+    candidate's importance and recall count (read once, children's when they are read)."""
 
     user_id: str
     query: str
@@ -120,6 +123,7 @@ class LaneRun:
     vector: np.ndarray
     lanes: dict[str, list[Candidate]]
     children: dict[int, tuple[list[int], dict[str, list[Candidate]]]] = field(default_factory=dict)
+    priors: dict[int, tuple[float | None, int]] = field(default_factory=dict)
 
     @property
     def as_of(self) -> datetime:
@@ -166,9 +170,21 @@ async def run_lanes(
         constraint = TimeConstraint(prior=constraint.prior, phrases=constraint.phrases)
         time_range = TimeRange()
         found = await _lanes(deps, user_id, query, vectors[0], seeds, as_of, time_range, options)
+    ids = {c.segment_id for cands in found.values() for c in cands}
+    priors = await asyncio.to_thread(read_priors, deps, user_id, ids)
     prior = options.prior
-    lanes = {name: apply_prior(c, constraint, as_of, prior) for name, c in found.items()}
-    return LaneRun(user_id, query, asked, constraint, time_range, vectors[0], lanes)
+    lanes = {name: apply_prior(c, constraint, as_of, prior, priors) for name, c in found.items()}
+    return LaneRun(user_id, query, asked, constraint, time_range, vectors[0], lanes, priors=priors)
+
+
+def read_priors(deps: Deps, user_id: str, ids) -> dict[int, tuple[float | None, int]]:
+    """Importance and recall count of the candidates (one indexed read by id)."""
+    from worldmm.store.recall import segment_priors
+
+    if not ids:
+        return {}
+    with deps.db.connection() as conn:
+        return dict(segment_priors(conn, user_id, sorted(ids)))
 
 
 @dataclass
@@ -240,7 +256,10 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
                 fine = [c for c in run.lanes.get(lane, []) if c.scale == BASE_SCALE]
                 lanes[lane] = lane_mod.restrict(fine, run.time_range, own)
         ranked = rrf(
-            {k: apply_prior(v, run.constraint, run.as_of, options.prior) for k, v in lanes.items()},
+            {
+                k: apply_prior(v, run.constraint, run.as_of, options.prior, run.priors)
+                for k, v in lanes.items()
+            },
             options.weights,
             options.rrf_k,
         )
@@ -263,6 +282,8 @@ def read_children(deps: Deps, run: LaneRun, parents: list[int], lanes: tuple[str
             tree = segment_search.fine_descendants(conn, run.user_id, new)
         for p in new:
             run.children[p] = (tree.get(p, []), {})
+        kids = {k for p in new for k in run.children[p][0]} - run.priors.keys()
+        run.priors.update(read_priors(deps, run.user_id, kids))
     for lane in [x for x in TEXT_LANES if x in lanes]:
         todo = [p for p in parents if lane not in run.children[p][1]]
         ids = sorted({kid for p in todo for kid in run.children[p][0]})

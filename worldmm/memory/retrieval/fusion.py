@@ -3,9 +3,11 @@
 Every lane (lexical, dense, graph) returns candidates with its own score, on its own scale
 (BM25 sums, cosines, PageRank mass). Nothing here compares raw scores across lanes:
 
-- a time prior reorders one lane's candidates: the lane's score relative to its best
-  candidate, times ``1 + weight * p(t)`` where ``p`` decays with the distance from the
-  question time ("the last time": recent) or from the earliest candidate ("the first time");
+- priors reorder one lane's candidates: the lane's score relative to its best candidate,
+  times ``1 + weight * p(t) + w_imp * importance + w_recall * (1 - 0.5 ** recall_count)``,
+  where ``p`` decays with the distance from the question time ("the last time": recent) or
+  from the earliest candidate ("the first time"); importance (0..1, 0.5 when unknown) and the
+  recall count are the segment's own (schema 0015);
 - reciprocal rank fusion adds ``weight / (k + rank)`` per lane (Cormack et al. 2009), so a
   segment found by two lanes outranks one found by a single lane at the same rank;
 - drill-down replaces a coarse segment by its best 30 s windows (ranked by the same lanes
@@ -42,13 +44,29 @@ class Candidate:
 
 @dataclass(frozen=True)
 class PriorParams:
-    """How strongly time pulls: the default (no phrase) and the explicit priors (values from
-    settings, through ``EpisodicOptions.from_settings``)."""
+    """How strongly time pulls (the default, when no phrase names a time, and the explicit
+    priors), and how much a segment's importance and recall count add (values from settings,
+    through ``EpisodicOptions.from_settings``)."""
 
     default_weight: float
     default_halflife_h: float
     weight: float
     halflife_h: float
+    importance_weight: float
+    recall_weight: float
+
+
+# A segment's (importance or None, recall count), as worldmm.store.recall reads them.
+SegmentPriors = Mapping[int, tuple[float | None, int]]
+NEUTRAL_IMPORTANCE = 0.5  # segments built before importance existed
+
+
+def segment_boost(prior: tuple[float | None, int] | None, params: PriorParams) -> float:
+    """What a segment's own weight adds to its lane factor: importance (neutral when
+    unknown) and recalls, saturating (1 recall: half the weight, 3: seven eighths)."""
+    importance, recalls = prior if prior is not None else (None, 0)
+    imp = NEUTRAL_IMPORTANCE if importance is None else importance
+    return params.importance_weight * imp + params.recall_weight * (1.0 - 0.5**recalls)
 
 
 @dataclass
@@ -92,17 +110,20 @@ def apply_prior(
     constraint: TimeConstraint,
     as_of: datetime | None,
     params: PriorParams,
+    priors: SegmentPriors | None = None,
 ) -> list[Candidate]:
-    """The lane's candidates reordered by ``norm(score) * (1 + weight * p)``, best first."""
+    """The lane's candidates reordered by ``norm(score) * (1 + weight * p + boost)``, best
+    first; ``boost`` (:func:`segment_boost`) is read from ``priors`` by segment id."""
     if not cands:
         return []
     prior, weight = prior_values(cands, constraint, as_of, params)
     hi = max(c.score for c in cands)
+    own = priors or {}
     out = []
     for c, p in zip(cands, prior, strict=True):
         # relative to the lane's best (a cosine below 0 counts as no match)
         norm = max(0.0, c.score) / hi if hi > 0 else 1.0
-        out.append(norm * (1.0 + weight * p))
+        out.append(norm * (1.0 + weight * p + segment_boost(own.get(c.segment_id), params)))
     order = sorted(range(len(cands)), key=lambda i: (-out[i], cands[i].segment_id))
     return [
         Candidate(

@@ -1,0 +1,145 @@
+"""How much a moment matters (0 routine .. 1 critical), estimated offline when no model gave it.
+
+Wearers' days are mostly routine; what they ask about again is speech, named people and what
+was new. The estimate adds those cues to a floor:
+
+    importance = 0.10 + 0.30 * speech + 0.25 * names + 0.35 * novelty
+
+- speech: words said in the window, as ``sqrt(words / SPEECH_WORDS)`` capped at 1 (a
+  greeting counts a little, a long conversation fully);
+- names: people (or places) named in the caption or transcript, mid-sentence or as a
+  speaker ("Lucia: ..."), saturating at ``NAMES_FULL``;
+- novelty: 1 - the highest cosine between the window's text embedding and the user's
+  ``NOVELTY_WINDOWS`` latest 30 s windows before it, over ``NOVELTY_FULL`` (sentence
+  embeddings of one person's day are never far apart: 0.5 already is a new scene); a first
+  window is fully novel.
+
+The saturation points were set from the spread of the cues over EgoLife's first day (speech
+median 79 words, names 3, raw novelty 0.2-0.4), without looking at any question.
+
+An explicit "remember this" note is 1.0. A coarser segment without a model rating takes the
+highest importance among its children: an hour holding one important moment is important.
+The weights are a hand-set prior (documented in docs/architecture.md); what the ranking makes
+of them is chosen by cross-validation (``episodic_importance_weight``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import psycopg
+
+from worldmm.store.recall import recent_embeddings
+
+FLOOR, W_SPEECH, W_NAMES, W_NOVELTY = 0.10, 0.30, 0.25, 0.35
+SPEECH_WORDS = 120
+NAMES_FULL = 4
+NOVELTY_WINDOWS = 20
+NOVELTY_FULL = 0.5
+NOTE_IMPORTANCE = 1.0
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"“]\s*|\n\s*)$")
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Cues:
+    """What the estimate reads of one window."""
+
+    speech_words: int
+    names: int
+    novelty: float
+
+
+def estimate(cues: Cues) -> float:
+    speech = min(1.0, math.sqrt(max(0, cues.speech_words) / SPEECH_WORDS))
+    names = min(1.0, cues.names / NAMES_FULL)
+    novelty = min(1.0, max(0.0, cues.novelty) / NOVELTY_FULL)
+    value = FLOOR + W_SPEECH * speech + W_NAMES * names + W_NOVELTY * novelty
+    return round(min(1.0, value), 4)
+
+
+def named(text: str, entities: Iterable[str]) -> int:
+    """How many ``entities`` read as names in ``text``: capitalised (not shouted like a sign,
+    not "I") and found mid-sentence or as a speaker label — a capital at a sentence start
+    (after a speaker's colon too) alone proves nothing."""
+    count = 0
+    for e in dict.fromkeys(x.strip() for x in entities):
+        if not e or e == "I" or e.startswith("I'") or not e[0].isupper() or e.isupper():
+            continue
+        for m in re.finditer(rf"\b{re.escape(e)}\b", text):
+            after = text[m.end() : m.end() + 1]
+            if after == ":" or not _SENTENCE_START.search(text[: m.start()]):
+                count += 1
+                break
+    return count
+
+
+def novelty(vector: np.ndarray | None, recent: np.ndarray) -> float:
+    """1 - the highest cosine to the recent windows' embeddings (1.0 when there are none)."""
+    if vector is None or recent.size == 0:
+        return 1.0
+    v = np.asarray(vector, dtype=np.float32)
+    norms = np.linalg.norm(recent, axis=1) * (np.linalg.norm(v) or 1.0)
+    cos = (recent @ v) / np.where(norms > 0, norms, 1.0)
+    return float(1.0 - max(0.0, float(cos.max())))
+
+
+def window_importance(
+    conn: psycopg.Connection,
+    user_id: str,
+    window_start: datetime,
+    *,
+    caption: str,
+    transcript: str,
+    entities: Iterable[str],
+    vector: np.ndarray | None,
+) -> float:
+    """The estimate for a 30 s window, against the user's windows stored before it."""
+    recent = recent_embeddings(conn, user_id, 30, window_start, NOVELTY_WINDOWS)
+    return estimate(
+        Cues(
+            speech_words=len(_WORD.findall(transcript or "")),
+            names=named(f"{caption}\n{transcript}", entities),
+            novelty=novelty(vector, recent),
+        )
+    )
+
+
+def summary_importance(children: Iterable[float | None]) -> float | None:
+    """A coarse segment's importance from its children's (None when none has one)."""
+    known = [c for c in children if c is not None]
+    return max(known) if known else None
+
+
+def backfill_importance(conn: psycopg.Connection, user_id: str) -> tuple[int, int]:
+    """(Re)estimate the importance of every segment of the user that no model or note rated:
+    memories written before importance existed, or after the estimate changed. Reads the
+    stored text, the names in each window's triples and the text embeddings; the novelty of
+    a window is against the windows before it, as at ingest. Returns the 30 s windows and
+    coarser segments written."""
+    from worldmm.store.recall import fine_windows, set_estimates, summaries_from_windows
+
+    windows = fine_windows(conn, user_id)
+    values: dict[int, float] = {}
+    for i, w in enumerate(windows):
+        if w.rated:
+            continue
+        before = [x.embedding for x in windows[max(0, i - NOVELTY_WINDOWS) : i]]
+        recent = (
+            np.stack([v for v in before if v is not None])
+            if any(v is not None for v in before)
+            else np.zeros((0, 0), dtype=np.float32)
+        )
+        values[w.segment_id] = estimate(
+            Cues(
+                speech_words=len(_WORD.findall(w.transcript)),
+                names=named(f"{w.caption}\n{w.transcript}", w.entities),
+                novelty=novelty(w.embedding, recent),
+            )
+        )
+    return set_estimates(conn, user_id, values), summaries_from_windows(conn, user_id)
