@@ -6,13 +6,12 @@ from typing import Annotated
 
 from fastapi import HTTPException, Query, status
 from fastapi.concurrency import run_in_threadpool
-from pydantic import AwareDatetime
 
 from apps.query_api.auth import UserIdPath, user_router
 from apps.query_api.deps import Deps
 from apps.query_api.ops.usage import BadRange, usage_report
 from apps.query_api.routes.common import USER_ERRORS
-from worldmm.wire.schemas import UsageReport
+from worldmm.wire.schemas import Instant, UsageReport
 
 router = user_router(tags=["usage"], responses=USER_ERRORS)
 
@@ -29,11 +28,11 @@ async def usage(
     user_id: UserIdPath,
     deps: Deps,
     start: Annotated[
-        AwareDatetime | None,
+        Instant | None,
         Query(description="Start (ISO 8601 with zone), inclusive; default midnight UTC today."),
     ] = None,
     end: Annotated[
-        AwareDatetime | None, Query(description="End (ISO 8601 with zone), exclusive; default now.")
+        Instant | None, Query(description="End (ISO 8601 with zone), exclusive; default now.")
     ] = None,
 ) -> UsageReport:
     try:
