@@ -10,7 +10,9 @@ same database and the same Redis. Tests build a :class:`Deps` with fakes for its
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,6 +52,8 @@ class Deps:
     # This process's time-masked graphs, in front of Redis and used without it too; None:
     # one sized by ``settings.graph_memo_elements``. Copies (:meth:`with_settings`) share it.
     graphs: GraphMemo = None  # type: ignore[assignment]
+    # "Now" for every part that reads the time (retention on read): the one clock tests set.
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, query, stack
+from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, privacy, query, stack
 
 app = typer.Typer(
     name="worldmm",
@@ -22,6 +22,7 @@ gpu.register(app)  # gpu-worker
 query.register(app)  # serve, ask
 mcp.register(app)  # mcp (the memory as MCP tools)
 demo.register(app)  # demo
+privacy.register(app)  # retention run, export
 bench_group.register(app)  # bench ingest|query|gpu-worker|egolife|chaos|api-load (a checkout)
 
 

@@ -35,8 +35,6 @@ class GraphTriple(NamedTuple):
     invalidated_at: datetime | None = None
 
 
-
-
 def is_active(t: GraphTriple, as_of: datetime | None = None) -> bool:
     """Not soft-deleted — at ``as_of`` when given (a later removal did not exist yet)."""
     if t.invalidated_at is None:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -164,3 +165,13 @@ class FrameBlurrer:
         if not ok:
             raise ValueError("re-encoding the blurred frame failed")
         return BlurResult(buf.tobytes(), len(faces), time.perf_counter() - started)
+
+
+def build_blurrer(settings: Any) -> FrameBlurrer | None:
+    """The deployment's face blurrer; None when blurring is off for everyone."""
+    if not settings.face_blur:
+        return None
+    detector = FaceDetector(
+        threshold=settings.face_blur_threshold, max_side=settings.face_blur_max_side
+    )
+    return FrameBlurrer(detector)

@@ -1,0 +1,109 @@
+"""Retention of raw media with an injected clock: frames and audio older than the user's
+retention go (rows and blobs), text memory stays, the frames route answers 410, the browser
+shows a placeholder; counts reach the admin audit; a second run finds nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.integration.query_api.conftest import ADMIN
+from tests.integration.served_api import seed_segment
+from worldmm.blobs import audio_key, frame_key
+from worldmm.privacy import retention
+from worldmm.store import frames as frame_store
+from worldmm.store.admin_audit import list_admin_actions
+from worldmm.store.frames import AudioBatchRow, FrameBatchRow
+from worldmm.store.privacy import set_privacy
+
+pytestmark = pytest.mark.integration
+
+NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
+OLD = NOW - timedelta(days=10)  # past a 7-day retention
+NEW = NOW - timedelta(days=2)
+JPEG = b"\xff\xd8\xff\xe0" + b"frame" + b"\xff\xd9"
+
+
+def capture(deps, user_id: str, at: datetime) -> tuple[str, str]:
+    """A frame and an audio chunk at ``at`` (rows and blobs), and a segment about them."""
+    fkey, akey = frame_key(user_id, "s1", at, 0), audio_key(user_id, "s1", at)
+    with deps.db.transaction() as conn:
+        frame_store.insert_frames(conn, user_id, [FrameBatchRow("s1", at, 0, fkey)])
+        frame_store.insert_audio_chunks(conn, user_id, [AudioBatchRow("s1", at, 5000, 16000, akey)])
+    deps.blobs.put(fkey, JPEG)
+    deps.blobs.put(akey, b"RIFF....WAVE")
+    seed_segment(deps, user_id, at, f"Coffee with Maya at {at:%H:%M}.", [("I", "met", "Maya")])
+    return fkey, akey
+
+
+@pytest.fixture
+def clocked(api_deps, monkeypatch):
+    monkeypatch.setattr(api_deps, "clock", lambda: NOW)
+    return api_deps
+
+
+def test_retention_removes_old_media_keeps_text_and_answers_410(client, clocked, make_user):
+    deps = clocked
+    a, b = make_user(), make_user()
+    old_frame, old_audio = capture(deps, a.user_id, OLD)
+    new_frame, new_audio = capture(deps, a.user_id, NEW)
+    b_frame, _ = capture(deps, b.user_id, OLD)  # b keeps the default: media kept
+    with deps.db.transaction() as conn:
+        set_privacy(conn, a.user_id, retention_days=7)
+
+    # on read, before any run: the expired frame is gone for the API, the new one served
+    url = f"/v1/users/{a.user_id}/frames/"
+    r = client.get(url + old_frame, headers=a.headers)
+    assert r.status_code == 410 and "retention" in r.json()["detail"]
+    assert client.get(url + new_frame, headers=a.headers).status_code == 200
+    b_url = f"/v1/users/{b.user_id}/frames/{b_frame}"
+    assert client.get(b_url, headers=b.headers).status_code == 200
+
+    cutoffs = retention.plan(deps.db, deps.settings.media_retention_days, NOW)
+    assert cutoffs[a.user_id] == NOW - timedelta(days=7) and b.user_id not in cutoffs
+    assert retention.count_expired(deps.db, a.user_id, cutoffs[a.user_id]) == 2
+    seen: list[int] = []
+    done = retention.expire_user(
+        deps.db, deps.blobs, a.user_id, cutoffs[a.user_id], batch=1,
+        progress=lambda _u, n: seen.append(n),
+    )  # fmt: skip
+    assert done.rows == {"frames": 1, "audio_chunks": 1} and done.blobs == 2
+    assert seen == [1, 1]  # one batch each, told as it went
+
+    assert not deps.blobs.exists(old_frame) and not deps.blobs.exists(old_audio)
+    assert deps.blobs.exists(new_frame) and deps.blobs.exists(new_audio)
+    assert deps.blobs.exists(b_frame)
+    with deps.db.connection() as conn:
+        frames = frame_store.list_frames(conn, a.user_id)
+        audio = frame_store.list_audio_chunks(conn, a.user_id)
+        audit = list_admin_actions(conn, subject_user=a.user_id)
+    assert [f.blob_key for f in frames] == [new_frame]
+    assert [c.blob_key for c in audio] == [new_audio]
+    assert audit[0].action == "retention.expire" and audit[0].actor == "retention"
+    assert audit[0].detail["rows"] == {"frames": 1, "audio_chunks": 1}
+
+    # text memory stays: both segments with their captions
+    segs = client.get(f"/v1/users/{a.user_id}/segments", headers=a.headers).json()["items"]
+    assert sorted(s["caption"] for s in segs) == [
+        f"Coffee with Maya at {OLD:%H:%M}.",
+        f"Coffee with Maya at {NEW:%H:%M}.",
+    ]
+    assert client.get(url + old_frame, headers=a.headers).status_code == 410
+    assert client.get(url + old_frame, headers=ADMIN).status_code == 410
+
+    again = retention.expire_user(deps.db, deps.blobs, a.user_id, cutoffs[a.user_id])
+    assert again.deleted == 0 and again.blobs == 0  # idempotent
+
+
+def test_a_user_back_on_the_default_keeps_media(clocked, make_user):
+    deps = clocked
+    a = make_user()
+    with deps.db.transaction() as conn:
+        assert set_privacy(conn, a.user_id, retention_days=3).retention_days == 3
+        back = set_privacy(conn, a.user_id, retention_days=None)
+    assert back.retention_days is None and back.face_blur is True
+    assert a.user_id not in retention.plan(deps.db, None, NOW)
+    assert retention.plan(deps.db, 30, NOW, [a.user_id]) == {a.user_id: NOW - timedelta(days=30)}
+    with deps.db.transaction() as conn, pytest.raises(ValueError, match="≥ 1"):
+        set_privacy(conn, a.user_id, retention_days=0)

@@ -1,0 +1,151 @@
+"""Privacy rows: a user's retention and face-blur choice, privacy pauses, and the raw media
+(frame and audio rows) that retention expires."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import psycopg
+
+MediaTable = Literal["frames", "audio_chunks"]
+# when a capture ends: retention expires a capture once all of it is older than the cutoff
+_MEDIA_END = {
+    "frames": "captured_at",
+    "audio_chunks": "started_at + duration_ms * interval '1 millisecond'",
+}
+
+
+@dataclass(frozen=True)
+class UserPrivacy:
+    retention_days: int | None  # None: the deployment's default
+    face_blur: bool
+
+
+def get_privacy(conn: psycopg.Connection, user_id: str) -> UserPrivacy | None:
+    """The user's privacy choices; None for an unknown user."""
+    row = conn.execute(
+        "SELECT retention_days, face_blur FROM users WHERE id = %s", (user_id,)
+    ).fetchone()
+    return None if row is None else UserPrivacy(row[0], bool(row[1]))
+
+
+def set_privacy(
+    conn: psycopg.Connection,
+    user_id: str,
+    *,
+    retention_days: int | None | Literal["keep"] = "keep",
+    face_blur: bool | None = None,
+) -> UserPrivacy | None:
+    """Change what is given (``retention_days=None`` returns the user to the default);
+    None for an unknown user."""
+    if retention_days not in ("keep", None) and retention_days < 1:  # type: ignore[operator]
+        raise ValueError("retention_days must be ≥ 1 (or null for the default)")
+    row = conn.execute(
+        "UPDATE users SET"
+        " retention_days = CASE WHEN %(keep)s THEN retention_days ELSE %(days)s END,"
+        " face_blur = coalesce(%(blur)s, face_blur)"
+        " WHERE id = %(u)s RETURNING retention_days, face_blur",
+        {
+            "keep": retention_days == "keep",
+            "days": None if retention_days == "keep" else retention_days,
+            "blur": face_blur,
+            "u": user_id,
+        },
+    ).fetchone()
+    return None if row is None else UserPrivacy(row[0], bool(row[1]))
+
+
+def retention_days_of(conn: psycopg.Connection, default_days: int | None) -> dict[str, int]:
+    """Every user whose media expire, with their retention in days (a user's own value wins
+    over ``default_days``; users with neither keep their media)."""
+    rows = conn.execute(
+        "SELECT id, coalesce(retention_days, %s) FROM users"
+        " WHERE coalesce(retention_days, %s) IS NOT NULL ORDER BY id",
+        (default_days, default_days),
+    ).fetchall()
+    return {user: int(days) for user, days in rows}
+
+
+@dataclass(frozen=True)
+class MediaRow:
+    table: MediaTable
+    id: int
+    blob_key: str
+
+
+def expired_media(
+    conn: psycopg.Connection, table: MediaTable, user_id: str, cutoff: datetime, limit: int
+) -> list[MediaRow]:
+    """The user's oldest ``limit`` captures of ``table`` that ended before ``cutoff``."""
+    end = _MEDIA_END[table]
+    rows = conn.execute(
+        f"SELECT id, blob_key FROM {table} WHERE user_id = %s AND {end} < %s ORDER BY id LIMIT %s",
+        (user_id, cutoff, limit),
+    ).fetchall()
+    return [MediaRow(table, int(i), k) for i, k in rows]
+
+
+def count_expired_media(
+    conn: psycopg.Connection, table: MediaTable, user_id: str, cutoff: datetime
+) -> int:
+    row = conn.execute(
+        f"SELECT count(*) FROM {table} WHERE user_id = %s AND {_MEDIA_END[table]} < %s",
+        (user_id, cutoff),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def delete_media_rows(conn: psycopg.Connection, table: MediaTable, ids: list[int]) -> int:
+    if table not in _MEDIA_END:
+        raise ValueError(f"not a media table: {table!r}")
+    return conn.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", (ids,)).rowcount
+
+
+# --- pauses ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pause:
+    session_id: str
+    started_at: datetime
+    ended_at: datetime | None
+
+
+def record_pause(
+    conn: psycopg.Connection, user_id: str, session_id: str, started_at: datetime
+) -> None:
+    """A pause began (idempotent: the same record read twice is one pause)."""
+    conn.execute("INSERT INTO users (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (user_id,))
+    conn.execute(
+        "INSERT INTO privacy_pauses (user_id, session_id, started_at) VALUES (%s, %s, %s)"
+        " ON CONFLICT (user_id, started_at) DO NOTHING",
+        (user_id, session_id, started_at),
+    )
+
+
+def end_pauses(conn: psycopg.Connection, user_id: str, session_id: str, at: datetime) -> int:
+    """Close the session's open pauses that began at or before ``at`` (a resume, or the
+    session's end); returns how many were open."""
+    return conn.execute(
+        "UPDATE privacy_pauses SET ended_at = %s WHERE user_id = %s AND session_id = %s"
+        " AND ended_at IS NULL AND started_at <= %s",
+        (at, user_id, session_id, at),
+    ).rowcount
+
+
+def list_pauses(
+    conn: psycopg.Connection,
+    user_id: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[Pause]:
+    """Pauses overlapping [start, end), oldest first (an open one overlaps everything after)."""
+    rows = conn.execute(
+        "SELECT session_id, started_at, ended_at FROM privacy_pauses WHERE user_id = %s"
+        " AND (%s::timestamptz IS NULL OR ended_at IS NULL OR ended_at > %s)"
+        " AND (%s::timestamptz IS NULL OR started_at < %s) ORDER BY started_at",
+        (user_id, start, start, end, end),
+    ).fetchall()
+    return [Pause(*r) for r in rows]
