@@ -1,0 +1,57 @@
+"""Export: everything held about one user as one streamed archive (worldmm.privacy.export)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+
+from apps.query_api.auth import (
+    BearerKey,
+    UserIdPath,
+    authorized_user,
+    enforce_rate_limit,
+    is_admin_key,
+)
+from apps.query_api.deps import Deps, Limiter
+from apps.query_api.routes.common import USER_ERRORS
+from worldmm.privacy.export import export_user
+from worldmm.store.admin_audit import record_admin_action
+
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["privacy"], responses=USER_ERRORS)
+
+
+def exporter(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerKey) -> str:
+    """The user's own key, or the admin key for any user id: the export of a user that was
+    purged (or never existed) is an archive that holds nothing, not a 404."""
+    if user_id in (".", ".."):
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "invalid user id")
+    if is_admin_key(deps, key):
+        enforce_rate_limit(limiter, key)
+        return "admin"
+    authorized_user(user_id, deps, limiter, key)
+    return "user"
+
+
+@router.get(
+    "/export",
+    response_class=StreamingResponse,
+    summary="Everything held about the user: one gzipped tar (JSON Lines per table, media, "
+    "a manifest with counts and checksums), streamed",
+    responses={200: {"content": {"application/gzip": {}}, "description": "The archive"}},
+)
+async def export(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerKey):
+    actor = await run_in_threadpool(exporter, user_id, deps, limiter, key)
+    now = deps.clock()
+    await run_in_threadpool(_audit, deps, user_id, actor)
+    name = f"worldmm-export-{user_id}-{now:%Y%m%dT%H%M%SZ}.tar.gz"
+    return StreamingResponse(
+        export_user(deps.db, deps.blobs, user_id, now),
+        media_type="application/gzip",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def _audit(deps: Deps, user_id: str, actor: str) -> None:
+    with deps.db.transaction() as conn:
+        record_admin_action(conn, "user.export", actor=actor, subject_user=user_id)
