@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import typer
 
@@ -71,5 +72,42 @@ def retention_run(
     print(f"retention: deleted {rows} rows and {files} blobs of {len(cutoffs)} users")
 
 
+def export(
+    user: str = typer.Option(..., "--user", help="The user whose data to export."),
+    out: Path = typer.Option(..., "--out", help="The archive to write (.tar.gz)."),
+) -> None:
+    """Everything held about one user as one archive (manifest.json with counts and
+    checksums, tables/*.jsonl, media/...), read straight from the database and blob store
+    and streamed to --out. A purged user's archive holds no memory."""
+    import json
+    import tarfile
+
+    from worldmm.privacy.export import export_user
+    from worldmm.store.admin_audit import record_admin_action
+
+    settings = settings_or_exit()
+    db, blobs = _stores(settings)
+    partial = out.with_name(out.name + ".partial")
+    written = 0
+    try:
+        with partial.open("wb") as fh:
+            for chunk in export_user(db, blobs, user, datetime.now(UTC)):
+                fh.write(chunk)
+                written += len(chunk)
+        partial.replace(out)  # never a truncated archive under the asked name
+        with db.transaction() as conn:
+            record_admin_action(conn, "user.export", actor="cli", subject_user=user)
+    finally:
+        partial.unlink(missing_ok=True)
+        db.close()
+    with tarfile.open(out, "r:gz") as tar:
+        manifest = tar.extractfile("manifest.json")
+        assert manifest is not None
+        tables = json.load(manifest)["tables"]
+    rows = sum(n for t, n in tables.items() if t != "admin_audit")
+    print(f"exported {rows} rows of {user} ({written} bytes) to {out}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(retention_app, name="retention")
+    app.command("export")(export)

@@ -170,6 +170,8 @@ class ClientBase(ABC):
     semantic = user_call(calls.semantic)
     remember = user_call(calls.remember)
     forget = user_call(calls.forget)
+    forget_recent = user_call(calls.forget_recent)
+    export = user_call(calls.export)
     whoami = service_call(calls.whoami)
     health = service_call(calls.health)
     ready = service_call(calls.ready)

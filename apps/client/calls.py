@@ -162,6 +162,21 @@ def forget(user: str, start: datetime, end: datetime) -> Call[ForgetResponse]:
     return Call("DELETE", f"{_user(user)}/memories", ForgetResponse, params=params)
 
 
+def forget_recent(user: str, minutes: int) -> Call[ForgetResponse]:
+    """Forget the last ``minutes`` up to the server's now, for good (a privacy undo)."""
+    if not 1 <= minutes <= 7 * 24 * 60:
+        raise ValueError("forget_recent: minutes must be between 1 and 10080 (a week)")
+    return Call(
+        "DELETE", f"{_user(user)}/memories/recent", ForgetResponse, params=_params(minutes=minutes)
+    )
+
+
+def export(user: str) -> Call[bytes]:
+    """Everything held about the user as one gzipped tar (manifest.json, tables/*.jsonl,
+    media/...); the reply is the archive's bytes (``worldmm export`` streams to a file)."""
+    return Call("GET", f"{_user(user)}/export", None)
+
+
 # --- service and admin: no user -------------------------------------------------------------
 def whoami() -> Call[WhoAmI]:
     """The user of the key (None for the admin key)."""

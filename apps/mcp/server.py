@@ -1,4 +1,5 @@
-"""The tools: ``ask``, ``search_memory``, ``list_segments``, ``remember``, ``forget``.
+"""The tools: ``ask``, ``search_memory``, ``list_segments``, ``remember``, ``forget``,
+``forget_recent``.
 
 Every tool goes through ``apps.client`` with the one key the server was started with, so
 each call is scoped to that key's user: the API enforces it, the server adds nothing to trust.
@@ -130,5 +131,23 @@ def build_server(client: AsyncWorldMMClient, *, name: str = "worldmm-memory") ->
                 f"to forget {start.isoformat()} to {end.isoformat()}"
             )
         return await client.forget(start, end)
+
+    @server.tool(
+        description=(
+            "Forget the last N minutes up to now (segments, facts drawn from them, frames "
+            "and audio): 'forget what just happened'. Irreversible: only runs with confirm=true."
+        )
+    )
+    @tool_errors
+    async def forget_recent(
+        minutes: Annotated[int, Field(ge=1, le=10080, description="Minutes back from now.")],
+        confirm: Annotated[bool, Field(description="Must be true: forgetting is final.")] = False,
+    ) -> ForgetResponse:
+        if confirm is not True:
+            raise ToolError(
+                "forget_recent deletes memory for good: call it again with confirm=true "
+                f"to forget the last {minutes} minutes"
+            )
+        return await client.forget_recent(minutes)
 
     return server

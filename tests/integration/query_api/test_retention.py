@@ -107,3 +107,42 @@ def test_a_user_back_on_the_default_keeps_media(clocked, make_user):
     assert retention.plan(deps.db, 30, NOW, [a.user_id]) == {a.user_id: NOW - timedelta(days=30)}
     with deps.db.transaction() as conn, pytest.raises(ValueError, match="≥ 1"):
         set_privacy(conn, a.user_id, retention_days=0)
+
+
+def test_retention_and_export_commands(api_deps, api_settings, make_user, tmp_path):
+    """`worldmm retention run` (dry run, then for real, with --now) and `worldmm export`."""
+    from typer.testing import CliRunner
+
+    from apps.cli import app
+
+    deps = api_deps
+    a = make_user()
+    old_frame, _ = capture(deps, a.user_id, OLD)
+    new_frame, _ = capture(deps, a.user_id, NEW)
+    with deps.db.transaction() as conn:
+        set_privacy(conn, a.user_id, retention_days=7)
+    env = {
+        "WORLDMM_DATABASE_URL": api_settings.database_url,
+        "WORLDMM_STATE_DIR": str(api_settings.state_dir),
+        "WORLDMM_BLOB_DIR": str(api_settings.resolved_blob_dir),
+    }
+    run = ["retention", "run", "--user", a.user_id, "--now", NOW.isoformat()]
+    out = CliRunner().invoke(app, [*run, "--dry-run"], env=env)
+    assert out.exit_code == 0, out.output
+    assert "2 rows of 1 users would go" in out.output and deps.blobs.exists(old_frame)
+    out = CliRunner().invoke(app, run, env=env)
+    assert out.exit_code == 0, out.output
+    assert "deleted 2 rows and 2 blobs of 1 users" in out.output
+    assert not deps.blobs.exists(old_frame) and deps.blobs.exists(new_frame)
+    out = CliRunner().invoke(app, run, env=env)
+    assert "deleted 0 rows and 0 blobs" in out.output  # idempotent
+
+    archive = tmp_path / "a.tar.gz"
+    out = CliRunner().invoke(app, ["export", "--user", a.user_id, "--out", str(archive)], env=env)
+    assert out.exit_code == 0, out.output
+    import tarfile
+
+    with tarfile.open(archive, "r:gz") as tar:
+        names = tar.getnames()
+    assert f"media/{new_frame}" in names and f"media/{old_frame}" not in names
+    assert "manifest.json" in names and not (tmp_path / "a.tar.gz.partial").exists()
