@@ -37,7 +37,7 @@ from worldmm.blobs import audio_key, frame_key
 from worldmm.deps import Deps, build_deps
 from worldmm.memory.construct import WindowOutcome, record_session
 from worldmm.memory.construct_inputs import CaptureRef
-from worldmm.memory.windows import Item, SessionEnd, WindowConfig, ms_to_dt
+from worldmm.memory.windows import Item, Pause, SessionEnd, WindowConfig, ms_to_dt
 from worldmm.settings import Settings, load_settings
 from worldmm.store.outage import retry_while_down
 
@@ -163,12 +163,14 @@ def blob_of(msg: codec.Message) -> tuple[str, bytes] | None:
 
 def window_input(
     msg: codec.Message, key: str | None
-) -> tuple[str, Item | SessionEnd | SessionStart]:
+) -> tuple[str, Item | SessionEnd | SessionStart | Pause]:
     """What the window step keeps of a message: a small reference to its stored blob."""
     if isinstance(msg, codec.ControlMessage):
         if msg.event == "session_end":
             last = tuple(sorted((msg.last_ms or {}).items()))
             return msg.user_id, SessionEnd(msg.session_id, msg.ts_ms, last)
+        if msg.event in ("pause", "resume"):
+            return msg.user_id, Pause(msg.session_id, msg.ts_ms, resume=msg.event == "resume")
         return msg.user_id, SessionStart(msg.session_id, msg.ts_ms)
     assert key is not None
     if isinstance(msg, codec.FrameMessage):
