@@ -171,6 +171,8 @@ class ClientBase(ABC):
     remember = user_call(calls.remember)
     forget = user_call(calls.forget)
     forget_recent = user_call(calls.forget_recent)
+    pause = user_call(calls.pause)
+    resume = user_call(calls.resume)
     export = user_call(calls.export)
     whoami = service_call(calls.whoami)
     health = service_call(calls.health)

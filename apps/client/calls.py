@@ -22,6 +22,8 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FramePage,
     Health,
+    PauseRequest,
+    PauseResponse,
     PurgeResponse,
     QueryRequest,
     QueryResponse,
@@ -169,6 +171,23 @@ def forget_recent(user: str, minutes: int) -> Call[ForgetResponse]:
     return Call(
         "DELETE", f"{_user(user)}/memories/recent", ForgetResponse, params=_params(minutes=minutes)
     )
+
+
+def pause(
+    user: str, *, session_id: str | None = None, at: datetime | None = None
+) -> Call[PauseResponse]:
+    """Privacy pause: the flow drops the session's captures from ``at`` (now) on, unstored,
+    until :func:`resume` or the session's end."""
+    body = _body(PauseRequest(session_id=session_id, at=at))
+    return Call("POST", f"{_user(user)}/pause", PauseResponse, body=body)
+
+
+def resume(
+    user: str, *, session_id: str | None = None, at: datetime | None = None
+) -> Call[PauseResponse]:
+    """End a privacy pause."""
+    body = _body(PauseRequest(session_id=session_id, at=at))
+    return Call("POST", f"{_user(user)}/resume", PauseResponse, body=body)
 
 
 def export(user: str) -> Call[bytes]:

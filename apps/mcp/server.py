@@ -1,5 +1,5 @@
 """The tools: ``ask``, ``search_memory``, ``list_segments``, ``remember``, ``forget``,
-``forget_recent``.
+``forget_recent``, ``pause_recording``, ``resume_recording``.
 
 Every tool goes through ``apps.client`` with the one key the server was started with, so
 each call is scoped to that key's user: the API enforces it, the server adds nothing to trust.
@@ -21,6 +21,7 @@ from apps.client import ApiError, AsyncWorldMMClient
 from worldmm.wire.schemas import (
     MAX_CHOICES,
     ForgetResponse,
+    PauseResponse,
     QueryResponse,
     RememberResponse,
     SearchResponse,
@@ -149,5 +150,20 @@ def build_server(client: AsyncWorldMMClient, *, name: str = "worldmm-memory") ->
                 f"to forget the last {minutes} minutes"
             )
         return await client.forget_recent(minutes)
+
+    @server.tool(
+        description=(
+            "Privacy pause: stop the memory recording now (frames and audio of the current "
+            "session are dropped unstored) until resume_recording or the session ends."
+        )
+    )
+    @tool_errors
+    async def pause_recording() -> PauseResponse:
+        return await client.pause()
+
+    @server.tool(description="End a privacy pause: the memory records again from now.")
+    @tool_errors
+    async def resume_recording() -> PauseResponse:
+        return await client.resume()
 
     return server

@@ -149,3 +149,13 @@ def list_pauses(
         (user_id, start, start, end, end),
     ).fetchall()
     return [Pause(*r) for r in rows]
+
+
+def latest_session(conn: psycopg.Connection, user_id: str) -> str | None:
+    """The user's most recent capture session (what a pause without a session applies to)."""
+    row = conn.execute(
+        "SELECT session_id FROM sessions WHERE user_id = %s"
+        " ORDER BY coalesce(started_at, created_at) DESC, created_at DESC LIMIT 1",
+        (user_id,),
+    ).fetchone()
+    return None if row is None else str(row[0])

@@ -280,6 +280,23 @@ class ForgetResponse(BaseModel):
     blobs_deleted: int
 
 
+# --- privacy -------------------------------------------------------------------------------
+class PauseRequest(_Body):
+    """A privacy pause (or its end) for a capture session."""
+
+    session_id: UserId | None = Field(
+        default=None, description="The capture session (default: the user's latest one)."
+    )
+    at: AwareDatetime | None = Field(default=None, description="When it takes effect (now).")
+
+
+class PauseResponse(BaseModel):
+    user_id: str
+    session_id: str
+    event: str = Field(description="pause or resume")
+    at: AwareDatetime
+
+
 # --- health ----------------------------------------------------------------------------
 class Health(BaseModel):
     status: str

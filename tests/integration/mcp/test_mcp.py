@@ -36,7 +36,8 @@ async def test_tools_over_stdio(served):
     async with _stdio(served.url, alice.key) as mcp:
         names = {t.name for t in (await mcp.list_tools()).tools}
         assert names == {
-            "ask", "search_memory", "list_segments", "remember", "forget", "forget_recent"
+            "ask", "search_memory", "list_segments", "remember", "forget", "forget_recent",
+            "pause_recording", "resume_recording",
         }  # fmt: skip
 
         asked = await mcp.call_tool("ask", {"question": "Where did I put my car keys?"})

@@ -1,4 +1,5 @@
-"""Export: everything held about one user as one streamed archive (worldmm.privacy.export)."""
+"""Privacy routes: the export of everything held about a user (worldmm.privacy.export), and
+privacy pauses sent as control records (docs/privacy.md)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from apps.query_api.auth import (
+    AuthorizedUser,
     BearerKey,
     UserIdPath,
     authorized_user,
@@ -14,9 +16,11 @@ from apps.query_api.auth import (
     is_admin_key,
 )
 from apps.query_api.deps import Deps, Limiter
+from apps.query_api.ops.pause import send_pause
 from apps.query_api.routes.common import USER_ERRORS
 from worldmm.privacy.export import export_user
 from worldmm.store.admin_audit import record_admin_action
+from worldmm.wire.schemas import ErrorOut, PauseRequest, PauseResponse
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["privacy"], responses=USER_ERRORS)
 
@@ -55,3 +59,28 @@ async def export(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerK
 def _audit(deps: Deps, user_id: str, actor: str) -> None:
     with deps.db.transaction() as conn:
         record_admin_action(conn, "user.export", actor=actor, subject_user=user_id)
+
+
+_PAUSE_ERRORS = {
+    409: {"model": ErrorOut, "description": "No session given and none known"},
+    503: {"model": ErrorOut, "description": "The control topic cannot be reached"},
+}
+
+
+@router.post(
+    "/pause",
+    summary="Privacy pause: the flow drops every capture of the session from now (or `at`) "
+    "until a resume or the session's end, unstored",
+    responses=_PAUSE_ERRORS,
+)
+async def pause(user_id: AuthorizedUser, deps: Deps, body: PauseRequest) -> PauseResponse:
+    return await run_in_threadpool(
+        send_pause, deps, user_id, resume=False, session_id=body.session_id, at=body.at
+    )
+
+
+@router.post("/resume", summary="End a privacy pause", responses=_PAUSE_ERRORS)
+async def resume(user_id: AuthorizedUser, deps: Deps, body: PauseRequest) -> PauseResponse:
+    return await run_in_threadpool(
+        send_pause, deps, user_id, resume=True, session_id=body.session_id, at=body.at
+    )
