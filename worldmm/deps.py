@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from worldmm.graph.cache import GraphCacheLike
     from worldmm.llm.roles import ModelRoles
     from worldmm.memory.retrieval.reader import MemoryReader
+    from worldmm.privacy.blur_policy import FaceBlur
     from worldmm.settings import Settings
     from worldmm.store.db import Database
 
@@ -45,6 +46,8 @@ class Deps:
     encoder: VisualEncoder | None  # None: no visual encoder (visual search says so)
     blobs: BlobStore
     transcriber: Transcriber | None = None  # ingest only; None: audio is not transcribed
+    # Bystander face blurring before frames are stored (ingest only; None: off).
+    faces: FaceBlur | None = None
     # Retrieval's cache of time-masked graphs (writers never touch it: a graph carries the
     # fingerprint of its rows); NullCache without Redis.
     cache: GraphCacheLike = field(default_factory=NullCache)
@@ -152,6 +155,11 @@ def build_deps(
             from worldmm.asr import build_transcriber
 
             transcriber = build_transcriber(settings)
+        faces = None
+        if role == "ingest":
+            from worldmm.privacy.blur_policy import FaceBlur
+
+            faces = FaceBlur.from_settings(settings, db)
         return Deps(
             settings=settings,
             db=db,
@@ -160,6 +168,7 @@ def build_deps(
             encoder=encoder,
             blobs=build_blob_store(settings),
             transcriber=transcriber,
+            faces=faces,
             cache=cache,
             redis=client,
         )
