@@ -2,7 +2,7 @@
 each is read by a framework or a library by name, or is part of a wire format."""
 
 from apps.client import base
-from apps.dataflows import ingest
+from apps.dataflows import ingest, kafka_source
 from apps.demo import speech
 from apps.gpu_worker.backends import random_model
 from worldmm.llm import prompts
@@ -19,6 +19,11 @@ ingest._LogPartition.write_batch
 _.worker_index  # noqa: F821
 _.worker_count  # noqa: F821
 ingest.__getattr__
+# Bytewax drives a fixed-partitioned source through these
+kafka_source.IdleKafkaSource.list_parts
+kafka_source.IdleKafkaSource.build_part
+kafka_source.KafkaPartition.next_batch
+kafka_source.KafkaPartition.next_awake
 # uvicorn stops a server when should_exit is set; PyAV decodes with thread_type set;
 # tokenizers reads normalizer and pre_tokenizer
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -37,7 +38,8 @@ from worldmm.stack.process import wait_until
 
 IDLE_SAMPLE_S = 4.0
 # The level's figures the report repeats at its top, from the last level that kept up.
-HEADLINE = ("cpu_ms_per_window", "db_server_cpu_ms_per_window", "close_to_queryable_")
+HEADLINE = ("cpu_ms_per_window", "db_server_cpu_ms_per_window", "close_to_queryable_",
+            "broker_cpu_ms", "producer_cpu_ms")  # fmt: skip
 FLOW_SETTINGS = ("allowed_lateness_s", "stream_idle_s", "frames_per_window", "window_max_attempts")
 
 
@@ -104,6 +106,23 @@ def _proc_cpu(pid: int) -> tuple[float, float]:
     return cpu_s(proc_stat(pid) or []), kafka
 
 
+def _other_cpu(base: Settings) -> dict[str, float | None]:
+    """CPU seconds so far of the embedded broker (None: external) and of this process, which
+    runs the producer (the gateway of every wearer)."""
+    from worldmm.stack.process import read_pid
+
+    broker = read_pid(base.resolved_state_dir / "kafka" / "kafka.pid")
+    stat = proc_stat(broker) if broker else None
+    return {"broker": cpu_s(stat) if stat else None, "producer": cpu_s(proc_stat(os.getpid()))}
+
+
+def _rates(before: dict, after: dict, seconds: float, n: int = 0) -> dict[str, float | None]:
+    """CPU of each process between two readings: cores over ``seconds``, or ms per window."""
+    per = (lambda d: round(1000 * d / n, 1)) if n else (lambda d: round(d / seconds, 3))
+    return {k: per(after[k] - v) if v is not None and after[k] is not None else None
+            for k, v in before.items()}  # fmt: skip
+
+
 class DbServerCpu:
     """CPU of the PostgreSQL server's processes (postmaster children: backends, writers),
     when the server runs on this machine; None otherwise. A process that exits between two
@@ -112,10 +131,41 @@ class DbServerCpu:
     def __init__(self, database_url: str) -> None:
         from worldmm.store.db import Database
 
+        self.url = database_url
         with Database(database_url, max_size=1) as db, db.connection() as conn:
             backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         stat = proc_stat(backend)
         self.postmaster = int(stat[1]) if stat else None
+
+    def statements_reset(self) -> bool:
+        """Start the server-side statement profile (pg_stat_statements, preloaded by the
+        embedded stack); False where the server does not have it."""
+        from worldmm.store.db import Database
+
+        try:
+            with Database(self.url, max_size=1) as db, db.transaction() as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                conn.execute("SELECT pg_stat_statements_reset()")
+            return True
+        except Exception:  # noqa: BLE001 - not preloaded, or no right to: no profile
+            return False
+
+    def statements(self, windows: int, top: int = 10) -> list[dict] | None:
+        """The statements that took most server time since the reset, per 30 s window."""
+        from worldmm.store.db import Database
+
+        if not windows:
+            return None
+        with Database(self.url, max_size=1) as db, db.connection() as conn:
+            rows = conn.execute(
+                "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 160), calls,"
+                " total_exec_time FROM pg_stat_statements WHERE dbid = (SELECT oid FROM"
+                " pg_database WHERE datname = current_database())"
+                " ORDER BY total_exec_time DESC LIMIT %s",
+                (top,),
+            ).fetchall()
+        return [{"query": q, "calls_per_window": round(c / windows, 2),
+                 "ms_per_window": round(t / windows, 3)} for q, c, t in rows]  # fmt: skip
 
     def read(self) -> dict[int, float] | None:
         if self.postmaster is None:
@@ -234,16 +284,19 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
                 wait_until(consuming, timeout_s=180, what="the worker to start", interval_s=0.25)
             level["worker_startup_s"] = round(time.monotonic() - started, 1)
             # The idle worker's own CPU rate (Kafka polling), to tell it apart from the work.
-            idle0, idle_t0 = worker.cpu_s(), time.monotonic()
+            idle0, other_idle0, idle_t0 = worker.cpu_s(), _other_cpu(base), time.monotonic()
             time.sleep(IDLE_SAMPLE_S)
             idle1, idle_dt = worker.cpu_s(), time.monotonic() - idle_t0
             level["idle_cpu_cores"] = round((idle1[0] - idle0[0]) / idle_dt, 3)
+            idle_other = _rates(other_idle0, _other_cpu(base), idle_dt)
+            level["idle_broker_cpu_cores"] = idle_other["broker"]
             idle_pipeline = (idle1[0] - idle1[1]) - (idle0[0] - idle0[1])
             level["idle_cpu_cores_without_kafka_client"] = round(idle_pipeline / idle_dt, 3)
             measured_s = cfg.windows_per_user * BASE_S
             # Enough stream after the last measured window for the watermark to pass it.
             tail_s = int(settings.allowed_lateness_s) + AUDIO_CHUNK_S + 2
             cpu0, db0, wall0 = worker.cpu_s(), db_cpu.read(), time.time()
+            other0, profiled = _other_cpu(base), db_cpu.statements_reset()
             sampler = Sampler(worker.child.pid, tmp / "profile.txt") if cfg.profile else None
             echo(
                 f"  {users} users: worker up in {level['worker_startup_s']}s;"
@@ -270,14 +323,14 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         while time.time() < deadline:
             worker.read_reports()
             if cpu1 is None and all(k in worker.finished for k in base_keys):
-                cpu1, db_s = worker.cpu_s(), db_cpu.since(db0)
+                cpu1, db_s, other1 = worker.cpu_s(), db_cpu.since(db0), _other_cpu(base)
                 folded = sampler.stop() if sampler else None
             if all(k in worker.finished for k in keys):
                 break
             time.sleep(0.2)
         worker.read_reports()
         if cpu1 is None:
-            cpu1, db_s = worker.cpu_s(), db_cpu.since(db0)
+            cpu1, db_s, other1 = worker.cpu_s(), db_cpu.since(db0), _other_cpu(base)
             folded = sampler.stop() if sampler else None
         measured_wall = time.time() - wall0
     finally:
@@ -318,6 +371,13 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         "kafka_client_cpu_s": round(cpu_kafka, 3),  # librdkafka's threads of the worker
         "cpu_ms_per_window_with_kafka_client": per_window(cpu_total),
         "db_server_cpu_ms_per_window": per_window(db_s),
+        **{f"{k}_cpu_ms_per_window": v for k, v in _rates(other0, other1, 0, n).items()},
+        # one PUT per created object (containers, late captures); none is overwritten here
+        "object_store_requests_per_wearer_hour": round(
+            sum(1 for p in Path(settings.blob_dir).rglob("*") if p.is_file())
+            * 3600
+            / (users * measured_s)
+        ),
         "measured_wall_s": round(measured_wall, 1),
         "producer_lag_max_s": round(lag, 3),
         "loadavg_end": harness.loadavg(),
@@ -332,6 +392,8 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             kept = cfg.out.resolve().parent / f"ingest-profile-{users}.txt"
             kept.write_text("\n".join(folded) + "\n")
             level["notes"].append(f"py-spy samples (folded): {kept}")
+    if profiled:  # server time by statement: where PostgreSQL's ms per window go
+        level["db_statements"] = db_cpu.statements(n)
     if lag > 1.0:
         level["notes"].append(f"the producer fell {lag:.1f}s behind schedule (machine busy)")
     _clean_up(settings, names, cfg.keep)
@@ -380,6 +442,8 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
             **{k: v for k, v in head.items() if k.startswith(HEADLINE)},
             "cpu_ms_per_window_marginal": _fit_marginal(levels),
             "worker_idle_cpu_cores": head["idle_cpu_cores"],
+            "broker_idle_cpu_cores": head.get("idle_broker_cpu_cores"),
+            "object_store_requests_per_wearer_hour": head["object_store_requests_per_wearer_hour"],
             "cpu_breakdown": head.get("cpu_breakdown"),
             "settings": {
                 **cfg.model_dump(mode="json"),

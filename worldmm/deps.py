@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from worldmm.encoder.base import VisualEncoder
     from worldmm.graph.cache import GraphCacheLike
     from worldmm.llm.roles import ModelRoles
+    from worldmm.media.spool import WindowSpool
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.privacy.blur_policy import FaceBlur
     from worldmm.settings import Settings
@@ -69,6 +70,13 @@ class Deps:
         from worldmm.memory.retrieval.reader import MemoryReader
 
         return MemoryReader(self.db)
+
+    @cached_property
+    def spool(self) -> WindowSpool:
+        """Captures of windows whose container is not stored yet (``media_spool_dir``)."""
+        from worldmm.media.spool import WindowSpool
+
+        return WindowSpool(self.settings.resolved_spool_dir)
 
     def with_settings(self, **update: Any) -> Deps:
         """The same services, pool, memo and locks under other settings (one request's

@@ -78,6 +78,19 @@ ASR_ERRORS = Counter(
     ["backend", "reason"],
 )
 
+# --- blob store -------------------------------------------------------------------------
+BLOB_REQUESTS = Counter(
+    "worldmm_blob_requests_total",
+    "Blob store requests by backend (local, s3) and operation (put, get, get_range, head,"
+    " list, delete): on S3, what is billed per request.",
+    ["backend", "op"],
+)
+BLOB_BYTES = Counter(
+    "worldmm_blob_bytes_total",
+    "Bytes written to (put) and read from (get) the blob store.",
+    ["backend", "direction"],
+)
+
 # --- privacy (worldmm.privacy) -------------------------------------------------------------
 RETENTION_DELETED = Counter(
     "worldmm_retention_deleted_total",

@@ -40,6 +40,15 @@ class Settings(BaseSettings):
         default=None,
         description="s3://bucket/prefix: keep blobs in S3 instead (needs boto3 installed).",
     )
+    blob_s3_endpoint_url: str | None = Field(
+        default=None,
+        description="Endpoint of an S3-protocol server (MinIO, Ceph); default: AWS S3.",
+    )
+    media_spool_dir: Path | None = Field(
+        default=None,
+        description="Captures of open windows until their container is stored; keep it "
+        "beside the recovery dir. Default: STATE_DIR/spool.",
+    )
 
     # --- external services (production). When set, `worldmm up` starts nothing for them ---
     kafka_brokers: str | None = Field(default=None, description="Kafka bootstrap servers.")
@@ -319,6 +328,10 @@ class Settings(BaseSettings):
     @property
     def resolved_blob_dir(self) -> Path:
         return (self.blob_dir or self.resolved_state_dir / "blobs").expanduser().resolve()
+
+    @property
+    def resolved_spool_dir(self) -> Path:
+        return (self.media_spool_dir or self.resolved_state_dir / "spool").expanduser().resolve()
 
     @property
     def postgres_data_parent(self) -> Path:

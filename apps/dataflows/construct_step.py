@@ -10,6 +10,8 @@ results are emitted from ``on_batch``/``on_notify`` and the step asks to be woke
 every child it merges has finished. ``snapshot()`` returns the *inputs* of unfinished work,
 resubmitted on resume: Bytewax snapshots state and input offsets at the same epoch, so those
 windows would otherwise be lost after a crash (the writes are idempotent, so redoing is safe).
+A 30 s window's capture bytes are not in the snapshot: they go to the window's spool first
+(worldmm.media.spool), which is deleted once the window's container is stored.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ import concurrent.futures as cf
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from bytewax.operators import StatefulBatchLogic
 
 from worldmm.deps import Deps
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
+from worldmm.media.spool import WindowSpool
 from worldmm.memory.construct import WindowOutcome, process_window, record_late
 from worldmm.memory.windows import (
     BASE_S,
@@ -95,10 +98,22 @@ async def run_event(deps: Deps, event: WindowEvent) -> WindowOutcome:
     # A database outage waits (capped backoff) and redoes the window: the writes are
     # idempotent, and neither failing the window nor stopping the flow would be right.
     if isinstance(event, LateItem):
-        await retry_while_down_async(
-            lambda: asyncio.to_thread(record_late, deps, event.user_id, event.item),
-            what="record_late",
-        )
+        try:
+            await retry_while_down_async(
+                lambda: asyncio.to_thread(record_late, deps, event.user_id, event.item),
+                what="record_late",
+            )
+        except OSError as exc:  # the blob store failed: the capture goes to the DLQ whole
+            error = f"store_failed: {type(exc).__name__}: {exc}"
+            return WindowOutcome(
+                event.user_id,
+                BASE_S,
+                event.window_start_ms,
+                "failed",
+                error=error,
+                reason="store_failed",
+                capture=event.item,
+            )
         return WindowOutcome(event.user_id, BASE_S, event.window_start_ms, "late")
     return await retry_while_down_async(
         lambda: process_window(deps, event), what=f"window {event.user_id}/{event.wid}"
@@ -115,8 +130,15 @@ class ConstructState:
 
 
 class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructState]):
-    def __init__(self, runner: Callable[[], AsyncRunner], resume: ConstructState | None) -> None:
+    def __init__(
+        self,
+        runner: Callable[[], AsyncRunner],
+        resume: ConstructState | None,
+        spool: WindowSpool | None = None,
+    ) -> None:
         self.runner = runner
+        self.spool = spool
+        self.spooled: set[WindowId] = set()  # windows in flight whose bytes are spooled
         self.done: set[WindowId] = set(resume.done) if resume else set()
         self.running: list[tuple[WindowEvent, cf.Future[WindowOutcome]]] = []
         self.waiting: list[CoarseWindow] = []
@@ -154,6 +176,8 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
                 outcome = fut.result()
             if not isinstance(event, LateItem):
                 self.done.add(event.wid)
+            if isinstance(event, BaseWindow):
+                self._forget_spool(event, outcome)
             out.append(outcome)
         self.running = still
         ready = [w for w in self.waiting if self._ready(w)]
@@ -187,8 +211,48 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
         return datetime.now(UTC) + POLL if self.running else None
 
     def snapshot(self) -> ConstructState:
-        unfinished = [e for e, _ in self.running] + list(self.waiting)
+        unfinished = [self._without_bytes(e) for e, _ in self.running] + list(self.waiting)
         return ConstructState(unfinished, set(self.done))
+
+    # -- capture bytes ------------------------------------------------------------------
+
+    def _without_bytes(self, event: WindowEvent) -> WindowEvent:
+        """A 30 s window for the snapshot: its captures' bytes spooled, references kept. If
+        the spool refuses, the snapshot carries the bytes instead (nothing is lost)."""
+        if not isinstance(event, BaseWindow) or self.spool is None:
+            return event
+        carried = [
+            (i.ref.blob_key, i.ref.data) for i in event.items if getattr(i.ref, "data", None)
+        ]
+        if not carried:
+            return event
+        if event.wid not in self.spooled:
+            try:
+                self.spool.append(event.user_id, event.start_ms, carried)
+            except OSError as exc:
+                log.warning(
+                    "spool_failed user=%s start=%s error=%s", event.user_id, event.start_ms, exc
+                )
+                return event
+            self.spooled.add(event.wid)
+        return strip_bytes(event)
+
+    def _forget_spool(self, event: BaseWindow, outcome: WindowOutcome) -> None:
+        self.spooled.discard(event.wid)
+        if self.spool is not None and outcome.media_durable:
+            try:
+                self.spool.delete(event.user_id, event.start_ms)
+            except OSError as exc:  # a leftover spool costs disk, never data
+                log.warning("spool_delete_failed user=%s error=%s", event.user_id, exc)
+
+
+def strip_bytes(window: BaseWindow) -> BaseWindow:
+    """The window with its items' bytes dropped (references kept)."""
+    items = tuple(
+        replace(i, ref=i.ref.without_data()) if getattr(i.ref, "data", None) else i
+        for i in window.items
+    )
+    return replace(window, items=items)
 
 
 def _scale(event: WindowEvent) -> int:
@@ -199,9 +263,9 @@ def _start(event: WindowEvent) -> int:
     return event.window_start_ms if isinstance(event, LateItem) else event.start_ms
 
 
-def construct_builder(runner: Callable[[], AsyncRunner]):
+def construct_builder(runner: Callable[[], AsyncRunner], spool: WindowSpool | None = None):
     def build(resume: ConstructState | None) -> ConstructLogic:
-        return ConstructLogic(runner, resume)
+        return ConstructLogic(runner, resume, spool)
 
     return build
 

@@ -4,15 +4,16 @@
     worldmm dataflow --workers 2 --recovery-dir /var/lib/worldmm/recovery
 
 Steps (DESIGN.md §3): ``decode`` (invalid → ``dlq`` with a reason; the flow never crashes
-on input) → ``store_blob`` (every frame and audio chunk, idempotent keys) → ``key_user`` →
-``windows`` (event-time cascade per user, worldmm.memory.windows) → ``construct``
-(concurrent model calls, writes) → ``report`` (log + metrics) and window failures → ``dlq``.
-The module attribute ``flow`` is built on first access, so importing reads no config.
+on input) → ``sessions`` (session rows of control messages) → ``key_user`` → ``windows``
+(event-time cascade per user, worldmm.memory.windows; captures carry their bytes, spooled at
+each snapshot) → ``construct`` (the window's captures stored as one container, then
+concurrent model calls and writes) → ``report`` (log + metrics) and window failures, blob
+store failures included (``store_failed``), → ``dlq``. The module attribute ``flow`` is
+built on first access, so importing reads no config.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import logging
 import math
 import threading
@@ -35,6 +36,7 @@ from connectors import codec
 from connectors.dlq import DlqRecord, message_dlq_record, window_dlq_record
 from worldmm.blobs import audio_key, frame_key
 from worldmm.deps import Deps, build_deps
+from worldmm.media.spool import WindowSpool
 from worldmm.memory.construct import WindowOutcome, record_session
 from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.windows import Item, Pause, SessionEnd, WindowConfig, ms_to_dt
@@ -161,10 +163,9 @@ def blob_of(msg: codec.Message) -> tuple[str, bytes] | None:
     return None
 
 
-def window_input(
-    msg: codec.Message, key: str | None
-) -> tuple[str, Item | SessionEnd | SessionStart | Pause]:
-    """What the window step keeps of a message: a small reference to its stored blob."""
+def window_input(msg: codec.Message) -> tuple[str, Item | SessionEnd | SessionStart | Pause]:
+    """What the window step keeps of a message: its capture's key, metadata and bytes (the
+    bytes go to the window's container when it closes, and to its spool before that)."""
     if isinstance(msg, codec.ControlMessage):
         if msg.event == "session_end":
             last = tuple(sorted((msg.last_ms or {}).items()))
@@ -172,58 +173,67 @@ def window_input(
         if msg.event in ("pause", "resume"):
             return msg.user_id, Pause(msg.session_id, msg.ts_ms, resume=msg.event == "resume")
         return msg.user_id, SessionStart(msg.session_id, msg.ts_ms)
-    assert key is not None
+    blob = blob_of(msg)
+    assert blob is not None
+    key, data = blob
     if isinstance(msg, codec.FrameMessage):
-        ref = CaptureRef(key, seq=msg.seq)
+        ref = CaptureRef(key, seq=msg.seq, data=data)
         return msg.user_id, Item("frames", key, msg.session_id, msg.ts_ms, msg.ts_ms, ref)
     ref = CaptureRef(
-        key, sample_rate=msg.sample_rate, duration_ms=msg.duration_ms, content_type="audio/wav"
+        key,
+        sample_rate=msg.sample_rate,
+        duration_ms=msg.duration_ms,
+        content_type="audio/wav",
+        data=data,
     )
     end = msg.ts_ms + msg.duration_ms
     return msg.user_id, Item("audio", key, msg.session_id, msg.ts_ms, end, ref)
 
 
-# Blob writes of one input batch run in a few threads, in chunks of at least this many: file
-# creation is mostly kernel time that releases the GIL, so the Bytewax thread does not wait
-# for each write in turn, and a chunk amortises the hand-off.
-BLOB_CHUNK = 16
-BLOB_THREADS = 4
-
-
-def put_blobs(
-    blobs: Any, todo: list[tuple[str, bytes] | None], pool: cf.ThreadPoolExecutor | None
-) -> list[OSError | None]:
-    """Write every blob of ``todo`` (None: nothing to write); per entry, the OSError it
-    raised or None. Small batches are written inline."""
-
-    def run(chunk: list[tuple[str, bytes] | None]) -> list[OSError | None]:
-        out: list[OSError | None] = []
-        for blob in chunk:
-            try:
-                if blob is not None:
-                    blobs.put(*blob)
-                out.append(None)
-            except OSError as exc:  # blob store down or full: that record goes to the DLQ
-                out.append(exc)
-        return out
-
-    n = len(todo)
-    if pool is None or n < 2 * BLOB_CHUNK:
-        return run(todo)
-    size = max(BLOB_CHUNK, -(-n // BLOB_THREADS))
-    chunks = [todo[i : i + size] for i in range(0, n, size)]
-    return [err for part in pool.map(run, chunks) for err in part]
-
-
-def outcome_dlq(outcome: WindowOutcome, now: datetime) -> DlqRecord:
+def outcome_dlq(outcome: WindowOutcome, now: datetime, settings: Settings) -> DlqRecord:
+    """The DLQ record of a failed window; a late capture whose store failed goes whole, as
+    the record it came in (re-producing it to its topic retries it)."""
+    if outcome.capture is not None:
+        return capture_dlq(outcome.user_id, outcome.capture, outcome.error or "", now, settings)
     return window_dlq_record(
-        reason="window_failed",
+        reason=outcome.reason or "window_failed",
         user_id=outcome.user_id,
         scale_seconds=outcome.scale_s,
         window_start=ms_to_dt(outcome.start_ms),
         failed_at=now,
         error=outcome.error or "",
         extra={"attempts": outcome.attempts, "segment_id": outcome.segment_id},
+    )
+
+
+def capture_dlq(
+    user_id: str, item: Item, error: str, now: datetime, settings: Settings
+) -> DlqRecord:
+    """A capture as a ``store_failed`` message record: key, value and headers of a record
+    of its topic that carries it."""
+    ref, ts = item.ref, ms_to_dt(item.ts_ms)
+    if item.kind == "frames":
+        record = codec.encode_frame(user_id, item.session_id, ts, ref.seq, ref.data)
+    else:
+        record = codec.encode_audio(
+            user_id,
+            item.session_id,
+            ts,
+            ref.data,
+            duration_ms=item.end_ms - item.ts_ms,
+            sample_rate=ref.sample_rate,
+        )
+    key, value, headers = record
+    return message_dlq_record(
+        reason="store_failed",
+        source_topic=settings.topic(item.kind),
+        source_partition=None,
+        source_offset=None,
+        key=key,
+        value=value,
+        headers=headers,
+        failed_at=now,
+        detail=error,
     )
 
 
@@ -300,34 +310,22 @@ def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -
 def _kafka_input(
     flow: Dataflow, settings: Settings, tail: bool, lag: metrics.LagTracker | None = None
 ) -> Stream[RawRecord]:
-    from bytewax.connectors.kafka import KafkaSource, KafkaSourceMessage
-
+    from apps.dataflows.kafka_source import IdleKafkaSource, SourceRecord
     from connectors.topics import topic_names
 
     if not settings.kafka_brokers:
         raise ValueError("WORLDMM_KAFKA_BROKERS is not set (run `worldmm up` or point it at Kafka)")
     names = topic_names(settings)
     kinds = {names[k]: k for k in ("frames", "audio", "control")}
-    source = KafkaSource(
-        [settings.kafka_brokers],
-        list(kinds),
-        tail=tail,
-        raise_on_errors=False,
-        batch_size=500,
-    )
+    source = IdleKafkaSource(settings.kafka_brokers, list(kinds), tail=tail, batch_size=500)
     raw = op.input("kafka_in", flow, source)
 
-    def to_raw(m: Any) -> RawRecord | None:
-        if not isinstance(m, KafkaSourceMessage):
-            log.error("kafka_error error=%s", getattr(m, "err", m))
-            return None
+    def to_raw(m: SourceRecord) -> RawRecord:
         if lag is not None:
             lag.seen(m.topic, m.partition, m.offset)
-        return RawRecord(
-            kinds[m.topic], m.topic, m.key, m.value, list(m.headers or []), m.partition, m.offset
-        )
+        return RawRecord(kinds[m.topic], m.topic, m.key, m.value, m.headers, m.partition, m.offset)
 
-    return op.filter_map("kafka_records", raw, to_raw)
+    return op.map("kafka_records", raw, to_raw)
 
 
 # --- the flow -------------------------------------------------------------------------------
@@ -386,11 +384,9 @@ def build_flow(
     if select is not None:
         valid = op.filter("select", valid, lambda pair: select(pair[1]))
 
-    blob_pool = cf.ThreadPoolExecutor(BLOB_THREADS, "worldmm-blobs")
-
-    def store_batch(pairs: list[tuple[RawRecord, codec.Message]]) -> list[Any]:
-        """Session rows for control messages, blobs for captures (written together, see
-        put_blobs); a record whose write failed goes to the DLQ to be retried."""
+    def record_sessions(pairs: list[tuple[RawRecord, codec.Message]]) -> list[Any]:
+        """Session rows for control messages; a session write that fails goes to the DLQ.
+        Captures pass on with their bytes (stored when their window closes)."""
         out: list[Any] = []
         for rec, msg in pairs:
             if isinstance(msg, codec.ControlMessage):
@@ -400,21 +396,10 @@ def build_flow(
                 except OSError as exc:
                     out.append(_dlq_for(rec, "store_failed", f"{type(exc).__name__}: {exc}", now()))
                     continue
-            out.append(None)
-        todo = [
-            None if o is not None else blob_of(msg) for o, (_, msg) in zip(out, pairs, strict=True)
-        ]
-        errors = put_blobs(shared.deps().blobs, todo, blob_pool)
-        for i, ((rec, msg), blob, err) in enumerate(zip(pairs, todo, errors, strict=True)):
-            if out[i] is not None:
-                continue
-            if err is not None:
-                out[i] = _dlq_for(rec, "store_failed", f"{type(err).__name__}: {err}", now())
-            else:
-                out[i] = window_input(msg, blob[0] if blob else None)
+            out.append(window_input(msg))
         return out
 
-    stored = op.flat_map_batch("store_blob", valid, store_batch)
+    stored = op.flat_map_batch("sessions", valid, record_sessions)
     stored_split = op.branch("stored", stored, lambda x: not isinstance(x, DlqRecord))
     windowed_in = op.filter(
         "drop_session_start", stored_split.trues, lambda pair: not isinstance(pair[1], SessionStart)
@@ -425,12 +410,12 @@ def build_flow(
         # A bounded run reads to the end anyway: session ends wait for their data or for EOF,
         # never for wall time (a loaded machine must not turn a replay's frames late).
         config = replace(config, session_end_grace_s=math.inf)
-    windows = op.stateful_batch("windows", keyed, window_builder(config, clock))
-    outcomes = op.key_rm(
-        "outcomes", op.stateful_batch("construct", windows, construct_builder(shared.runner))
-    )
+    spool = WindowSpool(settings.resolved_spool_dir)
+    windows = op.stateful_batch("windows", keyed, window_builder(config, clock, spool))
+    construct = construct_builder(shared.runner, spool)
+    outcomes = op.key_rm("outcomes", op.stateful_batch("construct", windows, construct))
     failed = op.filter("failed_windows", outcomes, lambda o: o.status == "failed")
-    window_dlq = op.map("window_dlq", failed, lambda o: outcome_dlq(o, now()))
+    window_dlq = op.map("window_dlq", failed, lambda o: outcome_dlq(o, now(), settings))
     if resend_bad_records:
         dlq = op.merge("dlq_records", bad, stored_split.falses, window_dlq)
     else:

@@ -1,16 +1,24 @@
 """The per-user window cascade as a Bytewax stateful step (the logic is worldmm.memory.windows).
 
 Wall time comes from an injected ``clock`` (epoch seconds) so tests control it.
+
+Items arrive carrying their capture's bytes. At each snapshot the bytes of open windows that
+are not spooled yet are appended to the window's spool file (one write per window) and
+dropped from the state, so a snapshot holds references, never media; a window that closes
+between two snapshots hands its newest captures to construction straight from memory.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from bytewax.operators import StatefulBatchLogic
 
 from worldmm import metrics
+from worldmm.media.spool import WindowSpool
 from worldmm.memory.windows import (
     Item,
     Pause,
@@ -20,6 +28,8 @@ from worldmm.memory.windows import (
     WindowConfig,
     WindowEvent,
 )
+
+log = logging.getLogger("worldmm.dataflow.windows")
 
 Clock = Callable[[], float]
 
@@ -41,10 +51,17 @@ def _without_paused(events: list[WindowEvent]) -> list[WindowEvent]:
 
 
 class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
-    def __init__(self, state: UserWindows | None, config: WindowConfig, clock: Clock) -> None:
+    def __init__(
+        self,
+        state: UserWindows | None,
+        config: WindowConfig,
+        clock: Clock,
+        spool: WindowSpool | None = None,
+    ) -> None:
         self.state = state
         self.config = config
         self.clock = clock
+        self.spool = spool
 
     def on_batch(self, values: list[UserInput]) -> tuple[Iterable[WindowEvent], bool]:
         if self.state is None:
@@ -63,13 +80,37 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
         return None if wake is None else datetime.fromtimestamp(wake, tz=UTC)
 
     def snapshot(self) -> UserWindows | None:
-        return self.state.copy() if self.state is not None else None
+        if self.state is None:
+            return None
+        if self.spool is not None:
+            spool_open_windows(self.state, self.spool)
+        return self.state.copy()
 
 
-def window_builder(config: WindowConfig, clock: Clock):
+def spool_open_windows(state: UserWindows, spool: WindowSpool) -> int:
+    """Append the carried bytes of every open window to its spool and drop them from the
+    state; returns the captures spooled. A window whose spool refuses keeps its bytes (the
+    snapshot then carries them)."""
+    n = 0
+    for start, items in state.open_base.items():
+        carried = [i for i in items.values() if getattr(i.ref, "data", None)]
+        if not carried:
+            continue
+        try:
+            spool.append(state.user_id, start, [(i.ref.blob_key, i.ref.data) for i in carried])
+        except OSError as exc:
+            log.warning("spool_failed user=%s start=%s error=%s", state.user_id, start, exc)
+            continue
+        for i in carried:
+            items[i.key] = replace(i, ref=i.ref.without_data())
+        n += len(carried)
+    return n
+
+
+def window_builder(config: WindowConfig, clock: Clock, spool: WindowSpool | None = None):
     """Builder for ``op.stateful_batch``: a fresh or resumed state per user key."""
 
     def build(resume: UserWindows | None) -> WindowLogic:
-        return WindowLogic(resume, config, clock)
+        return WindowLogic(resume, config, clock, spool)
 
     return build

@@ -1,9 +1,12 @@
 """Memory construction for one closed window: plain async functions over :class:`Deps`.
 
-* 30 s (:func:`build_base_segment`): audio → ASR; frames sampled uniformly (the same frames go
-  to the captioner and the visual encoder); caption → NER → episodic triples → entity
-  resolution → visual embedding; then one transaction writes segment, captures, entities,
-  triples and embedding. Audio-only windows become segments from their transcript.
+* 30 s (:func:`build_base_segment`): the window's frames and audio are stored as one
+  container (worldmm.media.window) before anything else; audio → ASR; frames sampled
+  uniformly (the same frames go to the captioner and the visual encoder); caption → NER →
+  episodic triples → entity resolution → visual embedding; then one transaction writes
+  segment, entities, triples and embedding. Audio-only windows become segments from their
+  transcript. A window whose container cannot be stored is ``failed`` with reason
+  ``store_failed`` (its captures stay in the spool for ``worldmm retrigger``).
 * 3 min / 10 min / 1 h (:func:`build_summary_segment`): merge the children's captions, then
   episodic triples of the summary, parent links; at 10 min also semantic triples and
   consolidation.
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from worldmm.media import window as window_media
+from worldmm.media.window import MediaStoreFailed, WindowMedia
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct_inputs import AudioPiece, CaptureRef, sample_uniform, window_audio
 from worldmm.memory.entity_resolution import (
@@ -46,7 +51,7 @@ from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
-from worldmm.store.frames import AudioBatchRow, FrameBatchRow
+from worldmm.store.frames import AudioBatchRow, FrameBatchRow, MediaRef
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentRow, SegmentWrite, TripleWrite
 from worldmm.store.outage import is_db_unavailable
 
@@ -73,6 +78,15 @@ class WindowOutcome:
     attempts: int = 1
     counts: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
+    # Why a failed window failed: window_failed (its models) or store_failed (the blob
+    # store: its captures are kept in the spool, or ``capture`` for a late one).
+    reason: str | None = None
+    capture: Any = None  # the late capture whose store failed (it goes to the DLQ whole)
+
+    @property
+    def media_durable(self) -> bool:
+        """The window's captures are in the blob store (its spool may go)."""
+        return self.reason != "store_failed"
 
     @property
     def key(self) -> str:
@@ -190,15 +204,20 @@ def _segment(window: Window, **fields) -> SegmentWrite:
 # --- 30 s ------------------------------------------------------------------------------
 
 
-async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
-    """Turn one closed 30 s window into its segment, entities, triples and clip embedding."""
+async def build_base_segment(
+    deps: Deps, window: BaseWindow, media: WindowMedia | None = None
+) -> WindowOutcome:
+    """Turn one closed 30 s window into its segment, entities, triples and clip embedding
+    (``media``: its captures, as :func:`worldmm.media.window.store_window` left them)."""
     settings = deps.settings
+    if media is None:
+        media = await asyncio.to_thread(window_media.gather, deps, window)
     frames = [i for i in window.items if i.kind == "frames"]
     audio = [i for i in window.items if i.kind == "audio"]
     sampled = sample_uniform(frames, settings.frames_per_window)
-    jpegs = await asyncio.gather(
-        *(asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in sampled)
-    )
+    keys = [i.ref.blob_key for i in (*sampled, *(audio if deps.transcriber else ()))]
+    found = await asyncio.to_thread(window_media.read_captures, deps, media, keys)
+    jpegs = [found[i.ref.blob_key] for i in sampled if i.ref.blob_key in found]
     # The clip embedding needs only the frames: it runs beside ASR → caption → NER → triples,
     # so a slow encoder or model adds the longer of the two paths, not their sum.
     encoding = (
@@ -207,7 +226,8 @@ async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
         else None
     )
     try:
-        transcript = await _transcribe(deps, window, audio)
+        heard = [(i, found[i.ref.blob_key]) for i in audio if i.ref.blob_key in found]
+        transcript = await _transcribe(deps, window, heard)
         if jpegs:
             caption = await deps.roles.caption(list(jpegs), transcript)
         else:
@@ -241,17 +261,17 @@ async def build_base_segment(deps: Deps, window: BaseWindow) -> WindowOutcome:
         "audio_chunks": len(audio),
         "entities": len(mem.resolutions),
         "triples": len(mem.triples),
+        "captures_missing": len(set(keys) - set(found)),
     }
     return WindowOutcome.of(
         window, "complete", segment_id, counts=counts, visual_status=visual_status
     )
 
 
-async def _transcribe(deps: Deps, window: BaseWindow, audio: list) -> str:
+async def _transcribe(deps: Deps, window: BaseWindow, audio: list[tuple[Any, bytes]]) -> str:
     if not audio or deps.transcriber is None:
         return ""
-    wavs = await asyncio.gather(*(asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in audio))
-    pieces = [AudioPiece(i.ts_ms, w) for i, w in zip(audio, wavs, strict=True)]
+    pieces = [AudioPiece(i.ts_ms, w) for i, w in audio]
     wav, rate = window_audio(pieces, window.start_ms, window.end_ms)
     if not wav:
         return ""
@@ -325,7 +345,14 @@ def record_session(deps: Deps, msg) -> None:
 
 
 def record_late(deps: Deps, user_id: str, item) -> None:
-    """Keep a capture that missed its window (timestamp retrieval still finds it)."""
+    """Keep a capture that missed its window (timestamp retrieval still finds it): stored
+    alone under its own key (its window's container is written already), then its row.
+    Raises OSError (BlobStoreError) when the blob store fails."""
+    data = getattr(item.ref, "data", None)
+    if data is not None:
+        if item.kind == "frames":
+            data = window_media.keep_frame(window_media.capture_of(item, data))
+        deps.blobs.put(item.ref.blob_key, data)
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, user_id)
         if item.kind == "frames":
@@ -426,23 +453,44 @@ def _write_paused(deps: Deps, window: Window, children: list[SegmentRow] | None 
     return segment_id
 
 
+def store_media(deps: Deps, window: BaseWindow) -> WindowMedia:
+    """Store the window's captures as one container, bystanders' faces blurred in every frame
+    first (unless blurring is off or the wearer opted out). The models see the frames as
+    captured, or as stored with ``WORLDMM_FACE_BLUR_MODELS_SEE=blurred``."""
+    blur = deps.faces.transform(window.user_id) if deps.faces is not None else None
+    if blur is None:
+        return window_media.store_window(deps, window)
+    media = window_media.store_window(deps, window, blur)
+    if deps.faces is not None and deps.faces.models_see == "blurred":
+        media.at_hand.update(blur.stored)
+    return media
+
+
 # --- the status protocol -------------------------------------------------------------------
 
 
 async def process_window(deps: Deps, window: Window) -> WindowOutcome:
-    """pending → complete, or failed (with the error) after ``window_max_attempts`` tries."""
+    """pending → complete, or failed (with the error) after ``window_max_attempts`` tries.
+    A 30 s window's captures are stored first; if the blob store fails the window is failed
+    at once with reason ``store_failed`` (no model runs: retrigger rebuilds it)."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     if isinstance(window, BaseWindow) and window.paused:
         segment_id = await asyncio.to_thread(_write_paused, deps, window)
         return WindowOutcome.of(window, "paused", segment_id, duration_s=loop.time() - started)
-    await asyncio.to_thread(_mark_pending, deps, window)
+    media: WindowMedia | None = None
+    if isinstance(window, BaseWindow):
+        try:
+            media = await asyncio.to_thread(store_media, deps, window)
+        except MediaStoreFailed as exc:
+            return await _store_failed(deps, window, exc, loop.time() - started)
+    await asyncio.to_thread(_mark_pending, deps, window, media.refs if media else {})
     attempts = deps.settings.window_max_attempts
     error = ""
     for attempt in range(1, attempts + 1):
         try:
             if isinstance(window, BaseWindow):
-                outcome = await build_base_segment(deps, window)
+                outcome = await build_base_segment(deps, window, media)
             else:
                 outcome = await build_summary_segment(deps, window)
             outcome.attempts = attempt
@@ -463,11 +511,38 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
     segment_id = await asyncio.to_thread(_mark_failed, deps, window, error)
     duration_s = loop.time() - started
     return WindowOutcome.of(
-        window, "failed", segment_id, error=error, attempts=attempts, duration_s=duration_s
+        window,
+        "failed",
+        segment_id,
+        error=error,
+        attempts=attempts,
+        duration_s=duration_s,
+        reason="window_failed",
     )
 
 
-def _mark_pending(deps: Deps, window: Window) -> None:
+async def _store_failed(
+    deps: Deps, window: BaseWindow, exc: MediaStoreFailed, duration_s: float
+) -> WindowOutcome:
+    """The container could not be written: keep the captures in the spool, record the rows
+    where the same captures will be stored, mark the window failed."""
+    error = f"store_failed: {type(exc.cause).__name__}: {exc.cause}"
+    log.warning(
+        "window_store_failed user=%s start=%s error=%s", window.user_id, window.start_ms, error
+    )
+
+    def record() -> int:
+        window_media.spool_carried(deps, window)
+        _mark_pending(deps, window, exc.refs)
+        return _mark_failed(deps, window, error)
+
+    segment_id = await asyncio.to_thread(record)
+    return WindowOutcome.of(
+        window, "failed", segment_id, error=error, duration_s=duration_s, reason="store_failed"
+    )
+
+
+def _mark_pending(deps: Deps, window: Window, refs: dict[str, MediaRef]) -> None:
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, window.user_id)
         existing = segment_store.get_segment_by_window(
@@ -480,18 +555,21 @@ def _mark_pending(deps: Deps, window: Window) -> None:
         if isinstance(window, BaseWindow):
             # Captures are recorded before any model runs: a failed window can be rebuilt
             # from them, and timestamp retrieval finds its frames regardless.
-            _record_captures(conn, window)
+            _record_captures(conn, window, refs)
 
 
-def _record_captures(conn, window: BaseWindow) -> None:
-    # One statement per table for the whole window (was one INSERT per capture).
+def _record_captures(conn, window: BaseWindow, refs: dict[str, MediaRef]) -> None:
+    # One statement per table for the whole window (was one INSERT per capture). A capture
+    # stored before (not in ``refs``) keeps the reference its row has.
     frames, audio = [], []
     for i in window.items:
+        key = i.ref.blob_key
         if i.kind == "frames":
-            frames.append(FrameBatchRow(i.session_id, ms_to_dt(i.ts_ms), i.ref.seq, i.ref.blob_key))
+            ts = ms_to_dt(i.ts_ms)
+            frames.append(FrameBatchRow(i.session_id, ts, i.ref.seq, key, media=refs.get(key)))
         else:
-            start, ms, ref = ms_to_dt(i.ts_ms), i.end_ms - i.ts_ms, i.ref
-            audio.append(AudioBatchRow(i.session_id, start, ms, ref.sample_rate, ref.blob_key))
+            start, ms, rate = ms_to_dt(i.ts_ms), i.end_ms - i.ts_ms, i.ref.sample_rate
+            audio.append(AudioBatchRow(i.session_id, start, ms, rate, key, media=refs.get(key)))
     frame_store.insert_frames(conn, window.user_id, frames)
     frame_store.insert_audio_chunks(conn, window.user_id, audio)
 

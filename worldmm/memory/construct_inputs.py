@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import wave
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -16,13 +16,19 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class CaptureRef:
-    """What a window item points at: its blob and the metadata needed to use it."""
+    """What a window item points at: its blob and the metadata needed to use it. ``data``
+    carries the capture's bytes from the moment it is read until it is spooled or stored
+    (snapshots hold references only: :func:`without_data`)."""
 
     blob_key: str
     seq: int | None = None
     sample_rate: int | None = None
     duration_ms: int | None = None
     content_type: str = "image/jpeg"
+    data: bytes | None = field(default=None, repr=False, compare=False)
+
+    def without_data(self) -> CaptureRef:
+        return replace(self, data=None) if self.data is not None else self
 
 
 def sample_uniform(items: Sequence[T], k: int) -> list[T]:

@@ -2,7 +2,9 @@
 clip embeddings left pending while the encoder was down.
 
 A 30 s window is rebuilt from the frames and audio chunks recorded for its time range (late
-captures included, so a retrigger also folds in what arrived after the window closed); a
+captures included, so a retrigger also folds in what arrived after the window closed); their
+bytes come from the blob store, or from the window's spool when its container was never
+stored (the blob store failed: ``store_failed``), in which case the container is stored now; a
 coarse window re-merges its stored children, and the stored ancestors of every window that
 was redone are re-merged too (a 3 min summary written while a child had failed must not stay
 without it). Writes are keyed by (user, scale, window start), so running this twice is
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from worldmm.media import window as window_media
 from worldmm.memory.construct import WindowOutcome, process_window
 from worldmm.memory.construct_inputs import CaptureRef, sample_uniform
 from worldmm.memory.windows import (
@@ -125,7 +128,10 @@ async def retrigger(
 
     async def run(window) -> WindowOutcome:
         async with gate:
-            return await process_window(deps, window)
+            outcome = await process_window(deps, window)
+        if isinstance(window, BaseWindow) and outcome.media_durable:
+            await asyncio.to_thread(deps.spool.delete, window.user_id, window.start_ms)
+        return outcome
 
     bases = [r for r in rows if r.scale_seconds == BASE_S]
     windows = [await asyncio.to_thread(base_window_from_store, deps, r) for r in bases]
@@ -196,7 +202,10 @@ async def _reencode(deps: Deps, seg: SegmentRow) -> bool:
     window = await asyncio.to_thread(base_window_from_store, deps, seg)
     frames = [i for i in window.items if i.kind == "frames"]
     sampled = sample_uniform(frames, deps.settings.frames_per_window)
-    jpegs = [await asyncio.to_thread(deps.blobs.get, i.ref.blob_key) for i in sampled]
+    media = await asyncio.to_thread(window_media.gather, deps, window)
+    keys = [i.key for i in sampled]
+    found = await asyncio.to_thread(window_media.read_captures, deps, media, keys)
+    jpegs = [found[k] for k in keys if k in found]
     if not jpegs:
         return False
     try:

@@ -8,6 +8,7 @@ with ``WORLDMM_FACE_BLUR_MODELS_SEE=blurred``, the models see exactly that.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +22,21 @@ from worldmm.store.privacy import get_privacy
 if TYPE_CHECKING:
     from worldmm.store.db import Database
 
+log = logging.getLogger("worldmm.privacy.faces")
+
 OPT_OUT_TTL_S = 60.0  # an opt-out (or its end) applies to windows closing after this
+
+
+def _blank_jpeg() -> bytes:
+    import cv2
+    import numpy as np
+
+    ok, buf = cv2.imencode(".jpg", np.full((8, 8, 3), 128, np.uint8))
+    assert ok
+    return buf.tobytes()
+
+
+UNREADABLE_JPEG = _blank_jpeg()
 
 
 @dataclass
@@ -32,7 +47,14 @@ class WindowBlur:
     stored: dict[str, bytes] = field(default_factory=dict)
 
     def __call__(self, capture: Any) -> bytes:
-        result = self.blurrer(capture.data)  # ValueError: undecodable, never stored unchecked
+        try:
+            result = self.blurrer(capture.data)
+        except ValueError as exc:
+            # a frame the detector cannot read cannot be checked for faces: a small grey frame
+            # is stored in its place, never the frame itself
+            log.warning("face_blur.unreadable key=%s error=%s", capture.key, exc)
+            self.stored[capture.key] = UNREADABLE_JPEG
+            return UNREADABLE_JPEG
         metrics.FACE_BLUR_SECONDS.observe(result.seconds)
         if result.faces:
             metrics.FACES_BLURRED.inc(result.faces)

@@ -31,6 +31,8 @@ import psycopg
 from psycopg import sql
 
 from worldmm.blobs import BlobNotFound
+from worldmm.media.window import read_capture
+from worldmm.store.frames import MediaRef
 from worldmm.store.purge import user_tables
 
 if TYPE_CHECKING:
@@ -154,14 +156,16 @@ def _media(
         with conn.cursor(name=f"export_media_{table}") as cur:
             cur.itersize = page
             cur.execute(
-                sql.SQL("SELECT blob_key FROM {} WHERE user_id = %s ORDER BY id").format(
-                    sql.Identifier(table)
-                ),
+                sql.SQL(
+                    "SELECT blob_key, media_key, media_offset, media_length FROM {}"
+                    " WHERE user_id = %s ORDER BY id"
+                ).format(sql.Identifier(table)),
                 (user_id,),
             )
-            for (key,) in cur:
+            for key, media_key, offset, length in cur:
+                ref = MediaRef(media_key, offset or 0, length or 0) if media_key else None
                 try:
-                    data = blobs.get(key)
+                    data = read_capture(blobs, key, ref)
                 except BlobNotFound:
                     manifest.media_missing.append(key)  # listed, not hidden
                     continue

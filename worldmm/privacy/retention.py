@@ -7,7 +7,10 @@ read (:func:`is_expired`: an expired frame answers 410 even before the run delet
 Idempotent and resumable: work goes in batches, oldest first, and each batch deletes its
 blobs before its rows commit. A run stopped anywhere leaves only rows whose blob may already
 be gone (the next run finds them again, and deleting a missing blob is a no-op), never a
-blob without a row.
+blob without a row. A capture stored alone goes with its row; a window's container (issue
+26) goes once no row points into it any more, so a window that straddles the cutoff keeps
+its container until its last capture expires (at most 30 s of capture time later; the API
+already answers 410 for the expired ones).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from worldmm.store.privacy import (
     get_privacy,
     retention_days_of,
 )
+from worldmm.store.purge import unreferenced_media
 
 if TYPE_CHECKING:
     from worldmm.blobs import BlobStore
@@ -92,8 +96,14 @@ def expire_user(
                 if not rows:
                     break
                 # blobs first: a crash here leaves rows the next run deletes again
-                files = sum(blobs.delete_prefix(r.blob_key) for r in rows)
+                alone = [r.blob_key for r in rows if r.media_key is None]
+                files = sum(blobs.delete_prefix(k) for k in alone)
                 deleted = delete_media_rows(conn, table, [r.id for r in rows])
+                # a window's container goes with the last of its captures (a key is a prefix
+                # of nothing but itself)
+                held = {r.media_key for r in rows if r.media_key}
+                containers = unreferenced_media(conn, user_id, held)
+                files += sum(blobs.delete_prefix(k) for k in containers)
             done.rows[table] += deleted
             done.blobs += files
             metrics.RETENTION_DELETED.labels(table).inc(deleted)

@@ -168,6 +168,9 @@ def start(root: Path, port: int | None = None) -> dict:
     # Unix sockets live in the data dir when the path is short enough, else TCP only.
     sock = str(data) if len(str(data)) < 90 else "''"
     opts = f"-p {port} -h 127.0.0.1 -k {sock} -c shared_buffers={shared_buffers_mb()}MB"
+    # Statement statistics, so a window's transaction can be profiled on the server side
+    # (`worldmm bench ingest` reads them): a hash-table update per statement, no logging.
+    opts += " -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
     res = _pg(
         "pg_ctl", ["-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start"], user
     )

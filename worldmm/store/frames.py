@@ -1,4 +1,8 @@
-"""Frames and audio chunks: rows pointing at blobs, read back by capture time."""
+"""Frames and audio chunks: rows pointing at blobs, read back by capture time.
+
+A capture's bytes are either inside its window's container (``media_key`` at
+``media_offset``, ``media_length`` bytes) or, for rows older than containers and for late
+captures, the blob named by ``blob_key``."""
 
 from __future__ import annotations
 
@@ -11,10 +15,31 @@ import psycopg
 from worldmm.store._sql import fetch_models, user_filter
 from worldmm.store.models import AudioChunkRecord, AudioChunkRow, FrameRecord, FrameRow
 
-_FRAME_COLUMNS = "id, user_id, session_id, captured_at, seq, blob_key, content_type, late"
-_AUDIO_COLUMNS = (
-    "id, user_id, session_id, started_at, duration_ms, sample_rate, codec, blob_key, late"
+_MEDIA = "media_key, media_offset, media_length"
+_FRAME_COLUMNS = (
+    f"id, user_id, session_id, captured_at, seq, blob_key, content_type, late, {_MEDIA}"
 )
+_AUDIO_COLUMNS = (
+    "id, user_id, session_id, started_at, duration_ms, sample_rate, codec, blob_key, late,"
+    f" {_MEDIA}"
+)
+# A row written again keeps its container unless the new write names one (a capture whose
+# bytes were already stored is recorded again without re-storing them).
+_KEEP_MEDIA = (
+    "media_key = COALESCE(EXCLUDED.media_key, {t}.media_key),"
+    " media_offset = CASE WHEN EXCLUDED.media_key IS NULL THEN {t}.media_offset"
+    " ELSE EXCLUDED.media_offset END,"
+    " media_length = CASE WHEN EXCLUDED.media_key IS NULL THEN {t}.media_length"
+    " ELSE EXCLUDED.media_length END"
+)
+
+
+class MediaRef(NamedTuple):
+    """Where a capture's bytes lie inside a window container."""
+
+    key: str
+    offset: int
+    length: int
 
 
 def insert_frame(conn: psycopg.Connection, frame: FrameRow) -> int:
@@ -49,6 +74,7 @@ class FrameBatchRow(NamedTuple):
     blob_key: str
     content_type: str = "image/jpeg"
     late: bool = False
+    media: MediaRef | None = None
 
 
 class AudioBatchRow(NamedTuple):
@@ -61,6 +87,17 @@ class AudioBatchRow(NamedTuple):
     blob_key: str
     codec: str = "wav"
     late: bool = False
+    media: MediaRef | None = None
+
+
+def _media_columns(rows: Sequence[FrameBatchRow] | Sequence[AudioBatchRow]) -> tuple[list, ...]:
+    keys, offsets, lengths = [], [], []
+    for r in rows:
+        m = r.media
+        keys.append(m.key if m else None)
+        offsets.append(m.offset if m else None)
+        lengths.append(m.length if m else None)
+    return keys, offsets, lengths
 
 
 R = TypeVar("R", FrameBatchRow, AudioBatchRow)
@@ -72,7 +109,10 @@ def _dedupe(rows: Sequence[R]) -> list[R]:
     out: dict[str, R] = {}
     for r in rows:
         seen = out.get(r.blob_key)
-        out[r.blob_key] = r if seen is None else seen._replace(late=seen.late and r.late)
+        if seen is None:
+            out[r.blob_key] = r
+        else:
+            out[r.blob_key] = seen._replace(late=seen.late and r.late, media=r.media or seen.media)
     return list(out.values())
 
 
@@ -83,14 +123,17 @@ def insert_frames(conn: psycopg.Connection, user_id: str, rows: Sequence[FrameBa
     rows = _dedupe(rows)
     if not rows:
         return 0
-    sessions, times, seqs, keys, types, late = (list(c) for c in zip(*rows, strict=True))
+    cols = [list(c) for c in zip(*rows, strict=True)]
+    sessions, times, seqs, keys, types, late = cols[:6]
+    media = _media_columns(rows)
     conn.execute(
-        "INSERT INTO frames (user_id, session_id, captured_at, seq, blob_key, content_type, late)"
+        "INSERT INTO frames (user_id, session_id, captured_at, seq, blob_key, content_type, late,"
+        f" {_MEDIA})"
         " SELECT %s, u.* FROM unnest(%s::text[], %s::timestamptz[], %s::bigint[], %s::text[],"
-        " %s::text[], %s::boolean[]) AS u"
+        " %s::text[], %s::boolean[], %s::text[], %s::bigint[], %s::integer[]) AS u"
         " ON CONFLICT ON CONSTRAINT frames_blob_key DO UPDATE SET"
-        " late = frames.late AND EXCLUDED.late",
-        (user_id, sessions, times, seqs, keys, types, late),
+        " late = frames.late AND EXCLUDED.late, " + _KEEP_MEDIA.format(t="frames"),
+        (user_id, sessions, times, seqs, keys, types, late, *media),
     )
     return len(rows)
 
@@ -105,17 +148,18 @@ def insert_audio_chunks(
         return 0
     if any(r.duration_ms < 0 for r in rows):
         raise ValueError("audio chunk duration_ms must be ≥ 0")
-    sessions, starts, durations, rates, keys, codecs, late = (
-        list(c) for c in zip(*rows, strict=True)
-    )
+    cols = [list(c) for c in zip(*rows, strict=True)]
+    sessions, starts, durations, rates, keys, codecs, late = cols[:7]
+    media = _media_columns(rows)
     conn.execute(
         "INSERT INTO audio_chunks (user_id, session_id, started_at, duration_ms, sample_rate,"
-        " blob_key, codec, late)"
+        f" blob_key, codec, late, {_MEDIA})"
         " SELECT %s, u.* FROM unnest(%s::text[], %s::timestamptz[], %s::integer[],"
-        " %s::integer[], %s::text[], %s::text[], %s::boolean[]) AS u"
+        " %s::integer[], %s::text[], %s::text[], %s::boolean[], %s::text[], %s::bigint[],"
+        " %s::integer[]) AS u"
         " ON CONFLICT ON CONSTRAINT audio_chunks_blob_key DO UPDATE SET"
-        " late = audio_chunks.late AND EXCLUDED.late",
-        (user_id, sessions, starts, durations, rates, keys, codecs, late),
+        " late = audio_chunks.late AND EXCLUDED.late, " + _KEEP_MEDIA.format(t="audio_chunks"),
+        (user_id, sessions, starts, durations, rates, keys, codecs, late, *media),
     )
     return len(rows)
 
@@ -188,3 +232,26 @@ def list_audio_chunks(
         f"SELECT {_AUDIO_COLUMNS} FROM audio_chunks WHERE {where} ORDER BY started_at, id LIMIT %s"
     )
     return fetch_models(conn, AudioChunkRecord, query, (*args, limit))
+
+
+def stored_media(
+    conn: psycopg.Connection, user_id: str, keys: Sequence[str]
+) -> dict[str, MediaRef | None]:
+    """For each of ``keys`` that has a row (frame or audio chunk): its container reference,
+    or None when its bytes are the blob under the key itself."""
+    if not keys:
+        return {}
+    rows = conn.execute(
+        f"SELECT blob_key, {_MEDIA} FROM frames WHERE user_id = %s AND blob_key = ANY(%s)"
+        f" UNION ALL SELECT blob_key, {_MEDIA} FROM audio_chunks"
+        " WHERE user_id = %s AND blob_key = ANY(%s)",
+        (user_id, list(keys), user_id, list(keys)),
+    ).fetchall()
+    return {k: MediaRef(m, o, n) if m is not None else None for k, m, o, n in rows}
+
+
+def get_frame(conn: psycopg.Connection, user_id: str, blob_key: str) -> FrameRecord | None:
+    """The frame row of this user under ``blob_key``."""
+    query = f"SELECT {_FRAME_COLUMNS} FROM frames WHERE user_id = %s AND blob_key = %s"
+    rows = fetch_models(conn, FrameRecord, query, (user_id, blob_key))
+    return rows[0] if rows else None

@@ -172,6 +172,10 @@ class FrameRow(BaseModel):
 
 class FrameRecord(FrameRow):
     id: int
+    # the window container holding the frame, and where (None: stored alone under blob_key)
+    media_key: str | None = None
+    media_offset: int | None = None
+    media_length: int | None = None
 
 
 class AudioChunkRow(BaseModel):
@@ -187,18 +191,19 @@ class AudioChunkRow(BaseModel):
 
 class AudioChunkRecord(AudioChunkRow):
     id: int
+    media_key: str | None = None
+    media_offset: int | None = None
+    media_length: int | None = None
 
 
 # --- forgetting ----------------------------------------------------------------------------
 
 
 class ForgetResult(BaseModel):
-    """Rows deleted per table, and blob keys the caller must delete from the blob store."""
+    """Rows deleted per table, and blob keys the caller must delete from the blob store:
+    captures stored alone, and window containers no remaining row points into."""
 
     counts: dict[str, int]
     frame_blob_keys: list[str] = Field(default_factory=list)
     audio_blob_keys: list[str] = Field(default_factory=list)
-
-    @property
-    def blob_keys(self) -> list[str]:
-        return [*self.frame_blob_keys, *self.audio_blob_keys]
+    media_keys: list[str] = Field(default_factory=list)

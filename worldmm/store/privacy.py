@@ -73,6 +73,7 @@ class MediaRow:
     table: MediaTable
     id: int
     blob_key: str
+    media_key: str | None  # the window container holding it; None: the blob under blob_key
 
 
 def expired_media(

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import psycopg
 from psycopg import sql
 
 from worldmm.store._sql import fetch_column
 from worldmm.store.models import ForgetResult
+
+WINDOW_MS = 30_000  # one container per 30 s window
+
+
+def ms_to_dt(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def user_tables(conn: psycopg.Connection) -> list[str]:
@@ -74,21 +80,47 @@ def forget_range(
         "DELETE FROM segments WHERE user_id = %s AND id = ANY(%s)", (user_id, seg_ids)
     ).rowcount
     counts["entities"] = _delete_unused_entities(conn, user_id)
-    frame_keys = fetch_column(
-        conn,
+    frames = conn.execute(
         "DELETE FROM frames WHERE user_id = %s AND captured_at >= %s AND captured_at < %s"
-        " RETURNING blob_key",
+        " RETURNING blob_key, media_key",
         (user_id, start, end),
-    )
-    audio_keys = fetch_column(
-        conn,
+    ).fetchall()
+    audio = conn.execute(
         "DELETE FROM audio_chunks WHERE user_id = %s AND started_at < %s"
-        " AND started_at + duration_ms * interval '1 millisecond' > %s RETURNING blob_key",
+        " AND started_at + duration_ms * interval '1 millisecond' > %s"
+        " RETURNING blob_key, media_key",
         (user_id, end, start),
+    ).fetchall()
+    counts["frames"] = len(frames)
+    counts["audio_chunks"] = len(audio)
+    return ForgetResult(
+        counts=counts,
+        # a capture stored alone goes with its row; one inside a container goes with the
+        # container, once no row of a capture outside the range points into it
+        frame_blob_keys=[k for k, m in frames if m is None],
+        audio_blob_keys=[k for k, m in audio if m is None],
+        media_keys=unreferenced_media(conn, user_id, {m for _, m in [*frames, *audio] if m}),
     )
-    counts["frames"] = len(frame_keys)
-    counts["audio_chunks"] = len(audio_keys)
-    return ForgetResult(counts=counts, frame_blob_keys=frame_keys, audio_blob_keys=audio_keys)
+
+
+def unreferenced_media(conn: psycopg.Connection, user_id: str, media_keys: set[str]) -> list[str]:
+    """The containers of ``media_keys`` that no frame or audio row of the user points into."""
+    if not media_keys:
+        return []
+    keys = sorted(media_keys)
+    # A container holds one 30 s window (its start is in its key: media/<user>/<ms>-...), so
+    # only rows of that span can point into it: the time indexes bound the look-up.
+    starts = [int(k.rsplit("/", 1)[1].split("-", 1)[0]) for k in keys]
+    lo, hi = ms_to_dt(min(starts) - WINDOW_MS), ms_to_dt(max(starts) + 2 * WINDOW_MS)
+    still = fetch_column(
+        conn,
+        "SELECT media_key FROM frames WHERE user_id = %s AND captured_at >= %s"
+        " AND captured_at < %s AND media_key = ANY(%s)"
+        " UNION SELECT media_key FROM audio_chunks WHERE user_id = %s AND started_at >= %s"
+        " AND started_at < %s AND media_key = ANY(%s)",
+        (user_id, lo, hi, keys, user_id, lo, hi, keys),
+    )
+    return sorted(media_keys - set(still))
 
 
 def _delete_unused_entities(conn: psycopg.Connection, user_id: str) -> int:

@@ -45,7 +45,9 @@ def forget(deps: Deps, user_id: str, start: datetime, end: datetime) -> ForgetOu
     # a rebuild that read the old rows between the first tombstone and the commit holds the
     # first tombstone's token: a fresh tombstone makes its write fail
     cached = deps.cache.purge_user(user_id) + deps.graphs.drop_user(user_id)
-    blobs = delete_blobs(deps.blobs, result.blob_keys)
+    blobs = delete_blobs(deps.blobs, [*result.frame_blob_keys, *result.audio_blob_keys])
+    # a container's key is a prefix of nothing but itself
+    blobs += sum(deps.blobs.delete_prefix(key) for key in result.media_keys)
     log.info(
         "api.forget user=%s start=%s end=%s rows=%s blobs=%d cached_graphs=%d",
         user_id,

@@ -31,6 +31,7 @@ from worldmm.models import SCALES
 from worldmm.providers.errors import ModelCallError
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
+from worldmm.store.models import FrameRecord
 from worldmm.store.triples import list_semantic, triples_for_segments
 from worldmm.wire.schemas import QueryRequest
 
@@ -181,9 +182,11 @@ EXPIRED_SVG = (
 )
 
 
-def _frame_or_placeholder(deps: Deps, user_id: str, key: str) -> Response:
+def _frame_or_placeholder(
+    deps: Deps, user_id: str, key: str, row: FrameRecord | None = None
+) -> Response:
     try:
-        return frame_jpeg(deps, user_id, key)
+        return frame_jpeg(deps, user_id, key, row)
     except HTTPException as exc:
         if exc.status_code != status.HTTP_410_GONE:
             raise
@@ -211,7 +214,7 @@ def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
         )
     if not frames:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return _frame_or_placeholder(deps, user_id, frames[0].blob_key)
+    return _frame_or_placeholder(deps, user_id, frames[0].blob_key, frames[0])
 
 
 # --- semantic facts --------------------------------------------------------------------------

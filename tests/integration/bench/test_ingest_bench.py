@@ -32,3 +32,9 @@ def test_tiny_ingest_benchmark(settings, tmp_path) -> None:
     assert result["users_realtime_max"] == 2
     assert result["settings"]["model_latency_s"] == 0.2
     assert len(result["machine"]["loadavg_start"]) == 3
+    # one object per window: 2 windows of 30 s for 2 wearers (plus a closing window at most)
+    assert 0 < result["object_store_requests_per_wearer_hour"] <= 3 * 120
+    assert level["producer_cpu_ms_per_window"] > 0 and "broker_cpu_ms_per_window" in level
+    # the embedded PostgreSQL profiles statements: the window's writes are among the top ones
+    statements = level["db_statements"]
+    assert statements and any("INSERT INTO segments" in s["query"] for s in statements)

@@ -65,7 +65,7 @@ def _per_row(conn: psycopg.Connection, user: str, items: list[Item], late: bool)
 
 def _batched(conn: psycopg.Connection, user: str, items: list[Item], late: bool) -> None:
     if not late:
-        _record_captures(conn, _window(user, 0, items))
+        _record_captures(conn, _window(user, 0, items), {})
         return
     frames = [
         frame_store.FrameBatchRow(i.session_id, ms_to_dt(i.ts_ms), i.ref.seq, i.ref.blob_key,

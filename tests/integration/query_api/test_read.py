@@ -96,6 +96,39 @@ def test_frames_list_and_bytes_only_for_their_owner(client, api_deps, make_user)
         assert client.get(f"{url}/{bad}", headers=a.headers).status_code == 404, bad
 
 
+def test_frames_in_a_window_container_and_old_single_blobs_are_both_served(
+    client, api_deps, make_user
+):
+    """A frame inside its window's container is one ranged read of it; a frame stored alone
+    (before containers, or late) is the blob under its own key."""
+    from worldmm.blobs import window_media_key
+    from worldmm.media.container import Capture, build
+    from worldmm.memory.windows import dt_to_ms
+
+    a = make_user()
+    caps, rows = [], []
+    for i in range(3):
+        ts = BASE + timedelta(seconds=i)
+        key = frame_key(a.user_id, "glasses-1", ts, i)
+        caps.append(Capture(key, "frames", dt_to_ms(ts), dt_to_ms(ts), b"jpeg-%d" % i, seq=i))
+        rows.append(frame_store.FrameBatchRow("glasses-1", ts, i, key))
+    container = build(caps)
+    media_key = window_media_key(a.user_id, dt_to_ms(BASE), container.digest)
+    api_deps.blobs.put(media_key, container.data)
+    refs = {e.key: frame_store.MediaRef(media_key, e.offset, e.length) for e in container.entries}
+    rows = [r._replace(media=refs[r.blob_key]) for r in rows[:2]] + rows[2:]
+    api_deps.blobs.put(rows[2].blob_key, b"jpeg-2")  # the old layout: one object per frame
+    with api_deps.db.transaction() as conn:
+        frame_store.insert_frames(conn, a.user_id, rows)
+    url = f"/v1/users/{a.user_id}/frames"
+    for i, row in enumerate(rows):
+        got = client.get(f"{url}/{row.blob_key}", headers=a.headers)
+        assert got.status_code == 200 and got.content == b"jpeg-%d" % i, (i, got.text)
+    # the container gone (forgotten window): its frames are not found, never a 5xx
+    api_deps.blobs.delete_prefix(media_key)
+    assert client.get(f"{url}/{rows[0].blob_key}", headers=a.headers).status_code == 404
+
+
 def test_health_readiness_and_metrics(client):
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")

@@ -10,6 +10,7 @@ from worldmm.blobs import (
     BlobKeyError,
     BlobNotFound,
     BlobStore,
+    BlobStoreError,
     LocalBlobStore,
     S3BlobStore,
     audio_key,
@@ -18,6 +19,8 @@ from worldmm.blobs import (
     parse_s3_uri,
     session_prefixes,
     user_prefixes,
+    window_media_key,
+    window_media_prefix,
 )
 
 TS = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
@@ -31,7 +34,11 @@ def store(tmp_path):
 def test_keys_have_the_documented_shape():
     assert frame_key("u1", "s1", TS, 4) == "frames/u1/s1/1772366400250-4.jpg"
     assert audio_key("u1", "s1", TS) == "audio/u1/s1/1772366400250.wav"
-    assert user_prefixes("u1") == ["frames/u1/", "audio/u1/"]
+    assert user_prefixes("u1") == ["frames/u1/", "audio/u1/", "media/u1/"]
+    assert (
+        window_media_key("u1", 1772366400000, "0af3c2d1") == "media/u1/1772366400000-0af3c2d1.wmc"
+    )
+    assert window_media_prefix("u1", 1772366400000) == "media/u1/1772366400000-"
     assert session_prefixes("u1", "s1") == ["frames/u1/s1/", "audio/u1/s1/"]
 
 
@@ -144,3 +151,29 @@ def test_put_recreates_a_directory_removed_underneath(store):
     key = frame_key("u1", "s1", TS, 2)
     assert store.put(key, b"b") is True
     assert store.get(key) == b"b"
+
+
+def test_window_media_key_refuses_what_is_not_a_digest():
+    for bad in ("../x", "ABCDEF12", "0af3", "0af3c2d1/x"):
+        with pytest.raises(BlobKeyError):
+            window_media_key("u1", 0, bad)
+    with pytest.raises(BlobKeyError):
+        window_media_prefix("u1", -1)
+
+
+def test_ranged_reads(store):
+    store.put("media/u1/0-0af3c2d1.wmc", b"0123456789")
+    assert store.get_range("media/u1/0-0af3c2d1.wmc", 3, 4) == b"3456"
+    assert store.get_range("media/u1/0-0af3c2d1.wmc", 0, 0) == b""
+    with pytest.raises(BlobStoreError):  # past the end: the object is not what the row says
+        store.get_range("media/u1/0-0af3c2d1.wmc", 8, 4)
+    with pytest.raises(BlobNotFound):
+        store.get_range("media/u1/0-ffffffff.wmc", 0, 1)
+
+
+def test_a_failing_disk_is_a_blob_store_error(store):
+    """Whatever the backend, a failed write is one exception type (an OSError)."""
+    (store.root / "frames").write_bytes(b"a file where a directory should be")
+    with pytest.raises(BlobStoreError) as info:
+        store.put("frames/u1/s1/1-0.jpg", b"x")
+    assert isinstance(info.value, OSError)

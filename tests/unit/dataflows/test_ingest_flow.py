@@ -15,6 +15,7 @@ from PIL import Image
 from apps.dataflows.ingest import RawRecord, build_flow
 from connectors import codec
 from worldmm.blobs import LocalBlobStore
+from worldmm.media.spool import WindowSpool
 from worldmm.memory.construct import WindowOutcome
 from worldmm.memory.windows import BASE_S, BaseWindow, CoarseWindow, LateItem, dt_to_ms
 from worldmm.settings import load_settings
@@ -156,8 +157,20 @@ def test_twelve_minute_session_cascade_and_dlq(tmp_path: Path) -> None:
 
     reasons = sorted(r.header("reason") for r in dlq)
     assert reasons == [codec.BAD_JPEG, codec.MISSING_HEADER]
-    # every capture is in the blob store, under its idempotent key
-    assert len(LocalBlobStore(tmp_path / "blobs").list("frames/u1/s1/")) == 144 + 1
+    # every capture reaches construction with its bytes (in memory, or in the window's
+    # spool), under its idempotent key; the straggler comes whole as a late item
+    spool = WindowSpool(tmp_path / "state" / "spool")
+    frames: dict[str, bytes] = {}
+    for e in recorder.finished:
+        if isinstance(e, BaseWindow):
+            spooled = spool.read("u1", e.start_ms)
+            for i in e.items:
+                if i.kind == "frames":
+                    frames[i.key] = i.ref.data or spooled[i.ref.blob_key]
+    assert len(frames) == 144 and set(frames.values()) == {_jpeg()}
+    assert all(k.startswith("frames/u1/s1/") for k in frames)
+    (late,) = [e for e in recorder.finished if isinstance(e, LateItem)]
+    assert late.item.ref.data == _jpeg() and late.item.key not in frames
     # parents only start after all their children finished
     order = {
         (e.wid if not isinstance(e, LateItem) else None): i for i, e in enumerate(recorder.finished)

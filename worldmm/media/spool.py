@@ -1,0 +1,121 @@
+"""The capture spool: a window's frames and audio on local disk until its container is stored.
+
+A window's captures arrive one by one over 30 s (and more, with lateness), but its container
+is written once, when it closes. Until then their bytes live in the dataflow's memory, and at
+every Bytewax snapshot the captures not yet spooled are appended here, so a snapshot holds
+only references: what a restored snapshot lists is on this disk, and what came after it is
+read again from Kafka. One append-only file per (user, window start); each record is framed
+and checksummed, so a record cut short by a crash is skipped (and its capture, having come
+after the last snapshot, is redelivered and appended again). A capture appended twice keeps
+its last intact copy.
+
+The spool is deleted once the window's container and rows are written; a window whose store
+failed keeps its spool until ``worldmm retrigger`` stores it. Keep the directory beside the
+Bytewax recovery directory: a snapshot is only as durable as the spool it points into.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from worldmm.models import SAFE_ID_RE
+
+MAGIC = b"WMSP"
+_HEAD = struct.Struct("<4sHII")  # magic, key length, data length, CRC-32 of key + data
+_MAX_RECORD = 256 << 20
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+SUFFIX = ".spool"
+
+
+def _record(key: str, data: bytes) -> bytes:
+    k = key.encode()
+    return _HEAD.pack(MAGIC, len(k), len(data), zlib.crc32(data, zlib.crc32(k))) + k + data
+
+
+def parse(blob: bytes) -> dict[str, bytes]:
+    """Every intact record of a spool file, by key (the last copy wins). After a damaged
+    record the scan resynchronises on the next magic whose checksum holds."""
+    out: dict[str, bytes] = {}
+    pos, n = 0, len(blob)
+    while pos + _HEAD.size <= n:
+        magic, klen, dlen, crc = _HEAD.unpack_from(blob, pos)
+        end = pos + _HEAD.size + klen + dlen
+        if magic == MAGIC and dlen <= _MAX_RECORD and end <= n:
+            k = blob[pos + _HEAD.size : pos + _HEAD.size + klen]
+            data = blob[pos + _HEAD.size + klen : end]
+            if zlib.crc32(data, zlib.crc32(k)) == crc:
+                try:
+                    out[k.decode()] = data
+                    pos = end
+                    continue
+                except UnicodeDecodeError:
+                    pass
+        nxt = blob.find(MAGIC, pos + 1)
+        if nxt < 0:
+            break
+        pos = nxt
+    return out
+
+
+class WindowSpool:
+    """Spool files under ``root``: ``<user>/<window start ms>.spool``. Stateless apart from
+    the directories it made, so every part of a process may build its own."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self._made: set[Path] = set()
+
+    def __repr__(self) -> str:
+        return f"WindowSpool({str(self.root)!r})"
+
+    def path(self, user_id: str, start_ms: int) -> Path:
+        if not SAFE_ID_RE.fullmatch(user_id) or user_id in (".", ".."):
+            raise ValueError(f"unsafe user id {user_id!r}")
+        return self.root / user_id / f"{int(start_ms)}{SUFFIX}"
+
+    def append(self, user_id: str, start_ms: int, entries: Iterable[tuple[str, bytes]]) -> int:
+        """Append captures (key, bytes) in one write; returns the bytes written. Raises
+        OSError when the disk refuses (the caller keeps the bytes in memory then)."""
+        buf = b"".join(_record(k, d) for k, d in entries)
+        if not buf:
+            return 0
+        path = self.path(user_id, start_ms)
+        if path.parent not in self._made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(path.parent)
+        try:
+            fd = os.open(path, _APPEND, 0o600)
+        except FileNotFoundError:  # the user's directory was swept meanwhile
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, _APPEND, 0o600)
+        try:
+            view = memoryview(buf)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        return len(buf)
+
+    def read(self, user_id: str, start_ms: int) -> dict[str, bytes]:
+        """The spooled captures of a window (empty when it has no spool)."""
+        try:
+            return parse(self.path(user_id, start_ms).read_bytes())
+        except FileNotFoundError:
+            return {}
+
+    def delete(self, user_id: str, start_ms: int) -> None:
+        self.path(user_id, start_ms).unlink(missing_ok=True)
+
+    def windows(self) -> Iterator[tuple[str, int]]:
+        """(user, window start) of every spool file present."""
+        if not self.root.is_dir():
+            return
+        for user_dir in sorted(self.root.iterdir()):
+            for f in sorted(user_dir.glob(f"*{SUFFIX}")):
+                stem = f.name[: -len(SUFFIX)]
+                if stem.isdigit():
+                    yield user_dir.name, int(stem)
