@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from bench.harness import words
 from bench.query_synth import LITERALS, PREDICATES, SyntheticMemory, TripleSpecs, unit_rows
 from worldmm.models import SCALES
-from worldmm.store.bulk import copy_rows, vector_indexes_dropped
+from worldmm.store.bulk import HNSW_BUILD_MEM_MAX, copy_rows, vector_indexes_dropped
 from worldmm.store.users import ensure_user
 
 VECTOR_TABLES = ("entities", "triples", "visual_embeddings", "segment_embeddings")
@@ -41,6 +41,23 @@ _TRIPLE_COLUMNS = words(
     " evidence_segment_ids, origin"
 )
 Rows = Iterable[Sequence[Any]]
+
+
+# At twelve weeks the triples' HNSW graph outgrows the library's 6 GB build budget and would
+# spill (much slower); a benchmark machine may give it up to half its available memory.
+BUILD_MEM_CEILING = 16 << 30
+
+
+def build_memory_cap(meminfo: str = "/proc/meminfo") -> int:
+    """maintenance_work_mem cap for the index rebuild: half of this machine's available
+    memory, between the library's default cap and 16 GiB (the default where unknown). The
+    embedded server shares this machine; a remote one is sized by its own settings."""
+    try:
+        with open(meminfo) as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return HNSW_BUILD_MEM_MAX
+    return max(HNSW_BUILD_MEM_MAX, min(BUILD_MEM_CEILING, (kib << 10) // 2))
 
 
 def _chunked(total: int, size: int, make: Callable[[int, int], np.ndarray]) -> Iterator[Any]:
@@ -291,7 +308,11 @@ def load_memories(
     report = LoadReport()
     seconds = report.seconds
     with conn.transaction():
-        guard = vector_indexes_dropped(conn, VECTOR_TABLES) if drop_indexes else nullcontext([])
+        guard = (
+            vector_indexes_dropped(conn, VECTOR_TABLES, max_build_memory=build_memory_cap())
+            if drop_indexes
+            else nullcontext([])
+        )
         with guard as dropped:
             report.dropped_indexes = list(dropped)
             for memory, user_id in memories:

@@ -192,6 +192,57 @@ class Retrieval:
             self.echo(f"  {memory_type}: {p50}")
         return latency, detail
 
+    def lexical_check(self, ks: Sequence[int] = (10, 100)) -> dict[str, Any]:
+        """The lexical lane's capped search against the exact ranking (every segment holding
+        a query word scored) on the episodic questions: equal top k, and the segments each
+        selected by its lexemes (their document frequencies summed)."""
+        from worldmm.memory.retrieval.lanes import weighted_terms
+        from worldmm.store import segment_search as ss
+
+        equal, compared, selected, everything = 0, 0, [], []
+        with self.deps.db.connection() as conn:
+            stats = ss.term_stats(conn, self.user_id)
+            for q in self.queries["episodic"]:
+                terms = weighted_terms(ss.query_lexemes(conn, q.text), stats)
+                for k in ks:
+                    args = (conn, self.user_id, terms, stats.mean_length, k)
+                    exact = ss.lexical_search(*args, prune=False)
+                    cap = ss.candidate_cap(k)
+                    capped = ss.lexical_search(*args, doc_freq=stats.df, max_candidates=cap)
+                    equal += [r.segment_id for r in capped] == [r.segment_id for r in exact]
+                    compared += 1
+                    n = ss.capped_terms(terms, stats.df, cap) if terms else 0
+                    selected.append(sum(stats.df[t] for t, _ in terms[:n]))
+                    everything.append(sum(stats.df[t] for t, _ in terms))
+        return {
+            "k": list(ks),
+            "compared": compared,
+            "equal_to_exact": equal,
+            "capped_selection_segments": summary(selected),
+            "all_query_words_segments": summary(everything),
+        }
+
+    def plans(self) -> dict[str, Any]:
+        """Per memory type (and episodic ``as_of``): the plan of every statement one search
+        runs, EXPLAINed with its parameters and settings, and what is wrong with it
+        (:func:`worldmm.store.plans.check`: a memory table read whole, an index search
+        without its HNSW index)."""
+        from worldmm.store import plans
+
+        last_week = as_of_times(self.end, 1, self.seed, timedelta(days=7))
+        asked = [(t, t, [None]) for t in MEMORY_TYPES] + [("episodic_as_of", "episodic", last_week)]
+        out: dict[str, Any] = {}
+        for name, memory_type, when in asked:
+            with plans.recording() as log:
+                asyncio.run(
+                    timed_searches(
+                        self.deps, self.user_id, self.queries[memory_type][:1], when, False
+                    )
+                )
+            with self.deps.db.connection() as conn:
+                out[name] = plans.check(conn, log)
+        return out
+
 
 def compare_latency(alone: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
     """Per memory and phase, p50 and p95 with the others' memory over the same alone."""
@@ -322,6 +373,7 @@ def run_benchmark(
     from worldmm.deps import Deps
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.store.db import Database
+    from worldmm.store.plans import RecordingCursor
     from worldmm.store.purge import purge_user
 
     if not settings.database_url:
@@ -347,7 +399,7 @@ def run_benchmark(
         "loadavg": {"start": harness.loadavg()},
     }
     loadavg = result["loadavg"]
-    db = Database(settings.database_url, max_size=2)
+    db = Database(settings.database_url, max_size=2, cursor_factory=RecordingCursor)
     inner_cache = make_cache(settings.redis_url)
     loaded: list[str] = []
     try:
@@ -402,6 +454,19 @@ def run_benchmark(
         result["graph_build_ms"] = {k: v["total_ms"] for k, v in result["graph_build"].items()}
         echo(f"  total ms: {result['graph_build_ms']}")
         result["retrieval_ms"], result["retrieval"] = retrieval.measure()
+        result["plans"] = retrieval.plans()
+        result["plan_problems"] = [
+            f"{name}: {p}"
+            for name, stmts in result["plans"].items()
+            for s in stmts
+            for p in s["problems"]
+        ]
+        echo(f"  plans: {result['plan_problems'] or 'every search uses its indexes'}")
+        result["lexical_cap"] = retrieval.lexical_check()
+        echo(
+            f"  lexical capped = exact: {result['lexical_cap']['equal_to_exact']}"
+            f" of {result['lexical_cap']['compared']}"
+        )
         if others:
             result["others_effect"] = compare_latency(
                 result["retrieval_ms_alone"], result["retrieval_ms"]
@@ -450,6 +515,8 @@ def main(opts: QueryOptions) -> dict[str, Any]:
     with harness.stack_or_start(load_settings(), echo, keep=opts.keep) as settings:
         result = run_benchmark(settings, cfg, opts, echo)
     harness.write_report(result, opts.out)
+    if result["plan_problems"]:  # correct but slow, and slower with every day of memory
+        raise SystemExit(f"query plans read a memory whole: {result['plan_problems']}")
     return result
 
 

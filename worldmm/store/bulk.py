@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -68,6 +69,16 @@ def hnsw_build_memory(table_bytes: int, *, cap: int = HNSW_BUILD_MEM_MAX) -> int
     return int(min(cap, max(HNSW_BUILD_MEM_MIN, table_bytes * 1.5)))
 
 
+def largest_part_bytes(conn: psycopg.Connection, table: str) -> int:
+    """Bytes of ``table``, or of its largest partition: an index on a partitioned table is
+    built one partition at a time."""
+    row = conn.execute(
+        "SELECT max(pg_table_size(relid)) FROM pg_partition_tree(to_regclass(%s)) WHERE isleaf",
+        (table,),
+    ).fetchone()
+    return int(row[0] or 0) if row else 0
+
+
 @contextmanager
 def vector_indexes_dropped(
     conn: psycopg.Connection, tables: Sequence[str], *, max_build_memory: int = HNSW_BUILD_MEM_MAX
@@ -76,7 +87,7 @@ def vector_indexes_dropped(
 
     Inserting into an HNSW index row by row is slow (20k x 1536-d took minutes on a busy
     2-core machine); building it once after the load is much faster. Each rebuild gets
-    maintenance_work_mem sized to its table (``hnsw_build_memory``, at most
+    maintenance_work_mem sized to its table or largest partition (``hnsw_build_memory``, at most
     ``max_build_memory``). For benchmark and restore loads only: the tables are locked and
     unindexed while the block runs. Yields the names of the dropped indexes.
     """
@@ -92,10 +103,16 @@ def vector_indexes_dropped(
         yield [name for name, _, _ in rows]
     finally:
         for _, definition, table in rows:
-            size = conn.execute("SELECT pg_table_size(to_regclass(%s))", (table,)).fetchone()
-            budget = hnsw_build_memory(int(size[0] or 0), cap=max_build_memory)
+            budget = hnsw_build_memory(largest_part_bytes(conn, table), cap=max_build_memory)
             conn.execute(
                 sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(f"{budget // 1024}kB"))
             )
-            conn.execute(definition.encode())
+            conn.execute(on_every_partition(definition).encode())
         conn.execute("RESET maintenance_work_mem")
+
+
+def on_every_partition(definition: str) -> str:
+    """An index definition from ``pg_indexes`` that builds on every partition: a partitioned
+    table's reads ``CREATE INDEX ... ON ONLY parent``, which alone makes an invalid index of
+    the parent and none of its partitions (searches then sort the whole partition)."""
+    return re.sub(r"\bON ONLY\b", "ON", definition, count=1)

@@ -33,14 +33,23 @@ class Database:
         max_size: int = 8,
         timeout_s: float = 30.0,
         name: str = "worldmm",
+        cursor_factory: type[psycopg.Cursor] | None = None,
     ) -> None:
+        """``cursor_factory``: the cursors every pooled connection makes (the query
+        benchmark's :class:`~worldmm.store.plans.RecordingCursor`); psycopg's by default."""
         self.database_url = database_url
+
+        def configure(conn: psycopg.Connection) -> None:
+            configure_connection(conn)
+            if cursor_factory is not None:
+                conn.cursor_factory = cursor_factory
+
         self.pool = ConnectionPool(
             database_url,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout_s,
-            configure=configure_connection,
+            configure=configure,
             open=False,
             name=name,
         )

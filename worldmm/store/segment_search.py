@@ -14,7 +14,7 @@ words plus four choices, the rare word that pins the moment drowned among common
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -22,7 +22,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from worldmm.store._sql import as_vector, knn_dicts, vec_cast
+from worldmm.store import knn
+from worldmm.store._sql import as_vector, vec_cast
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -76,7 +77,7 @@ def upsert_segment_embeddings(
                 " window_start, window_end, model, embedding)"
                 f" SELECT id, user_id, scale_seconds, window_start, window_end, %s, %s{vec_cast(q)}"
                 " FROM segments WHERE user_id = %s AND id = %s"
-                " ON CONFLICT (segment_id) DO UPDATE SET embedding = EXCLUDED.embedding,"
+                " ON CONFLICT (segment_id, user_id) DO UPDATE SET embedding = EXCLUDED.embedding,"
                 " model = EXCLUDED.model, window_start = EXCLUDED.window_start,"
                 " window_end = EXCLUDED.window_end, updated_at = now()",
                 (model, q, user_id, segment_id),
@@ -96,7 +97,8 @@ def count_missing_embeddings(conn: psycopg.Connection, model: str, user_id: str 
     """Complete segments with text but no embedding by ``model`` (all users when None)."""
     user = " AND s.user_id = %(u)s" if user_id is not None else ""
     row = conn.execute(
-        "SELECT count(*) FROM segments s LEFT JOIN segment_embeddings e ON e.segment_id = s.id"
+        "SELECT count(*) FROM segments s LEFT JOIN segment_embeddings e"
+        " ON e.user_id = s.user_id AND e.segment_id = s.id"
         f" WHERE {_MISSING_WHERE}{user}",
         {"model": model, "u": user_id},
     ).fetchone()
@@ -110,7 +112,8 @@ def missing_embeddings(
     user = " AND s.user_id = %(u)s" if user_id is not None else ""
     rows = conn.execute(
         "SELECT s.id, s.user_id, s.caption, s.transcript FROM segments s"
-        " LEFT JOIN segment_embeddings e ON e.segment_id = s.id"
+        " LEFT JOIN segment_embeddings e"
+        " ON e.user_id = s.user_id AND e.segment_id = s.id"
         f" WHERE {_MISSING_WHERE}{user} AND s.id > %(after)s ORDER BY s.id LIMIT %(limit)s",
         {"model": model, "u": user_id, "after": after_id, "limit": limit},
     ).fetchall()
@@ -201,6 +204,17 @@ def _tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+# The lexical lane's candidate cap (segments scored per search): a floor, and per result asked.
+# Four weeks hold ~97k segments, and one colour word matched 22k of them.
+LEXICAL_CANDIDATES_MIN = 2_000
+LEXICAL_CANDIDATES_PER_RESULT = 100
+
+
+def candidate_cap(k: int) -> int:
+    """Segments a lexical search of ``k`` results may select by their lexemes."""
+    return max(LEXICAL_CANDIDATES_MIN, LEXICAL_CANDIDATES_PER_RESULT * k)
+
+
 # BM25's length normalisation is largest for the shortest segments (relative length -> 0): no
 # segment scores more than this many times the sum of the IDFs of the lexemes it matches.
 MAX_LENGTH_FACTOR = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B))
@@ -230,32 +244,90 @@ def lexical_search(
     filters: Filters = Filters(),
     *,
     prune: bool = True,
+    doc_freq: Mapping[str, int] | None = None,
+    max_candidates: int | None = None,
 ) -> list[LaneRow]:
     """The user's top ``k`` segments for weighted lexemes ``terms`` (lexeme, idf), best first.
 
     Scoring every segment that holds any query lexeme costs as many segments as the
     commonest lexeme matches (a third of four weeks' segments for a colour word). With
-    ``prune`` the commonest lexemes only score, they do not select candidates, as long as
-    that provably leaves the top ``k`` unchanged (:func:`prunable_terms`): first with the
-    rarest lexeme's IDF as the guessed threshold, then, if the ``k``-th score found is too
-    low for that, once more with it. Never more than two queries, and the result is the
-    unpruned one."""
+    ``prune`` only the rarest lexemes select candidates (every lexeme scores them): those
+    :func:`prunable_terms` guesses from the rarest lexeme's IDF and, with ``doc_freq``
+    (segments per lexeme) and ``max_candidates``, at most those whose segments add up to the
+    cap (:func:`capped_terms`): the first query's work is bounded by the cap, not by how
+    many segments share a common word. Its ``k``-th score then bounds what a segment holding
+    only left-out lexemes would need: the sets of them that could reach it
+    (:func:`covering_sets`, e.g. two common words together) select candidates too in a
+    second query, which GIN answers by intersecting their posting lists. At most two
+    queries, and the result is exactly the unpruned one (MaxScore, Turtle and Flood 1995)."""
     terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
     query = _LexicalQuery(conn, user_id, terms, mean_length, k, filters)
-    if not prune:
-        return query.run(len(terms))
-    dropped = prunable_terms(terms, terms[0][1])
-    if dropped == 0:
-        return query.run(len(terms))
-    rows = query.run(len(terms) - dropped)
+    everything = len(terms)
+    n = everything - prunable_terms(terms, terms[0][1]) if prune else everything
+    if prune and doc_freq is not None and max_candidates is not None:
+        n = min(n, capped_terms(terms, doc_freq, max_candidates))
+    if n == everything:
+        return query.run(everything)
+    rows = query.run(n)
     if len(rows) < k:  # too few to bound anything: search with every lexeme
-        return query.run(len(terms))
-    needed = prunable_terms(terms, rows[-1].score)
-    if needed >= dropped:
+        return query.run(everything)
+    weights = [w for _, w in terms]
+    # A lower k-th score than the true one only adds sets, so the first query's bounds every
+    # wider selection too.
+    while n < everything:
+        sets = covering_sets(weights[n:], rows[-1].score)
+        if sets is not None:
+            break
+        n += 1  # too many sets: this lexeme selects on its own
+    else:
+        return query.run(everything)
+    if not sets:
         return rows
-    return query.run(len(terms) - needed)
+    return query.run(n, [[n + i for i in s] for s in sets])
+
+
+# Sets of left-out lexemes a second lexical query ORs in at most; past it the rarest left-out
+# lexeme selects candidates on its own instead.
+MAX_COVERING_SETS = 16
+
+
+def covering_sets(weights: Sequence[float], threshold: float) -> list[list[int]] | None:
+    """Index sets of ``weights`` (left-out lexemes' IDFs, largest first) whose sum a segment
+    holding only them would need to score ``threshold`` (``MAX_LENGTH_FACTOR`` times the sum
+    reaches it): a segment that can reach it holds every lexeme of one set. None when more than
+    ``MAX_COVERING_SETS`` are needed."""
+    out: list[list[int]] = []
+    rest = [sum(weights[i:]) for i in range(len(weights) + 1)]
+
+    def grow(start: int, chosen: list[int], total: float) -> bool:
+        for i in range(start, len(weights)):
+            if MAX_LENGTH_FACTOR * (total + rest[i]) < threshold:
+                return True  # nothing from here on reaches it
+            if MAX_LENGTH_FACTOR * (total + weights[i]) >= threshold:
+                out.append([*chosen, i])
+                if len(out) > MAX_COVERING_SETS:
+                    return False
+            elif not grow(i + 1, [*chosen, i], total + weights[i]):
+                return False
+        return True
+
+    return out if grow(0, [], 0.0) else None
+
+
+def capped_terms(
+    terms: Sequence[tuple[str, float]], doc_freq: Mapping[str, int], max_candidates: int
+) -> int:
+    """How many of ``terms`` (rarest first) select candidates under a cap of
+    ``max_candidates`` segments: the longest prefix whose document frequencies add up to at
+    most the cap, and never fewer than one (impact order: a rarer lexeme weighs more)."""
+    total = 0
+    for n, (lexeme, _weight) in enumerate(terms):
+        total += doc_freq.get(lexeme, 0)
+        if total > max_candidates:
+            return max(1, n)
+    return len(terms)
 
 
 class _LexicalQuery:
@@ -306,10 +378,28 @@ class _LexicalQuery:
             " ORDER BY score DESC, id LIMIT %(k)s"
         ).format(raw=raw, filters=sql.SQL(filters.where("s")))
 
-    def run(self, n: int) -> list[LaneRow]:
-        params = {**self.params, "any": " | ".join(self.literals[:n])}
+    def run(self, n: int, sets: Sequence[Sequence[int]] = ()) -> list[LaneRow]:
+        """Candidates: segments holding one of the ``n`` rarest lexemes or all of a set."""
+        both = [" & ".join(self.literals[i] for i in group) for group in sets]
+        selecting = [*self.literals[:n], *(f"({b})" for b in both)]
+        params = {**self.params, "any": " | ".join(selecting)}
         rows = self.conn.execute(self.sql, params).fetchall()
         return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]
+
+
+def dense_query(filters: Filters) -> knn.VectorQuery:
+    """The dense lane's search of ``segment_embeddings`` under ``filters``; the user's
+    btree holds the window end, the primary key the ids."""
+    counted = Filters(filters.as_of, filters.start, ids=filters.ids)
+    return knn.VectorQuery(
+        table="segment_embeddings",
+        alias="e",
+        columns="e.segment_id, e.scale_seconds, e.window_start, e.window_end",
+        tiebreak="segment_id",
+        where=filters.where("e"),
+        params=filters.params(),
+        count_where=counted.where("e"),
+    )
 
 
 def dense_search(
@@ -318,22 +408,14 @@ def dense_search(
     embedding: np.ndarray,
     k: int,
     filters: Filters = Filters(),
+    *,
+    exact_rows: int | None = None,
 ) -> list[LaneRow]:
     """The user's ``k`` segments whose text embedding is nearest ``embedding`` (cosine
-    similarity as the score, best first)."""
-    if k <= 0:
-        return []
-    q = as_vector(embedding)
-    cast = vec_cast(q)
-    params = {"q": q, "u": user_id, "k": k, **filters.params()}
-    rows = knn_dicts(
-        conn,
-        "SELECT e.segment_id, e.scale_seconds, e.window_start, e.window_end,"
-        f" 1 - (e.embedding <=> %(q)s{cast}) AS score FROM segment_embeddings e"
-        f" WHERE e.user_id = %(u)s{filters.where('e')}"
-        f" ORDER BY e.embedding <=> %(q)s{cast}, e.segment_id LIMIT %(k)s",
-        params,
-        k=k,
+    similarity as the score, best first); exact below ``exact_rows`` rows to search
+    (:mod:`worldmm.store.knn`)."""
+    rows = knn.nearest(
+        conn, dense_query(filters), user_id, as_vector(embedding), k, exact_rows=exact_rows
     )
     return [
         LaneRow(
@@ -341,7 +423,7 @@ def dense_search(
             int(r["scale_seconds"]),
             r["window_start"],
             r["window_end"],
-            float(r["score"]),
+            1.0 - float(r["distance"]),
         )
         for r in rows
     ]

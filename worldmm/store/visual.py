@@ -8,7 +8,8 @@ from datetime import datetime
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, knn_dicts, vec_cast
+from worldmm.store import knn
+from worldmm.store._sql import as_vector, vec_cast
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import SegmentRow
 from worldmm.store.segments import SEGMENT_COLUMNS
@@ -45,6 +46,31 @@ def upsert_visual_embedding(
     return int(row[0])
 
 
+def visual_query(
+    as_of: datetime | None = None, start: datetime | None = None, end: datetime | None = None
+) -> knn.VectorQuery:
+    """The clip search's filters: as_of hides clips whose window had not ended; start/end
+    keep windows overlapping [start, end). The window end is in the user's btree."""
+    ends = []
+    if as_of is not None:
+        ends.append(" AND v.window_end <= %(as_of)s")
+    if start is not None:
+        ends.append(" AND v.window_end > %(start)s")
+    starts = " AND v.window_start < %(end)s" if end is not None else ""
+    return knn.VectorQuery(
+        table="visual_embeddings",
+        alias="v",
+        columns="v.segment_id",
+        tiebreak="segment_id",
+        where="".join(ends) + starts,
+        params={"as_of": as_of, "start": start, "end": end},
+        count_where="".join(ends),
+        wrap="WITH nearest AS MATERIALIZED ({})"
+        f" SELECT {_SEG_COLUMNS}, n.distance FROM nearest n"
+        " JOIN segments g ON g.id = n.segment_id ORDER BY n.distance, g.id",
+    )
+
+
 def search_visual(
     conn: psycopg.Connection,
     user_id: str,
@@ -54,29 +80,13 @@ def search_visual(
     *,
     start: datetime | None = None,
     end: datetime | None = None,
+    exact_rows: int | None = None,
 ) -> list[tuple[SegmentRow, float]]:
     """This user's k clips nearest the query (cosine, best first) with their segments;
-    as_of hides clips whose window had not ended; start/end restrict to overlapping windows."""
-    q = as_vector(embedding)
-    cast = vec_cast(q)
-    where = ["v.user_id = %(u)s"]
-    if as_of is not None:
-        where.append("v.window_end <= %(as_of)s")
-    if start is not None:
-        where.append("v.window_end > %(start)s")
-    if end is not None:
-        where.append("v.window_start < %(end)s")
-    rows = knn_dicts(
-        conn,
-        "WITH nearest AS MATERIALIZED ("
-        f" SELECT v.segment_id, v.embedding <=> %(q)s{cast} AS distance"
-        f" FROM visual_embeddings v WHERE {' AND '.join(where)}"
-        f" ORDER BY v.embedding <=> %(q)s{cast} LIMIT %(k)s)"
-        f" SELECT {_SEG_COLUMNS}, n.distance FROM nearest n"
-        " JOIN segments g ON g.id = n.segment_id ORDER BY n.distance, g.id",
-        {"q": q, "u": user_id, "k": k, "as_of": as_of, "start": start, "end": end},
-        k=k,
-    )
+    as_of hides clips whose window had not ended; start/end restrict to overlapping windows.
+    Exact below ``exact_rows`` clips (:mod:`worldmm.store.knn`)."""
+    query = visual_query(as_of, start, end)
+    rows = knn.nearest(conn, query, user_id, as_vector(embedding), k, exact_rows=exact_rows)
     return [(SegmentRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 
 

@@ -78,6 +78,16 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     assert report["rows_match"] is True
     assert len(report["loadavg"]["start"]) == 3
     assert report["kept"] is False and report["purge_s"] >= 0
+    # each memory's search was EXPLAINed with its own parameters: the memory tables are read
+    # through their indexes, and the bench's check found nothing to fail on
+    assert set(report["plans"]) == {"episodic", "semantic", "visual", "episodic_as_of"}
+    visual_plans = report["plans"]["visual"]
+    assert any("visual_embeddings_p" in line for s in visual_plans for line in s["plan"])
+    assert all(s["sql"] and s["plan"] for p in report["plans"].values() for s in p)
+    assert report["plan_problems"] == []
+    # the capped lexical search ranks the bench's questions as the exact one does
+    cap = report["lexical_cap"]
+    assert cap["compared"] == 8 and cap["equal_to_exact"] == cap["compared"]
     with Database(stack.database_url, max_size=1) as db, db.connection() as conn:
         assert not user_exists(conn, user_id)
         assert not user_exists(conn, f"{user_id}-other1")

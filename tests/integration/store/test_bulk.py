@@ -85,5 +85,17 @@ def test_vector_indexes_dropped_and_rebuilt(fresh_database_url) -> None:
                     [("u", 30, T0, T0 + timedelta(seconds=30))],
                 )
             assert conn.execute(hnsw).fetchall() == [("visual_embeddings_hnsw",)]
+            # the partitioned table's index is valid and built on every partition (0009)
+            partitions = conn.execute(
+                "SELECT count(*), count(*) FILTER (WHERE i.indisvalid)"
+                " FROM pg_inherits h JOIN pg_index i ON i.indexrelid = h.inhrelid"
+                " WHERE h.inhparent = 'visual_embeddings_hnsw'::regclass"
+            ).fetchone()
+            assert partitions == (32, 32)
+            (valid,) = conn.execute(
+                "SELECT indisvalid FROM pg_index"
+                " WHERE indexrelid = 'visual_embeddings_hnsw'::regclass"
+            ).fetchone()
+            assert valid
     finally:
         db.close()

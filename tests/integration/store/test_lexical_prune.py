@@ -24,9 +24,9 @@ WORDS = [
 ]
 
 
-def test_pruned_search_equals_the_full_one(conn, user_id, monkeypatch) -> None:
-    rng = random.Random(7)
-    weights = [1 / (i + 1) ** 1.1 for i in range(len(WORDS))]  # Zipf-like: a few words everywhere
+def _speech_memory(conn, user_id: str, rng: random.Random) -> None:
+    """400 segments whose words are Zipf-distributed: a few words everywhere."""
+    weights = [1 / (i + 1) ** 1.1 for i in range(len(WORDS))]
     for i in range(400):
         scale = 30 if i % 5 else 180
         words = rng.choices(WORDS, weights, k=rng.randint(2, 25))
@@ -41,13 +41,18 @@ def test_pruned_search_equals_the_full_one(conn, user_id, monkeypatch) -> None:
                 processing_status="complete",
             ),
         )
+
+
+def test_pruned_search_equals_the_full_one(conn, user_id, monkeypatch) -> None:
+    rng = random.Random(7)
+    _speech_memory(conn, user_id, rng)
     stats = ss.term_stats(conn, user_id)
     ran: list[tuple[int, int]] = []  # (lexemes selecting candidates, lexemes in the query)
     real_run = ss._LexicalQuery.run
 
-    def run(self, n):
+    def run(self, n, sets=()):
         ran.append((n, len(self.literals)))
-        return real_run(self, n)
+        return real_run(self, n, sets)
 
     monkeypatch.setattr(ss._LexicalQuery, "run", run)
     compared = 0
@@ -72,6 +77,67 @@ def test_pruned_search_equals_the_full_one(conn, user_id, monkeypatch) -> None:
     # one per search)
     assert sum(1 for n, total in ran if n < total) > 50
     assert len(ran) > 2 * compared
+
+
+def test_capped_search_equals_the_exact_one(conn, user_id, monkeypatch) -> None:
+    """Candidates first selected by the rarest lexemes up to 20 segments per result, then by
+    the sets of left-out lexemes that could still reach the k-th score: the exact ranking,
+    while the first query selects no more than the cap (or the rarest lexeme's segments)."""
+    rng = random.Random(11)
+    _speech_memory(conn, user_id, rng)
+    stats = ss.term_stats(conn, user_id)
+    calls: list[tuple[int, int]] = []  # (segments the selecting lexemes hold, sets ORed in)
+    real_run = ss._LexicalQuery.run
+
+    def run(self, n, sets=()):
+        calls.append((sum(stats.df[t.strip("'")] for t in self.literals[:n]), len(sets)))
+        return real_run(self, n, sets)
+
+    second, compared = 0, 0
+    for _ in range(40):
+        text = " ".join(rng.sample(WORDS, rng.randint(2, 6)))
+        terms = weighted_terms(ss.query_lexemes(conn, text), stats)
+        for k in (1, 3, 5, 20):
+            cap = 20 * k
+            exact = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, prune=False)
+            monkeypatch.setattr(ss._LexicalQuery, "run", run)
+            calls.clear()
+            capped = ss.lexical_search(
+                conn, user_id, terms, stats.mean_length, k, doc_freq=stats.df, max_candidates=cap
+            )
+            monkeypatch.setattr(ss._LexicalQuery, "run", real_run)
+            assert [r.segment_id for r in capped] == [r.segment_id for r in exact], (text, k)
+            assert [r.score for r in capped] == pytest.approx([r.score for r in exact])
+            assert len(calls) <= 2
+            if len(calls) == 2 or len(terms) > 1:
+                assert calls[0][0] <= max(cap, stats.df[terms[0][0]]), (text, k)
+            second += any(n_sets for _, n_sets in calls)
+            compared += 1
+    assert compared == 160
+    assert second > 20  # sets of common words were needed, and found what the cap left out
+
+
+def test_capped_terms_keeps_the_rarest_within_the_cap() -> None:
+    terms = [("rare", 4.0), ("mid", 2.0), ("common", 0.5)]
+    df = {"rare": 5, "mid": 40, "common": 300}
+    assert ss.capped_terms(terms, df, 1) == 1  # the rarest always selects
+    assert ss.capped_terms(terms, df, 44) == 1
+    assert ss.capped_terms(terms, df, 45) == 2
+    assert ss.capped_terms(terms, df, 345) == 3
+    assert ss.candidate_cap(1) == ss.LEXICAL_CANDIDATES_MIN
+    assert ss.candidate_cap(1000) == 1000 * ss.LEXICAL_CANDIDATES_PER_RESULT
+
+
+def test_covering_sets_are_the_combinations_that_can_reach_the_threshold() -> None:
+    f = ss.MAX_LENGTH_FACTOR
+    weights = [2.0, 1.0, 0.5]
+    assert ss.covering_sets(weights, f * 3.5 + 1e-9) == []  # all three together fall short
+    assert ss.covering_sets(weights, f * 3.5) == [[0, 1, 2]]
+    assert ss.covering_sets(weights, f * 2.5) == [[0, 1], [0, 2]]
+    assert ss.covering_sets(weights, f * 1.5) == [[0], [1, 2]]
+    assert ss.covering_sets(weights, f * 0.5) == [[0], [1], [2]]
+    many = [1.0] * 12  # any 6 of 12: 924 sets, more than a query should OR together
+    assert ss.covering_sets(many, f * 6) is None
 
 
 def test_prunable_terms_keeps_the_rarest_and_the_bound() -> None:

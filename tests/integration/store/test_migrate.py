@@ -106,3 +106,53 @@ def test_large_dimensions_use_halfvec(fresh_database_url) -> None:
             assert typ == "halfvec(2048)"
     finally:
         db.close()
+
+
+def test_0009_moves_existing_vectors_into_per_wearer_partitions(
+    fresh_database_url, tmp_path
+) -> None:
+    """A memory written before 0009 keeps its clip and text vectors, now found by search,
+    and new clips get ids above the old ones."""
+    from datetime import UTC, datetime
+
+    from tests.fixtures.store import make_segment
+    from worldmm.store import segment_search, visual
+    from worldmm.store.db import configure_connection
+
+    url = fresh_database_url()
+    before = tmp_path / "schema"
+    before.mkdir()
+    for path in SCHEMA_DIR.glob("*.sql"):
+        if path.name < "0009":
+            shutil.copy(path, before / path.name)
+    settings = load_settings()
+    apply_migrations(url, settings, schema_dir=before)
+    t0 = datetime(2025, 3, 1, 9, tzinfo=UTC)
+    with psycopg.connect(url) as conn:
+        configure_connection(conn)
+        ensure_user(conn, "wearer")
+        old = [make_segment(conn, "wearer", t0.replace(minute=i)) for i in range(3)]
+        for i, seg in enumerate(old):
+            visual.upsert_visual_embedding(conn, "wearer", seg, unit_vector(1536, i))
+            conn.execute(
+                "INSERT INTO segment_embeddings (segment_id, user_id, scale_seconds,"
+                " window_start, window_end, model, embedding)"
+                " SELECT id, user_id, scale_seconds, window_start, window_end, 'm', %s"
+                " FROM segments WHERE id = %s",
+                (unit_vector(384, 10 + i), seg),
+            )
+        (old_max,) = conn.execute("SELECT max(id) FROM visual_embeddings").fetchone()
+    assert "0009" in apply_migrations(url, settings)  # with any later ones
+    with psycopg.connect(url) as conn:
+        configure_connection(conn)
+        check_schema(conn, settings)
+        (kind,) = conn.execute(
+            "SELECT relkind FROM pg_class WHERE relname = 'visual_embeddings'"
+        ).fetchone()
+        assert kind == "p"  # partitioned
+        clips = visual.search_visual(conn, "wearer", unit_vector(1536, 1), 3)
+        assert clips[0][0].id == old[1] and {s.id for s, _ in clips} == set(old)
+        dense = segment_search.dense_search(conn, "wearer", unit_vector(384, 12), 3)
+        assert dense[0].segment_id == old[2] and len(dense) == 3
+        new = make_segment(conn, "wearer", t0.replace(minute=30))
+        assert visual.upsert_visual_embedding(conn, "wearer", new, unit_vector(1536, 9)) > old_max

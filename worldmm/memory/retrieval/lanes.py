@@ -126,7 +126,16 @@ def lexical_lane(
         stats = TERM_STATS.get(conn, id(deps.db), user_id)
         terms = weighted_terms(ss.query_lexemes(conn, query), stats)
         filters = _filters(as_of, time_range, ids)
-        rows = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, filters)
+        rows = ss.lexical_search(
+            conn,
+            user_id,
+            terms,
+            stats.mean_length,
+            k,
+            filters,
+            doc_freq=stats.df,
+            max_candidates=ss.candidate_cap(k),
+        )
     return _candidates(rows)
 
 

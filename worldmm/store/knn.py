@@ -1,0 +1,160 @@
+"""One user's nearest vectors: the HNSW index when the rows to search are many, an exact scan
+of just those rows when they are few.
+
+Every vector search here is one user's, often narrowed further (``as_of``, a time range, an
+id set). An HNSW index holds every row of its table (of its partition, for the per-user-hash
+partitioned tables of migration 0009) and a filtered walk discards the rows that do not pass:
+with iterative scans it walks on until it has ``k``, up to ``hnsw.max_scan_tuples``. So:
+
+- **exact** when at most :func:`exact_row_limit` rows pass the user's filters (counted with a
+  bounded count, never more than that many index entries): those rows are read through the
+  user's btree and sorted by distance. Exact, as fast as the index at that size, and
+  untouched by other wearers' rows (a new wearer beside a wearer with months of memory would
+  otherwise get fewer than ``k`` results once the walk passed ``max_scan_tuples``);
+- **index** otherwise: the HNSW index with iterative scans, and sorting disabled for the
+  statement. The planner prices an HNSW scan against a sort of the user's rows from the
+  table's pages, which leave out the vectors kept in TOAST: 1536-d clip vectors look cheap
+  to read, and at four weeks of memory it chose to read and sort all 80k of them (260 ms
+  instead of about 5). The row count has already said which plan is right.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import psycopg
+
+from worldmm.store._sql import as_vector, fetch_dicts, vec_cast
+
+# Vector values (rows x dimensions) an exact scan reads at most: about the cost of an HNSW
+# search here (docs/benchmarks/query.md, "Exact scan or index"). 1536-d clips: 1,300 rows;
+# 384-d segment texts: 5,200.
+EXACT_MAX_VALUES = 2_000_000
+
+
+def exact_row_limit(dim: int) -> int:
+    """Rows of ``dim`` dimensions below which an exact scan is as cheap as the index."""
+    return max(1, EXACT_MAX_VALUES // max(1, dim))
+
+
+def hnsw_settings(k: int) -> dict[str, str]:
+    """What an HNSW search of ``k`` rows runs under (``SET LOCAL``).
+
+    Iterative scans, so the user filter cannot leave fewer than ``k``; ef_search 100
+    (pgvector's default is 40) measured recall@10 1.0 instead of 0.56 on 20k random 1536-d
+    vectors over 5 users; no sorts, so the index is what orders the rows (module doc)."""
+    return {
+        "hnsw.iterative_scan": "strict_order",
+        "hnsw.ef_search": str(min(1000, max(100, 2 * k))),
+        "enable_sort": "off",
+    }
+
+
+class VectorQuery(NamedTuple):
+    """One user's nearest-neighbour search over ``table`` (alias ``alias``).
+
+    ``columns`` are returned besides ``distance``; ``tiebreak`` (one of them, by its output
+    name) orders equal distances. ``where`` holds the conditions after the user's (each led
+    by `` AND ``) and ``params`` their values; ``count_where`` the part of them the user's
+    btree answers without the table (the window end, an id set), which bounds how many rows
+    pass: when it is ``None``, ``where`` itself. ``wrap`` turns the nearest rows' SQL into
+    the statement that runs (``{}`` stands for it)."""
+
+    table: str
+    alias: str
+    columns: str
+    tiebreak: str
+    where: str = ""
+    params: dict[str, Any] = {}
+    count_where: str | None = None
+    wrap: str = "{}"
+
+
+class Statement(NamedTuple):
+    """A statement with its parameters and the settings it runs under (``SET LOCAL``)."""
+
+    sql: str
+    params: dict[str, Any]
+    settings: dict[str, str]
+
+
+def count_upto(conn: psycopg.Connection, query: VectorQuery, user_id: str, cap: int) -> int:
+    """How many of the user's rows pass ``query``'s count filters (at least as many as pass
+    all of them), counting at most ``cap``."""
+    a = query.alias
+    where = query.where if query.count_where is None else query.count_where
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM {query.table} {a}"
+        f" WHERE {a}.user_id = %(u)s{where} LIMIT %(cap)s) AS few",
+        {**query.params, "u": user_id, "cap": cap},
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def statement(
+    query: VectorQuery, user_id: str, embedding: np.ndarray, k: int, *, exact: bool
+) -> Statement:
+    """The SQL of the exact or the index search (pure: the caller chose which)."""
+    q = as_vector(embedding)
+    a, cast = query.alias, vec_cast(q)
+    distance = f"{a}.embedding <=> %(q)s{cast}"
+    where = f"{a}.user_id = %(u)s{query.where}"
+    if exact:
+        # Distances computed in a materialized subquery: nothing there can be ordered by an
+        # index, so the planner reads the user's rows through its btree and sorts only them.
+        nearest = (
+            f"SELECT * FROM (SELECT {query.columns}, {distance} AS distance"
+            f" FROM {query.table} {a} WHERE {where} OFFSET 0) AS mine"
+            f" ORDER BY distance, {query.tiebreak} LIMIT %(k)s"
+        )
+        settings: dict[str, str] = {}
+    else:
+        nearest = (
+            f"SELECT {query.columns}, {distance} AS distance FROM {query.table} {a}"
+            f" WHERE {where} ORDER BY {distance} LIMIT %(k)s"
+        )
+        settings = hnsw_settings(k)
+    params = {**query.params, "q": q, "u": user_id, "k": k}
+    return Statement(query.wrap.format(nearest), params, settings)
+
+
+def plan_search(
+    conn: psycopg.Connection,
+    query: VectorQuery,
+    user_id: str,
+    embedding: np.ndarray,
+    k: int,
+    *,
+    exact_rows: int | None = None,
+) -> Statement:
+    """The statement this search runs: exact when at most ``exact_rows`` rows (default
+    :func:`exact_row_limit` of the vector's dimension) pass the filters."""
+    limit = exact_row_limit(len(embedding)) if exact_rows is None else exact_rows
+    exact = limit > 0 and count_upto(conn, query, user_id, limit + 1) <= limit
+    return statement(query, user_id, embedding, k, exact=exact)
+
+
+def run(conn: psycopg.Connection, stmt: Statement) -> list[dict]:
+    """Execute ``stmt`` under its settings (they last for this transaction or savepoint)."""
+    with conn.transaction():
+        for name, value in stmt.settings.items():
+            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+        return fetch_dicts(conn, stmt.sql, stmt.params)
+
+
+def nearest(
+    conn: psycopg.Connection,
+    query: VectorQuery,
+    user_id: str,
+    embedding: np.ndarray,
+    k: int,
+    *,
+    exact_rows: int | None = None,
+) -> list[dict]:
+    """The user's ``k`` rows nearest ``embedding`` (cosine distance as ``distance``), best
+    first, exact or through the index as :func:`plan_search` decides."""
+    if k <= 0:
+        return []
+    stmt = plan_search(conn, query, user_id, embedding, k, exact_rows=exact_rows)
+    return run(conn, stmt)
