@@ -82,10 +82,11 @@ def expired_media(
     """The user's oldest ``limit`` captures of ``table`` that ended before ``cutoff``."""
     end = _MEDIA_END[table]
     rows = conn.execute(
-        f"SELECT id, blob_key FROM {table} WHERE user_id = %s AND {end} < %s ORDER BY id LIMIT %s",
+        f"SELECT id, blob_key, media_key FROM {table} WHERE user_id = %s AND {end} < %s"
+        " ORDER BY id LIMIT %s",
         (user_id, cutoff, limit),
     ).fetchall()
-    return [MediaRow(table, int(i), k) for i, k in rows]
+    return [MediaRow(table, int(i), k, m) for i, k, m in rows]
 
 
 def count_expired_media(

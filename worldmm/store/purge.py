@@ -18,12 +18,15 @@ def ms_to_dt(ms: int) -> datetime:
 
 
 def user_tables(conn: psycopg.Connection) -> list[str]:
-    """Every table of the current schema with a user_id column (plus users itself)."""
+    """Every table of the current schema with a user_id column. A partitioned table counts
+    once: its partitions (0009) hold the same rows, and are not listed."""
     return fetch_column(
         conn,
-        "SELECT table_name FROM information_schema.columns"
-        " WHERE table_schema = current_schema() AND column_name = 'user_id'"
-        " ORDER BY table_name",
+        "SELECT c.relname FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " JOIN pg_attribute a ON a.attrelid = c.oid"
+        " WHERE n.nspname = current_schema() AND a.attname = 'user_id' AND NOT a.attisdropped"
+        " AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.relname",
     )
 
 

@@ -18,6 +18,7 @@ from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
 from worldmm.store.models import AudioChunkRow, FrameRow
+from worldmm.store.privacy import record_pause
 from worldmm.store.purge import count_user_rows
 
 pytestmark = pytest.mark.integration
@@ -35,6 +36,7 @@ def fill_memory(client, deps, user) -> None:
     )  # fmt: skip
     with deps.db.transaction() as conn:
         user_store.upsert_session(conn, user.user_id, "s1", started_at=BASE)
+        record_pause(conn, user.user_id, "s1", BASE + timedelta(minutes=5))
         visual_store.upsert_visual_embedding(
             conn, user.user_id, seg, np.full(deps.settings.visual_embed_dim, 0.1, np.float32)
         )

@@ -146,3 +146,50 @@ def test_retention_and_export_commands(api_deps, api_settings, make_user, tmp_pa
         names = tar.getnames()
     assert f"media/{new_frame}" in names and f"media/{old_frame}" not in names
     assert "manifest.json" in names and not (tmp_path / "a.tar.gz.partial").exists()
+
+
+def test_retention_deletes_a_window_container_with_its_last_capture(client, clocked, make_user):
+    """The container layout (issue 26): a window's object goes once none of its captures is
+    held any more; a window that straddles the cutoff keeps its object until then, and its
+    expired capture already answers 410."""
+    from worldmm.blobs import window_media_key
+    from worldmm.media.container import Capture, build
+    from worldmm.store.frames import MediaRef
+
+    deps = clocked
+    a = make_user()
+    cutoff = NOW - timedelta(days=7)
+    windows = {"old": cutoff - timedelta(hours=1), "straddling": cutoff - timedelta(seconds=10)}
+    keys: dict[str, tuple[str, list[str]]] = {}
+    for name, start in windows.items():
+        at = [start, start + timedelta(seconds=20)]
+        fkeys = [frame_key(a.user_id, "s1", t, i) for i, t in enumerate(at)]
+        ms = int(start.timestamp() * 1000)
+        caps = [Capture(k, "frames", ms + 20_000 * i, ms + 20_000 * i, JPEG, seq=i)
+                for i, k in enumerate(fkeys)]  # fmt: skip
+        box = build(caps)
+        ckey = window_media_key(a.user_id, ms, box.digest)
+        deps.blobs.put(ckey, box.data)
+        rows = [
+            FrameBatchRow("s1", t, i, k, media=MediaRef(ckey, e.offset, e.length))
+            for (i, t), k, e in zip(enumerate(at), fkeys, box.entries, strict=True)
+        ]
+        with deps.db.transaction() as conn:
+            frame_store.insert_frames(conn, a.user_id, rows)
+        keys[name] = (ckey, fkeys)
+    with deps.db.transaction() as conn:
+        set_privacy(conn, a.user_id, retention_days=7)
+
+    url = f"/v1/users/{a.user_id}/frames/"
+    straddle_box, (expired, kept) = keys["straddling"]
+    assert client.get(url + kept, headers=a.headers).status_code == 200
+    done = retention.expire_user(deps.db, deps.blobs, a.user_id, cutoff, batch=1)
+    assert done.rows["frames"] == 3  # both of the old window, the first of the straddling one
+    assert not deps.blobs.exists(keys["old"][0])  # the old window's object is gone
+    assert deps.blobs.exists(straddle_box)  # still holds a capture inside retention
+    assert client.get(url + expired, headers=a.headers).status_code == 410
+    r = client.get(url + kept, headers=a.headers)
+    assert r.status_code == 200 and r.content == JPEG
+
+    later = retention.expire_user(deps.db, deps.blobs, a.user_id, NOW)
+    assert later.rows["frames"] == 1 and not deps.blobs.exists(straddle_box)
