@@ -5,6 +5,7 @@ from apps.client import base
 from apps.dataflows import ingest, kafka_source
 from apps.demo import speech
 from apps.gpu_worker.backends import random_model
+from tests.fakes import protocol
 from worldmm.llm import prompts
 from worldmm.store import models
 from worldmm.wire import keys, schemas
@@ -46,6 +47,13 @@ keys.AuditPage.next_before
 schemas.PurgeResponse.blobs_deleted
 schemas.PurgeResponse.cache_keys_deleted
 schemas.ForgetResponse.blobs_deleted
+schemas.BudgetOut.daily_tokens
+schemas.BudgetOut.remaining_today
+schemas.UsageReport.by_day
+# the fake provider answers a role with the responder method of its name (getattr)
+protocol.ProtocolResponder.consolidation
+protocol.ProtocolResponder.cross_scale_rerank
+protocol.ProtocolResponder.reasoning_agent
 # a pydantic field of a test option model, read through model_dump
 _.hidden  # noqa: F821
 # click calls a Group's list_commands for --help

@@ -102,27 +102,42 @@ def fault_schedule(cfg: ChaosConfig) -> list[Fault]:
 # --- load: queries ----------------------------------------------------------------------
 
 
-class QueryLoad(threading.Thread):
-    """One request a ``interval_s`` against the API, round-robin over users: mostly segment
-    listings, every fifth a question. Counts statuses; 503s must carry Retry-After."""
+# "remember this" notes whose facts overlap and contradict, for the note users
+NOTES = ("I like tea.", "I dislike tea.", "I like coffee.", "I like tea.", "I dislike coffee.")
 
-    def __init__(self, api_url: str, keys: dict[str, str], interval_s: float) -> None:
-        super().__init__(name="chaos-queries", daemon=True)
-        self.api_url, self.keys, self.interval_s = api_url, keys, interval_s
+
+class QueryLoad(threading.Thread):
+    """One request a ``interval_s`` against the API processes in turn, round-robin over users:
+    segment listings, every fifth a question; or, given only ``notes`` users, a "remember
+    this" note each time (its facts consolidated by both API processes in turn). Counts
+    statuses; 503s must carry Retry-After."""
+
+    def __init__(
+        self, api_urls: list[str], keys: dict[str, str], interval_s: float, notes: dict[str, str]
+    ) -> None:
+        super().__init__(name="chaos-notes" if notes else "chaos-queries", daemon=True)
+        self.api_urls, self.keys, self.interval_s = api_urls, keys, interval_s
+        self.notes = notes
         self.statuses: Counter[str] = Counter()
         self.missing_retry_after = 0
         self.stop_event = threading.Event()
 
     def run(self) -> None:
-        users = list(self.keys)
+        users, note_users = list(self.keys), list(self.notes)
         i = 0
-        with httpx.Client(base_url=self.api_url, timeout=15.0) as client:
+        with httpx.Client(timeout=15.0) as client:
             while not self.stop_event.wait(self.interval_s):
-                user = users[i % len(users)]
-                headers = {"Authorization": f"Bearer {self.keys[user]}"}
+                client.base_url = httpx.URL(self.api_urls[i % len(self.api_urls)])
+                user = users[i % len(users)] if users else ""
+                headers = {"Authorization": f"Bearer {self.keys.get(user, '')}"}
                 ask = {"question": "Who did I talk with?", "max_rounds": 1}
                 try:
-                    if i % 5 == 4:
+                    if note_users:
+                        who = note_users[(i // 2) % len(note_users)]  # each user, both APIs
+                        note = {"text": NOTES[i % len(NOTES)]}
+                        auth = {"Authorization": f"Bearer {self.notes[who]}"}
+                        r = client.post(f"/v1/users/{who}/memories", json=note, headers=auth)
+                    elif i % 5 == 4:
                         r = client.post(f"/v1/users/{user}/query", json=ask, headers=headers)
                     else:
                         params = {"limit": 20}
@@ -317,15 +332,20 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
     )
     stack = ChaosStack(root, base, cfg.model_latency_s, run_id)
     users = [f"chaos-{run_id}-u{u:02d}" for u in range(cfg.users)]
+    note_users = [f"chaos-{run_id}-notes{n}" for n in range(2)]  # apart: the replay has no notes
     queries: QueryLoad | None = None
+    note_load: QueryLoad | None = None
     try:
         echo(f"chaos {run_id}: starting the stack under {root}")
         settings = stack.start(_prepare)
         keys = _create_users(stack.api_url, admin_key, users)
+        notes = _create_users(stack.api_url, admin_key, note_users)
         t0 = ten_minute_start()
         t0_ms = int(t0.timestamp() * 1000)
-        queries = QueryLoad(stack.api_url, keys, cfg.query_interval_s)
+        queries = QueryLoad(stack.api_urls, keys, cfg.query_interval_s, {})
+        note_load = QueryLoad(stack.api_urls, {}, cfg.query_interval_s, notes)
         queries.start()
+        note_load.start()
         echo(f"  streaming {cfg.users} users for {cfg.stream_s}s; faults: {fault_schedule(cfg)}")
         runner = _stream(stack, cfg, users, t0, echo)
         runner.join(timeout=300)
@@ -333,28 +353,33 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
             raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
         expected = checks.implied_windows(users, t0_ms, cfg.stream_s * 1000)
         drain_s = _wait_drained(stack, expected, cfg.drain_s, echo)
-        queries.stop_event.set()
-        queries.join(timeout=30)
+        for load in (queries, note_load):
+            load.stop_event.set()
+            load.join(timeout=30)
         stack.check_children()
         worker_starts = stack.worker.starts if stack.worker else 0
         log = stack.worker.tail(10**8) if stack.worker else ""
         chaos_mem = checks.fetch_memory(settings.database_url or "", users)
+        note_facts = checks.fact_integrity(settings.database_url or "", note_users)
         dlq = checks.dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
         echo("  fault-free replay of the same topics into a second database")
         ref_t0 = time.monotonic()
         ref_mem = checks.fetch_memory(_reference_run(settings), users)
         ref_s = time.monotonic() - ref_t0
     finally:
-        if queries is not None:
-            queries.stop_event.set()
+        for load in (queries, note_load):
+            if load is not None:
+                load.stop_event.set()
         stack.stop()
     result = {
         "benchmark": "chaos",
         "windows": checks.window_figures(expected, chaos_mem),
         "reference_windows": checks.window_figures(expected, ref_mem),
+        "input_lost": checks.input_lost(log, chaos_mem, ref_mem),
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
         "inconsistent_facts": checks.inconsistent_facts(chaos_mem),
+        "remembered_notes": {**note_facts, "statuses": dict(note_load.statuses)},
         "against_fault_free_run": checks.compare_with_reference(chaos_mem, ref_mem),
         "visual_status_30s": dict(chaos_mem.visual),
         "dlq_by_reason": dlq,

@@ -6,6 +6,7 @@ the stream implies, against itself (duplicates) and against a fault-free run of 
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -132,6 +133,41 @@ def compare_with_reference(chaos: Memory, ref: Memory) -> dict[str, Any]:
         "episodic_triples_differing": episodic_diff,
         "semantic_facts_differing": _counter_diff(chaos.semantic_active, ref.semantic_active),
     }
+
+
+_INPUT_LOST = re.compile(r"input_lost topic=\S+ partition=\d+ offsets=\[\d+, \d+\) records=(\d+)")
+
+
+def input_lost(worker_log: str, chaos: Memory, ref: Memory) -> dict[str, int]:
+    """Input the worker reported lost (apps/dataflows/input_gaps.py: records, gaps), and the
+    windows built from other input than the fault-free run's (``windows``: where lost records
+    show; the worker cannot name them, their records being gone)."""
+    found = [int(n) for n in _INPUT_LOST.findall(worker_log)]
+    diff = compare_with_reference(chaos, ref)["windows_with_other_text"]
+    return {"records": sum(found), "gaps": len(found), "windows": diff}
+
+
+def fact_integrity(database_url: str, users: list[str]) -> dict[str, int]:
+    """The note users' semantic facts: notes written, facts active twice (same triple), and
+    facts invalidated by more than one consolidation (both must be 0)."""
+    with psycopg.connect(database_url) as conn:
+        notes, twice = conn.execute(
+            "SELECT (SELECT count(*) FROM segments WHERE user_id = ANY(%(u)s)"
+            " AND source_topic = 'note'), (SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*)"
+            " AS n FROM triples t JOIN entities s ON s.id = t.subject_entity_id"
+            " WHERE t.user_id = ANY(%(u)s) AND t.memory_type = 'semantic'"
+            " AND t.invalidated_at IS NULL GROUP BY t.user_id,"
+            " lower(coalesce(s.canonical_name, s.surface_form)), lower(t.predicate),"
+            " t.object_entity_id, lower(t.object_literal)) c)",
+            {"u": users},
+        ).fetchone()
+        removed = conn.execute(
+            "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM consolidation_audit,"
+            " jsonb_array_elements(outputs->'removed_ids') r WHERE user_id = ANY(%s)"
+            " GROUP BY user_id, r) c",
+            (users,),
+        ).fetchone()[0]
+    return {"notes": notes, "facts_active_twice": int(twice), "invalidated_twice": int(removed)}
 
 
 def inconsistent_facts(chaos: Memory) -> int:

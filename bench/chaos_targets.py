@@ -60,7 +60,7 @@ class ChaosStack:
     def start(self, prepare: Callable[[Settings], None]) -> Settings:
         records = {name: server.start(self.dirs[name]) for name, server in SERVERS.items()}
         self.ports = {name: r["port"] for name, r in records.items()}
-        self.ports.update(encoder=free_port(), api=free_port())
+        self.ports.update(encoder=free_port(), api=free_port(), api2=free_port())
         self.settings = self.base.model_copy(
             update={
                 "kafka_brokers": records["kafka"]["brokers"],
@@ -80,21 +80,27 @@ class ChaosStack:
         commands = {
             "encoder": ["apps.cli", "gpu-worker", "--backend", "offline", "--port", encoder],
             "api": ["apps.cli", "serve", "--port", api],
+            "api2": ["apps.cli", "serve", "--port", str(self.ports["api2"])],  # a second process
             "worker": [*worker, "--recovery-dir", str(self.root / "recovery")],
         }
         for name, args in commands.items():
             log = self.root / f"{name}.log"
             self.children[name] = Child(name, [py, "-m", *args], log, env).start()
         wait_until(lambda: self.probe("encoder"), timeout_s=120, what="encoder service")
-        wait_until(lambda: _http_ok(f"{self.api_url}/healthz"), timeout_s=180, what="query API")
+        for url in self.api_urls:
+            wait_until(lambda u=url: _http_ok(f"{u}/healthz"), timeout_s=180, what="query API")
         return self.settings
 
     @property
     def api_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports['api']}"
+        return self.api_urls[0]
+
+    @property
+    def api_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{self.ports[name]}" for name in ("api", "api2")]
 
     def stop(self) -> None:
-        for name in ("worker", "api", "encoder"):
+        for name in ("worker", "api", "api2", "encoder"):
             if name in self.children:
                 self.children[name].stop()
         for name in ("redis", "postgres", "kafka"):

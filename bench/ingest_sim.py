@@ -148,11 +148,18 @@ class SimulatedRoles:
     async def rerank(self, query: str, candidates: list[tuple[str, str]], keep: int) -> list[str]:
         return [c for c, _ in candidates[:keep]]
 
-    async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction:
+    async def agent_step(
+        self, question: str, rounds: list[AgentRound], *, asked: object = None
+    ) -> AgentAction:
         raise NotImplementedError("the simulated ingest model has no retrieval agent")
 
     async def respond(
-        self, question: str, passages: list[Passage], choices: list[str] | None
+        self,
+        question: str,
+        passages: list[Passage],
+        choices: list[str] | None,
+        *,
+        asked: object = None,
     ) -> Response:
         raise NotImplementedError("the simulated ingest model does not answer questions")
 

@@ -28,6 +28,7 @@ from prometheus_client import REGISTRY
 
 from worldmm.deps import Deps, build_deps
 from worldmm.memory.construct import WindowOutcome
+from worldmm.redact import configure_logging
 from worldmm.settings import Settings
 
 
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--epoch-s", type=float, default=1.0, help="snapshot interval")
     p.add_argument("--real-encoder", action="store_true", help="the encoder service over HTTP")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    configure_logging(logging.WARNING)
     flow = build_flow(
         load_settings(),
         report_sink=ReportSink(args.report),

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bench import harness
 from bench.bulk_load import load_memories
@@ -43,11 +43,11 @@ from bench.query_timed import (
 )
 from worldmm.graph.cache import GraphCache, GraphMemo, make_cache
 from worldmm.models import SCALES
-from worldmm.settings import Settings
+from worldmm.settings import Settings, parse_lane_weights
 
 MEMORY_TYPES = ("episodic", "semantic", "visual")
 # All three episodic lanes, the graph's too (its default weight is 0 with the offline
-# triples): the path a deployment with LLM-built triples runs.
+# triples): the path a deployment with LLM-built triples runs (``--lanes`` with this value).
 ALL_LANES = "lexical:1.0,dense:1.0,graph:0.5"
 
 
@@ -307,6 +307,18 @@ class QueryOptions(harness.Options):
     keep_indexes: bool = Field(
         False, description="Load into live HNSW indexes (no drop and rebuild)."
     )
+    lanes: str | None = Field(
+        None,
+        description="Episodic lane weights to measure instead of the shipped defaults, e.g."
+        f" '{ALL_LANES}' (every lane, as with LLM-built triples).",
+    )
+
+    @field_validator("lanes")
+    @classmethod
+    def _known_lanes(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_lane_weights(value)  # ValueError names the bad lane or weight
+        return value
 
 
 def _check_users(conn: Any, user_id: str, others: list[str], reuse: bool) -> None:
@@ -509,11 +521,12 @@ def main(opts: QueryOptions) -> dict[str, Any]:
     from worldmm.settings import load_settings
 
     echo = harness.stamped_echo()
-    # The cold child processes inherit it through the environment; an explicit setting wins.
-    os.environ.setdefault("WORLDMM_EPISODIC_LANE_WEIGHTS", ALL_LANES)
+    if opts.lanes:  # the cold child processes inherit it through the environment
+        os.environ["WORLDMM_EPISODIC_LANE_WEIGHTS"] = opts.lanes
     cfg = SynthConfig(hours=hours_of(opts.days), seed=opts.seed)
     with harness.stack_or_start(load_settings(), echo, keep=opts.keep) as settings:
         result = run_benchmark(settings, cfg, opts, echo)
+        result["episodic_lane_weights"] = settings.episodic_lane_weight_map()
     harness.write_report(result, opts.out)
     if result["plan_problems"]:  # correct but slow, and slower with every day of memory
         raise SystemExit(f"query plans read a memory whole: {result['plan_problems']}")

@@ -9,14 +9,15 @@ same database and the same Redis. Tests build a :class:`Deps` with fakes for its
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from worldmm.graph.cache import GraphMemo, NullCache
+from worldmm.llm.usage import NullUsage
+from worldmm.localtime import utc_now
 
 if TYPE_CHECKING:
     import redis
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from worldmm.encoder.base import VisualEncoder
     from worldmm.graph.cache import GraphCacheLike
     from worldmm.llm.roles import ModelRoles
+    from worldmm.llm.usage import UsageLedger
     from worldmm.media.spool import WindowSpool
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.privacy.blur_policy import FaceBlur
@@ -56,9 +58,12 @@ class Deps:
     # This process's time-masked graphs, in front of Redis and used without it too; None:
     # one sized by ``settings.graph_memo_elements``. Copies (:meth:`with_settings`) share it.
     graphs: GraphMemo = None  # type: ignore[assignment]
-    # "Now" for every part that reads the time (retention on read): the one clock tests set.
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+    # Model usage per user (batched into llm_usage) and the daily token budget; NullUsage:
+    # Prometheus only, no budget.
+    usage: UsageLedger | NullUsage = field(default_factory=NullUsage)
+    # "Now" for every part that reads the time a person means (a live question, a note
+    # without a time, the browser's today): the one clock, set by tests and benchmarks.
+    clock: Callable[[], datetime] = utc_now
 
     def __post_init__(self) -> None:
         if self.graphs is None:
@@ -79,19 +84,19 @@ class Deps:
         return WindowSpool(self.settings.resolved_spool_dir)
 
     def with_settings(self, **update: Any) -> Deps:
-        """The same services, pool, memo and locks under other settings (one request's
-        rounds, a benchmark's variant)."""
+        """The same services, pool and memo under other settings (one request's rounds, a
+        benchmark's variant)."""
         return replace(self, settings=self.settings.model_copy(update=update))
 
-    def user_lock(self, user_id: str) -> asyncio.Lock:
-        """Per-user lock (one event loop per process) for steps that must not interleave."""
-        lock = self._locks.get(user_id)
-        if lock is None:
-            lock = self._locks[user_id] = asyncio.Lock()
-        return lock
+    def with_clock(self, clock: Callable[[], datetime]) -> Deps:
+        """The same services under another clock (a benchmark asking at each question's
+        time as if live)."""
+        return replace(self, clock=clock)
 
     def close(self) -> None:
-        """Close the pool and the Redis connections (the models need no closing)."""
+        """Write the buffered usage, then close the pool and the Redis connections (the
+        models need no closing)."""
+        self.usage.close()
         self.db.close()
         for part in (self.cache, self.redis):
             close = getattr(part, "close", None)
@@ -135,12 +140,16 @@ def build_deps(
     is neither configured nor running embedded."""
     from worldmm.blobs import build_blob_store
     from worldmm.graph.cache import GraphCache, redis_client
+    from worldmm.llm.usage import UsageLedger
     from worldmm.stack import redis_url
 
     # Only retrieval reads the graph cache (ingest writes no graph: readers grow theirs by
     # fingerprint), so ingest needs no Redis. Resolved first: a StackError leaves nothing open.
     cache_url = redis_url(settings) if role == "api" else None
     db = _open_database(settings, role)
+    usage = UsageLedger(
+        db, flush_s=settings.usage_flush_s, daily_budget=settings.llm_user_daily_token_budget
+    )
     client = None
     try:
         cache: GraphCacheLike = NullCache()
@@ -154,7 +163,7 @@ def build_deps(
         if roles is None:
             from worldmm.llm.roles import build_roles
 
-            roles = build_roles(settings, embedder)
+            roles = build_roles(settings, embedder, usage)
         if encoder is None:
             from worldmm.encoder import build_visual_encoder
 
@@ -179,6 +188,7 @@ def build_deps(
             faces=faces,
             cache=cache,
             redis=client,
+            usage=usage,
         )
     except BaseException:
         if client is not None:

@@ -24,8 +24,20 @@ LLM_LATENCY = Histogram(
 )
 LLM_TOKENS = Counter(
     "worldmm_llm_tokens_total",
-    "Tokens used, by role and kind (prompt, completion).",
+    "Tokens the provider reported, by role and kind (prompt, completion, cached: the part "
+    "of prompt served from its prompt cache).",
     ["role", "provider", "kind"],
+)
+# One series per user and kind: about 3 per wearer (1,000 wearers: 3,000 series).
+USER_TOKENS = Counter(
+    "worldmm_llm_user_tokens_total",
+    "Tokens the provider reported for one user's calls, by kind (prompt, completion, cached).",
+    ["user_id", "kind"],
+)
+WINDOWS_DEGRADED = Counter(
+    "worldmm_windows_degraded_total",
+    "30 s windows captioned without the vision call, by reason (daily_token_budget).",
+    ["reason"],
 )
 LLM_RETRIES = Counter(
     "worldmm_llm_retries_total",

@@ -11,10 +11,12 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worldmm.redact import MASK, has_credentials, redact
 
 ENV_PREFIX = "WORLDMM_"
 
@@ -132,6 +134,26 @@ class Settings(BaseSettings):
     llm_max_completion_tokens: int = Field(
         default=4096, ge=16, description="max_completion_tokens of one LLM call."
     )
+    llm_user_daily_token_budget: int = Field(
+        default=0,
+        ge=0,
+        description="Tokens (prompt + completion) one user's model calls may use per UTC day; "
+        "past it a 30 s window is captioned from its transcript and OCR only, without the "
+        "vision call, and says so (0: no budget).",
+    )
+    llm_prices_file: Path | None = Field(
+        default=None,
+        description="JSON price table (per-model token and image rates, dated) for the usage "
+        "API's cost estimate and `worldmm bench cost`; default: the bundled "
+        "worldmm/llm/prices.json.",
+    )
+    usage_flush_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=300,
+        description="How often each process writes the model usage it recorded to PostgreSQL "
+        "(batched, off the call path).",
+    )
 
     asr_backend: Literal["local", "openai", "none"] = Field(
         default="local", description="local faster-whisper, a Whisper API, or none."
@@ -198,10 +220,11 @@ class Settings(BaseSettings):
     )
     rerank_keep: int = Field(default=3, ge=1, description="Segments an episodic search returns.")
     episodic_lane_weights: str = Field(
-        default="lexical:1.0,dense:1.0,graph:0.0",
-        description="Episodic lanes (lexical, dense, graph) and their reciprocal-rank-fusion "
-        "weights 'lane:w,...': a lane runs when its weight is above 0, and a lane left out "
-        "weighs 0 (the graph lane lost on EgoLife days 1-3 with the offline triples).",
+        default="lexical:1.0,dense:1.0,graph:0.0,entity:0.25",
+        description="Episodic lanes (lexical, dense, graph, entity) and their reciprocal-rank-"
+        "fusion weights 'lane:w,...': a lane runs when its weight is above 0, and a lane left "
+        "out weighs 0 (cross-validated on EgoLife: the entity lane earns 0.25, the PageRank "
+        "graph lane 0 with the offline triples; docs/benchmarks/egolife.md).",
     )
     episodic_rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal rank fusion k.")
     episodic_lane_candidates: int = Field(
@@ -375,7 +398,7 @@ def parse_scale_map(value: str) -> dict[int, int]:
     return out
 
 
-EPISODIC_LANES = ("lexical", "dense", "graph")
+EPISODIC_LANES = ("lexical", "dense", "graph", "entity")
 
 
 def parse_lane_weights(value: str) -> dict[str, float]:
@@ -402,14 +425,31 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "?"
-            var = f"{ENV_PREFIX}{field.upper()}"
-            shown = os.environ.get(var)
-            got = f" (got {shown!r})" if shown is not None else ""
-            lines.append(f"{var}: {err['msg']}{got}")
+        lines = [_invalid(err, overrides) for err in exc.errors()]
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+
+
+_SECRET_NAME_PARTS = ("KEY", "SECRET", "PASSWORD", "TOKEN")
+
+
+def _invalid(err: Any, overrides: dict[str, object]) -> str:
+    """One invalid setting, named, with the value it got unless that may be a secret: a
+    name holding KEY/SECRET/PASSWORD/TOKEN, or a URL with credentials (the value is then left
+    out of the message as well, where a validator quoted it)."""
+    field = str(err["loc"][0]) if err["loc"] else "?"
+    var = f"{ENV_PREFIX}{field.upper()}"
+    raw = overrides.get(field, os.environ.get(var))
+    value = (
+        None if raw is None else str(raw.get_secret_value() if isinstance(raw, SecretStr) else raw)
+    )
+    message = str(err["msg"])
+    if value is None:
+        return f"{var}: {message}"
+    if any(part in var for part in _SECRET_NAME_PARTS) or has_credentials(value):
+        if value:
+            message = message.replace(value, MASK)
+        return f"{var}: {redact(message)} (value not shown: it may hold a secret)"
+    return f"{var}: {message} (got {value!r})"
 
 
 def settings_table() -> str:

@@ -3,9 +3,13 @@ packages (Bytewax, FastAPI) are imported inside commands so ``worldmm --help`` s
 
 from __future__ import annotations
 
+import sys
+import traceback
+
 import typer
 
-from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, privacy, query, stack
+from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, privacy, query, stack, users
+from worldmm.redact import redact
 
 app = typer.Typer(
     name="worldmm",
@@ -20,6 +24,7 @@ llm.register(app)  # llm check
 ingest.register(app)  # gateway, dataflow, replay, retrigger
 gpu.register(app)  # gpu-worker
 query.register(app)  # serve, ask
+users.register(app)  # users show, users set-timezone
 mcp.register(app)  # mcp (the memory as MCP tools)
 demo.register(app)  # demo
 privacy.register(app)  # retention run, export
@@ -27,4 +32,8 @@ bench_group.register(app)  # bench ingest|query|gpu-worker|egolife|chaos|api-loa
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except Exception:  # noqa: BLE001 - a traceback may quote a URL with its password
+        sys.stderr.write(redact(traceback.format_exc()))
+        raise SystemExit(1) from None

@@ -220,16 +220,16 @@ def dataflow(
     epoch_s: float = typer.Option(10.0, "--epoch-s", min=0.1, help="Snapshot interval."),
 ) -> None:
     """Run the ingest dataflow (Kafka → windows → memory) until stopped."""
-    import logging
     from datetime import timedelta
 
     from bytewax._bytewax import cli_main
     from bytewax.recovery import RecoveryConfig, init_db_dir
 
     from apps.dataflows.ingest import build_flow
+    from worldmm.redact import configure_logging
 
     settings = _flow_settings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(name)s %(message)s")
+    configure_logging(settings.log_level)
     recovery = None
     if recovery_dir is None and not no_recovery:
         recovery_dir = settings.resolved_state_dir / "recovery"
@@ -289,18 +289,17 @@ def replay(
     """Re-read the topics from the beginning to their current end and rebuild the memory
     (every write is keyed by user + scale + window start, so this is idempotent). Invalid
     records are counted, not sent to the DLQ again; failed windows are."""
-    import logging
-
     from bytewax._bytewax import cli_main
 
     from apps.dataflows.ingest import ReplaySelection, build_flow
     from connectors.codec import to_epoch_ms
+    from worldmm.redact import configure_logging
 
     lo, hi = _range(start, end)
     if fresh and user is None:
         raise typer.BadParameter("--fresh needs --user", param_hint="--fresh")
     settings = _flow_settings().model_copy(update={"max_past_age_s": _REPLAY_MAX_AGE_S})
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(name)s %(message)s")
+    configure_logging(settings.log_level)
     if fresh:
         from worldmm.memory.construct_retry import forget_derived
         from worldmm.store.db import Database

@@ -6,6 +6,7 @@ fast and the core library never imports them.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from apps.cli.common import parse_time, settings_or_exit
+from worldmm.redact import RedactingFilter
 
 
 def register(app: typer.Typer) -> None:
@@ -31,6 +33,7 @@ def serve(
     import uvicorn
 
     from apps.query_api.app import create_app
+    from worldmm.redact import configure_logging
     from worldmm.stack import StackError, database_url, redis_url
 
     settings = settings_or_exit()
@@ -45,12 +48,25 @@ def serve(
             "warning: WORLDMM_ADMIN_API_KEY is not set: no one can create users or purge",
             file=sys.stderr,
         )
+    configure_logging(settings.log_level)
     uvicorn.run(
         create_app(settings),
         host=host or settings.api_host,
         port=port or settings.api_port,
         log_level=settings.log_level.lower(),
+        log_config=_uvicorn_log_config(),
     )
+
+
+def _uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's own logging configuration, its handlers masking URL passwords."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["filters"] = {"redact": {"()": RedactingFilter}}
+    for handler in config["handlers"].values():
+        handler["filters"] = ["redact"]
+    return config
 
 
 def ask(
@@ -163,23 +179,33 @@ def render_answer(result: dict, where: str) -> None:
     subtitle = f"provider {result.get('provider', '?')}, {where}"
     if result.get("as_of"):
         subtitle += f", as of {result['as_of']}"
+    elif result.get("asked_at"):
+        subtitle += f", asked {result['asked_at']} ({result.get('timezone') or 'UTC'})"
     console.print(Panel(result["answer"], title="answer", subtitle=subtitle))
 
-    evidence = Table(title="evidence", show_lines=False)
-    for col in ("segment", "scale", "from", "to", "text"):
+    evidence = Table(title="evidence (the wearer's clock)", show_lines=False)
+    for col in ("segment", "scale", "when", "from", "to", "text"):
         evidence.add_column(col, overflow="fold")
     for e in result.get("evidence", []):
-        evidence.add_row(str(e["segment_id"]), f"{e['scale']} s", e["start"], e["end"], e["text"])
+        evidence.add_row(
+            str(e["segment_id"]),
+            f"{e['scale']} s",
+            e.get("when") or "",
+            e["start"],
+            e["end"],
+            e["text"],
+        )
     for t in result.get("triples", []):
         evidence.add_row(
             "fact",
+            "",
             "",
             t.get("valid_from") or "",
             "",
             f"{t['subject']} {t['predicate']} {t['object']}",
         )
     for url in result.get("frames", []):
-        evidence.add_row("frame", "", "", "", url)
+        evidence.add_row("frame", "", "", "", "", url)
     console.print(evidence)
 
     rounds = Table(title=f"rounds (stopped: {result.get('stopped', '?')})")

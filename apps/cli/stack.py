@@ -7,6 +7,7 @@ import json
 import typer
 
 from apps.cli.common import settings_or_exit
+from worldmm.redact import redact
 
 
 def register(app: typer.Typer) -> None:
@@ -29,12 +30,12 @@ def up(
     try:
         urls = stack.up(settings)
     except (stack.StackError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {redact(str(exc))}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"state dir : {settings.resolved_state_dir}")
     typer.echo(f"kafka     : {urls.kafka_brokers}")
-    typer.echo(f"postgres  : {urls.database_url}")
-    typer.echo(f"redis     : {urls.redis_url or 'disabled'}")
+    typer.echo(f"postgres  : {redact(urls.database_url)}")
+    typer.echo(f"redis     : {redact(urls.redis_url) if urls.redis_url else 'disabled'}")
     if migrate:
         from worldmm.store.migrate import apply_migrations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -24,6 +24,7 @@ from worldmm.wire.schemas import (
     Health,
     PauseRequest,
     PauseResponse,
+    ProfileUpdate,
     PurgeResponse,
     QueryRequest,
     QueryResponse,
@@ -35,6 +36,8 @@ from worldmm.wire.schemas import (
     SegmentOut,
     SegmentPage,
     SemanticList,
+    UsageReport,
+    UserProfileOut,
     WhoAmI,
 )
 
@@ -164,6 +167,42 @@ def forget(user: str, start: datetime, end: datetime) -> Call[ForgetResponse]:
     return Call("DELETE", f"{_user(user)}/memories", ForgetResponse, params=params)
 
 
+def usage(
+    user: str, *, start: datetime | None = None, end: datetime | None = None
+) -> Call[UsageReport]:
+    """Model calls and tokens in ``[start, end)`` (default: today, UTC), per role and day,
+    with estimated cost and the daily budget."""
+    for t in (start, end):
+        if t is not None and t.tzinfo is None:
+            raise ValueError("usage needs times with a time zone")
+    params = {k: v.isoformat() for k, v in (("start", start), ("end", end)) if v is not None}
+    return Call("GET", f"{_user(user)}/usage", UsageReport, params=params)
+
+
+def profile(user: str) -> Call[UserProfileOut]:
+    """The user's profile: id, time zone and creation time."""
+    return Call("GET", _user(user), UserProfileOut)
+
+
+def update_profile(
+    user: str,
+    *,
+    timezone: str | None = None,
+    retention_days: int | Literal["default"] | None = None,
+    face_blur: bool | None = None,
+) -> Call[UserProfileOut]:
+    """Change the user's profile; only the fields given change (``timezone``: an IANA name
+    such as 'Asia/Tokyo', the zone questions are read in; ``retention_days``: days frames and
+    audio are kept, ``"default"`` for the deployment's; ``face_blur=False``: opt out of
+    bystander face blurring)."""
+    given: dict[str, object] = {"timezone": timezone, "face_blur": face_blur}
+    given = {k: v for k, v in given.items() if v is not None}
+    if retention_days is not None:
+        given["retention_days"] = None if retention_days == "default" else retention_days
+    req = ProfileUpdate(**given)
+    return Call("PATCH", _user(user), UserProfileOut, body=req.model_dump(exclude_unset=True))
+
+
 def forget_recent(user: str, minutes: int) -> Call[ForgetResponse]:
     """Forget the last ``minutes`` up to the server's now, for good (a privacy undo)."""
     if not 1 <= minutes <= 7 * 24 * 60:
@@ -212,9 +251,10 @@ def ready() -> Call[Readiness]:
     return Call("GET", "/readyz", Readiness)
 
 
-def create_user(user_id: str) -> Call[CreateUserResponse]:
-    """Admin key only: a new user and its key (shown once)."""
-    req = CreateUserRequest(user_id=user_id)
+def create_user(user_id: str, *, timezone: str | None = None) -> Call[CreateUserResponse]:
+    """Admin key only: a new user and its key (shown once); ``timezone``: its IANA zone
+    (default UTC)."""
+    req = CreateUserRequest(user_id=user_id, timezone=timezone)
     return Call("POST", "/v1/users", CreateUserResponse, body=_body(req))
 
 

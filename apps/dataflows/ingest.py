@@ -40,6 +40,7 @@ from worldmm.media.spool import WindowSpool
 from worldmm.memory.construct import WindowOutcome, record_session
 from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.windows import Item, Pause, SessionEnd, WindowConfig, ms_to_dt
+from worldmm.redact import configure_logging
 from worldmm.settings import Settings, load_settings
 from worldmm.store.outage import retry_while_down
 
@@ -310,14 +311,16 @@ def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -
 def _kafka_input(
     flow: Dataflow, settings: Settings, tail: bool, lag: metrics.LagTracker | None = None
 ) -> Stream[RawRecord]:
-    from apps.dataflows.kafka_source import IdleKafkaSource, SourceRecord
+    from apps.dataflows.input_gaps import CheckedKafkaSource
+    from apps.dataflows.kafka_source import SourceRecord
     from connectors.topics import topic_names
 
     if not settings.kafka_brokers:
         raise ValueError("WORLDMM_KAFKA_BROKERS is not set (run `worldmm up` or point it at Kafka)")
     names = topic_names(settings)
     kinds = {names[k]: k for k in ("frames", "audio", "control")}
-    source = IdleKafkaSource(settings.kafka_brokers, list(kinds), tail=tail, batch_size=500)
+    # main's paced source, its positions checked against the broker (apps.dataflows.input_gaps)
+    source = CheckedKafkaSource(settings.kafka_brokers, list(kinds), tail=tail, batch_size=500)
     raw = op.input("kafka_in", flow, source)
 
     def to_raw(m: SourceRecord) -> RawRecord:
@@ -436,6 +439,6 @@ def __getattr__(name: str) -> Dataflow:
     """``apps.dataflows.ingest:flow`` for ``python -m bytewax.run``: built from WORLDMM_* settings
     when first asked for (importing the module reads nothing)."""
     if name == "flow":
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+        configure_logging(logging.INFO)
         return build_flow(load_settings())
     raise AttributeError(name)

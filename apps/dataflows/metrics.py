@@ -45,6 +45,13 @@ LATE_CAPTURES = Counter(
 DLQ_RECORDS = Counter(
     "worldmm_ingest_dlq_total", "Records sent to the DLQ, by kind and reason.", ["kind", "reason"]
 )
+INPUT_LOST = Counter(
+    "worldmm_ingest_input_lost_records_total",
+    "Records the broker no longer holds where this worker's position said it would read or "
+    "had read them (lost acknowledged records, or deleted before they were read), by topic, "
+    "partition and reason (apps/dataflows/input_gaps.py).",
+    ["topic", "partition", "reason"],
+)
 MODEL_CALLS = Counter(
     "worldmm_ingest_model_calls_total",
     "Model calls made by ingest (any provider), by role and outcome (ok, error).",

@@ -38,6 +38,7 @@ from apps.demo.script import (
 )
 from apps.demo.speech import place_kept_speech
 from worldmm.models import SCALES
+from worldmm.redact import redact
 from worldmm.settings import Settings
 
 N_STEPS = 6
@@ -74,6 +75,7 @@ class DemoResult:
     started_pids: dict[str, int] = field(default_factory=dict)  # every process we started
     api_url: str | None = None
     api_key: str | None = None
+    admin_key_made: bool = False  # the demo made the admin key (none was configured)
     database_url: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -138,7 +140,7 @@ class _Run:
             }
         )
         self.result.database_url = urls.database_url
-        self.note(f"kafka {urls.kafka_brokers}, postgres {urls.database_url}")
+        self.note(f"kafka {urls.kafka_brokers}, postgres {redact(urls.database_url)}")
         self.note(
             f"redis {urls.redis_url or 'off'}"
             + ("" if self.stack_started else " (already running: left as it is)")
@@ -316,10 +318,10 @@ class _Run:
     # --- [5] ---------------------------------------------------------------------------------
 
     def start_api(self) -> None:
+        configured = self.settings.admin_api_key
+        self.result.admin_key_made = configured is None
         admin_key = (
-            self.settings.admin_api_key.get_secret_value()
-            if self.settings.admin_api_key is not None
-            else secrets.token_urlsafe(24)
+            secrets.token_urlsafe(24) if configured is None else configured.get_secret_value()
         )
         # model_copy does not validate: the key must already be a SecretStr
         self.settings = self.settings.model_copy(update={"admin_api_key": SecretStr(admin_key)})
@@ -391,11 +393,17 @@ class _Run:
         lines.append(f"blob store  {s.resolved_blob_dir.absolute()}/frames/{r.user_id}/")
         lines.append(f"demo input  {(s.resolved_state_dir / 'demo').absolute()}")
         if self.options.keep and r.failed_step is None and r.api_url:
-            admin = s.admin_api_key.get_secret_value() if s.admin_api_key else ""
+            # The keys shown are the ones this run made for the person who ran it (as
+            # `keys create` shows a new key once); a configured admin key is never printed.
+            admin = (
+                s.admin_api_key.get_secret_value()
+                if s.admin_api_key and r.admin_key_made
+                else "(WORLDMM_ADMIN_API_KEY)"
+            )
             body = '{"question": "Where did I put the mug?"}'
             lines += [
                 f"\nThe stack and the query API (pid {r.started_pids.get('api')}) keep running.",
-                f"  API        {r.api_url}/docs   database {s.database_url}",
+                f"  API        {r.api_url}/docs   database {redact(s.database_url or '')}",
                 f"  user key   {r.api_key}   (user {r.user_id})",
                 f"  admin key  {admin}",
                 f"  curl -s -X POST {r.api_url}/v1/users/{r.user_id}/query \\",

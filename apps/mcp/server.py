@@ -1,5 +1,6 @@
 """The tools: ``ask``, ``search_memory``, ``list_segments``, ``remember``, ``forget``,
-``forget_recent``, ``pause_recording``, ``resume_recording``.
+``forget_recent``, ``pause_recording``, ``resume_recording``, and ``profile`` /
+``set_timezone`` (the wearer's time zone, which their questions are read in).
 
 Every tool goes through ``apps.client`` with the one key the server was started with, so
 each call is scoped to that key's user: the API enforces it, the server adds nothing to trust.
@@ -26,6 +27,7 @@ from worldmm.wire.schemas import (
     RememberResponse,
     SearchResponse,
     SegmentPage,
+    UserProfileOut,
 )
 
 P = ParamSpec("P")
@@ -35,7 +37,10 @@ INSTRUCTIONS = """\
 The memory of one camera-glasses wearer: what they saw, heard and were told, as episodic
 segments (30 s, 3 min, 10 min, 1 h), semantic facts and stored frames. Use `ask` for an
 answer with evidence, `search_memory` to look things up yourself, `list_segments` to read a
-time range. Times are ISO 8601 with a zone. `forget` deletes for good and needs confirm=true.
+time range. Questions are read on the wearer's clock at the moment they are asked: pass
+"yesterday afternoon" or "the last time" as the wearer said it (no `as_of` needed); `profile`
+gives the wearer's time zone. Times are ISO 8601 with a zone (replies carry the wearer's
+offset). `forget` deletes for good and needs confirm=true.
 """
 
 Time = Annotated[
@@ -92,6 +97,21 @@ def build_server(client: AsyncWorldMMClient, *, name: str = "worldmm-memory") ->
         as_of: Annotated[Time | None, Field(description="Only memory that existed then.")] = None,
     ) -> SearchResponse:
         return await client.search(memory_type, query, as_of=as_of)
+
+    @server.tool(description="The wearer's profile: user id, time zone, creation time.")
+    @tool_errors
+    async def profile() -> UserProfileOut:
+        return await client.profile()
+
+    @server.tool(
+        description="Set the wearer's time zone (an IANA name such as 'Asia/Tokyo'): the "
+        "clock their questions are read on and answers speak."
+    )
+    @tool_errors
+    async def set_timezone(
+        timezone: Annotated[str, Field(description="IANA time zone name.", min_length=1)],
+    ) -> UserProfileOut:
+        return await client.update_profile(timezone=timezone)
 
     @server.tool(description="List segments overlapping [start, end), oldest first, paged.")
     @tool_errors

@@ -18,9 +18,20 @@ from apps.query_api.deps import install
 from apps.query_api.errors import install_error_handlers, route_of
 from apps.query_api.limits import BodySizeLimit
 from apps.query_api.metrics import API_LATENCY, API_REQUESTS
-from apps.query_api.routes import health, keys, memory, privacy, query, users, whoami
+from apps.query_api.routes import (
+    health,
+    keys,
+    memory,
+    privacy,
+    profile,
+    query,
+    usage,
+    users,
+    whoami,
+)
 from apps.query_api.ui import install_ui
 from worldmm.deps import Deps, build_deps
+from worldmm.llm.prices import prices_for
 from worldmm.settings import Settings
 
 log = logging.getLogger("query_api")
@@ -34,11 +45,16 @@ Errors are JSON `{"detail": "..."}`: 401 missing, invalid or revoked key, 403 a 
 another user, 404 unknown user or item, 413 body too large, 422 invalid input, 429 the key's
 rate limit (see Retry-After), 502 a model call failed, 503 the database is unavailable (see
 Retry-After). A user may hold several keys; admins create, list, rotate and revoke them.
-Times are ISO 8601 with a zone.
+Times are ISO 8601 with a zone. Every user has a time zone (`GET`/`PATCH
+/v1/users/{user_id}`, default UTC): questions are read on the wearer's clock ("yesterday
+afternoon" asked without `as_of` means the wearer's yesterday, as of the moment it is
+asked), and answers give times on it; stored times are UTC.
 """
 
 
 def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
+    prices_for(settings)  # a bad price table stops the service here, with its file named
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = deps is None
@@ -79,7 +95,7 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
             API_REQUESTS.labels(request.method, route, str(status)).inc()
             API_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
 
-    for module in (health, users, keys, whoami, query, memory, privacy):
+    for module in (health, users, profile, keys, whoami, query, memory, usage, privacy):
         app.include_router(module.router)
     # outermost: an oversized body is refused before any route or middleware reads it
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)

@@ -6,14 +6,18 @@
   keys cannot probe which users exist)
 - the admin key acts for any existing user; an unknown user → 404
 - over ``WORLDMM_API_RATE_LIMIT`` requests a minute with one key → 429 with Retry-After
+
+Per-user routes are authorised by their router (:func:`user_router`), not by each handler
+remembering an argument: a route added to it cannot skip the check, and a test walks the
+app's routes for any ``/v1/users/{user_id}/...`` route without a router-level check.
 """
 
 from __future__ import annotations
 
 import hmac
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Path, status
+from fastapi import APIRouter, Depends, HTTPException, Path, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from apps.query_api.deps import Deps, Limiter
@@ -102,4 +106,16 @@ def authorized_user(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: Bear
 
 
 AdminOnly = Depends(require_admin)
-AuthorizedUser = Annotated[str, Depends(authorized_user)]
+USER_PREFIX = "/v1/users/{user_id}"
+
+
+def user_router(**kwargs: Any) -> APIRouter:
+    """A router for one user's routes (``/v1/users/{user_id}/...``): every route on it runs
+    :func:`authorized_user` first, so a handler reads the path's ``user_id`` (declare it as
+    :data:`UserIdPath`) only once the key may act for that user."""
+    return APIRouter(prefix=USER_PREFIX, dependencies=[Depends(authorized_user)], **kwargs)
+
+
+# What may authorise a route under USER_PREFIX: the user's own check, or the admin-only one
+# (the admin's key routes). tests/unit/query_api/test_route_auth.py holds every route to it.
+USER_ROUTE_CHECKS = (authorized_user, require_admin)

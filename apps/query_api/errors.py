@@ -14,7 +14,7 @@ from apps.query_api.cursors import CursorError
 from apps.query_api.metrics import API_MODEL_ERRORS
 from apps.query_api.ops.query import RoundsOutOfRange
 from worldmm.providers.errors import ModelCallError
-from worldmm.store.errors import NotFoundError
+from worldmm.store.errors import ConflictError, NotFoundError
 
 log = logging.getLogger("query_api")
 DB_RETRY_AFTER_S = 5  # a restarting PostgreSQL is usually back within seconds
@@ -67,6 +67,16 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             {"detail": f"the model call failed{role}: {exc}; try again later"},
             status_code=status.HTTP_502_BAD_GATEWAY,
+        )
+
+    @app.exception_handler(ConflictError)
+    async def busy(request: Request, exc: ConflictError) -> JSONResponse:
+        # other writers of the same user kept winning: nothing was written, try again soon
+        log.warning("api.conflict route=%s error=%s", route_of(request), exc)
+        return JSONResponse(
+            {"detail": f"{exc}; nothing was written, retry later"},
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "1"},
         )
 
     @app.exception_handler(psycopg.OperationalError)

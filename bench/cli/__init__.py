@@ -22,6 +22,7 @@ BENCHMARKS = {  # name -> module (also ``python -m <module>``)
     "chaos": "bench.chaos",
     "lexical-index": "bench.lexical_index",
     "ppr-accuracy": "bench.ppr_accuracy",
+    "cost": "bench.cost",
 }
 
 

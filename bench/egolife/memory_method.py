@@ -19,7 +19,7 @@ from bench.egolife.data import Window
 from bench.egolife.truth import Ranked
 from worldmm.deps import Deps
 from worldmm.memory.retrieval import SegmentHit
-from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes
+from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes, search_episodic
 
 # The user's rows by group ("30s:complete", "episodic:active", "alias", ...).
 WHERE_USER = "WHERE user_id = %s GROUP BY 1 ORDER BY 1"
@@ -124,7 +124,7 @@ def retrieval_deps(deps: Deps) -> Deps:
     return replace(deps, encoder=None, cache=NullCache())
 
 
-# The memory's variants, all scored from one run of the three lanes per question: the full
+# The memory's variants, all scored from one run of the four lanes per question: the full
 # fused retriever (what the API uses), each lane alone, fusion without the graph lane, and
 # fusion without drill-down. Overrides of EpisodicOptions.
 VARIANTS: dict[str, dict] = {
@@ -132,10 +132,14 @@ VARIANTS: dict[str, dict] = {
     "lane-lexical": {"weights": {"lexical": 1.0}},
     "lane-dense": {"weights": {"dense": 1.0}},
     "lane-graph": {"weights": {"graph": 1.0}},
+    "lane-entity": {"weights": {"entity": 1.0}},
     "fused-no-graph": {"weights": {"graph": 0.0}},  # merged into the base weights
     "fused-no-drill": {"drill_parents": 0},
 }
-ALL_LANES = ("lexical", "dense", "graph")
+ALL_LANES = ("lexical", "dense", "graph", "entity")
+# The fused retriever as a live question reaches it: the query route's episodic search with no
+# ``as_of``, the question's time given as the injected clock's now. Must equal ``worldmm``.
+LIVE = "worldmm-live"
 
 
 def variant(base: EpisodicOptions, name: str) -> EpisodicOptions:
@@ -145,6 +149,14 @@ def variant(base: EpisodicOptions, name: str) -> EpisodicOptions:
     if name == "fused-no-graph":
         over["weights"] = {**base.weights, **over["weights"]}
     return replace(base, **over)
+
+
+async def search_live(
+    deps: Deps, user_id: str, query: str, question: str, asked_at: datetime
+) -> list[SegmentHit]:
+    """The hits the API's episodic search gives ``question`` asked live at ``asked_at``."""
+    live = deps.with_clock(lambda: asked_at)
+    return (await search_episodic(live, user_id, query, time_text=question)).hits
 
 
 def ranked(hits: Sequence[SegmentHit]) -> list[Ranked]:
@@ -167,9 +179,9 @@ async def search_variants(
     out = {"worldmm": (await finish(deps, run, base)).hits}
     seconds = time.perf_counter() - started
     # the ablations need every lane, whatever weight the defaults give it
-    every = replace(base, weights={**base.weights, "graph": base.weights.get("graph") or 1.0})
+    every = replace(base, weights={lane: base.weights.get(lane) or 1.0 for lane in ALL_LANES})
     missing = [lane for lane in ALL_LANES if lane not in run.lanes]
-    if missing and any(n != "worldmm" for n in names):
+    if missing and any(n in VARIANTS and n != "worldmm" for n in names):
         extra = await run_lanes(
             deps,
             user_id,
@@ -179,7 +191,31 @@ async def search_variants(
             time_text=question,
         )
         run = replace(run, lanes={**run.lanes, **extra.lanes})
+    if LIVE in names:
+        out[LIVE] = await search_live(deps, user_id, query, question, as_of)
     for name in names:
         if name not in out:
             out[name] = (await finish(deps, run, variant(base, name))).hits
     return {n: out[n] for n in names}, seconds
+
+
+async def option_evidence(
+    deps: Deps,
+    user_id: str,
+    question: str,
+    choices: Sequence[str],
+    as_of: datetime,
+    first: Sequence[SegmentHit],
+) -> list[SegmentHit]:
+    """What the API's answerer reads for a multiple-choice question: the retriever's hits
+    for the question (``first``), then one search per option (the question with that
+    option, as :func:`worldmm.agent.loop.option_rounds` looks), each segment once."""
+    from worldmm.agent.choices import look_per_option, merge_hits
+
+    base = EpisodicOptions.from_settings(deps.settings)
+
+    async def search(text: str) -> list[SegmentHit]:
+        run = await run_lanes(deps, user_id, text, as_of, base, time_text=question)
+        return (await finish(deps, run, base)).hits
+
+    return merge_hits([first, *await look_per_option(search, question, list(choices))])

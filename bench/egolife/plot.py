@@ -9,9 +9,11 @@ from bench import harness
 METRICS = ("hit@1", "hit@3", "tiou", "accuracy")
 COLOURS = {
     "worldmm": "#1f77b4",
+    "worldmm-live": "#17becf",
     "lane-lexical": "#9ecae1",
     "lane-dense": "#6baed6",
     "lane-graph": "#4292c6",
+    "lane-entity": "#3182bd",
     "fused-no-graph": "#2171b5",
     "fused-no-drill": "#08519c",
     "bm25": "#ff7f0e",

@@ -20,7 +20,7 @@ from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 from bench import harness
 from bench.egolife import data, truth
 from bench.egolife.data import DataError, Question, Window
-from bench.egolife.memory_method import VARIANTS, ranked
+from bench.egolife.memory_method import LIVE, VARIANTS, ranked
 from bench.egolife.truth import QuestionScore, Ranked
 from bench.harness import StrList
 from worldmm.memory.retrieval.results import SegmentHit
@@ -30,12 +30,16 @@ if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
     from worldmm.settings import Settings
 
-MEMORY_METHODS = tuple(VARIANTS)  # worldmm (the fused retriever) and its ablations
+# worldmm (the fused retriever, asked with as_of), its ablations, and worldmm-live (the same
+# retriever asked as the API asks a live question: no as_of, the clock set to the question time)
+MEMORY_METHODS = (*VARIANTS, LIVE)
 BASELINES = ("bm25", "dense")
 METHODS = (*MEMORY_METHODS, *BASELINES, "random")
 RANDOM_SEED = 0
+TOP3_ONLY = "worldmm-top3-only"  # worldmm's answer from its top 3 alone (reported in its info)
 DEFAULT_USER = "egolife-A1_JAKE"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+INGEST_MEMO_TEXTS = 100_000  # 384-d float32: about 150 MB
 
 
 class BenchError(ValueError):
@@ -83,9 +87,11 @@ class BenchConfig(EgoLifeData):
     )
     methods: StrList = Field(
         METHODS,
-        description="Comma-separated subset of: worldmm (the fused retriever the API uses),"
-        " lane-lexical, lane-dense, lane-graph (each lane alone), fused-no-graph,"
-        " fused-no-drill, bm25, dense, random (accuracy only).",
+        description="Comma-separated subset of: worldmm (the fused retriever the API uses,"
+        " asked with as_of), worldmm-live (the API's episodic search asked live: no as_of,"
+        " the question time as the clock's now), lane-lexical, lane-dense, lane-graph,"
+        " lane-entity (each lane alone), fused-no-graph, fused-no-drill, bm25, dense,"
+        " random (accuracy only).",
     )
     reuse: bool = Field(
         False,
@@ -175,9 +181,14 @@ def memory_deps(settings: Settings, console: Console) -> Iterator[Deps]:
     """Ingest dependencies on the configured services, or on the embedded stack (started if
     needed, like `worldmm up`, and left running so `--reuse` finds the memory next time)."""
     from worldmm.deps import build_deps
+    from worldmm.embed import build_embedder
+    from worldmm.llm.offline.memo import MemoEmbedder
 
     with harness.stack_or_start(settings, console.print, keep=True) as resolved:
-        deps = build_deps(resolved, role="ingest")
+        # A week repeats its entity names, triples and merged sentences: embedded once each
+        # (the same vectors, so the same memory, in about half the embedding time).
+        memo = MemoEmbedder(build_embedder(resolved), max_texts=INGEST_MEMO_TEXTS)
+        deps = build_deps(resolved, role="ingest", embedder=memo)
         try:
             yield deps
         finally:
@@ -191,9 +202,11 @@ def run_worldmm(
     questions: Sequence[Question],
     progress: Progress,
     console: Console,
-) -> tuple[dict[str, list[list[SegmentHit]]], dict]:
+) -> tuple[dict[str, list[list[SegmentHit]]], list[list[SegmentHit]], dict]:
     """Ingest the windows not stored yet, then every question through the memory's
-    variants; their hits and the ingest and question figures."""
+    variants; their hits, what the API's answerer reads per question (the retriever's hits
+    and one search per option; empty without ``worldmm``), and the ingest and question
+    figures."""
     from bench.egolife import memory_method as mm
 
     info: dict = {"user_id": cfg.user_id}
@@ -233,12 +246,26 @@ def run_worldmm(
             progress.advance(task)
         return out, full_s
 
+    async def read_every(first: list[list[SegmentHit]]) -> list[list[SegmentHit]]:
+        task = progress.add_task("look per option (worldmm)", total=len(questions))
+        out = []
+        for q, hits in zip(questions, first, strict=True):
+            texts = [t for _, t in offered(q)]
+            if len(texts) >= 2:
+                hits = await mm.option_evidence(
+                    rdeps, cfg.user_id, q.question, texts, q.query_time, hits
+                )
+            out.append(hits)
+            progress.advance(task)
+        return out
+
     started = time.perf_counter()
     hits, full_s = asyncio.run(ask_every())
     ms = harness.summary(full_s, digits=1, scale=1000)
     info.update(query_ms=ms.get("mean"), query_ms_p50=ms.get("p50"), query_ms_p95=ms.get("p95"))
     info["questions_s"] = round(time.perf_counter() - started, 1)
-    return hits, info
+    reading = asyncio.run(read_every(hits["worldmm"])) if "worldmm" in hits else []
+    return hits, reading, info
 
 
 # --- answers ------------------------------------------------------------------------------
@@ -367,9 +394,11 @@ def build_report(
             "truth": "union of the 30 s windows holding the target points",
             "hit@k": f"a top-k segment of <= {truth.HIT_MAX_SCALE_S} s overlaps the truth",
             "tiou": f"|R ∩ G| / |R ∪ G| over the top {truth.TIOU_TOP} (any scale)",
-            "as_of": "only windows (segments) ending at or before the question time",
+            "as_of": "only windows (segments) ending at or before the question time "
+            "(worldmm: the question time as as_of; worldmm-live: as the clock's now)",
             "accuracy": "the offline answerer's letter from the method's top hits equals the "
-            "question's answer (random: a seeded uniform pick)",
+            "question's answer; worldmm reads its top hits and one search per option, as the "
+            "API's answerer does (random: a seeded uniform pick)",
         },
         **extra,
         "per_question": rows,
@@ -394,6 +423,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         raise BenchError("nothing to run: no windows or no questions for these days")
 
     evidence: dict[str, list[list[SegmentHit]]] = {}
+    reading: list[list[SegmentHit]] = []
     # The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md).
     episodic = {
         k: v
@@ -420,7 +450,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         memory_deps(settings, console) if memory else nullcontext() as deps,
     ):
         if deps is not None:
-            evidence, extra["worldmm"] = run_worldmm(
+            evidence, reading, extra["worldmm"] = run_worldmm(
                 cfg, deps, windows, questions, progress, console
             )
             roles, embedder = deps.roles, (lambda: deps.embedder)
@@ -434,9 +464,13 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         for m, per_q in base.items():
             evidence[m] = [window_hits(windows, r) for r in per_q]
         answered = {m: v for m, v in evidence.items() if m in cfg.methods}
+        if reading:  # worldmm answers as the API does; its top 3 alone kept for comparison
+            answered |= {"worldmm": reading, TOP3_ONLY: evidence["worldmm"]}
         answer_started = time.perf_counter()
         answers = asyncio.run(answer_all(roles, questions, answered, progress))
         extra["answer_s"] = round(time.perf_counter() - answer_started, 1)
+        if TOP3_ONLY in answers:
+            extra["worldmm"]["accuracy_top3_only"] = accuracy(questions, answers.pop(TOP3_ONLY))
     if "random" not in cfg.methods:
         answers.pop("random", None)
     rankings = {

@@ -100,8 +100,10 @@ class Recorded:
 
 
 class FakeOpenAI:
-    def __init__(self) -> None:
-        self.chat = Script(lambda body: Reply.chat("{}", model=body.get("model", "fake")))
+    """``chat``: the responder when no chat reply is scripted (default: ``{}``)."""
+
+    def __init__(self, chat: Callable[[dict[str, Any]], Reply] | None = None) -> None:
+        self.chat = Script(chat or (lambda body: Reply.chat("{}", model=body.get("model", "fake"))))
         self.embeddings = Script(self._default_embeddings)
         self.transcriptions = Script(
             lambda body: Reply(body={"text": "", "segments": [], "duration": 0.0})
@@ -109,6 +111,8 @@ class FakeOpenAI:
         # Statuses a batch reports on successive retrieves; the last one repeats.
         self.batch_statuses: list[str] = ["in_progress", "completed"]
         self.requests: list[Recorded] = []
+        # The usage of every successful chat reply, direct or in a batch, as sent.
+        self.reported_usage: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1)
@@ -155,6 +159,12 @@ class FakeOpenAI:
     def paths(self) -> list[str]:
         return [f"{r.method} {r.path}" for r in self.requests]
 
+    def _chat_reply(self, body: dict[str, Any]) -> Reply:
+        reply = self.chat.next(body)
+        if reply.status == 200 and isinstance(reply.body, dict):
+            self.reported_usage.append(dict(reply.body.get("usage") or {}))
+        return reply
+
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
 
@@ -178,7 +188,7 @@ class FakeOpenAI:
             if not raw.strip():
                 continue
             line = json.loads(raw)
-            reply = self.chat.next(line["body"])
+            reply = self._chat_reply(line["body"])
             if reply.status == 200:
                 response = {"status_code": 200, "request_id": "req", "body": reply.body}
                 out_lines.append(
@@ -222,18 +232,18 @@ class FakeOpenAI:
                 await asyncio.sleep(reply.delay_s)
             return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
 
-        def scripted(path: str, script: Script) -> None:
-            """POST ``path``: record the JSON body, answer with the script's next reply."""
+        def scripted(path: str, next_reply: Callable[[dict[str, Any]], Reply]) -> None:
+            """POST ``path``: record the JSON body, answer with ``next_reply(body)``."""
 
             async def answer(request: Request) -> Response:
                 body = await request.json()
                 self.requests.append(Recorded("POST", path, body))
-                return await respond(script.next(body))
+                return await respond(next_reply(body))
 
             app.post(path)(answer)
 
-        scripted("/v1/chat/completions", self.chat)
-        scripted("/v1/embeddings", self.embeddings)
+        scripted("/v1/chat/completions", self._chat_reply)
+        scripted("/v1/embeddings", self.embeddings.next)
 
         async def multipart(request: Request) -> tuple[FormData, UploadFile, bytes]:
             form = await request.form()

@@ -187,5 +187,5 @@ def seed_wearer(deps: Deps, prefix: str, scenes=SCENES, start: datetime = DAY) -
             conn,
             FrameRow(user_id=user_id, session_id=session, captured_at=ts, seq=0, blob_key=fkey),
         )
-        segment_store.link_children(conn, parent, ids)
+        segment_store.link_children(conn, user_id, parent, ids)
     return Wearer(user_id, key, ids, parent, fkey)

@@ -59,12 +59,14 @@ def test_an_omitted_lane_weighs_zero_and_no_lane_at_all_is_refused(monkeypatch):
         "lexical": 1.0,
         "dense": 0.5,
         "graph": 0.0,
+        "entity": 0.0,
     }
     monkeypatch.setenv("WORLDMM_EPISODIC_LANE_WEIGHTS", "graph:0.5")
     assert load_settings().episodic_lane_weight_map() == {
         "lexical": 0.0,
         "dense": 0.0,
         "graph": 0.5,
+        "entity": 0.0,
     }
     for every_lane_off in ("lexical:0", "lexical:0,dense:0,graph:0"):
         monkeypatch.setenv("WORLDMM_EPISODIC_LANE_WEIGHTS", every_lane_off)

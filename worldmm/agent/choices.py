@@ -1,19 +1,24 @@
 """Multiple-choice answers from retrieved evidence, with no agent loop around them.
 
-The agent calls :func:`answer_choices` when a question comes with choices; a benchmark can call
-it directly on the hits of one search. The response role does the choosing: the offline
-provider scores each choice against the evidence text, an LLM gets the lettered choices in its
-prompt and returns the letter.
+The choices say where to look: :func:`look_per_option` searches once per option (the
+question with that option), so every option brings the evidence that would support it, and
+:func:`answer_choices` then picks the option the evidence supports best, among all of it.
+The agent does both when a question comes with choices; a benchmark calls them on one
+method's searches. The response role does the choosing: the offline provider scores each
+choice against the evidence text, an LLM gets the lettered choices in its prompt and returns
+the letter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
 from worldmm.agent.passages import hit_passages
 from worldmm.llm.roles import ModelRoles
+from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.models import MAX_CHOICES, Letter, choice_letter, choice_texts
 from worldmm.providers.errors import ParseError
@@ -35,12 +40,14 @@ async def answer_choices(
     hits: list[SegmentHit],
     *,
     facts: Sequence[TripleHit] = (),
+    asked: Asked | None = None,
 ) -> ChoiceAnswer:
     """Pick one of ``choices`` from ``hits`` (and semantic ``facts``, if any) with the
-    response role. Raises ValueError on bad choices, ModelCallError when the model fails."""
+    response role (told when the question is asked, if known). Raises ValueError on bad
+    choices, ModelCallError when the model fails."""
     texts = choice_texts(choices)
     passages = hit_passages(hits, facts)
-    reply = await roles.respond(question, passages, texts)
+    reply = await roles.respond(question, passages, texts, asked=asked)
     index = reply.choice_index
     if index is None or not 0 <= index < len(texts):
         raise ParseError(
@@ -55,3 +62,28 @@ async def answer_choices(
         evidence_segment_ids=[segment_ids[r] for r in reply.evidence if r in segment_ids],
         guess=reply.guess,
     )
+
+
+def option_query(question: str, choice: str) -> str:
+    """What to search for one option: the question with that option."""
+    return f"{question.strip()} {choice.strip()}"
+
+
+async def look_per_option(
+    search: Callable[[str], Awaitable[list[SegmentHit]]], question: str, choices: list[str]
+) -> list[list[SegmentHit]]:
+    """One search per option (concurrently), in choice order: each option's evidence."""
+    texts = choice_texts(choices)
+    return list(await asyncio.gather(*(search(option_query(question, c)) for c in texts)))
+
+
+def merge_hits(groups: Iterable[Sequence[SegmentHit]]) -> list[SegmentHit]:
+    """The hits of several searches, each segment once (its first appearance kept)."""
+    seen: set[int] = set()
+    out = []
+    for group in groups:
+        for hit in group:
+            if hit.segment_id not in seen:
+                seen.add(hit.segment_id)
+                out.append(hit)
+    return out

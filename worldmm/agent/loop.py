@@ -4,8 +4,14 @@ Up to ``max_rounds`` times the agent role picks a memory and a query, or answers
 unparsable step is asked again once; a second failure (or any other model failure) ends the
 search and the response role answers from what was found so far. After ``max_rounds``
 searches the answer is forced. The response role always sees every round, as passages (what
-was said and seen, when), never the agent's own search log; with choices it answers through
-:func:`worldmm.agent.choices.answer_choices`, the same function a benchmark calls.
+was said and seen, when), never the agent's own search log. With choices it first looks
+once per option (an episodic search for the question with that option, kept as a round),
+then answers through :func:`worldmm.agent.choices.answer_choices`, the same functions a
+benchmark calls.
+
+A question is read at one moment on the wearer's clock (:class:`~worldmm.localtime.Asked`):
+its ``as_of``, or the injected clock's now when it is asked live. Every round searches as of
+that moment, results come back on the wearer's clock, and both roles are told the moment.
 """
 
 from __future__ import annotations
@@ -15,15 +21,19 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
-from worldmm.agent.choices import answer_choices
+from worldmm.agent.choices import answer_choices, look_per_option, option_query
 from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound
+from worldmm.llm.usage import for_user
+from worldmm.localtime import Asked
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
-from worldmm.models import MemoryType, choice_texts
+from worldmm.memory.retrieval.when import question_time
+from worldmm.models import MemoryType, choice_letter, choice_texts
 from worldmm.providers.errors import ModelCallError, ParseError
 
 if TYPE_CHECKING:
@@ -35,12 +45,12 @@ Retriever = Callable[[str], Awaitable[RetrievalResult]]
 
 
 async def next_action(
-    roles: ModelRoles, question: str, history: list[AgentRound]
+    roles: ModelRoles, question: str, history: list[AgentRound], asked: Asked | None = None
 ) -> AgentAction | StopReason:
     """The agent's next step; an unparsable reply is asked again once."""
     for attempt in (1, 2):
         try:
-            return await roles.agent_step(question, history)
+            return await roles.agent_step(question, history, asked=asked)
         except ParseError as exc:
             log.warning("agent.step_unparsable attempt=%d error=%s", attempt, exc)
         except ModelCallError as exc:
@@ -56,7 +66,10 @@ async def run_agent(
     *,
     choices: list[str] | None = None,
     max_rounds: int = 5,
+    asked: Asked | None = None,
 ) -> AgentResult:
+    """The loop over ``retrievers`` (one per memory); ``asked``: when and on whose clock
+    the question is read, told to both roles (None: not known to them)."""
     if choices:
         choice_texts(choices)  # bad choices fail before any search
     rounds: list[RoundRecord] = []
@@ -64,7 +77,7 @@ async def run_agent(
     seen: dict[tuple[str, str], RoundRecord] = {}
     stopped: StopReason = "max_rounds"
     while len(rounds) < max_rounds:
-        action = await next_action(roles, question, history)
+        action = await next_action(roles, question, history, asked)
         if isinstance(action, str):
             stopped = action
             break
@@ -94,16 +107,44 @@ async def run_agent(
             )
         )
     if choices:
+        rounds += await option_rounds(retrievers, question, choices)
         chosen = await answer_choices(
             roles,
             question,
             choices,
             [h for r in rounds for h in r.results if isinstance(h, SegmentHit)],
             facts=[h for r in rounds for h in r.results if isinstance(h, TripleHit)],
+            asked=asked,
         )
         return AgentResult.assemble(chosen.answer, rounds, roles.label, stopped, chosen)
-    reply = await roles.respond(question, round_passages(rounds), None)
-    return AgentResult.assemble(reply.answer, rounds, roles.label, stopped)
+    reply = await roles.respond(question, round_passages(rounds), None, asked=asked)
+    return AgentResult.assemble(reply.answer, rounds, roles.label, stopped, cited=reply.evidence)
+
+
+async def option_rounds(
+    retrievers: Mapping[MemoryType, Retriever], question: str, choices: list[str]
+) -> list[RoundRecord]:
+    """The choices say where to look: one episodic search per option, kept as rounds (so
+    their segments are evidence like any other round's)."""
+    episodic = retrievers.get("episodic")
+    if episodic is None:
+        return []
+    results: list[RetrievalResult] = []
+
+    async def search(query: str) -> list[SegmentHit]:
+        result = await episodic(query)
+        results.append(result)
+        return [h for h in result.hits if isinstance(h, SegmentHit)]
+
+    await look_per_option(search, question, choices)
+    by_query = {r.query: r for r in results}
+    records = []
+    for letter_i, text in enumerate(choice_texts(choices)):
+        result = by_query.get(option_query(question, text))
+        if result is not None:
+            note = f"looked up for option {choice_letter(letter_i)}"
+            records.append(RoundRecord.of(result).model_copy(update={"note": note}))
+    return records
 
 
 async def _retrieve(
@@ -124,23 +165,31 @@ async def answer_question(
     *,
     choices: list[str] | None = None,
     as_of: datetime | None = None,
+    tz: ZoneInfo | None = None,
     searches: Mapping[MemoryType, Search] = SEARCHES,
 ) -> AgentResult:
-    """Run the agent over one user's memory; ``as_of`` limits every search."""
+    """Run the agent over one user's memory, read at ``as_of`` (a live question: the
+    injected clock's now) on ``tz`` (default: the user's zone); every search sees only the
+    memory that existed at that moment. The result says the moment and the zone. Its model
+    calls are the user's usage."""
+    asked = await question_time(deps, user_id, as_of, tz)
     retrievers: dict[MemoryType, Retriever] = {
-        memory: functools.partial(_bound, fn, deps, user_id, as_of)
+        memory: functools.partial(_bound, fn, deps, user_id, asked)
         for memory, fn in searches.items()
     }
-    return await run_agent(
-        deps.roles,
-        retrievers,
-        question,
-        choices=choices,
-        max_rounds=deps.settings.agent_max_rounds,
-    )
+    with for_user(user_id):
+        result = await run_agent(
+            deps.roles,
+            retrievers,
+            question,
+            choices=choices,
+            max_rounds=deps.settings.agent_max_rounds,
+            asked=asked,
+        )
+    return result.model_copy(update={"asked_at": asked.at, "timezone": asked.zone_name})
 
 
-async def _bound(
-    fn: Search, deps: Deps, user_id: str, as_of: datetime | None, query: str
-) -> RetrievalResult:
-    return await fn(deps, user_id, query, as_of)
+async def _bound(fn: Search, deps: Deps, user_id: str, asked: Asked, query: str) -> RetrievalResult:
+    """One round's search at the question's moment, its times on the wearer's clock."""
+    result = await fn(deps, user_id, query, asked.at, tz=asked.tz)
+    return result.in_zone(asked.tz)

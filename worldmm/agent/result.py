@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel, Field
 
 from worldmm.agent.choices import ChoiceAnswer
 from worldmm.memory.retrieval.results import (
@@ -54,6 +54,10 @@ class AgentResult(BaseModel):
     label: str  # which model provider answered ("offline", "openai:gpt-5", ...)
     stopped: StopReason  # why the search loop ended
     choice: ChoiceAnswer | None = None  # set when the question came with choices
+    # The segments (windows) the answer cites, among ``evidence``, in the answerer's order.
+    cited_segment_ids: list[int] = Field(default_factory=list)
+    asked_at: AwareDatetime | None = None  # the moment the question was read at (UTC)
+    timezone: str | None = None  # the wearer's zone it was read in
 
     @classmethod
     def assemble(
@@ -63,7 +67,10 @@ class AgentResult(BaseModel):
         label: str,
         stopped: StopReason,
         choice: ChoiceAnswer | None = None,
+        cited: list[str] | None = None,
     ) -> AgentResult:
+        """``cited``: the passage refs the free-form answer rests on ("S12"); with a
+        choice, the segments the choice rests on are cited."""
         evidence: dict[int, SegmentHit] = {}
         triples: dict[int, TripleHit] = {}
         frames: dict[str, None] = {}
@@ -75,6 +82,10 @@ class AgentResult(BaseModel):
                     triples.setdefault(hit.triple_id, hit)
                 else:
                     frames.setdefault(hit.key, None)
+        if choice is not None:
+            cited_ids = list(choice.evidence_segment_ids)
+        else:
+            cited_ids = [int(r[1:]) for r in cited or [] if r[:1] == "S" and r[1:].isdigit()]
         return cls(
             answer=answer,
             rounds=rounds,
@@ -84,4 +95,5 @@ class AgentResult(BaseModel):
             label=label,
             stopped=stopped,
             choice=choice,
+            cited_segment_ids=[i for i in dict.fromkeys(cited_ids) if i in evidence],
         )

@@ -119,7 +119,7 @@ class BatchDispatcher:
             if i in outcome.results:
                 result = outcome.results[i]
                 result.latency_s = time.perf_counter() - started
-                record_success(request, result, self.provider, self.name)
+                record_success(request, result, self.provider, self.name, self.direct.usage)
                 out.append(result)
             else:
                 try:

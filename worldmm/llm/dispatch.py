@@ -14,6 +14,7 @@ import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 import openai
@@ -21,6 +22,7 @@ import openai
 from worldmm import metrics
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
+from worldmm.llm.usage import NullUsage, UsageRecord, UsageSink
 from worldmm.providers.errors import ModelCallError
 from worldmm.retry import RetryPolicy, acall_with_retry
 
@@ -106,6 +108,7 @@ class DirectDispatcher:
         timeout_s: float,
         retry: RetryPolicy,
         concurrency_max: int | None = None,
+        usage: UsageSink | None = None,
     ) -> None:
         ceiling = max(concurrency, concurrency_max or concurrency)
         self._clients = PerLoop(client_factory)
@@ -115,6 +118,7 @@ class DirectDispatcher:
         self.provider = provider
         self.timeout_s = timeout_s
         self.retry = retry
+        self.usage: UsageSink = usage or NullUsage()
 
     def limit(self) -> AdaptiveLimit:
         """The in-flight bound of the running loop."""
@@ -145,19 +149,31 @@ class DirectDispatcher:
         except ModelCallError:
             metrics.LLM_REQUESTS.labels(**labels, outcome="error").inc()
             raise
-        record_success(request, result, self.provider, self.name)
+        record_success(request, result, self.provider, self.name, self.usage)
         return result
 
 
-def record_success(request: ChatRequest, result: ChatResult, provider: str, dispatch: str) -> None:
+def record_success(
+    request: ChatRequest, result: ChatResult, provider: str, dispatch: str, usage: UsageSink
+) -> None:
+    """Count a call that returned, and hand its reported usage to ``usage`` (memory only:
+    the ledger writes to the database from its own thread)."""
     metrics.LLM_REQUESTS.labels(
         role=request.role, provider=provider, dispatch=dispatch, outcome="ok"
     ).inc()
     metrics.LLM_LATENCY.labels(role=request.role, provider=provider, dispatch=dispatch).observe(
         result.latency_s
     )
-    tokens = metrics.LLM_TOKENS
-    tokens.labels(role=request.role, provider=provider, kind="prompt").inc(result.prompt_tokens)
-    tokens.labels(role=request.role, provider=provider, kind="completion").inc(
-        result.completion_tokens
+    usage.record(
+        UsageRecord(
+            at=datetime.now(UTC),
+            user_id=request.user_id,
+            role=request.role,
+            model=result.model or request.model,
+            provider=provider,
+            dispatch=dispatch,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cached_tokens=result.cached_tokens,
+        )
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
@@ -12,14 +13,17 @@ from worldmm import metrics
 from worldmm.llm import schemas as s
 from worldmm.llm.dispatch import DirectDispatcher, Dispatcher
 from worldmm.llm.parsing import parse_reply
-from worldmm.llm.passages import render_choices, render_passages
+from worldmm.llm.passages import asked_label, render_choices, render_passages
 from worldmm.llm.prompts import ROLES, load_prompt
 from worldmm.llm.request import ChatRequest, build_request
+from worldmm.llm.usage import current_user
 from worldmm.models import Triple, choice_letter
 from worldmm.providers.errors import ParseError
 from worldmm.retry import llm_policy
 
 if TYPE_CHECKING:
+    from worldmm.llm.usage import UsageSink
+    from worldmm.localtime import Asked
     from worldmm.settings import Settings
 
 M = TypeVar("M", bound=BaseModel)
@@ -84,6 +88,7 @@ class RemoteRoles:
             images,
             max_completion_tokens=self._max_tokens,
             reasoning_effort=self._effort,
+            user_id=current_user(),
         )
         dispatcher = self._direct if agent or role == "cross_scale_rerank" else self._construction
         result = await dispatcher.complete(request)
@@ -192,7 +197,9 @@ class RemoteRoles:
         # Unknown ids (hallucinated) are dropped; the model's order is kept.
         return [cid for cid in dict.fromkeys(reply.ranked_ids) if cid in known][:keep]
 
-    async def agent_step(self, question: str, rounds: list[s.AgentRound]) -> s.AgentAction:
+    async def agent_step(
+        self, question: str, rounds: list[s.AgentRound], *, asked: Asked | None = None
+    ) -> s.AgentAction:
         if len(rounds) >= self._max_rounds:
             return s.AgentAction(action="ANSWER")
         history = (
@@ -208,21 +215,29 @@ class RemoteRoles:
             s.AgentAction,
             agent=True,
             question=question,
+            asked=asked_label(asked),
             rounds=history,
             max_rounds=self._max_rounds,
         )
 
     async def respond(
-        self, question: str, passages: list[s.Passage], choices: list[str] | None
+        self,
+        question: str,
+        passages: list[s.Passage],
+        choices: list[str] | None,
+        *,
+        asked: Asked | None = None,
     ) -> s.Response:
         """With choices, the letter comes back in the JSON (or leads the answer text); a
-        reply naming no valid letter is a ParseError, like any unusable reply."""
+        reply naming no valid letter is a ParseError, like any unusable reply. Passage
+        times are on the wearer's clock, as is the question's time the prompt gives."""
         reply = await self._ask(
             "response",
             s.ResponseReply,
             agent=True,
             question=question,
-            context=render_passages(passages),
+            asked=asked_label(asked),
+            context=render_passages(passages, asked.tz if asked else UTC),
             choices=render_choices(choices) if choices else "",
         )
         known = {p.ref for p in passages}
@@ -247,7 +262,8 @@ class RemoteRoles:
         )
 
 
-def build_remote_roles(settings: Settings) -> RemoteRoles:
+def build_remote_roles(settings: Settings, usage: UsageSink | None = None) -> RemoteRoles:
+    """Roles over the configured provider; every call's usage goes to ``usage``."""
     from worldmm.llm.batch import BatchDispatcher
     from worldmm.providers.clients import async_openai_client, provider_label
 
@@ -260,6 +276,7 @@ def build_remote_roles(settings: Settings) -> RemoteRoles:
         concurrency_max=settings.llm_concurrency_max,
         timeout_s=settings.llm_timeout_s,
         retry=llm_policy(settings),
+        usage=usage,
     )
     construction: Dispatcher = direct
     if settings.llm_dispatch == "batch":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from worldmm.llm.prompts import RenderedPrompt
@@ -19,7 +19,8 @@ def image_part(jpeg: bytes, detail: str = "low") -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """A chat completion request; ``role`` and ``prompt_version`` are ours, not sent."""
+    """A chat completion request; ``role``, ``prompt_version`` and ``user_id`` (whose usage
+    the call is, :mod:`worldmm.llm.usage`) are ours, not sent."""
 
     role: str
     model: str
@@ -28,6 +29,7 @@ class ChatRequest:
     reasoning_effort: str | None = None
     json_mode: bool = True
     prompt_version: str = ""
+    user_id: str | None = None
 
     def body(self) -> dict[str, Any]:
         """The JSON body of ``POST /v1/chat/completions`` (also a Batch API line's body)."""
@@ -51,15 +53,7 @@ class ChatRequest:
             {"role": "assistant", "content": bad_reply},
             {"role": "user", "content": repair},
         ]
-        return ChatRequest(
-            role=self.role,
-            model=self.model,
-            messages=messages,
-            max_completion_tokens=self.max_completion_tokens,
-            reasoning_effort=self.reasoning_effort,
-            json_mode=self.json_mode,
-            prompt_version=self.prompt_version,
-        )
+        return replace(self, messages=messages)
 
 
 def build_request(
@@ -71,6 +65,7 @@ def build_request(
     max_completion_tokens: int | None = None,
     reasoning_effort: str | None = None,
     json_mode: bool = True,
+    user_id: str | None = None,
 ) -> ChatRequest:
     user: str | list[dict[str, Any]] = prompt.user
     if images:
@@ -83,6 +78,7 @@ def build_request(
         reasoning_effort=reasoning_effort,
         json_mode=json_mode,
         prompt_version=prompt.version,
+        user_id=user_id,
     )
 
 
@@ -92,6 +88,7 @@ class ChatResult:
     model: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's prompt cache
     latency_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -103,10 +100,12 @@ def result_from_body(body: dict[str, Any], latency_s: float = 0.0) -> ChatResult
         raise ValueError("chat completion without choices")
     choice = choices[0]
     usage = body.get("usage") or {}
+    details = usage.get("prompt_tokens_details") or {}
     return ChatResult(
         text=(choice.get("message") or {}).get("content") or "",
         model=body.get("model", ""),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=int(details.get("cached_tokens") or 0),
         latency_s=latency_s,
     )

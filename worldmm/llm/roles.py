@@ -17,6 +17,8 @@ from worldmm.models import Triple
 
 if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
+    from worldmm.llm.usage import UsageSink
+    from worldmm.localtime import Asked
     from worldmm.settings import Settings
 
 
@@ -48,18 +50,32 @@ class ModelRoles(Protocol):
         self, query: str, candidates: list[tuple[str, str]], keep: int
     ) -> list[str]: ...
 
-    async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction: ...
+    async def agent_step(
+        self, question: str, rounds: list[AgentRound], *, asked: Asked | None = None
+    ) -> AgentAction:
+        """The next step; ``asked``: when and in which zone the question is asked (its time
+        words mean that moment on that clock), None when unknown."""
+        ...
 
     async def respond(
-        self, question: str, passages: list[Passage], choices: list[str] | None
+        self,
+        question: str,
+        passages: list[Passage],
+        choices: list[str] | None,
+        *,
+        asked: Asked | None = None,
     ) -> Response:
         """The answer, short answer first; ``choices`` are plain option texts, lettered A, B, ...
-        by position, and the reply's ``choice_index`` is set exactly when they are given."""
+        by position, and the reply's ``choice_index`` is set exactly when they are given.
+        Times in the answer are said on the wearer's clock of ``asked`` (UTC when None)."""
         ...
 
 
-def build_roles(settings: Settings, embedder: TextEmbedder) -> ModelRoles:
-    """Offline rules when ``llm_provider == "offline"``, otherwise prompts over the LLM client."""
+def build_roles(
+    settings: Settings, embedder: TextEmbedder, usage: UsageSink | None = None
+) -> ModelRoles:
+    """Offline rules when ``llm_provider == "offline"`` (no usage: nothing is billed),
+    otherwise prompts over the LLM client, its calls' usage recorded in ``usage``."""
     if settings.llm_provider == "offline":
         from worldmm.llm.offline import OfflineRoles
 
@@ -68,4 +84,4 @@ def build_roles(settings: Settings, embedder: TextEmbedder) -> ModelRoles:
         )
     from worldmm.llm.remote import build_remote_roles
 
-    return build_remote_roles(settings)
+    return build_remote_roles(settings, usage)

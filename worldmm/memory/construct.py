@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from worldmm.llm.usage import for_user
 from worldmm.media import window as window_media
 from worldmm.media.window import MediaStoreFailed, WindowMedia
+from worldmm.memory.caption_budget import caption_window
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct_inputs import AudioPiece, CaptureRef, sample_uniform, window_audio
 from worldmm.memory.entity_resolution import (
@@ -225,11 +227,12 @@ async def build_base_segment(
         if jpegs and deps.encoder is not None
         else None
     )
+    degraded: str | None = None
     try:
         heard = [(i, found[i.ref.blob_key]) for i in audio if i.ref.blob_key in found]
         transcript = await _transcribe(deps, window, heard)
         if jpegs:
-            caption = await deps.roles.caption(list(jpegs), transcript)
+            caption, degraded = await caption_window(deps, window.user_id, list(jpegs), transcript)
         else:
             caption = f"(audio only) {transcript}" if transcript else ""
         mem = await extract_text_memory(
@@ -244,6 +247,9 @@ async def build_base_segment(
     )
 
     models, prompts = _versions(deps, ["caption", "ner", "episodic_triples", "entity_confirm"])
+    if degraded:  # captioned locally, not by the caption prompt: the segment says why
+        models["degraded"] = degraded
+        prompts.pop("caption", None)
     seg = _segment(
         window,
         caption=caption or None,
@@ -261,6 +267,7 @@ async def build_base_segment(
         "audio_chunks": len(audio),
         "entities": len(mem.resolutions),
         "triples": len(mem.triples),
+        "degraded": int(degraded is not None),
         "captures_missing": len(set(keys) - set(found)),
     }
     return WindowOutcome.of(
@@ -401,19 +408,20 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
     }
     if window.scale_s == TEN_MIN_S and summary:
         extraction = await deps.roles.semantic_triples(summary, mem.triples)
-        async with deps.user_lock(window.user_id):  # consolidations of a user never interleave
-            stats = await consolidate_semantic(
-                deps,
-                window.user_id,
-                segment_id,
-                ms_to_dt(window.end_ms),
-                extraction.semantic_triples,
-                summary,
-            )
+        # serialised per user in the database (worldmm.memory.consolidation)
+        stats = await consolidate_semantic(
+            deps,
+            window.user_id,
+            segment_id,
+            ms_to_dt(window.end_ms),
+            extraction.semantic_triples,
+            summary,
+        )
         counts.update(
             semantic=len(extraction.semantic_triples),
             semantic_updated=stats.updated,
             semantic_invalidated=stats.invalidated,
+            semantic_redecided=stats.retried,
         )
     return WindowOutcome.of(window, "complete", segment_id, counts=counts)
 
@@ -433,7 +441,7 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, user)
         segment_id = segment_store.upsert_segment(conn, seg)
-        segment_store.link_children(conn, segment_id, [c.id for c in children])
+        segment_store.link_children(conn, user, segment_id, [c.id for c in children])
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
         write_search_embedding(conn, deps, user, segment_id, mem)
@@ -472,7 +480,13 @@ def store_media(deps: Deps, window: BaseWindow) -> WindowMedia:
 async def process_window(deps: Deps, window: Window) -> WindowOutcome:
     """pending → complete, or failed (with the error) after ``window_max_attempts`` tries.
     A 30 s window's captures are stored first; if the blob store fails the window is failed
-    at once with reason ``store_failed`` (no model runs: retrigger rebuilds it)."""
+    at once with reason ``store_failed`` (no model runs: retrigger rebuilds it). Every model
+    call made for it is the window's user's usage."""
+    with for_user(window.user_id):
+        return await _process_window(deps, window)
+
+
+async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
     loop = asyncio.get_running_loop()
     started = loop.time()
     if isinstance(window, BaseWindow) and window.paused:
@@ -551,7 +565,7 @@ def _mark_pending(deps: Deps, window: Window, refs: dict[str, MediaRef]) -> None
         if existing is None:
             segment_store.upsert_segment(conn, _segment(window, processing_status="pending"))
         else:
-            segment_store.set_segment_status(conn, existing.id, "pending", None)
+            segment_store.set_segment_status(conn, window.user_id, existing.id, "pending", None)
         if isinstance(window, BaseWindow):
             # Captures are recorded before any model runs: a failed window can be rebuilt
             # from them, and timestamp retrieval finds its frames regardless.
@@ -583,5 +597,5 @@ def _mark_failed(deps: Deps, window: Window, error: str) -> int:
             return segment_store.upsert_segment(
                 conn, _segment(window, processing_status="failed", error=error)
             )
-        segment_store.set_segment_status(conn, existing.id, "failed", error[:2000])
+        segment_store.set_segment_status(conn, window.user_id, existing.id, "failed", error[:2000])
         return existing.id

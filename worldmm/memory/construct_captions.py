@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from worldmm.llm.usage import for_user
 from worldmm.memory.construct import (
     WindowOutcome,
     _segment,
@@ -55,6 +56,17 @@ async def ingest_caption_windows(
     """
     if not windows:
         return []
+    with for_user(user_id):
+        return await _ingest(deps, user_id, windows, session_id, concurrency)
+
+
+async def _ingest(
+    deps: Deps,
+    user_id: str,
+    windows: Sequence[CaptionWindow],
+    session_id: str,
+    concurrency: int | None,
+) -> list[WindowOutcome]:
     gate = asyncio.Semaphore(concurrency or deps.settings.llm_concurrency)
     state = UserWindows(user_id, WindowConfig(allowed_lateness_s=0))
     text: dict[int, tuple[str, str]] = {}

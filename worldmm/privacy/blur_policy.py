@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from worldmm import metrics
 from worldmm.privacy.faces import FrameBlurrer, build_blurrer
-from worldmm.store.privacy import get_privacy
+from worldmm.store.users import get_profile
 
 if TYPE_CHECKING:
     from worldmm.store.db import Database
@@ -94,8 +94,8 @@ class FaceBlur:
         if found is not None and now - found[1] < OPT_OUT_TTL_S:
             return found[0]
         with self.db.connection() as conn:
-            privacy = get_privacy(conn, user_id)
-        blur = privacy is None or privacy.face_blur  # a user first seen now: the default
+            profile = get_profile(conn, user_id)
+        blur = profile is None or profile.face_blur  # a user first seen now: the default
         with self._lock:
             self._opted_in[user_id] = (blur, now)
         return blur

@@ -28,10 +28,10 @@ from worldmm.store.privacy import (
     count_expired_media,
     delete_media_rows,
     expired_media,
-    get_privacy,
     retention_days_of,
 )
 from worldmm.store.purge import unreferenced_media
+from worldmm.store.users import get_profile
 
 if TYPE_CHECKING:
     from worldmm.blobs import BlobStore
@@ -55,8 +55,8 @@ def user_cutoff(
     """The user's retention cutoff at ``now`` (their own retention, else ``default_days``);
     None when their media are kept."""
     with db.connection() as conn:
-        privacy = get_privacy(conn, user_id)
-    days = (privacy.retention_days if privacy else None) or default_days
+        profile = get_profile(conn, user_id)
+    days = (profile.retention_days if profile else None) or default_days
     return None if days is None else cutoff(now, days)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from worldmm.redact import redact
 from worldmm.settings import Settings
 from worldmm.stack import kafka, postgres, redis_server
 from worldmm.stack.process import StackError
@@ -136,10 +137,12 @@ def _probed(
     reason: str,
     key: str = "url",
 ) -> dict:
-    """One service's status: its ``url`` (under ``key``), a real request when it is known
-    (else ``reason``), and whether it is embedded (no URL configured)."""
+    """One service's status: its ``url`` (under ``key``; a password shown as ``***``), a
+    real request when it is known (else ``reason``), and whether it is embedded (no URL
+    configured). Everything here is for printing, so nothing in it holds a secret."""
     ok, detail = probe(url) if url else (False, reason)
-    return {key: url, "ok": ok, "detail": detail, "embedded": not configured}
+    shown = redact(url) if url else url
+    return {key: shown, "ok": ok, "detail": redact(detail), "embedded": not configured}
 
 
 def status(settings: Settings) -> dict[str, dict]:

@@ -13,3 +13,7 @@ class NotFoundError(StoreError):
 
 class AlreadyExistsError(StoreError):
     """A row that must be new already exists (e.g. creating a user twice)."""
+
+
+class ConflictError(StoreError):
+    """A write kept meeting concurrent changes of the same rows; retry later."""

@@ -1,5 +1,6 @@
-"""Privacy rows: a user's retention and face-blur choice, privacy pauses, and the raw media
-(frame and audio rows) that retention expires."""
+"""Privacy rows: which users' media expire, the raw media (frame and audio rows) that
+retention expires, and privacy pauses. A user's own retention and face-blur choice are
+fields of their profile (worldmm.store.users)."""
 
 from __future__ import annotations
 
@@ -15,46 +16,6 @@ _MEDIA_END = {
     "frames": "captured_at",
     "audio_chunks": "started_at + duration_ms * interval '1 millisecond'",
 }
-
-
-@dataclass(frozen=True)
-class UserPrivacy:
-    retention_days: int | None  # None: the deployment's default
-    face_blur: bool
-
-
-def get_privacy(conn: psycopg.Connection, user_id: str) -> UserPrivacy | None:
-    """The user's privacy choices; None for an unknown user."""
-    row = conn.execute(
-        "SELECT retention_days, face_blur FROM users WHERE id = %s", (user_id,)
-    ).fetchone()
-    return None if row is None else UserPrivacy(row[0], bool(row[1]))
-
-
-def set_privacy(
-    conn: psycopg.Connection,
-    user_id: str,
-    *,
-    retention_days: int | None | Literal["keep"] = "keep",
-    face_blur: bool | None = None,
-) -> UserPrivacy | None:
-    """Change what is given (``retention_days=None`` returns the user to the default);
-    None for an unknown user."""
-    if retention_days not in ("keep", None) and retention_days < 1:  # type: ignore[operator]
-        raise ValueError("retention_days must be ≥ 1 (or null for the default)")
-    row = conn.execute(
-        "UPDATE users SET"
-        " retention_days = CASE WHEN %(keep)s THEN retention_days ELSE %(days)s END,"
-        " face_blur = coalesce(%(blur)s, face_blur)"
-        " WHERE id = %(u)s RETURNING retention_days, face_blur",
-        {
-            "keep": retention_days == "keep",
-            "days": None if retention_days == "keep" else retention_days,
-            "blur": face_blur,
-            "u": user_id,
-        },
-    ).fetchone()
-    return None if row is None else UserPrivacy(row[0], bool(row[1]))
 
 
 def retention_days_of(conn: psycopg.Connection, default_days: int | None) -> dict[str, int]:

@@ -467,10 +467,10 @@ def segment_windows(
     return {int(r[0]): (r[1], r[2]) for r in rows}
 
 
-def first_segment_day(conn: psycopg.Connection, user_id: str):
-    """The date (UTC) of the user's earliest segment, or None without any."""
+def first_segment_start(conn: psycopg.Connection, user_id: str) -> datetime | None:
+    """The start of the user's earliest segment, or None without any."""
     row = conn.execute(
         "SELECT window_start FROM segments WHERE user_id = %s ORDER BY window_end LIMIT 1",
         (user_id,),
     ).fetchone()
-    return row[0].date() if row else None
+    return row[0] if row else None

@@ -74,34 +74,35 @@ def upsert_segment(conn: psycopg.Connection, seg: SegmentWrite) -> int:
 
 def set_segment_status(
     conn: psycopg.Connection,
+    user_id: str,
     segment_id: int,
     status: ProcessingStatus,
     error: str | None = None,
-    *,
-    user_id: str | None = None,
 ) -> None:
-    """Set processing status (and error text; cleared when None). NotFoundError if absent."""
-    where, args = "id = %s", [status, error, segment_id]
-    if user_id is not None:
-        where += " AND user_id = %s"
-        args.append(user_id)
+    """Set processing status (and error text; cleared when None). NotFoundError unless the
+    segment is this user's."""
+    # the user is part of every write's key: an id alone never reaches another user's row
     cur = conn.execute(
-        f"UPDATE segments SET processing_status = %s, error = %s, updated_at = now() WHERE {where}",
-        args,
+        "UPDATE segments SET processing_status = %s, error = %s, updated_at = now()"
+        " WHERE user_id = %s AND id = %s",
+        (status, error, user_id, segment_id),
     )
     if cur.rowcount != 1:
-        raise NotFoundError(f"no segment {segment_id}")
+        raise NotFoundError(f"no segment {segment_id} for this user")
 
 
-def link_children(conn: psycopg.Connection, parent_id: int, child_ids: Sequence[int]) -> int:
-    """Point child segments at their parent (same user enforced); return how many changed."""
+def link_children(
+    conn: psycopg.Connection, user_id: str, parent_id: int, child_ids: Sequence[int]
+) -> int:
+    """Point the user's child segments at their parent (both must be the user's); return how
+    many changed."""
     if not child_ids:
         return 0
     cur = conn.execute(
         "UPDATE segments c SET parent_segment_id = p.id, updated_at = now()"
-        " FROM segments p WHERE p.id = %s AND c.user_id = p.user_id AND c.id = ANY(%s)"
-        " AND c.scale_seconds < p.scale_seconds",
-        (parent_id, list(child_ids)),
+        " FROM segments p WHERE p.user_id = %s AND p.id = %s"
+        " AND c.user_id = %s AND c.id = ANY(%s) AND c.scale_seconds < p.scale_seconds",
+        (user_id, parent_id, user_id, list(child_ids)),
     )
     return cur.rowcount
 

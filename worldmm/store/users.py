@@ -1,14 +1,17 @@
-"""Users, their API keys (several per user; only a hash of each is stored) and sessions."""
+"""Users, their profiles (time zone), their API keys (several per user; only a hash of each
+is stored) and sessions."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 import psycopg
+from psycopg import sql
 
 from worldmm.store.errors import AlreadyExistsError, NotFoundError
 
@@ -73,15 +76,76 @@ def _lock_user(conn: psycopg.Connection, user_id: str) -> bool:
     return row is not None
 
 
-def create_user(conn: psycopg.Connection, user_id: str) -> str:
+def create_user(
+    conn: psycopg.Connection, user_id: str, profile: Mapping[str, object] | None = None
+) -> str:
     """Create a user with a first API key and return the key; AlreadyExistsError if the user
     was ever issued a key (more keys: :func:`issue_key`). A user that ingest created without
-    a key gets one here."""
+    a key gets one here. ``profile``: fields of :class:`UserProfile` to set (validated by
+    the caller)."""
     conn.execute("INSERT INTO users (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (user_id,))
     _lock_user(conn, user_id)
     if conn.execute("SELECT 1 FROM api_keys WHERE user_id = %s LIMIT 1", (user_id,)).fetchone():
         raise AlreadyExistsError(f"user {user_id!r} already exists")
+    if profile:
+        update_profile(conn, user_id, profile)
     return _insert_key(conn, user_id, None).key
+
+
+@dataclass(frozen=True)
+class UserProfile:
+    """What a user may read and change about themselves. A new profile field is a column of
+    ``users`` and a field here (after ``created_at``, which is read-only)."""
+
+    user_id: str
+    created_at: datetime
+    timezone: str
+    # privacy (docs/privacy.md): media retention in days (None: the deployment's default)
+    # and whether bystanders' faces are blurred in this wearer's frames
+    retention_days: int | None = None
+    face_blur: bool = True
+
+
+_PROFILE_FIELDS = tuple(f.name for f in fields(UserProfile))
+EDITABLE_PROFILE = _PROFILE_FIELDS[2:]  # every field after user_id and created_at
+_PROFILE_COLUMNS = sql.SQL(", ").join(
+    sql.Identifier("id" if name == "user_id" else name) for name in _PROFILE_FIELDS
+)
+
+
+def get_profile(conn: psycopg.Connection, user_id: str) -> UserProfile | None:
+    row = conn.execute(
+        sql.SQL("SELECT {} FROM users WHERE id = %s").format(_PROFILE_COLUMNS), (user_id,)
+    ).fetchone()
+    return UserProfile(*row) if row else None
+
+
+def update_profile(
+    conn: psycopg.Connection, user_id: str, changes: Mapping[str, object]
+) -> UserProfile:
+    """Set the given editable fields (none: unchanged); NotFoundError if there is no such
+    user, ValueError for a field that is not editable."""
+    unknown = set(changes) - set(EDITABLE_PROFILE)
+    if unknown:
+        raise ValueError(f"not editable profile fields: {sorted(unknown)}")
+    if changes:
+        assignments = sql.SQL(", ").join(
+            sql.SQL("{} = %s").format(sql.Identifier(name)) for name in changes
+        )
+        conn.execute(
+            sql.SQL("UPDATE users SET {} WHERE id = %s").format(assignments),
+            (*changes.values(), user_id),
+        )
+    profile = get_profile(conn, user_id)
+    if profile is None:
+        raise NotFoundError(f"no user {user_id!r}")
+    return profile
+
+
+def user_timezone(conn: psycopg.Connection, user_id: str) -> str | None:
+    """The user's IANA zone name; None for an unknown user."""
+    row = conn.execute("SELECT timezone FROM users WHERE id = %s", (user_id,)).fetchone()
+    return str(row[0]) if row else None
 
 
 def issue_key(conn: psycopg.Connection, user_id: str, name: str | None = None) -> IssuedKey:
@@ -148,8 +212,8 @@ def rotate_key(
         raise NotFoundError(f"user {user_id!r} has no active key {key_id}")
     issued = _insert_key(conn, user_id, name if name is not None else old[0])
     conn.execute(
-        "UPDATE api_keys SET revoked_at = now(), replaced_by = %s WHERE id = %s",
-        (issued.row.id, key_id),
+        "UPDATE api_keys SET revoked_at = now(), replaced_by = %s WHERE user_id = %s AND id = %s",
+        (issued.row.id, user_id, key_id),
     )
     return issued
 

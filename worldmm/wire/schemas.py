@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from worldmm.localtime import DEFAULT_ZONE, ZoneName
 from worldmm.models import MAX_CHOICES, MIN_CHOICES, MemoryType, choice_texts
 
 # The same characters the ingest path accepts in ids (worldmm.models.SAFE_ID_RE), so every
@@ -25,6 +35,30 @@ UserId = Annotated[
         examples=["alice"],
     ),
 ]
+
+
+# A day inside what a datetime holds, at both ends: window arithmetic (a note's 30 s before
+# ``at``, a day's bounds) on any accepted time stays representable.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def in_range(value: datetime) -> datetime:
+    """An input time, unchanged; ValueError (a 422) when it is outside EARLIEST..LATEST, also
+    when its offset carries it past what a datetime holds (year 1 at +23:59 is year 0)."""
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST <= utc <= LATEST:
+        raise ValueError(
+            f"time out of range: between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} UTC"
+        )
+    return value
+
+
+# Every time the API takes: ISO 8601 with an offset (a naive time is refused), in range.
+Instant = Annotated[AwareDatetime, AfterValidator(in_range)]
 
 
 class _Body(BaseModel):
@@ -52,6 +86,11 @@ def _not_blank(value: str) -> str:
 # --- users -----------------------------------------------------------------------------
 class CreateUserRequest(_Body):
     user_id: UserId
+    timezone: ZoneName | None = Field(
+        default=None,
+        description=f"The wearer's IANA time zone (default {DEFAULT_ZONE}): where "
+        "'yesterday afternoon' and the answers' clock times are read.",
+    )
 
     @field_validator("user_id")
     @classmethod
@@ -60,10 +99,60 @@ class CreateUserRequest(_Body):
             raise ValueError("'.' and '..' are not user ids")
         return v
 
+    def profile(self) -> dict[str, object]:
+        """The profile fields given (the rest keep their defaults)."""
+        return self.model_dump(exclude={"user_id"}, exclude_none=True)
+
 
 class CreateUserResponse(BaseModel):
     user_id: str
     api_key: str = Field(description="The user's bearer key. Shown once; only a hash is kept.")
+    timezone: str = Field(description="The user's IANA time zone.")
+
+
+class UserProfileOut(BaseModel):
+    """What ``GET /v1/users/{user_id}`` returns; stored times are UTC, the zone is applied
+    where the wearer reads or says a time."""
+
+    user_id: str
+    timezone: str = Field(description="The wearer's IANA time zone, e.g. 'Asia/Tokyo'.")
+    created_at: AwareDatetime
+    retention_days: int | None = Field(
+        default=None,
+        description="Days frames and audio are kept (null: the deployment's default); text "
+        "memory stays.",
+    )
+    face_blur: bool = Field(default=True, description="Bystanders' faces blurred in frames.")
+
+
+class ProfileUpdate(_Body):
+    """``PATCH /v1/users/{user_id}``: the fields to change; those left out stay."""
+
+    timezone: ZoneName | None = Field(default=None, description="A new IANA time zone.")
+    retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=36_500,
+        description="Days frames and audio are kept; an explicit null returns to the "
+        "deployment's default.",
+    )
+    face_blur: bool | None = Field(
+        default=None, description="false: opt out of bystander face blurring (recorded)."
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> ProfileUpdate:
+        if not self.changes():
+            raise ValueError(
+                f"give at least one field to change: {', '.join(type(self).model_fields)}"
+            )
+        return self
+
+    def changes(self) -> dict[str, object]:
+        out = self.model_dump(exclude_none=True)
+        if "retention_days" in self.model_fields_set:  # null is a change: back to the default
+            out["retention_days"] = self.retention_days
+        return out
 
 
 class WhoAmI(BaseModel):
@@ -94,7 +183,7 @@ class QueryRequest(_Body):
         ),
         examples=[["coffee", "green tea", "water", "juice"]],
     )
-    as_of: AwareDatetime | None = Field(
+    as_of: Instant | None = Field(
         default=None,
         description="Answer only from memory that existed at this time (ISO 8601 with zone).",
     )
@@ -133,8 +222,13 @@ class LaneOut(BaseModel):
 class EvidenceOut(BaseModel):
     segment_id: int
     scale: int
-    start: AwareDatetime
+    start: AwareDatetime = Field(description="On the wearer's clock (ISO 8601 with offset).")
     end: AwareDatetime
+    when: str | None = Field(
+        default=None,
+        description="The start as the wearer says it, e.g. 'yesterday at 15:02'.",
+        examples=["yesterday at 15:02"],
+    )
     text: str = Field(description="The caption (30 s) or summary (coarser scales).")
     transcript: str | None = Field(default=None, description="What was said in the window.")
     score: float | None = Field(default=None, description="The fused retrieval score.")
@@ -148,6 +242,12 @@ class EvidenceOut(BaseModel):
     context_segment_id: int | None = Field(
         default=None, description="The coarser segment a drill-down came from."
     )
+
+
+class CitedOut(BaseModel):
+    segment_id: int = Field(description="The cited segment, one of `evidence`.")
+    start: AwareDatetime = Field(description="Start of its window.")
+    end: AwareDatetime = Field(description="End of its window.")
 
 
 class ChoiceOut(BaseModel):
@@ -176,11 +276,21 @@ class QueryResponse(BaseModel):
     )
     provider: str = Field(description="Which model provider answered, e.g. 'offline'.")
     as_of: AwareDatetime | None = None
+    asked_at: AwareDatetime | None = Field(
+        default=None,
+        description="The moment the question was read at (its as_of, else when it was asked), "
+        "on the wearer's clock: its time words and the memory it saw are relative to it.",
+    )
+    timezone: str | None = Field(default=None, description="The wearer's zone it was read in.")
     stopped: str = Field(
         description="Why the search ended: answer, max_rounds, parse_error or model_error."
     )
     rounds: list[RoundOut]
     evidence: list[EvidenceOut] = Field(description="Episodic segments the answer drew on.")
+    cited: list[CitedOut] = Field(
+        default_factory=list,
+        description="The windows the answer comes from (the evidence it cites), in order.",
+    )
     triples: list[TripleOut] = Field(default_factory=list, description="Semantic facts used.")
     frames: list[str] = Field(description="URLs of the frames retrieved (JPEG).")
 
@@ -188,7 +298,7 @@ class QueryResponse(BaseModel):
 class SearchRequest(_Body):
     memory_type: MemoryType = Field(description="episodic, semantic or visual.")
     query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for.")
-    as_of: AwareDatetime | None = Field(
+    as_of: Instant | None = Field(
         default=None, description="Search only memory that existed at this time."
     )
 
@@ -199,9 +309,14 @@ class SearchResponse(BaseModel):
     memory_type: MemoryType
     query: str
     results: list[dict[str, Any]] = Field(
-        description="Segments, semantic triples or frames (with a url), best first."
+        description="Segments, semantic triples or frames (with a url), best first; their "
+        "times on the wearer's clock."
     )
     note: str | None = Field(default=None, description="Why results are missing or degraded.")
+    asked_at: AwareDatetime | None = Field(
+        default=None, description="The moment the query was read at, on the wearer's clock."
+    )
+    timezone: str | None = Field(default=None, description="The wearer's zone.")
 
 
 # --- reading memory --------------------------------------------------------------------
@@ -218,6 +333,11 @@ class SegmentOut(BaseModel):
     processing_status: str
     visual_status: str
     note: bool = Field(description="True for an explicit 'remember this' note.")
+    degraded: str | None = Field(
+        None,
+        description="Why this window was captioned without the vision call "
+        "('daily_token_budget': the user's daily token budget was spent); null when it was not.",
+    )
 
 
 class SegmentPage(BaseModel):
@@ -257,7 +377,7 @@ class SemanticList(BaseModel):
 # --- writing memory --------------------------------------------------------------------
 class RememberRequest(_Body):
     text: str = Field(min_length=1, max_length=MAX_NOTE_CHARS, description="What to remember.")
-    at: AwareDatetime | None = Field(default=None, description="When it was true (default: now).")
+    at: Instant | None = Field(default=None, description="When it was true (default: now).")
 
     _text = field_validator("text")(_not_blank)
 
@@ -298,6 +418,53 @@ class PauseResponse(BaseModel):
 
 
 # --- health ----------------------------------------------------------------------------
+class UsageTotalsOut(BaseModel):
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = Field(description="Of prompt_tokens, served from the prompt cache.")
+    total_tokens: int = Field(description="prompt_tokens + completion_tokens.")
+    cost: float | None = Field(
+        description="Estimated from the price table (see `prices`); null when it does not "
+        "list a model used."
+    )
+
+
+class RoleUsageOut(UsageTotalsOut):
+    role: str
+    model: str
+    dispatch: str = Field(description="direct, or batch (the Batch API's lower price).")
+
+
+class DayUsageOut(UsageTotalsOut):
+    day: AwareDatetime = Field(description="Midnight UTC of the day.")
+
+
+class BudgetOut(BaseModel):
+    daily_tokens: int = Field(description="WORLDMM_LLM_USER_DAILY_TOKEN_BUDGET.")
+    used_today: int = Field(description="Tokens recorded today (UTC) so far.")
+    remaining_today: int
+
+
+class PricesOut(BaseModel):
+    as_of: str = Field(description="Date of the price table the costs come from.")
+    currency: str
+
+
+class UsageReport(BaseModel):
+    user_id: str
+    start: AwareDatetime
+    end: AwareDatetime
+    total: UsageTotalsOut
+    by_role: list[RoleUsageOut] = Field(description="Per role, model and dispatch mode.")
+    by_day: list[DayUsageOut] = Field(description="Per UTC day, oldest first.")
+    degraded_windows: int = Field(
+        description="30 s windows in the range captioned without the vision call (budget)."
+    )
+    budget: BudgetOut | None = Field(description="The daily token budget; null when none.")
+    prices: PricesOut
+
+
 class Health(BaseModel):
     status: str
 

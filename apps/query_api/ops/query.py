@@ -1,4 +1,10 @@
-"""Answer a question from one user's memory with the retrieval agent."""
+"""Answer a question from one user's memory with the retrieval agent.
+
+A question without ``as_of`` is read at the moment it is asked (the bundle's clock) in the
+user's zone, and sees only the memory that existed then, exactly as with ``as_of``. The reply
+speaks the wearer's clock: its times carry the wearer's offset, and each piece of evidence
+says when as a person would ("yesterday at 15:02").
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,11 @@ from urllib.parse import quote
 
 from worldmm.agent import AgentResult, answer_question
 from worldmm.deps import Deps
+from worldmm.localtime import Asked, in_zone, zone
 from worldmm.memory.retrieval.results import Hit
 from worldmm.wire.schemas import (
     ChoiceOut,
+    CitedOut,
     EvidenceOut,
     QueryRequest,
     QueryResponse,
@@ -60,11 +68,17 @@ def to_response(
     url_of: Callable[[str, str], str] = frame_url,
 ) -> QueryResponse:
     choice = result.choice
+    asked = None
+    if result.asked_at is not None:
+        asked = Asked(result.asked_at, zone(result.timezone))
+    evidence = [evidence_out(e.model_dump(), asked) for e in result.evidence]
     return QueryResponse(
         answer=result.answer,
         choice=None if choice is None else ChoiceOut.model_validate(choice.model_dump()),
         provider=result.label,
         as_of=req.as_of,
+        asked_at=asked.local if asked else None,
+        timezone=result.timezone,
         stopped=result.stopped,
         rounds=[
             RoundOut(
@@ -76,10 +90,26 @@ def to_response(
             )
             for r in result.rounds
         ],
-        evidence=[EvidenceOut.model_validate(e.model_dump()) for e in result.evidence],
+        evidence=evidence,
+        cited=[
+            CitedOut(segment_id=e.segment_id, start=e.start, end=e.end)
+            for i in result.cited_segment_ids
+            for e in evidence
+            if e.segment_id == i
+        ],
         triples=[TripleOut.model_validate(t.model_dump()) for t in result.triples],
         frames=[url_of(user_id, key) for key in result.frames],
     )
+
+
+def evidence_out(evidence: dict, asked: Asked | None) -> EvidenceOut:
+    """A segment the answer rests on, its times on the wearer's clock and said as a person
+    would ("yesterday at 15:02")."""
+    out = EvidenceOut.model_validate(evidence)
+    if asked is None:
+        return out
+    start, end = in_zone(out.start, asked.tz), in_zone(out.end, asked.tz)
+    return out.model_copy(update={"start": start, "end": end, "when": asked.spoken(start)})
 
 
 def hit_json(hit: Hit, user_id: str, url_of: Callable[[str, str], str] = frame_url) -> dict:

@@ -12,6 +12,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from worldmm.deps import Deps
+from worldmm.llm.usage import for_user
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.construct import TextMemory, extract_text_memory, triple_rows
 from worldmm.memory.entity_resolution import apply_resolutions
@@ -108,14 +109,19 @@ def _mark_remembered(deps: Deps, user_id: str, segment_id: int) -> list[list[str
 
 async def remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
     """Build and store the note's memory (raises ModelCallError when a model call fails)."""
-    at = (req.at or datetime.now(UTC)).astimezone(UTC)
+    with for_user(user_id):
+        return await _remember(deps, user_id, req)
+
+
+async def _remember(deps: Deps, user_id: str, req: RememberRequest) -> RememberResponse:
+    at = (req.at or deps.clock()).astimezone(UTC)
     mem = await extract_text_memory(deps, user_id, req.text)
     segment_id, start, end = await asyncio.to_thread(_write_note, deps, user_id, req.text, at, mem)
     extraction = await deps.roles.semantic_triples(req.text, mem.triples)
-    async with deps.user_lock(user_id):  # consolidations of a user never interleave
-        await consolidate_semantic(
-            deps, user_id, segment_id, end, extraction.semantic_triples, req.text
-        )
+    # serialised per user in the database, with the dataflow and every other API process
+    await consolidate_semantic(
+        deps, user_id, segment_id, end, extraction.semantic_triples, req.text
+    )
     semantic = await asyncio.to_thread(_mark_remembered, deps, user_id, segment_id)
     return RememberResponse(
         segment_id=segment_id,

@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Query, status
+from fastapi import HTTPException, Path, Query, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import AwareDatetime
 
-from apps.query_api.auth import AuthorizedUser
+from apps.query_api.auth import UserIdPath, user_router
 from apps.query_api.cursors import decode_cursor, frame_key, page_of, segment_key
 from apps.query_api.deps import Deps
 from apps.query_api.ops.forget import forget
@@ -29,6 +28,7 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FrameOut,
     FramePage,
+    Instant,
     RememberRequest,
     RememberResponse,
     SegmentOut,
@@ -37,16 +37,14 @@ from worldmm.wire.schemas import (
     SemanticList,
 )
 
-router = APIRouter(prefix="/v1/users/{user_id}", tags=["memory"], responses=USER_ERRORS)
+router = user_router(tags=["memory"], responses=USER_ERRORS)
 
 From = Annotated[
-    AwareDatetime | None,
+    Instant | None,
     Query(alias="from", description="Start of the range (ISO 8601 with zone), inclusive."),
 ]
-To = Annotated[AwareDatetime | None, Query(alias="to", description="End of the range, exclusive.")]
-AsOf = Annotated[
-    AwareDatetime | None, Query(description="Only what existed at this time (ISO 8601).")
-]
+To = Annotated[Instant | None, Query(alias="to", description="End of the range, exclusive.")]
+AsOf = Annotated[Instant | None, Query(description="Only what existed at this time (ISO 8601).")]
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"Page size (1-{MAX_PAGE}).")]
 Cursor = Annotated[
     str | None,
@@ -68,6 +66,7 @@ def _segment_out(row: SegmentRow) -> SegmentOut:
         processing_status=row.processing_status,
         visual_status=row.visual_status,
         note=is_note(row.source_topic),
+        degraded=row.model_versions.get("degraded"),
     )
 
 
@@ -78,7 +77,7 @@ def _segment_out(row: SegmentRow) -> SegmentOut:
     description="Oldest first, every scale unless `scale` is given; paged with `cursor`.",
 )
 def list_segments(
-    user_id: AuthorizedUser,
+    user_id: UserIdPath,
     deps: Deps,
     start: From = None,
     end: To = None,
@@ -104,7 +103,7 @@ def list_segments(
 
 @router.get("/segments/{segment_id}", summary="One segment")
 def read_segment(
-    user_id: AuthorizedUser,
+    user_id: UserIdPath,
     segment_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
     deps: Deps,
 ) -> SegmentOut:
@@ -118,7 +117,7 @@ def read_segment(
 # --- frames ----------------------------------------------------------------------------
 @router.get("/frames", summary="List stored frames captured in a time range")
 def list_frames(
-    user_id: AuthorizedUser,
+    user_id: UserIdPath,
     deps: Deps,
     start: From = None,
     end: To = None,
@@ -153,14 +152,14 @@ def list_frames(
     summary="One frame's JPEG bytes",
     responses={200: {"content": {"image/jpeg": {}}, "description": "The frame"}},
 )
-def read_frame(user_id: AuthorizedUser, key: str, deps: Deps) -> Response:
+def read_frame(user_id: UserIdPath, key: str, deps: Deps) -> Response:
     return frame_jpeg(deps, user_id, key)
 
 
 # --- semantic --------------------------------------------------------------------------
 @router.get("/semantic", summary="Semantic facts (active ones, or every version with history=true)")
 def semantic(
-    user_id: AuthorizedUser,
+    user_id: UserIdPath,
     deps: Deps,
     history: Annotated[bool, Query(description="Include replaced facts.")] = False,
     as_of: AsOf = None,
@@ -194,7 +193,7 @@ def semantic(
     responses=MODEL_ERROR,
 )
 async def remember_route(
-    user_id: AuthorizedUser, body: RememberRequest, deps: Deps
+    user_id: UserIdPath, body: RememberRequest, deps: Deps
 ) -> RememberResponse:
     return await remember(deps, user_id, body)
 
@@ -204,10 +203,10 @@ async def remember_route(
     summary="Forget a time range: segments, facts drawn from them, frames and audio",
 )
 async def forget_route(
-    user_id: AuthorizedUser,
+    user_id: UserIdPath,
     deps: Deps,
-    start: Annotated[AwareDatetime, Query(alias="from", description="Start (inclusive).")],
-    end: Annotated[AwareDatetime, Query(alias="to", description="End (exclusive).")],
+    start: Annotated[Instant, Query(alias="from", description="Start (inclusive).")],
+    end: Annotated[Instant, Query(alias="to", description="End (exclusive).")],
 ) -> ForgetResponse:
     if start >= end:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must be before 'to'")
@@ -229,7 +228,7 @@ MAX_RECENT_MINUTES = 7 * 24 * 60
     summary="Forget the last N minutes (up to now): a privacy undo in one call",
 )
 async def forget_recent_route(
-    user_id: AuthorizedUser,
+    user_id: UserIdPath,
     deps: Deps,
     minutes: Annotated[
         int, Query(ge=1, le=MAX_RECENT_MINUTES, description="How far back from now to forget.")

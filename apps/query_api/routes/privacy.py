@@ -3,38 +3,18 @@ privacy pauses sent as control records (docs/privacy.md)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from apps.query_api.auth import (
-    AuthorizedUser,
-    BearerKey,
-    UserIdPath,
-    authorized_user,
-    enforce_rate_limit,
-    is_admin_key,
-)
-from apps.query_api.deps import Deps, Limiter
+from apps.query_api.auth import BearerKey, UserIdPath, is_admin_key, user_router
+from apps.query_api.deps import Deps
 from apps.query_api.ops.pause import send_pause
 from apps.query_api.routes.common import USER_ERRORS
 from worldmm.privacy.export import export_user
 from worldmm.store.admin_audit import record_admin_action
 from worldmm.wire.schemas import ErrorOut, PauseRequest, PauseResponse
 
-router = APIRouter(prefix="/v1/users/{user_id}", tags=["privacy"], responses=USER_ERRORS)
-
-
-def exporter(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerKey) -> str:
-    """The user's own key, or the admin key for any user id: the export of a user that was
-    purged (or never existed) is an archive that holds nothing, not a 404."""
-    if user_id in (".", ".."):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "invalid user id")
-    if is_admin_key(deps, key):
-        enforce_rate_limit(limiter, key)
-        return "admin"
-    authorized_user(user_id, deps, limiter, key)
-    return "user"
+router = user_router(tags=["privacy"], responses=USER_ERRORS)
 
 
 @router.get(
@@ -44,8 +24,8 @@ def exporter(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerKey) 
     "a manifest with counts and checksums), streamed",
     responses={200: {"content": {"application/gzip": {}}, "description": "The archive"}},
 )
-async def export(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerKey):
-    actor = await run_in_threadpool(exporter, user_id, deps, limiter, key)
+async def export(user_id: UserIdPath, deps: Deps, key: BearerKey):
+    actor = "admin" if is_admin_key(deps, key) else "user"
     now = deps.clock()
     await run_in_threadpool(_audit, deps, user_id, actor)
     name = f"worldmm-export-{user_id}-{now:%Y%m%dT%H%M%SZ}.tar.gz"
@@ -73,14 +53,14 @@ _PAUSE_ERRORS = {
     "until a resume or the session's end, unstored",
     responses=_PAUSE_ERRORS,
 )
-async def pause(user_id: AuthorizedUser, deps: Deps, body: PauseRequest) -> PauseResponse:
+async def pause(user_id: UserIdPath, deps: Deps, body: PauseRequest) -> PauseResponse:
     return await run_in_threadpool(
         send_pause, deps, user_id, resume=False, session_id=body.session_id, at=body.at
     )
 
 
 @router.post("/resume", summary="End a privacy pause", responses=_PAUSE_ERRORS)
-async def resume(user_id: AuthorizedUser, deps: Deps, body: PauseRequest) -> PauseResponse:
+async def resume(user_id: UserIdPath, deps: Deps, body: PauseRequest) -> PauseResponse:
     return await run_in_threadpool(
         send_pause, deps, user_id, resume=True, session_id=body.session_id, at=body.at
     )

@@ -11,10 +11,10 @@ from apps.query_api.deps import Deps
 from apps.query_api.ops.forget import purge
 from worldmm.store.admin_audit import record_admin_action
 from worldmm.store.errors import AlreadyExistsError
-from worldmm.store.users import create_user, key_prefix
+from worldmm.store.users import create_user, get_profile, key_prefix
 from worldmm.wire.schemas import CreateUserRequest, CreateUserResponse, ErrorOut, PurgeResponse
 
-router = APIRouter(prefix="/v1/users", tags=["users (admin)"])
+router = APIRouter(prefix="/v1/users", tags=["users (admin)"], dependencies=[AdminOnly])
 
 _AUTH_ERRORS = {
     401: {"model": ErrorOut, "description": "Missing or invalid API key"},
@@ -26,25 +26,27 @@ _AUTH_ERRORS = {
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    dependencies=[AdminOnly],
     summary="Create a user and issue its API key (admin)",
+    description="The optional `timezone` (an IANA name, default UTC) is the zone the "
+    "user's questions are read in; it can be changed later with PATCH /v1/users/{user_id}.",
     responses={**_AUTH_ERRORS, 409: {"model": ErrorOut, "description": "User exists"}},
 )
 def create(body: CreateUserRequest, deps: Deps) -> CreateUserResponse:
     try:
         with deps.db.transaction() as conn:
-            key = create_user(conn, body.user_id)
+            key = create_user(conn, body.user_id, body.profile())
             record_admin_action(
                 conn, "user.create", subject_user=body.user_id, detail={"prefix": key_prefix(key)}
             )
+            profile = get_profile(conn, body.user_id)
     except AlreadyExistsError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    return CreateUserResponse(user_id=body.user_id, api_key=key)
+    assert profile is not None  # created in this transaction
+    return CreateUserResponse(user_id=body.user_id, api_key=key, timezone=profile.timezone)
 
 
 @router.delete(
     "/{user_id}",
-    dependencies=[AdminOnly],
     summary="Purge a user: database rows, blobs and cached graphs (admin)",
     responses={**_AUTH_ERRORS, 404: {"model": ErrorOut, "description": "Unknown user"}},
 )

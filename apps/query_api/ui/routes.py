@@ -1,11 +1,14 @@
 """The memory browser at /ui: a day of one wearer's memory, server-rendered (Jinja2), with a
-small script of our own (static/ui.js) that swaps HTML fragments in place."""
+small script of our own (static/ui.js) that swaps HTML fragments in place. Everything is on
+the wearer's clock: a day runs from their midnight to midnight, times are shown (and the
+forget form read) in their zone."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Annotated
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
@@ -13,8 +16,9 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
+from apps.query_api.auth import enforce_rate_limit
 from apps.query_api.cursors import CursorError, decode_cursor, page_of, segment_key
-from apps.query_api.deps import Deps
+from apps.query_api.deps import Deps, Limiter
 from apps.query_api.ops.forget import forget
 from apps.query_api.ops.frames import frame_jpeg
 from apps.query_api.ops.query import run_query
@@ -27,19 +31,21 @@ from apps.query_api.ui.session import (
     set_session,
     user_of_key,
 )
+from worldmm.localtime import in_zone, zone
 from worldmm.models import SCALES
 from worldmm.providers.errors import ModelCallError
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
 from worldmm.store.models import FrameRecord
 from worldmm.store.triples import list_semantic, triples_for_segments
-from worldmm.wire.schemas import QueryRequest
+from worldmm.wire.schemas import QueryRequest, in_range
 
 HERE = Path(__file__).parent
 STATIC = {"ui.js": "text/javascript", "ui.css": "text/css"}
 templates = Jinja2Templates(directory=HERE / "templates")
-templates.env.filters["hm"] = lambda ts: ts.astimezone(UTC).strftime("%H:%M:%S")
-templates.env.filters["iso"] = lambda ts: ts.astimezone(UTC).isoformat()
+templates.env.filters["hm"] = lambda ts, tz=UTC: in_zone(ts, tz).strftime("%H:%M:%S")
+templates.env.filters["iso"] = lambda ts, tz=UTC: in_zone(ts, tz).isoformat()
+templates.env.filters["day"] = lambda ts, tz=UTC: in_zone(ts, tz).date().isoformat()
 templates.env.globals["scale_name"] = views.SCALE_NAMES.get
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -49,6 +55,11 @@ def _page(request: Request, name: str, code: int = 200, **context: object) -> HT
     return templates.TemplateResponse(request, name, context, status_code=code)
 
 
+def _zone(deps: Deps, user_id: str) -> ZoneInfo:
+    """The wearer's zone: every time on a page is shown on it."""
+    return deps.reader.zone(user_id)
+
+
 # --- session -----------------------------------------------------------------------------
 @router.get("/login")
 def login_form(request: Request) -> HTMLResponse:
@@ -56,11 +67,14 @@ def login_form(request: Request) -> HTMLResponse:
 
 
 @router.post("/login")
-def login(request: Request, deps: Deps, key: Annotated[str, Form()] = "") -> Response:
+def login(
+    request: Request, deps: Deps, limiter: Limiter, key: Annotated[str, Form()] = ""
+) -> Response:
     try:
         user_of_key(deps, key)
     except ValueError as exc:
         return _page(request, "login.html", status.HTTP_401_UNAUTHORIZED, error=str(exc))
+    enforce_rate_limit(limiter, key.strip())  # a login is a request of that key too
     response = RedirectResponse("/ui/", status_code=status.HTTP_303_SEE_OTHER)
     set_session(response, request, key.strip())
     return response
@@ -82,10 +96,11 @@ def static(name: str) -> FileResponse:
 
 # --- the day -------------------------------------------------------------------------------
 def _lane_page(
-    deps: Deps, user_id: str, day: date, scale: int, cursor: str | None
+    deps: Deps, user_id: str, day: date, tz: tzinfo, scale: int, cursor: str | None
 ) -> tuple[list[views.Card], str | None]:
-    """One page of one lane of one day: the day's range only, never the whole memory."""
-    start, end = views.day_bounds(day)
+    """One page of one lane of one day (the wearer's): the day's range only, never the whole
+    memory."""
+    start, end = views.day_bounds(day, tz)
     after = decode_cursor(cursor) if cursor else None
     with deps.db.connection() as conn:
         rows = segment_store.list_segments(
@@ -95,28 +110,31 @@ def _lane_page(
     return [views.card_of(r, is_note(r.source_topic)) for r in rows], next_cursor
 
 
-def _latest_day(deps: Deps, user_id: str) -> date:
+def _latest_day(deps: Deps, user_id: str, tz: tzinfo) -> date:
+    """The wearer's day of their latest segment; today without any."""
     with deps.db.connection() as conn:
         rows = segment_store.list_segments(conn, user_id, limit=1, descending=True)
-    return rows[0].window_start.astimezone(UTC).date() if rows else datetime.now(UTC).date()
+    return in_zone(rows[0].window_start if rows else deps.clock(), tz).date()
 
 
 @router.get("/")
 def day_view(
     request: Request, deps: Deps, user_id: UiUser, day: Annotated[str | None, Query()] = None
 ) -> HTMLResponse:
+    tz = _zone(deps, user_id)
     try:
-        shown = views.parse_day(day) if day else _latest_day(deps, user_id)
+        shown = views.parse_day(day) if day else _latest_day(deps, user_id, tz)
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     lanes = []
     for scale, name in views.lanes():
-        cards, cursor = _lane_page(deps, user_id, shown, scale, None)
+        cards, cursor = _lane_page(deps, user_id, shown, tz, scale, None)
         lanes.append({"scale": scale, "name": name, "cards": cards, "cursor": cursor})
     return _page(
         request,
         "day.html",
         user_id=user_id,
+        tz=tz,
         day=shown,
         prev_day=shown - timedelta(days=1),
         next_day=shown + timedelta(days=1),
@@ -135,12 +153,15 @@ def lane_more(
 ) -> HTMLResponse:
     if scale not in SCALES:
         return _page(request, "_error.html", 422, message=f"Unknown scale {scale}.")
+    tz = _zone(deps, user_id)
     try:
         shown = views.parse_day(day)
-        cards, next_cursor = _lane_page(deps, user_id, shown, scale, cursor)
+        cards, next_cursor = _lane_page(deps, user_id, shown, tz, scale, cursor)
     except (ValueError, CursorError) as exc:
         return _page(request, "_error.html", 422, message=str(exc))
-    return _page(request, "_cards.html", cards=cards, cursor=next_cursor, scale=scale, day=shown)
+    return _page(
+        request, "_cards.html", cards=cards, cursor=next_cursor, scale=scale, day=shown, tz=tz
+    )
 
 
 # --- a segment -----------------------------------------------------------------------------
@@ -169,6 +190,7 @@ def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: in
         children=children,
         triples=triples,
         frames=frames,
+        tz=_zone(deps, user_id),
     )
 
 
@@ -222,7 +244,13 @@ def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
 def facts(request: Request, deps: Deps, user_id: UiUser) -> HTMLResponse:
     with deps.db.connection() as conn:
         rows = list_semantic(conn, user_id, history=True, limit=2000)
-    return _page(request, "facts.html", user_id=user_id, chains=views.fact_histories(rows))
+    return _page(
+        request,
+        "facts.html",
+        user_id=user_id,
+        chains=views.fact_histories(rows),
+        tz=_zone(deps, user_id),
+    )
 
 
 # --- ask and forget --------------------------------------------------------------------------
@@ -238,17 +266,18 @@ async def ask(
         reply = await run_query(deps, user_id, req, url_of=lambda _u, k: f"/ui/frames/{k}")
     except ModelCallError as exc:
         return _page(request, "_error.html", 502, message=f"The model call failed: {exc}")
-    return _page(request, "_answer.html", reply=reply)
+    return _page(request, "_answer.html", reply=reply, tz=zone(reply.timezone))
 
 
-def _range(start: str, end: str) -> tuple[datetime, datetime]:
-    """Times from the form (datetime-local inputs, read as UTC like everything shown)."""
+def _range(start: str, end: str, tz: tzinfo) -> tuple[datetime, datetime]:
+    """Times from the form (datetime-local inputs, read on the wearer's clock like
+    everything shown)."""
     try:
         a, b = datetime.fromisoformat(start), datetime.fromisoformat(end)
     except ValueError:
         raise ValueError("Give both times as YYYY-MM-DDTHH:MM.") from None
-    a = a if a.tzinfo else a.replace(tzinfo=UTC)
-    b = b if b.tzinfo else b.replace(tzinfo=UTC)
+    a = in_range(a if a.tzinfo else a.replace(tzinfo=tz))
+    b = in_range(b if b.tzinfo else b.replace(tzinfo=tz))
     if a >= b:
         raise ValueError("The start must be before the end.")
     return a, b
@@ -263,13 +292,14 @@ def forget_confirm(
     end: Annotated[str, Form()] = "",
 ) -> HTMLResponse:
     """Step one: say what would go, and ask."""
+    tz = _zone(deps, user_id)
     try:
-        a, b = _range(start, end)
+        a, b = _range(start, end, tz)
     except ValueError as exc:
         return _page(request, "_error.html", 422, message=str(exc))
     with deps.db.connection() as conn:
         count = len(segment_store.list_segments(conn, user_id, start=a, end=b, limit=10001))
-    return _page(request, "_forget_confirm.html", start=a, end=b, count=count)
+    return _page(request, "_forget_confirm.html", start=a, end=b, count=count, tz=tz)
 
 
 @router.post("/forget", dependencies=[UiWrite])
@@ -284,11 +314,12 @@ async def forget_range(
     """Step two, only with the confirmation's field; the page then reloads its lanes."""
     if confirm != "yes":
         return _page(request, "_error.html", 422, message="Forgetting needs a confirmation.")
+    tz = await run_in_threadpool(_zone, deps, user_id)
     try:
-        a, b = _range(start, end)
+        a, b = _range(start, end, tz)
     except ValueError as exc:
         return _page(request, "_error.html", 422, message=str(exc))
     outcome = await run_in_threadpool(forget, deps, user_id, a, b)
-    response = _page(request, "_forget_done.html", start=a, end=b, rows=outcome.rows)
+    response = _page(request, "_forget_done.html", start=a, end=b, rows=outcome.rows, tz=tz)
     response.headers["X-UI-Reload"] = "1"
     return response

@@ -14,8 +14,8 @@ from typing import Annotated
 
 from fastapi import Depends, Header, HTTPException, Request, Response, status
 
-from apps.query_api.auth import is_admin_key
-from apps.query_api.deps import Deps
+from apps.query_api.auth import enforce_rate_limit, is_admin_key
+from apps.query_api.deps import Deps, Limiter
 from worldmm.store.users import user_for_key
 
 COOKIE = "worldmm_ui_key"
@@ -55,14 +55,18 @@ def user_of_key(deps: Deps, key: str) -> str:
     return user_id
 
 
-def ui_user(request: Request, deps: Deps) -> str:
+def ui_user(request: Request, deps: Deps, limiter: Limiter) -> str:
+    """The session's user; every browser request spends the key's rate limit, the same
+    budget its API requests spend (429 with Retry-After when it is gone)."""
     key = request.cookies.get(COOKIE)
     if not key:
         raise LoginRequired
     try:
-        return user_of_key(deps, key)
+        user_id = user_of_key(deps, key)
     except ValueError:
         raise LoginRequired from None
+    enforce_rate_limit(limiter, key.strip())
+    return user_id
 
 
 def require_ui_header(x_worldmm_ui: Annotated[str | None, Header()] = None) -> None:

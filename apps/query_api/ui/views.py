@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from worldmm.models import SCALES
 from worldmm.store.models import SegmentRow, TripleRow
+from worldmm.wire.schemas import EARLIEST, LATEST
 
 SCALE_NAMES = {30: "30 s", 180: "3 min", 600: "10 min", 3600: "1 h"}
 LANE_PAGE = 120  # segments per lane request: an hour of 30 s windows
 
 
-def day_bounds(day: date) -> tuple[datetime, datetime]:
-    start = datetime.combine(day, time(0), tzinfo=UTC)
-    return start, start + timedelta(days=1)
+def day_bounds(day: date, tz: tzinfo = UTC) -> tuple[datetime, datetime]:
+    """The wearer's day: from their midnight to the next (23 or 25 hours on a day the clocks
+    change), as UTC instants."""
+    start = datetime.combine(day, time(0), tzinfo=tz)
+    end = datetime.combine(day + timedelta(days=1), time(0), tzinfo=tz)
+    return start.astimezone(UTC), end.astimezone(UTC)
 
 
 def parse_day(value: str) -> date:
+    """A day of the query string; ValueError when it is not one, or so near the ends of the
+    calendar that the page's previous/next day could not be written."""
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise ValueError(f"not a day (YYYY-MM-DD): {value!r}") from None
+    if not EARLIEST.date() <= day <= LATEST.date():
+        raise ValueError(f"day out of range: between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
+    return day
 
 
 def status_of(row: SegmentRow) -> str:

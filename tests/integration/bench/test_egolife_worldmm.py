@@ -94,6 +94,8 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
         else:
             assert 0.0 <= overall["hit@3"] <= 1.0
     assert report["worldmm"]["query_ms"] > 0 and report["wall_s"] > 0
+    # worldmm answers from its hits and one search per option; its top 3 alone is kept
+    assert 0.0 <= info["accuracy_top3_only"] <= 1.0
     rows = {r["id"]: r for r in report["per_question"]}
     for row in rows.values():
         asked = datetime.fromisoformat(row["query_time"])
@@ -108,6 +110,10 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
     # the fused retriever found the kettle's window and the offline answerer read it
     assert rows["1"]["methods"]["worldmm"]["hit1"]
     assert rows["1"]["methods"]["worldmm"]["answer"] == "A"
+    # the API's search asked live (the question time as the clock's now) is the same search
+    assert report["methods"]["worldmm-live"] == report["methods"]["worldmm"]
+    for row in rows.values():
+        assert row["methods"]["worldmm-live"]["top"] == row["methods"]["worldmm"]["top"]
     assert len(rows["3"]["methods"]["worldmm"]["top"]) <= 2  # two windows existed then
     assert not rows["3"]["methods"]["worldmm"]["hit3"]  # its evidence came later
 

@@ -20,8 +20,9 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     monkeypatch.setenv("WORLDMM_DATABASE_URL", stack.database_url)
     monkeypatch.setenv("WORLDMM_REDIS_URL", stack.redis_url)
     monkeypatch.setenv("WORLDMM_STATE_DIR", str(tmp_path / "state"))
-    # what main() sets by default, set here so the process environment is restored after
-    monkeypatch.setenv("WORLDMM_EPISODIC_LANE_WEIGHTS", ALL_LANES)
+    # the configured lanes are measured unless --lanes asks for others, as here; main() sets
+    # them in the environment (for the cold child processes): restored after the test
+    monkeypatch.setenv("WORLDMM_EPISODIC_LANE_WEIGHTS", "lexical:1.0")
     out = tmp_path / "query.json"
     main(
         [
@@ -39,9 +40,12 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             "2",
             "--new-segments",
             "2",
+            "--lanes",
+            ALL_LANES,
         ]
     )
     report = json.loads(out.read_text())
+    assert report["episodic_lane_weights"] == {"lexical": 1.0, "dense": 1.0, "graph": 0.5}
 
     for memory_type in ("episodic", "semantic", "visual"):
         for phase, n in (("warm", 4), ("cold", 2)):

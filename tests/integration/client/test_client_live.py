@@ -47,6 +47,11 @@ def test_sync_client_reads_asks_and_forgets(served):
         assert mm.frame(seen.results[0]["url"])[:2] == b"\xff\xd8"
         reply = mm.query("Where did I put my car keys?")
         assert isinstance(reply, QueryResponse)
+        assert reply.timezone == "UTC" and reply.asked_at is not None  # asked live, no as_of
+        assert mm.profile().timezone == "UTC"
+        assert mm.update_profile(timezone="Europe/Paris").timezone == "Europe/Paris"
+        assert mm.profile().timezone == "Europe/Paris"
+        assert mm.query("Where did I put my car keys?").timezone == "Europe/Paris"
         assert alice.segments[0] in {e.segment_id for e in reply.evidence}
         gone = mm.forget(DAY, DAY + timedelta(seconds=30))
         assert gone.rows_deleted["segments"] >= 1

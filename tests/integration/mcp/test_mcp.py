@@ -36,9 +36,18 @@ async def test_tools_over_stdio(served):
     async with _stdio(served.url, alice.key) as mcp:
         names = {t.name for t in (await mcp.list_tools()).tools}
         assert names == {
-            "ask", "search_memory", "list_segments", "remember", "forget", "forget_recent",
-            "pause_recording", "resume_recording",
+            "ask", "search_memory", "list_segments", "remember", "forget", "profile",
+            "set_timezone", "forget_recent", "pause_recording", "resume_recording",
         }  # fmt: skip
+
+        me = await mcp.call_tool("profile", {})
+        assert me.structured_content["user_id"] == alice.user_id
+        assert me.structured_content["timezone"] == "UTC"
+        moved = await mcp.call_tool("set_timezone", {"timezone": "Asia/Tokyo"})
+        assert moved.structured_content["timezone"] == "Asia/Tokyo"
+        assert "timezone" in _error_text(
+            await mcp.call_tool("set_timezone", {"timezone": "Nope/X"})
+        )
 
         asked = await mcp.call_tool("ask", {"question": "Where did I put my car keys?"})
         assert not asked.is_error, asked

@@ -19,14 +19,13 @@ pytestmark = pytest.mark.integration
 
 
 def _second_process(deps: Deps, **settings) -> Deps:
-    """Another API process's state: its own pool, graph memo and locks, and (create_app) its
+    """Another API process's state: its own pool and graph memo, and (create_app) its
     own limiter (models are shared only to save loading them again; they hold no key state)."""
     return dataclasses.replace(
         deps,
         settings=deps.settings.model_copy(update=settings),
         db=Database(deps.db.database_url, max_size=2, name="worldmm-test-second"),
         graphs=None,
-        _locks={},
     )
 
 
@@ -158,6 +157,23 @@ def test_rate_limit_is_shared_by_processes_and_per_key(api_deps, make_user):
     finally:
         for d in procs:
             d.db.close()
+
+
+def test_the_browser_spends_the_same_rate_limit_as_the_api(api_deps, make_user):
+    u = make_user()
+    deps = _second_process(api_deps, api_rate_limit=3)
+    try:
+        c = TestClient(create_app(deps.settings, deps=deps))
+        key = c.post(f"/v1/users/{u.user_id}/keys", headers=ADMIN).json()["api_key"]
+        login = c.post("/ui/login", data={"key": key}, follow_redirects=False)
+        assert login.status_code == 303  # 1 of 3
+        assert c.get("/ui/").status_code == 200  # 2
+        assert _segments(c, u.user_id, key) == 200  # 3, through the JSON API
+        page = c.get("/ui/")
+        assert page.status_code == 429 and int(page.headers["retry-after"]) >= 1
+        assert _segments(c, u.user_id, key) == 429  # one budget for both
+    finally:
+        deps.db.close()
 
 
 def test_oversized_bodies_get_413_before_being_read(api_deps, make_user):

@@ -15,7 +15,7 @@ from worldmm.privacy import retention
 from worldmm.store import frames as frame_store
 from worldmm.store.admin_audit import list_admin_actions
 from worldmm.store.frames import AudioBatchRow, FrameBatchRow
-from worldmm.store.privacy import set_privacy
+from worldmm.store.users import update_profile
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ def test_retention_removes_old_media_keeps_text_and_answers_410(client, clocked,
     new_frame, new_audio = capture(deps, a.user_id, NEW)
     b_frame, _ = capture(deps, b.user_id, OLD)  # b keeps the default: media kept
     with deps.db.transaction() as conn:
-        set_privacy(conn, a.user_id, retention_days=7)
+        update_profile(conn, a.user_id, {"retention_days": 7})
 
     # on read, before any run: the expired frame is gone for the API, the new one served
     url = f"/v1/users/{a.user_id}/frames/"
@@ -96,17 +96,24 @@ def test_retention_removes_old_media_keeps_text_and_answers_410(client, clocked,
     assert again.deleted == 0 and again.blobs == 0  # idempotent
 
 
-def test_a_user_back_on_the_default_keeps_media(clocked, make_user):
+def test_retention_and_face_blur_are_fields_of_the_profile(client, clocked, make_user):
+    """PATCH /v1/users/{id} sets the wearer's retention and face-blur opt-out; an explicit
+    null returns to the deployment's default; bad values are a 422."""
     deps = clocked
     a = make_user()
-    with deps.db.transaction() as conn:
-        assert set_privacy(conn, a.user_id, retention_days=3).retention_days == 3
-        back = set_privacy(conn, a.user_id, retention_days=None)
-    assert back.retention_days is None and back.face_blur is True
+    url = f"/v1/users/{a.user_id}"
+    me = client.get(url, headers=a.headers).json()
+    assert me["retention_days"] is None and me["face_blur"] is True
+    r = client.patch(url, json={"retention_days": 3, "face_blur": False}, headers=a.headers)
+    assert r.status_code == 200, r.text
+    assert r.json()["retention_days"] == 3 and r.json()["face_blur"] is False
+    assert retention.plan(deps.db, None, NOW, [a.user_id]) == {a.user_id: NOW - timedelta(days=3)}
+    back = client.patch(url, json={"retention_days": None}, headers=a.headers).json()
+    assert back["retention_days"] is None and back["face_blur"] is False  # only what was given
     assert a.user_id not in retention.plan(deps.db, None, NOW)
     assert retention.plan(deps.db, 30, NOW, [a.user_id]) == {a.user_id: NOW - timedelta(days=30)}
-    with deps.db.transaction() as conn, pytest.raises(ValueError, match="≥ 1"):
-        set_privacy(conn, a.user_id, retention_days=0)
+    for bad in ({"retention_days": 0}, {"face_blur": "maybe"}, {"retention_days": "a week"}):
+        assert client.patch(url, json=bad, headers=a.headers).status_code == 422, bad
 
 
 def test_retention_and_export_commands(api_deps, api_settings, make_user, tmp_path):
@@ -120,7 +127,7 @@ def test_retention_and_export_commands(api_deps, api_settings, make_user, tmp_pa
     old_frame, _ = capture(deps, a.user_id, OLD)
     new_frame, _ = capture(deps, a.user_id, NEW)
     with deps.db.transaction() as conn:
-        set_privacy(conn, a.user_id, retention_days=7)
+        update_profile(conn, a.user_id, {"retention_days": 7})
     env = {
         "WORLDMM_DATABASE_URL": api_settings.database_url,
         "WORLDMM_STATE_DIR": str(api_settings.state_dir),
@@ -178,7 +185,7 @@ def test_retention_deletes_a_window_container_with_its_last_capture(client, cloc
             frame_store.insert_frames(conn, a.user_id, rows)
         keys[name] = (ckey, fkeys)
     with deps.db.transaction() as conn:
-        set_privacy(conn, a.user_id, retention_days=7)
+        update_profile(conn, a.user_id, {"retention_days": 7})
 
     url = f"/v1/users/{a.user_id}/frames/"
     straddle_box, (expired, kept) = keys["straddling"]

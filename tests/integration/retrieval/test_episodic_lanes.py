@@ -72,7 +72,7 @@ class Memory:
             if rows:
                 triples.insert_triples(conn, self.user, sid, "episodic", rows)
             if parent is not None:
-                segments.link_children(conn, self.ids[parent], [sid])
+                segments.link_children(conn, self.user, self.ids[parent], [sid])
         self.ids[label] = sid
         return sid
 
@@ -243,3 +243,54 @@ def test_backfill_command_shows_progress_and_fills_the_dense_lane(db, settings, 
     assert "embedded 5 of 5 segments" in out.output
     with db.connection() as conn:
         assert segment_search.count_missing_embeddings(conn, embedder.name, user_id) == 0
+
+
+@pytest.fixture
+def household(db, user_id, embedder) -> Memory:
+    """Katrina and Shure each named alone in several windows; once together, where the
+    window's text calls them by nicknames (the speakers "Kat" and "Shu") and ingest's alias
+    resolution tied those lines to their canonical entities."""
+    m = Memory(db, user_id, embedder)
+    alone = [
+        ("Katrina waters the plants on the balcony.", [("Katrina", "waters", "plants")]),
+        ("Katrina reads a book on the sofa.", [("Katrina", "reads", "book")]),
+        ("Shure plays the guitar in his room.", [("Shure", "plays", "guitar")]),
+        ("Shure cooks noodles in the kitchen.", [("Shure", "cooks", "noodles")]),
+    ]
+    for i, (caption, facts) in enumerate(alone):
+        m.seg(f"alone{i}", DAY + timedelta(minutes=3 * i), 30, caption, facts=facts)
+    m.seg(
+        "together",
+        DAY + timedelta(minutes=20),
+        30,
+        "I carry the big board across the room to the wall.",
+        transcript="Kat: Lift your end higher. Shu: Got it, a bit to the left.",
+        facts=[("Katrina", "lifts", "board"), ("Shure", "carries", "board")],
+    )
+    with db.transaction() as conn:
+        for nick, name in (("Kat", "Katrina"), ("Shu", "Shure")):
+            canonical = entities.find_entity_by_surface(conn, user_id, name)
+            assert canonical is not None
+            entities.insert_alias(conn, user_id, nick, canonical.id, embedder.embed([nick])[0])
+    backfill_segment_embeddings(db, embedder, user_id=user_id)
+    return m
+
+
+def test_entity_lane_finds_the_named_people_together_where_text_search_misses(
+    deps, household, user_id
+):
+    q = "What did Katrina and Shure do together?"
+    asked = DAY + timedelta(hours=1)
+    together = household.ids["together"]
+    entity = lane(deps, user_id, q, "entity", asked)
+    assert entity[0] == together  # both people held: it outranks every window of one
+    assert set(entity) == set(household.ids.values())  # each window holds one of them
+    # the words: the window never names them, so lexical does not return it at all
+    assert together not in lane(deps, user_id, q, "lexical", asked)
+    assert lane(deps, user_id, q, "dense", asked)[0] != together
+
+
+def test_entity_lane_matches_a_nickname_through_its_alias(deps, household, user_id):
+    got = lane(deps, user_id, "When did Kat lift the board?", "entity", DAY + timedelta(hours=1))
+    # "Kat" is Katrina: the windows that hold her, Shure's alone left out
+    assert set(got) == {household.ids[k] for k in ("alone0", "alone1", "together")}

@@ -78,7 +78,11 @@ def test_cannot_reference_another_users_rows(conn, user_id, other_user) -> None:
         visual.upsert_visual_embedding(conn, user_id, theirs["seg"], unit_vector(VDIM, 3))
     with pytest.raises(NotFoundError):
         entities.insert_alias(conn, user_id, "Caz", theirs["entity"], unit_vector(DIM, 2))
-    assert segments.link_children(conn, theirs["seg"], [mine]) == 0
+    assert segments.link_children(conn, user_id, theirs["seg"], [mine]) == 0
+    # acting as the other user, my segment cannot be linked under their parent either
+    assert segments.link_children(conn, other_user, theirs["seg"], [mine]) == 0
+    with pytest.raises(NotFoundError):
+        segments.set_segment_status(conn, user_id, theirs["seg"], "failed", "not mine")
     # and the database itself refuses it, whatever the code does
     with pytest.raises(psycopg.errors.ForeignKeyViolation), conn.transaction():
         conn.execute(

@@ -24,7 +24,7 @@ def _populate(conn, user: str) -> dict:
     seg_a = make_segment(conn, user, T0, session_id="s1")
     seg_b = make_segment(conn, user, T0 + 300 * S, session_id="s1")
     parent = make_segment(conn, user, T0, scale=180)
-    segments.link_children(conn, parent, [seg_a])
+    segments.link_children(conn, user, parent, [seg_a])
     alice = entities.insert_canonical_entity(conn, user, "Alice", unit_vector(DIM, 1))
     entities.insert_alias(conn, user, "Al", alice.id, unit_vector(DIM, 1))
     bob = entities.insert_canonical_entity(conn, user, "Bob", unit_vector(DIM, 2))

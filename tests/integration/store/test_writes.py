@@ -54,10 +54,10 @@ def test_segment_replay_overwrites_and_keeps_id(conn, user_id) -> None:
 def test_segment_status_children_and_work_list(conn, user_id) -> None:
     kids = [make_segment(conn, user_id, T0 + timedelta(seconds=30 * i)) for i in range(6)]
     parent = make_segment(conn, user_id, T0, scale=180)
-    assert segments.link_children(conn, parent, kids) == 6
+    assert segments.link_children(conn, user_id, parent, kids) == 6
     assert [s.id for s in segments.children_of(conn, user_id, parent)] == kids
-    segments.set_segment_status(conn, kids[0], "complete")
-    segments.set_segment_status(conn, kids[1], "failed", error="llm: bad json")
+    segments.set_segment_status(conn, user_id, kids[0], "complete")
+    segments.set_segment_status(conn, user_id, kids[1], "failed", error="llm: bad json")
     make_segment(conn, user_id, T0 + timedelta(seconds=60), visual_status="pending")  # kids[2]
     todo = segments.segments_needing_work(conn, user_id, statuses=("failed",))
     assert [(s.id, s.error) for s in todo] == [(kids[1], "llm: bad json")]
@@ -65,7 +65,7 @@ def test_segment_status_children_and_work_list(conn, user_id) -> None:
     pending = {s.id for s in segments.segments_needing_work(conn, user_id)}
     assert pending == set(kids[1:]) | {parent}
     with pytest.raises(NotFoundError):
-        segments.set_segment_status(conn, kids[0], "complete", user_id="someone-else")
+        segments.set_segment_status(conn, "someone-else", kids[0], "complete")
 
 
 def test_list_segments_time_range_and_scale(conn, user_id) -> None:

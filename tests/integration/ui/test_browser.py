@@ -216,14 +216,56 @@ def test_facts_page_shows_each_fact_with_its_history_and_evidence(served):
     assert f"/ui/segments/{w.segments[3]}" in body and f"/ui/segments/{w.segments[0]}" in body
 
 
+def test_a_tokyo_wearers_day_runs_from_their_midnight(served, browser):
+    """A wearer in Asia/Tokyo (UTC+9): the day view holds their 00:00-24:00, labelled in their
+    zone, its clock times on their clock; UTC's day would cut it nine hours earlier."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from worldmm.store.users import update_profile
+
+    tokyo = ZoneInfo("Asia/Tokyo")
+    w = seed_wearer(
+        served.deps, "ui-tokyo", scenes=[("I made miso soup for breakfast.", [])],
+        start=datetime(2026, 11, 20, 0, 10, tzinfo=tokyo).astimezone(UTC),  # 19 Nov in UTC
+    )  # fmt: skip
+    with served.deps.db.transaction() as conn:
+        update_profile(conn, w.user_id, {"timezone": "Asia/Tokyo"})
+    late = seed_segment(  # 23:50 on the 20th in Tokyo (14:50 UTC)
+        served.deps, w.user_id, datetime(2026, 11, 20, 23, 50, tzinfo=tokyo).astimezone(UTC),
+        "I set the alarm clock before bed.",
+    )  # fmt: skip
+    after = seed_segment(  # 00:20 on the 21st in Tokyo (15:20 UTC on the 20th)
+        served.deps, w.user_id, datetime(2026, 11, 21, 0, 20, tzinfo=tokyo).astimezone(UTC),
+        "I could not sleep and read a novel.",
+    )  # fmt: skip
+    context = browser.new_context()
+    page = context.new_page()
+    _login(page, served.url, w.key)
+    page.wait_for_selector("#day")
+    page.goto(f"{served.url}/ui/?day=2026-11-20")
+    assert page.inner_text("#day") == "2026-11-20 (Asia/Tokyo)"
+    shown = {
+        int(i)
+        for i in page.locator("#lane-30 .seg").evaluate_all("els => els.map(e => e.dataset.id)")
+    }
+    assert {w.segments[0], late} <= shown and after not in shown
+    assert page.inner_text(f"#seg-{w.segments[0]} .time") == "00:10:00"  # the wearer's clock
+    assert page.inner_text(f"#seg-{late} .time") == "23:50:00"
+    page.goto(f"{served.url}/ui/?day=2026-11-21")
+    assert page.locator(f"#seg-{after}").count() == 1
+    assert page.locator(f"#seg-{late}").count() == 0
+    context.close()
+
+
 def test_a_frame_past_retention_shows_a_placeholder(served):
     """The API answers 410 for a frame past the wearer's media retention; the browser gets
     a placeholder image in its place (the card's thumbnail and the frame view alike)."""
-    from worldmm.store.privacy import set_privacy
+    from worldmm.store.users import update_profile
 
     alice = seed_wearer(served.deps, "ui-expired")
     with served.deps.db.transaction() as conn:
-        set_privacy(conn, alice.user_id, retention_days=1)  # the seeded day is older
+        update_profile(conn, alice.user_id, {"retention_days": 1})  # the seeded day is older
     with httpx.Client(base_url=served.url) as http:
         api = http.get(
             f"/v1/users/{alice.user_id}/frames/{alice.frame_key}",

@@ -15,6 +15,7 @@ import numpy as np
 
 from worldmm.encoder.base import EncoderUnavailable
 from worldmm.llm.schemas import AgentAction, AgentRound, Passage, Response
+from worldmm.localtime import Asked
 from worldmm.memory.retrieval.reader import MemoryReader
 from worldmm.providers.errors import ModelCallError, ParseError
 
@@ -56,6 +57,7 @@ class ScriptedRoles:
     versions: dict[str, str] = field(default_factory=dict)
     steps_seen: list[list[AgentRound]] = field(default_factory=list)
     respond_calls: list[tuple[str, list[Passage], list[str] | None]] = field(default_factory=list)
+    asked_seen: list[Asked | None] = field(default_factory=list)  # agent steps, then answers
     choose: int = 0  # the option index respond picks when given choices
     rerank_calls: list[tuple[str, list[tuple[str, str]], int]] = field(default_factory=list)
 
@@ -71,8 +73,11 @@ class ScriptedRoles:
         ids = self.rerank_ids if self.rerank_ids is not None else [c[0] for c in candidates]
         return ids[:keep]
 
-    async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction:
+    async def agent_step(
+        self, question: str, rounds: list[AgentRound], *, asked: Asked | None = None
+    ) -> AgentAction:
         self.steps_seen.append(list(rounds))
+        self.asked_seen.append(asked)
         if not self.script:
             return AgentAction(action="ANSWER")
         item = self.script.pop(0)
@@ -81,9 +86,15 @@ class ScriptedRoles:
         return item
 
     async def respond(
-        self, question: str, passages: list[Passage], choices: list[str] | None
+        self,
+        question: str,
+        passages: list[Passage],
+        choices: list[str] | None,
+        *,
+        asked: Asked | None = None,
     ) -> Response:
         self.respond_calls.append((question, passages, choices))
+        self.asked_seen.append(asked)
         return Response(
             answer=f"answer to {question!r} from {len(passages)} passages",
             choice_index=self.choose if choices else None,

@@ -6,6 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import cast
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -30,10 +31,18 @@ T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)
 ANSWER = AgentAction(action="ANSWER")
 
 
+TOKYO = ZoneInfo("Asia/Tokyo")
+NOW = datetime(2025, 5, 2, 9, 0, tzinfo=UTC)
+
+
 def agent_deps(roles: ScriptedRoles, settings: Settings) -> Deps:
-    """answer_question reads the roles and the settings; these tests' searches are fakes
-    that never reach the rest of the bundle (the database, the models, the cache)."""
-    return cast(Deps, SimpleNamespace(roles=roles, settings=settings))
+    """answer_question reads the roles, the settings, the clock and the user's zone; these
+    tests' searches are fakes that never reach the rest of the bundle (the database, the
+    models, the cache)."""
+    reader = SimpleNamespace(zone=lambda user_id: TOKYO)
+    return cast(
+        Deps, SimpleNamespace(roles=roles, settings=settings, clock=lambda: NOW, reader=reader)
+    )
 
 
 def seg_hit(i: int) -> SegmentHit:
@@ -118,16 +127,30 @@ def test_each_step_sees_the_results_of_earlier_rounds():
 
 def test_answer_first_means_no_search_and_the_responder_still_answers():
     roles = ScriptedRoles([ANSWER])
-    rec, result = run_scripted(roles, "hello?", choices=["A. yes", "B. no"])
+    rec, result = run_scripted(roles, "hello?")
     assert rec.calls == [] and result.rounds == []
     assert result.stopped == "answer"
     ((question, passages, choices),) = roles.respond_calls
-    assert (question, choices) == ("hello?", ["yes", "no"])  # letters are positional
-    assert passages == []
+    assert (question, passages, choices) == ("hello?", [], None)
     assert result.answer.startswith("answer to 'hello?'")
+    assert result.choice is None and result.label == "scripted"
+
+
+def test_choices_say_where_to_look_even_when_the_agent_answers_at_once():
+    roles = ScriptedRoles([ANSWER])
+    rec, result = run_scripted(roles, "hello?", choices=["A. yes", "B. no"])
+    # no search of the agent's own; one episodic look per option, kept as rounds
+    assert rec.calls == [("episodic", "hello? yes"), ("episodic", "hello? no")]
+    assert [(r.query, r.note) for r in result.rounds] == [
+        ("hello? yes", "looked up for option A"),
+        ("hello? no", "looked up for option B"),
+    ]
+    assert result.stopped == "answer"
+    ((question, passages, choices),) = roles.respond_calls
+    assert (question, choices) == ("hello?", ["yes", "no"])  # letters are positional
+    assert [p.ref for p in passages] == ["S1", "S2"]  # each segment once
     assert result.choice is not None and (result.choice.letter, result.choice.text) == ("A", "yes")
-    assert result.choice.guess and result.choice.evidence_segment_ids == []
-    assert result.label == "scripted"
+    assert [e.segment_id for e in result.evidence] == [1, 2]
 
 
 def test_max_rounds_forces_the_answer():
@@ -200,6 +223,7 @@ def test_responder_reads_passages_not_the_search_log():
     ((_, passages, choices),) = roles.respond_calls
     assert choices is None and result.choice is None
     assert [p.ref for p in passages] == ["S1", "S2", "F7", "V1"]
+    assert result.cited_segment_ids == [1]  # the window the answer comes from (S1)
     assert passages[0].start == T0 + timedelta(seconds=30) and passages[0].segment_id == 1
     assert passages[2].text == "I likes coffee."
     assert all("Search" not in p.text and "query" not in p.text for p in passages[:3])
@@ -228,11 +252,11 @@ def test_bad_choices_fail_before_any_search():
 
 
 def test_answer_question_passes_user_and_as_of_to_every_search():
-    seen: list[tuple[str, str, str, datetime | None]] = []
+    seen: list[tuple[str, str, str, datetime | None, ZoneInfo | None]] = []
 
     def fake(memory):
-        async def fn(deps, user_id, query, as_of):
-            seen.append((memory, user_id, query, as_of))
+        async def fn(deps, user_id, query, as_of, *, tz=None):
+            seen.append((memory, user_id, query, as_of, tz))
             return RetrievalResult(memory_type=memory, query=query, hits=[])
 
         return fn
@@ -252,9 +276,9 @@ def test_answer_question_passes_user_and_as_of_to_every_search():
         )
     )
     assert seen == [
-        ("episodic", "u-42", "x", cutoff),
-        ("semantic", "u-42", "y", cutoff),
-        ("visual", "u-42", "z", cutoff),
+        ("episodic", "u-42", "x", cutoff, TOKYO),
+        ("semantic", "u-42", "y", cutoff, TOKYO),
+        ("visual", "u-42", "z", cutoff, TOKYO),
     ]
     assert result.stopped == "answer"
     assert roles.respond_calls[0][1] == []  # three empty searches: nothing to read
@@ -263,7 +287,7 @@ def test_answer_question_passes_user_and_as_of_to_every_search():
 def test_answer_question_uses_settings_max_rounds():
     roles = ScriptedRoles([search("episodic", f"q{i}") for i in range(10)])
 
-    async def fn(deps, user_id, query, as_of):
+    async def fn(deps, user_id, query, as_of, *, tz=None):
         return RetrievalResult(memory_type="episodic", query=query, hits=[])
 
     deps = agent_deps(roles, Settings(agent_max_rounds=2))

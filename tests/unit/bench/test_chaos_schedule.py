@@ -7,7 +7,13 @@ from collections import Counter
 import pytest
 
 from bench.chaos import ChaosConfig, fault_schedule
-from bench.chaos_checks import Memory, compare_with_reference, implied_windows, window_figures
+from bench.chaos_checks import (
+    Memory,
+    compare_with_reference,
+    implied_windows,
+    input_lost,
+    window_figures,
+)
 
 
 def test_schedule_hits_every_target_the_asked_number_of_times_in_order():
@@ -52,3 +58,10 @@ def test_figures_count_missing_failed_and_differences():
     diff = compare_with_reference(chaos, ref)
     assert diff["windows_with_other_text"] == 1
     assert diff["semantic_facts_differing"] == 2
+    log = (
+        "x worldmm.dataflow.input_gaps input_lost topic=t.frames partition=0 offsets=[10, 50)"
+        " records=40 reason=log_end_below_position resume_at=10\n"
+        "y input_lost topic=t.audio partition=1 offsets=[3, 6) records=3 reason=earliest_above\n"
+    )
+    assert input_lost(log, chaos, ref) == {"records": 43, "gaps": 2, "windows": 1}
+    assert input_lost("", ref, ref) == {"records": 0, "gaps": 0, "windows": 0}

@@ -101,3 +101,28 @@ def test_free_form_prompt_has_no_choices_and_returns_the_text(fake_openai):
     assert reply.evidence == ["S41"]
     (body,) = fake_openai.chat_requests()
     assert "Choices:" not in body["messages"][1]["content"]
+
+
+def test_the_prompts_carry_the_question_time_and_the_wearers_zone(fake_openai):
+    """Both roles are told when and where the question is asked; passages are on that clock."""
+    from zoneinfo import ZoneInfo
+
+    from worldmm.llm.prompts import load_prompt
+    from worldmm.localtime import Asked
+
+    assert load_prompt("response").version.startswith("response/v3-")
+    assert load_prompt("reasoning_agent").version.startswith("reasoning_agent/v2-")
+    roles = make_roles(fake_openai)
+    asked = Asked(T0 + timedelta(days=1), ZoneInfo("Asia/Tokyo"))  # 19:00 on 2 May in Tokyo
+    fake_openai.chat.push(Reply.chat('{"action": "ANSWER"}'))
+    fake_openai.chat.push(Reply.chat('{"answer": "Green tea.", "evidence": ["S41"]}'))
+    asyncio.run(roles.agent_step("What did I drink yesterday?", [], asked=asked))
+    asyncio.run(
+        roles.respond("What did I drink yesterday?", hit_passages(hits()), None, asked=asked)
+    )
+    agent, response = fake_openai.chat_requests()
+    label = "Asked: 19:00 on Friday 2 May 2025 (Asia/Tokyo, UTC+09:00)"
+    assert label in agent["messages"][-1]["content"]
+    user = response["messages"][-1]["content"]
+    assert label in user
+    assert "19:00:00–19:00:30 on 1 May 2025 JST" in user  # 10:00 UTC on the wearer's clock

@@ -92,3 +92,25 @@ def test_agent_result_maps_to_the_wire_with_frame_urls():
     assert out.frames == ["/v1/users/u1/frames/frames/u1/s/1-0.jpg"]
     assert out.rounds[1].results[0]["url"] == out.frames[0]
     assert out.rounds[0].results[0]["text"] == "I cooked rice."
+
+
+def test_a_free_form_answer_cites_the_window_it_comes_from():
+    segs = [
+        SegmentHit(
+            segment_id=i,
+            scale=30,
+            start=T + timedelta(seconds=30 * i),
+            end=T + timedelta(seconds=30 * i + 30),
+            text=f"window {i}",
+            score=0.5,
+        )
+        for i in (3, 4)
+    ]
+    rounds = [RoundRecord(memory_type="episodic", query="cooking", results=segs)]
+    # refs the answerer cites: a segment, a fact (not a window) and one never retrieved
+    result = AgentResult.assemble("Rice.", rounds, "offline", "answer", cited=["S4", "F1", "S9"])
+    assert result.cited_segment_ids == [4]
+    out = to_response(result, "u1", QueryRequest(question="What did I cook?"))
+    assert [(c.segment_id, c.start, c.end) for c in out.cited] == [
+        (4, T + timedelta(seconds=120), T + timedelta(seconds=150))
+    ]

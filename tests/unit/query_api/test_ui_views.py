@@ -75,3 +75,22 @@ def test_day_bounds_and_parsing():
     assert parse_day("2026-11-20") == date(2026, 11, 20)
     with pytest.raises(ValueError, match="YYYY-MM-DD"):
         parse_day("yesterday")
+
+
+@pytest.mark.parametrize("day", ["0001-01-01", "9999-12-31"])
+def test_a_day_at_the_calendar_ends_is_refused_not_a_crash(day):
+    # the page links the previous and next day: they must exist
+    with pytest.raises(ValueError, match="out of range"):
+        parse_day(day)
+    assert parse_day("0001-01-02") - timedelta(days=1) == date(1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [("0001-01-01T00:00", "2026-01-01T00:00"), ("2026-01-01T00:00", "9999-12-31T23:59-23:59")],
+)
+def test_forget_range_at_the_calendar_ends_is_refused(start, end):
+    from apps.query_api.ui.routes import _range
+
+    with pytest.raises(ValueError, match="out of range"):
+        _range(start, end)

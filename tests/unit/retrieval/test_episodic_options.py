@@ -20,8 +20,9 @@ def test_episodic_options_defaults_equal_the_settings_defaults():
     defaults = Settings.model_construct()  # every field at its declared default, no env
     opts = EpisodicOptions.from_settings(defaults)
     d = {name: f.default for name, f in Settings.model_fields.items()}
-    assert opts.weights == {"lexical": 1.0, "dense": 1.0, "graph": 0.0}
-    assert opts.lanes == ("lexical", "dense")  # the graph lane is off by default
+    # the cross-validated weights: the entity lane on, the PageRank graph lane off
+    assert opts.weights == {"lexical": 1.0, "dense": 1.0, "graph": 0.0, "entity": 0.25}
+    assert opts.lanes == ("lexical", "dense", "entity")
     assert opts.rrf_k == d["episodic_rrf_k"]
     assert opts.candidates == d["episodic_lane_candidates"]
     assert opts.drill_parents == d["episodic_drill_parents"] == 3

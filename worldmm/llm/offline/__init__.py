@@ -26,12 +26,15 @@ from worldmm.llm.schemas import (
     Response,
     SemanticExtraction,
 )
+from worldmm.localtime import Asked
 from worldmm.models import Triple
 
 OFFLINE_VERSION = "offline-v1"
 # Roles whose rules changed since v1: captions lead with the words (what was said, then what
-# was read) before the scene cues; answers give the short answer first, then the evidence.
-_REVISED = {"caption": "offline-v2", "response": "offline-v2"}
+# was read) before the scene cues; answers give the short answer first, then the evidence
+# (v2), with times on the wearer's clock, said relative to the question ("yesterday at
+# 15:02", v3).
+_REVISED = {"caption": "offline-v2", "response": "offline-v3"}
 _SPEAKER = re.compile(r"^\s*([A-Z][\w' -]{0,30}):\s+(.+)$")
 _ROLES = (
     "caption",
@@ -144,12 +147,20 @@ class OfflineRoles:
         order = np.argsort(-scores, kind="stable")[: max(keep, 0)]
         return [candidates[i][0] for i in order.tolist()]
 
-    async def agent_step(self, question: str, rounds: list[AgentRound]) -> AgentAction:
+    async def agent_step(
+        self, question: str, rounds: list[AgentRound], *, asked: Asked | None = None
+    ) -> AgentAction:
+        # the rules route by the question's words; every search reads its time words itself
         return routing.next_action(question, rounds, self._max_rounds)
 
     async def respond(
-        self, question: str, passages: list[Passage], choices: list[str] | None
+        self,
+        question: str,
+        passages: list[Passage],
+        choices: list[str] | None,
+        *,
+        asked: Asked | None = None,
     ) -> Response:
         return await asyncio.to_thread(
-            answers.answer, self._answer_embedder, question, passages, choices
+            answers.answer, self._answer_embedder, question, passages, choices, asked
         )

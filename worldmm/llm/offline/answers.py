@@ -4,13 +4,16 @@ Free-form: the unit (a line said, a text read, a sentence seen) most relevant to
 cut to what follows the question's last word in it when that reads as an answer ("on the
 kitchen table" from "I put the mug on the kitchen table"). Multiple choice: every choice
 scored against every unit (see :mod:`worldmm.llm.offline.scoring`); the answer names the
-letter, the choice and the unit it rests on most.
+letter, the choice and the unit it rests on most. Times are said on the wearer's clock,
+relative to the question when it is near ("yesterday at 15:02"); without the question's time,
+as a UTC date and time.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -19,6 +22,7 @@ from worldmm.llm.offline import scoring
 from worldmm.llm.offline.evidence import Unit, evidence_units
 from worldmm.llm.passages import clock, span
 from worldmm.llm.schemas import Passage, Response
+from worldmm.localtime import Asked
 from worldmm.models import choice_letter
 
 NOTHING_FOUND = "I found nothing in your memory about this."
@@ -34,17 +38,22 @@ _LEADING_VERB = re.compile(
 )
 
 
-def when(u: Unit) -> str:
+def when(u: Unit, asked: Asked | None = None) -> str:
+    """'yesterday at 15:02' (a moment), 'between 09:00:00–09:10:00 on 1 May 2025' (a span)."""
     if u.start is None:
         return ""
     if u.end is None or (u.end - u.start).total_seconds() <= 60:
-        return f"at {clock(u.start)}"
-    return f"between {span(u.start, u.end)}"
+        return asked.spoken(u.start) if asked else f"at {clock(u.start)}"
+    return f"between {_span(u.start, u.end, asked)}"
 
 
-def attribution(u: Unit) -> str:
+def _span(start: datetime | None, end: datetime | None, asked: Asked | None) -> str:
+    return span(start, end, asked.tz if asked else UTC)
+
+
+def attribution(u: Unit, asked: Asked | None = None) -> str:
     """Who said, read or saw it, and when, as a person reads it."""
-    at = when(u)
+    at = when(u, asked)
     if u.source == "said":
         if u.speaker and u.speaker.lower() not in {"i", "me"}:
             return f"{u.speaker} said so {at}".strip()
@@ -56,7 +65,7 @@ def attribution(u: Unit) -> str:
     if u.source == "seen":  # a caption sentence, or a note the user asked to remember
         return f"from your memory {at}".strip()
     if u.source == "context":
-        return f"from your memory of {span(u.start, u.end)}".strip()
+        return f"from your memory of {_span(u.start, u.end, asked)}".strip()
     return "from what your memory holds as a fact"
 
 
@@ -89,7 +98,12 @@ def _vectors(embedder: TextEmbedder, texts: list[str]) -> np.ndarray:
     return np.asarray(embedder.embed(texts), dtype=np.float64)
 
 
-def answer_free(embedder: TextEmbedder, question: str, passages: Sequence[Passage]) -> Response:
+def answer_free(
+    embedder: TextEmbedder,
+    question: str,
+    passages: Sequence[Passage],
+    asked: Asked | None = None,
+) -> Response:
     units = evidence_units(passages)
     if not units:
         return Response(answer=NOTHING_FOUND, guess=True)
@@ -102,11 +116,15 @@ def answer_free(embedder: TextEmbedder, question: str, passages: Sequence[Passag
     best = units[scoring.best_index(rel * np.asarray([u.weight for u in units]))]
     short = short_answer(question, best)
     said = f': "{_quote(best)}"' if short.strip('"') != _quote(best) else ""
-    return Response(answer=f"{short} — {attribution(best)}{said}.", evidence=[best.ref])
+    return Response(answer=f"{short} — {attribution(best, asked)}{said}.", evidence=[best.ref])
 
 
 def answer_choice(
-    embedder: TextEmbedder, question: str, passages: Sequence[Passage], choices: Sequence[str]
+    embedder: TextEmbedder,
+    question: str,
+    passages: Sequence[Passage],
+    choices: Sequence[str],
+    asked: Asked | None = None,
 ) -> Response:
     units = evidence_units(passages)
     if not units:
@@ -141,7 +159,7 @@ def answer_choice(
     ]
     how = "" if lexical[best, top] > 0 else "the closest match by meaning: "
     return Response(
-        answer=f"{choice_letter(best)}. {choices[best]} — {how}{attribution(units[top])}: "
+        answer=f"{choice_letter(best)}. {choices[best]} — {how}{attribution(units[top], asked)}: "
         f'"{_quote(units[top])}".',
         choice_index=best,
         evidence=list(dict.fromkeys(cited or [units[top].ref])),
@@ -153,7 +171,8 @@ def answer(
     question: str,
     passages: Sequence[Passage],
     choices: Sequence[str] | None,
+    asked: Asked | None = None,
 ) -> Response:
     if choices:
-        return answer_choice(embedder, question, passages, choices)
-    return answer_free(embedder, question, passages)
+        return answer_choice(embedder, question, passages, choices, asked)
+    return answer_free(embedder, question, passages, asked)

@@ -1,15 +1,19 @@
 """Retrieval over the three memories (episodic, semantic, visual); see DESIGN.md §4.
 
-Every search takes ``user_id`` explicitly and an optional ``as_of`` that limits it to memory
-that existed at that time.
+Every search takes ``user_id`` explicitly, an optional ``as_of`` (the question's time; without
+it, the injected clock's now), and an optional ``tz`` (the wearer's zone; without it, the
+user's profile zone). A search reads its question's time words at that moment on that clock
+(:mod:`timeparse`) and sees only the memory that existed then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+from zoneinfo import ZoneInfo
 
+from worldmm.llm.usage import for_user
 from worldmm.memory.retrieval.episodic import search_episodic
 from worldmm.memory.retrieval.reader import ClipMatch, FrameRef, MemoryReader
 from worldmm.memory.retrieval.results import (
@@ -19,13 +23,26 @@ from worldmm.memory.retrieval.results import (
     TripleHit,
 )
 from worldmm.memory.retrieval.semantic import search_semantic
-from worldmm.memory.retrieval.visual import parse_time_range, search_visual
+from worldmm.memory.retrieval.visual import search_visual
 from worldmm.models import MemoryType
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
 
-Search = Callable[["Deps", str, str, datetime | None], Awaitable[RetrievalResult]]
+
+class Search(Protocol):
+    """One memory's search: ``(deps, user_id, query, as_of=None, *, tz=None)``."""
+
+    def __call__(
+        self,
+        deps: Deps,
+        user_id: str,
+        query: str,
+        as_of: datetime | None = None,
+        *,
+        tz: ZoneInfo | None = None,
+    ) -> Awaitable[RetrievalResult]: ...
+
 
 SEARCHES: dict[MemoryType, Search] = {
     "episodic": search_episodic,
@@ -40,15 +57,18 @@ async def search(
     user_id: str,
     query: str,
     as_of: datetime | None = None,
+    *,
+    tz: ZoneInfo | None = None,
 ) -> RetrievalResult:
-    """Search one memory of one user."""
+    """Search one memory of one user (model calls it makes are that user's usage)."""
     try:
         fn = SEARCHES[memory_type]
     except KeyError:
         raise ValueError(
             f"unknown memory type {memory_type!r}; expected one of {list(SEARCHES)}"
         ) from None
-    return await fn(deps, user_id, query, as_of)
+    with for_user(user_id):
+        return await fn(deps, user_id, query, as_of, tz=tz)
 
 
 __all__ = [
@@ -61,7 +81,6 @@ __all__ = [
     "RetrievalResult",
     "SegmentHit",
     "TripleHit",
-    "parse_time_range",
     "search",
     "search_episodic",
     "search_semantic",

@@ -1,11 +1,14 @@
 """Episodic retrieval: three lanes fused by reciprocal rank, the question's time applied to
 each, and coarse segments drilled down to the 30 s windows that hold the moment.
 
-1. The question's time (:mod:`timeparse`) becomes a range and/or a recency / earliness prior.
+1. The question's time (:mod:`timeparse`) becomes a range and/or a recency / earliness prior,
+   read at the question's moment (``as_of``, or the injected clock's now) on the wearer's
+   clock; the lanes see only the memory that existed at that moment either way.
 2. Lanes, each usable alone: lexical (PostgreSQL full-text, IDF-weighted) and dense (segment
    text embeddings, HNSW) in :mod:`lanes`, graph (per-scale personalized PageRank) in
-   :mod:`graph_lane`. Each filters by user, ``as_of`` and the range, then reorders its
-   candidates by the prior.
+   :mod:`graph_lane`, entity (the windows holding the question's people and things, and
+   those around them) in :mod:`entity_lane`. Each filters by user, ``as_of`` and the range,
+   then reorders its candidates by the prior.
 3. Reciprocal rank fusion with weights from settings (:mod:`fusion`); every hit keeps each
    lane's rank and score.
 4. Drill-down: the best coarse segments are expanded into their 30 s descendants, ranked by
@@ -13,8 +16,9 @@ each, and coarse segments drilled down to the 30 s windows that hold the moment.
    segment none of whose windows matches better stays as it is.
 5. Optionally, the rerank model reorders the result (``episodic_llm_rerank``).
 
-Everything after the lanes is pure and cheap, so :func:`run_lanes` + :func:`finish` let the
-benchmark score several variants (a lane alone, no drill-down, ...) from one set of lane runs.
+Everything after the lanes is cheap, so :func:`run_lanes` + :func:`finish` let the benchmark
+score several variants (a lane alone, no drill-down, ...) from one set of lane runs; the
+children a drill-down reads are kept on the run, so a variant never reads them twice.
 """
 
 from __future__ import annotations
@@ -22,13 +26,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from worldmm.localtime import Asked, in_zone
 from worldmm.memory.retrieval import lanes as lane_mod
+from worldmm.memory.retrieval.entity_lane import QueryEntity, entity_lane, resolve_entities
 from worldmm.memory.retrieval.fusion import (
     BASE_SCALE,
     Candidate,
@@ -41,9 +48,10 @@ from worldmm.memory.retrieval.fusion import (
     top_coarse,
 )
 from worldmm.memory.retrieval.graph_lane import entity_seed_scores, graph_lane, query_entities
-from worldmm.memory.retrieval.lanes import DENSE, GRAPH, LEXICAL, TimeRange
+from worldmm.memory.retrieval.lanes import DENSE, ENTITY, GRAPH, LEXICAL, TimeRange
 from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
 from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
+from worldmm.memory.retrieval.when import question_time
 from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
 
@@ -75,7 +83,7 @@ class EpisodicOptions:
     @property
     def lanes(self) -> tuple[str, ...]:
         """The lanes that run: a lane of weight 0 cannot change the fused order."""
-        return tuple(x for x in (LEXICAL, DENSE, GRAPH) if self.weights.get(x, 0.0) > 0)
+        return tuple(x for x in (LEXICAL, DENSE, GRAPH, ENTITY) if self.weights.get(x, 0.0) > 0)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> EpisodicOptions:
@@ -99,15 +107,23 @@ class EpisodicOptions:
 
 @dataclass
 class LaneRun:
-    """One question's lane results (priors applied), shared by every fusion variant."""
+    """One question's lane results (priors applied), shared by every fusion variant;
+    ``asked``: the moment and zone the question was read at (``as_of`` is its moment).
+    ``children`` keeps, per drill-down parent, its 30 s descendants and the text lanes' raw
+    candidates among them (read once per run, whatever the variant)."""
 
     user_id: str
     query: str
-    as_of: datetime | None
+    asked: Asked
     constraint: TimeConstraint
     time_range: TimeRange
     vector: np.ndarray
     lanes: dict[str, list[Candidate]]
+    children: dict[int, tuple[list[int], dict[str, list[Candidate]]]] = field(default_factory=dict)
+
+    @property
+    def as_of(self) -> datetime:
+        return self.asked.at
 
 
 async def run_lanes(
@@ -118,36 +134,50 @@ async def run_lanes(
     options: EpisodicOptions,
     *,
     time_text: str | None = None,
+    tz: ZoneInfo | None = None,
 ) -> LaneRun:
     """Parse the question's time, embed it, and run the enabled lanes concurrently.
     ``time_text`` is what the time is read from when the query carries more than the
-    question (answer choices naming times must not constrain the search)."""
+    question (answer choices naming times must not constrain the search). Without
+    ``as_of`` the question is read at the injected clock's now, and sees memory as it was
+    then, exactly as with ``as_of``."""
     time_text = query if time_text is None else time_text
+    asked = await question_time(deps, user_id, as_of, tz)
+    as_of = asked.at
     first_day = None
     if _MENTIONS_DAY_N.search(time_text):
-        first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id)
-    constraint = parse_time(time_text, as_of, first_day=first_day)
-    graph = GRAPH in options.lanes
-    entities = await query_entities(deps, query) if graph else []
+        first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id, asked.tz)
+    constraint = parse_time(time_text, as_of, asked.tz, first_day=first_day)
+    graph, entity = GRAPH in options.lanes, ENTITY in options.lanes
+    entities = await query_entities(deps, query) if graph or entity else []
     vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
-    entity_scores: dict[str, float] = {}
+    seeds = Seeds()
     if graph and len(vectors) > 1:
-        entity_scores = await asyncio.to_thread(entity_seed_scores, deps, user_id, vectors[1:])
+        seeds.scores = await asyncio.to_thread(entity_seed_scores, deps, user_id, vectors[1:])
+    if entity and len(vectors) > 1:
+        seeds.matches = await asyncio.to_thread(
+            resolve_entities, deps, user_id, entities, vectors[1:]
+        )
     time_range = TimeRange(constraint.start, constraint.end)
-    found = await _lanes(
-        deps, user_id, query, vectors[0], entity_scores, as_of, time_range, options
-    )
+    found = await _lanes(deps, user_id, query, vectors[0], seeds, as_of, time_range, options)
     if constraint.has_range and not any(found.values()):
         # Nothing in the range ("yesterday" before the glasses were worn): search it all.
         log.info("retrieval.time_range_empty phrases=%s", constraint.phrases)
         constraint = TimeConstraint(prior=constraint.prior, phrases=constraint.phrases)
         time_range = TimeRange()
-        found = await _lanes(
-            deps, user_id, query, vectors[0], entity_scores, as_of, time_range, options
-        )
+        found = await _lanes(deps, user_id, query, vectors[0], seeds, as_of, time_range, options)
     prior = options.prior
     lanes = {name: apply_prior(c, constraint, as_of, prior) for name, c in found.items()}
-    return LaneRun(user_id, query, as_of, constraint, time_range, vectors[0], lanes)
+    return LaneRun(user_id, query, asked, constraint, time_range, vectors[0], lanes)
+
+
+@dataclass
+class Seeds:
+    """What the graph lanes start from: PageRank seed scores by vertex name (graph) and the
+    question's resolved entities (entity)."""
+
+    scores: dict[str, float] = field(default_factory=dict)
+    matches: list[QueryEntity] = field(default_factory=list)
 
 
 async def _lanes(
@@ -155,7 +185,7 @@ async def _lanes(
     user_id: str,
     query: str,
     vector: np.ndarray,
-    entity_scores: dict[str, float],
+    seeds: Seeds,
     as_of: datetime | None,
     time_range: TimeRange,
     options: EpisodicOptions,
@@ -172,7 +202,11 @@ async def _lanes(
         )
     if GRAPH in options.lanes:
         jobs[GRAPH] = asyncio.to_thread(
-            _graph, deps, user_id, vector, entity_scores, k, as_of, time_range
+            _graph, deps, user_id, vector, seeds.scores, k, as_of, time_range
+        )
+    if ENTITY in options.lanes:
+        jobs[ENTITY] = asyncio.to_thread(
+            entity_lane, deps, user_id, seeds.matches, k, as_of, time_range
         )
     results = await asyncio.gather(*jobs.values())
     return dict(zip(jobs, results, strict=True))
@@ -194,36 +228,19 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
     parents = top_coarse(fused, options.drill_parents)
     if not parents:
         return drill_down(fused, {}, options.keep, options.drill_keep)
-    from worldmm.store import segment_search
-
-    with deps.db.connection() as conn:
-        tree = segment_search.fine_descendants(conn, run.user_id, [p.segment_id for p in parents])
-    kid_ids = sorted({c for kids in tree.values() for c in kids})
-    if not kid_ids:
-        return drill_down(fused, {}, options.keep, options.drill_keep)
-    n = len(kid_ids)
-    lanes: dict[str, list[Candidate]] = {}
-    if LEXICAL in options.lanes:
-        lanes[LEXICAL] = lane_mod.lexical_lane(
-            deps, run.user_id, run.query, n, run.as_of, run.time_range, ids=kid_ids
-        )
-    if DENSE in options.lanes:
-        lanes[DENSE] = lane_mod.dense_lane(
-            deps, run.user_id, run.vector, n, run.as_of, run.time_range, ids=kid_ids
-        )
-    if GRAPH in options.lanes:
-        lanes[GRAPH] = lane_mod.restrict(
-            [c for c in run.lanes.get(GRAPH, []) if c.scale == BASE_SCALE],
-            run.time_range,
-            set(kid_ids),
-        )
-    lanes = {k: apply_prior(v, run.constraint, run.as_of, options.prior) for k, v in lanes.items()}
+    read_children(deps, run, [p.segment_id for p in parents], options.lanes)
     children: dict[int, list[Fused]] = {}
     fits: dict[int, bool] = {}
     for parent in parents:
-        own = set(tree.get(parent.segment_id, []))
+        kids, text = run.children[parent.segment_id]
+        own = set(kids)
+        lanes = {lane: text[lane] for lane in TEXT_LANES if lane in options.lanes}
+        for lane in (GRAPH, ENTITY):
+            if lane in options.lanes:
+                fine = [c for c in run.lanes.get(lane, []) if c.scale == BASE_SCALE]
+                lanes[lane] = lane_mod.restrict(fine, run.time_range, own)
         ranked = rrf(
-            {k: [c for c in v if c.segment_id in own] for k, v in lanes.items()},
+            {k: apply_prior(v, run.constraint, run.as_of, options.prior) for k, v in lanes.items()},
             options.weights,
             options.rrf_k,
         )
@@ -232,12 +249,43 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
     return drill_down(fused, children, options.keep, options.drill_keep, fits)
 
 
+TEXT_LANES = (LEXICAL, DENSE)
+
+
+def read_children(deps: Deps, run: LaneRun, parents: list[int], lanes: tuple[str, ...]) -> None:
+    """Fill ``run.children`` for ``parents``: their 30 s descendants, and the text lanes'
+    candidates among them (raw scores, before the prior), each read once per run."""
+    from worldmm.store import segment_search
+
+    new = [p for p in parents if p not in run.children]
+    if new:
+        with deps.db.connection() as conn:
+            tree = segment_search.fine_descendants(conn, run.user_id, new)
+        for p in new:
+            run.children[p] = (tree.get(p, []), {})
+    for lane in [x for x in TEXT_LANES if x in lanes]:
+        todo = [p for p in parents if lane not in run.children[p][1]]
+        ids = sorted({kid for p in todo for kid in run.children[p][0]})
+        found: list[Candidate] = []
+        if ids and lane == LEXICAL:
+            found = lane_mod.lexical_lane(
+                deps, run.user_id, run.query, len(ids), run.as_of, run.time_range, ids=ids
+            )
+        elif ids:
+            found = lane_mod.dense_lane(
+                deps, run.user_id, run.vector, len(ids), run.as_of, run.time_range, ids=ids
+            )
+        for p in todo:
+            own = set(run.children[p][0])
+            run.children[p][1][lane] = [c for c in found if c.segment_id in own]
+
+
 def _fits(parent: Fused, child: Fused) -> bool:
     if LEXICAL in child.lanes:
         return True
     if DENSE in child.lanes and DENSE in parent.lanes:
         return child.lanes[DENSE][1] >= parent.lanes[DENSE][1] - DRILL_COSINE_MARGIN
-    return DENSE in child.lanes or GRAPH in child.lanes
+    return DENSE in child.lanes or GRAPH in child.lanes or ENTITY in child.lanes
 
 
 def to_hits(deps: Deps, user_id: str, picks: list[Pick]) -> list[SegmentHit]:
@@ -270,15 +318,20 @@ def to_hits(deps: Deps, user_id: str, picks: list[Pick]) -> list[SegmentHit]:
     return hits
 
 
-async def finish(deps: Deps, run: LaneRun, options: EpisodicOptions) -> RetrievalResult:
-    """Fusion, drill-down and (optionally) the rerank model over one question's lanes."""
+def select(deps: Deps, run: LaneRun, options: EpisodicOptions) -> list[Pick]:
+    """Fusion and drill-down: the segments a search returns (more when the rerank model
+    chooses among them), in order, without their text. Reads the database only for
+    drill-down children not read before for this run."""
     fused = fuse(run, options)
     pool = options.keep * 3 if options.llm_rerank else options.keep
-    opts = replace(options, keep=pool)
     if options.drill_parents:
-        picks = await asyncio.to_thread(expand, deps, run, fused, opts)
-    else:
-        picks = [Pick(f) for f in fused[:pool]]
+        return expand(deps, run, fused, replace(options, keep=pool))
+    return [Pick(f) for f in fused[:pool]]
+
+
+async def finish(deps: Deps, run: LaneRun, options: EpisodicOptions) -> RetrievalResult:
+    """Fusion, drill-down and (optionally) the rerank model over one question's lanes."""
+    picks = await asyncio.to_thread(select, deps, run, options)
     hits = await asyncio.to_thread(to_hits, deps, run.user_id, picks)
     if options.llm_rerank:
         hits = await rerank(deps, run.query, hits, options.keep)
@@ -288,13 +341,15 @@ async def finish(deps: Deps, run: LaneRun, options: EpisodicOptions) -> Retrieva
 
 
 def _note(run: LaneRun) -> str | None:
+    """What time the question's words were read as, on the wearer's clock."""
     c = run.constraint
     if c == NONE or not c.phrases:
         return None
+    tz = run.asked.tz
     parts = []
     if c.has_range:
-        lo = c.start.isoformat(timespec="minutes") if c.start else "the beginning"
-        hi = c.end.isoformat(timespec="minutes") if c.end else "the question time"
+        lo = in_zone(c.start, tz).isoformat(timespec="minutes") if c.start else "the beginning"
+        hi = in_zone(c.end, tz).isoformat(timespec="minutes") if c.end else "the question time"
         parts.append(f"from {lo} to {hi}")
     if c.prior:
         parts.append(f"favouring {'recent' if c.prior == 'recent' else 'early'} moments")
@@ -307,10 +362,14 @@ async def search_episodic(
     query: str,
     as_of: datetime | None = None,
     *,
+    tz: ZoneInfo | None = None,
     options: EpisodicOptions | None = None,
+    time_text: str | None = None,
 ) -> RetrievalResult:
+    """The episodic search the agent's rounds and the search route run (``time_text``: see
+    :func:`run_lanes`)."""
     options = options or EpisodicOptions.from_settings(deps.settings)
-    run = await run_lanes(deps, user_id, query, as_of, options)
+    run = await run_lanes(deps, user_id, query, as_of, options, time_text=time_text, tz=tz)
     return await finish(deps, run, options)
 
 

@@ -4,7 +4,8 @@
   (:func:`worldmm.store.segment_search.lexical_search`, IDF-weighted, GIN index);
 - dense: the segment text embeddings in pgvector (HNSW), cosine to the question.
 
-The third lane, per-scale personalized PageRank over the triples, is :mod:`graph_lane`.
+The lanes over the knowledge graph are :mod:`graph_lane` (per-scale personalized PageRank
+over the triples) and :mod:`entity_lane` (the windows holding the question's entities).
 All filter by user and ``as_of``; these two also take the question's :class:`TimeRange`
 and, for drill-down, an explicit set of segment ids (the graph lane's candidates are cut to
 the range by :func:`restrict`).
@@ -18,11 +19,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from worldmm.localtime import in_zone
 from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.store import segment_search as ss
 
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LEXICAL, DENSE, GRAPH = "lexical", "dense", "graph"
+LEXICAL, DENSE, GRAPH, ENTITY = "lexical", "dense", "graph", "entity"
 # Term statistics are a corpus statistic: a minute-old copy ranks as well as a fresh one, and
 # recomputing them after every 30 s window of a live session would cost a scan each time.
 TERM_STATS_MAX_AGE_S = 60.0
@@ -167,7 +169,8 @@ def restrict(cands: Sequence[Candidate], time_range: TimeRange, ids: set[int] | 
     return out
 
 
-def first_memory_day(deps: Deps, user_id: str) -> date | None:
-    """The day of the user's first segment ("day 1" in a question)."""
+def first_memory_day(deps: Deps, user_id: str, tz: tzinfo) -> date | None:
+    """The day of the user's first segment on the wearer's clock ("day 1" in a question)."""
     with deps.db.connection() as conn:
-        return ss.first_segment_day(conn, user_id)
+        first = ss.first_segment_start(conn, user_id)
+    return None if first is None else in_zone(first, tz).date()

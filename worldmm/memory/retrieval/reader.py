@@ -3,21 +3,27 @@ mapped to the graph layer's shapes. Every method filters by ``user_id`` (and ``a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import numpy as np
 from pydantic import AwareDatetime, BaseModel
 
 from worldmm.graph.types import GraphMemoryType, GraphTriple
+from worldmm.localtime import zone
 from worldmm.models import SegmentRecord
 from worldmm.store import entities as entity_repo
 from worldmm.store import frames as frame_repo
 from worldmm.store import segments as segment_repo
 from worldmm.store import triples as triple_repo
+from worldmm.store import users as user_repo
 from worldmm.store import visual as visual_repo
 from worldmm.store.db import Database
 from worldmm.store.models import TripleRow
+
+log = logging.getLogger(__name__)
 
 
 class ClipMatch(BaseModel):
@@ -111,10 +117,21 @@ class MemoryReader:
             return list(segment_repo.get_segments(conn, user_id, list(ids)))
 
     def search_visual(
-        self, user_id: str, embedding: np.ndarray, k: int, as_of: datetime | None = None
+        self,
+        user_id: str,
+        embedding: np.ndarray,
+        k: int,
+        as_of: datetime | None = None,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
     ) -> list[ClipMatch]:
+        """The ``k`` clips nearest ``embedding``; ``start``/``end``: only windows overlapping
+        that range."""
         with self._db.connection() as conn:
-            rows = visual_repo.search_visual(conn, user_id, embedding, k, as_of)
+            rows = visual_repo.search_visual(
+                conn, user_id, embedding, k, as_of, start=start, end=end
+            )
         return [
             ClipMatch(segment_id=s.id, start=s.window_start, end=s.window_end, score=score)
             for s, score in rows
@@ -124,3 +141,14 @@ class MemoryReader:
         with self._db.connection() as conn:
             rows = frame_repo.list_frames(conn, user_id, start, end, limit)
         return [FrameRef(key=f.blob_key, ts=f.captured_at) for f in rows]
+
+    def zone(self, user_id: str) -> ZoneInfo:
+        """The user's time zone (UTC for an unknown user, or a name the zone database no
+        longer knows, which is logged)."""
+        with self._db.connection() as conn:
+            name = user_repo.user_timezone(conn, user_id)
+        try:
+            return zone(name)
+        except ValueError:
+            log.warning("retrieval.unknown_zone user=%s zone=%r", user_id, name)
+            return zone(None)

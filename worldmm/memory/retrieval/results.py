@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from pydantic import AwareDatetime, BaseModel, Field
 
+from worldmm.localtime import in_zone
 from worldmm.models import MemoryType
 
 NO_RESULTS = "(no results)"
@@ -58,6 +59,13 @@ class FrameHit(BaseModel):
 
 
 Hit = SegmentHit | TripleHit | FrameHit
+_TIMES = ("start", "end", "ts", "valid_from", "invalidated_at")
+
+
+def hit_in_zone(hit: Hit, tz: tzinfo) -> Hit:
+    """The same hit with its times on ``tz``'s clock (the same instants)."""
+    times = {k: in_zone(v, tz) for k in _TIMES if isinstance(v := getattr(hit, k, None), datetime)}
+    return hit.model_copy(update=times)
 
 
 class RetrievalResult(BaseModel):
@@ -68,6 +76,11 @@ class RetrievalResult(BaseModel):
     query: str
     hits: list[SegmentHit] | list[TripleHit] | list[FrameHit]
     note: str | None = None
+
+    def in_zone(self, tz: tzinfo) -> RetrievalResult:
+        """The same result with every hit's times on ``tz``'s clock."""
+        hits = [hit_in_zone(h, tz) for h in self.hits]
+        return self.model_copy(update={"hits": hits})
 
     def as_text(self) -> str:
         lines = [hit_line(h) for h in self.hits]

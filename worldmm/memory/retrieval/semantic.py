@@ -6,6 +6,10 @@ makes them uniform; we weight each by its fact's cosine (summed over facts), as 
 side does: with few facts, uniform seeds would let weakly related facts pull as hard as the
 matching one. With no seed in the graph the uniform fallback of
 :func:`worldmm.graph.pagerank.ppr` ranks facts by how central their entities are.
+
+Time reads as in every memory (:mod:`timeparse`): facts are those held at the question's
+time, or at the end of the range its words name ("what did Maya prefer two days ago": the
+facts as they stood at the end of that day).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import logging
 from datetime import datetime
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -22,6 +27,8 @@ from worldmm.graph.timed import TimedGraph, micros_to_datetime, to_micros
 from worldmm.graph.types import is_active
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.memory.retrieval.results import RetrievalResult, TripleHit
+from worldmm.memory.retrieval.timeparse import parse_time
+from worldmm.memory.retrieval.when import question_time
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
@@ -114,8 +121,16 @@ def confirm_active(
 
 
 async def search_semantic(
-    deps: Deps, user_id: str, query: str, as_of: datetime | None = None
+    deps: Deps,
+    user_id: str,
+    query: str,
+    as_of: datetime | None = None,
+    *,
+    tz: ZoneInfo | None = None,
 ) -> RetrievalResult:
+    asked = await question_time(deps, user_id, as_of, tz)
+    span = parse_time(query, asked.at, asked.tz)
+    held_at = min(span.end, asked.at) if span.end is not None else asked.at
     vectors = await asyncio.to_thread(deps.embedder.embed, [query])
-    hits = await asyncio.to_thread(rank_facts, deps, user_id, vectors[0], as_of)
+    hits = await asyncio.to_thread(rank_facts, deps, user_id, vectors[0], held_at)
     return RetrievalResult(memory_type="semantic", query=query, hits=hits)

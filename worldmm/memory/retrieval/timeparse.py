@@ -1,20 +1,28 @@
 """Time in the question: "yesterday afternoon", "the last time", "on day 3" → a constraint.
 
-:func:`parse_time` reads a question against the moment it is asked (``as_of``) and returns a
-:class:`TimeConstraint`: a range the answer should lie in, and/or a prior that favours
-recent ("the last time", "just now") or early ("the first time") moments. Retrieval lanes
-apply both. Parts of the day are read in ``as_of``'s own timezone (the wearer's clock when
-the API is given an offset; UTC otherwise).
+:func:`parse_time` reads a question at the moment it is asked (``now``: the question's
+``as_of``, or the injected clock's now for a live question) on the wearer's clock (``tz``)
+and returns a :class:`TimeConstraint`: a range the answer should lie in, and/or a prior that
+favours recent ("the last time", "just now") or early ("the first time") moments. Every
+memory's search reads time through it (episodic lanes, semantic facts, visual frames).
 
-Unknown phrasing means no constraint: the parser never raises. It is pure (no clock, no
-I/O), so the table of phrases in the tests is its whole specification.
+- Days and parts of days ("yesterday", "this morning", "last night", "on Tuesday", "at 3 pm")
+  are wall-clock in the wearer's zone: a day runs from the wearer's midnight to midnight, so a
+  daylight-saving day is 23 or 25 hours long (the zone database says which).
+- Relative phrases ("two hours ago", "just now") are absolute-time arithmetic from ``now``.
+- ISO-8601 times ("2025-05-01T10:00:00Z", "2025-05-01 10:00") name an explicit range; a time
+  without an offset is read on the wearer's clock.
+
+Unknown phrasing, and any time that would leave the calendar, mean no constraint: the parser
+never raises. It is pure (``now`` and ``tz`` are passed in; no clock, no I/O), so the table
+of phrases in the tests is its whole specification. Ranges come back in UTC.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Literal
 
 Prior = Literal["recent", "early"]
@@ -29,6 +37,8 @@ DAY_PARTS: dict[str, tuple[int, int]] = {
     "night": (18, 29),  # 18:00 to 05:00 the next morning
 }
 JUST_NOW = timedelta(hours=1)  # "just now" in conversation reaches back an hour or so
+CLOCK_SLACK = timedelta(minutes=30)  # "at 3 pm": half an hour either side
+POINT_HALF_WINDOW = timedelta(seconds=15)  # one ISO time: the 30 s around it
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 NUMBERS = {
     "a": 1,
@@ -96,6 +106,9 @@ _WEEKDAY = re.compile(rf"\b(last\s+|on\s+)?({'|'.join(WEEKDAYS)})\b")
 _THIS_WEEK = re.compile(r"\bthis\s+week\b")
 _LAST_WEEK = re.compile(r"\blast\s+week\b")
 _CLOCK = re.compile(r"\b(at|around|about)\s+(\d{1,2})(?::(\d{2}))?\s*(a\.?m\.?|p\.?m\.?|o'clock)?")
+_ISO = re.compile(
+    r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?", re.IGNORECASE
+)
 
 
 def _number(word: str) -> int | None:
@@ -105,14 +118,21 @@ def _number(word: str) -> int | None:
     return NUMBERS.get(word)
 
 
-def _day_start(day: date, tz) -> datetime:
-    return datetime.combine(day, time(0), tzinfo=tz)
+def _wall(day: date, hours: float, tz: tzinfo) -> datetime:
+    """``hours`` after the wearer's midnight starting ``day``, read on the wall clock (hour
+    29 is 05:00 the next day), as a UTC instant. A wall time skipped by a daylight-saving
+    change reads with the offset before it."""
+    naive = datetime.combine(day, time(0)) + timedelta(hours=hours)
+    return naive.replace(tzinfo=tz).astimezone(UTC)
 
 
-def _part_range(day: date, part: str, tz) -> tuple[datetime, datetime]:
+def _part_range(day: date, part: str, tz: tzinfo) -> tuple[datetime, datetime]:
     lo, hi = DAY_PARTS[part]
-    base = _day_start(day, tz)
-    return base + timedelta(hours=lo), base + timedelta(hours=hi)
+    return _wall(day, lo, tz), _wall(day, hi, tz)
+
+
+def _day_range(day: date, days: int, tz: tzinfo) -> tuple[datetime, datetime]:
+    return _wall(day, 0, tz), _wall(day + timedelta(days=days), 0, tz)
 
 
 def _clock(m: re.Match[str]) -> time | None:
@@ -130,18 +150,47 @@ def _clock(m: re.Match[str]) -> time | None:
     return time(hour, int(minute or 0))
 
 
-def parse_time(
-    question: str, as_of: datetime | None, *, first_day: date | None = None
-) -> TimeConstraint:
-    """The time constraint of ``question`` asked at ``as_of``; ``first_day`` is the first day
-    of the user's memory ("day 1"). Without ``as_of`` only the priors can be read."""
+def iso_range(text: str, tz: tzinfo = UTC) -> tuple[datetime, datetime] | None:
+    """The range ISO-8601 times in ``text`` name: two times, from the earlier to the later;
+    one time, the 30 s around it. A time without an offset is on ``tz``'s clock. None when
+    there is no valid time (or the range would leave the calendar)."""
+    stamps = []
+    for m in _ISO.finditer(text):
+        try:
+            ts = datetime.fromisoformat(m.group().upper().replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        stamps.append(ts if ts.tzinfo else ts.replace(tzinfo=tz))
+    if not stamps:
+        return None
     try:
-        return _parse(question, as_of, first_day)
+        start, end = sorted(stamps[:2]) if len(stamps) > 1 else (stamps[0], stamps[0])
+        if start == end:
+            start, end = start - POINT_HALF_WINDOW, end + POINT_HALF_WINDOW
+        return start.astimezone(UTC), end.astimezone(UTC)
+    except OverflowError:  # "0001-01-01T00:00Z": no 15 s before it
+        return None
+
+
+def parse_time(
+    question: str,
+    now: datetime | None,
+    tz: tzinfo | None = None,
+    *,
+    first_day: date | None = None,
+) -> TimeConstraint:
+    """The time constraint of ``question`` asked at ``now`` by a wearer in ``tz`` (default:
+    ``now``'s own zone); ``first_day`` is the wearer's first day of memory ("day 1").
+    Without ``now`` only the priors can be read."""
+    try:
+        return _parse(question, now, tz, first_day)
     except (ValueError, OverflowError):  # an absurd number ("9999 days ago"): no constraint
         return NONE
 
 
-def _parse(question: str, as_of: datetime | None, first_day: date | None) -> TimeConstraint:
+def _parse(
+    question: str, now: datetime | None, tz: tzinfo | None, first_day: date | None
+) -> TimeConstraint:
     text = " ".join(question.lower().split())
     phrases: list[str] = []
     prior: Prior | None = None
@@ -149,20 +198,23 @@ def _parse(question: str, as_of: datetime | None, first_day: date | None) -> Tim
         prior, _ = "early", phrases.append(m.group(0))
     elif m := _RECENT.search(text):
         prior, _ = "recent", phrases.append(m.group(0))
-    if as_of is None:
+    if now is None:
         return TimeConstraint(prior=prior, phrases=tuple(phrases))
-    tz = as_of.tzinfo
-    today = as_of.date()
+    tz = tz or now.tzinfo or UTC
+    now = now.astimezone(UTC)
+    today = now.astimezone(tz).date()
 
     def done(start: datetime | None, end: datetime | None, phrase: str) -> TimeConstraint:
-        if end is not None and end > as_of:
-            end = None  # the future is already hidden by as_of
-        if start is not None and start >= as_of:
+        if end is not None and end > now:
+            end = None  # the future is hidden anyway: memory is bounded by the question's time
+        if start is not None and start >= now:
             return TimeConstraint(prior=prior, phrases=tuple(phrases))  # nothing visible yet
         return TimeConstraint(start, end, prior, (*phrases, phrase))
 
+    if (m := _ISO.search(text)) and (explicit := iso_range(text, tz)) is not None:
+        return TimeConstraint(*explicit, prior, (*phrases, m.group(0)))  # named: kept as is
     if m := _JUST_NOW.search(text):
-        return done(as_of - JUST_NOW, None, m.group(0))
+        return done(now - JUST_NOW, None, m.group(0))
     if m := _AGO.search(text):
         n = _number(m.group(1))
         if n is not None:
@@ -172,34 +224,29 @@ def _parse(question: str, as_of: datetime | None, first_day: date | None) -> Tim
                 "day": timedelta(days=1),
                 "week": timedelta(weeks=1),
             }[m.group(2)]
-            if m.group(2) in ("day", "week"):
+            if m.group(2) in ("day", "week"):  # calendar days on the wearer's clock
                 first = today - (unit * n)
                 span = 1 if m.group(2) == "day" else 7
-                return done(
-                    _day_start(first, tz), _day_start(first + timedelta(days=span), tz), m.group(0)
-                )
+                return done(*_day_range(first, span, tz), m.group(0))
             # "two hours ago" is loose: one unit or half the distance either side
             slack = max(unit, unit * n / 2)
-            ago = as_of - unit * n
-            return done(ago - slack, min(as_of, ago + slack), m.group(0))
+            ago = now - unit * n
+            return done(ago - slack, min(now, ago + slack), m.group(0))
 
     # A day, then a part of that day or a clock time within it.
     day: date | None = None
     day_phrase = ""
     if m := _LAST_NIGHT.search(text):
         start, _ = _part_range(today - timedelta(days=1), "night", tz)
-        night_end = _day_start(today, tz) + timedelta(hours=DAY_PARTS["night"][1] - 24)
-        return done(start, night_end, m.group(0))
+        return done(start, _wall(today, DAY_PARTS["night"][1] - 24, tz), m.group(0))
     if m := _TONIGHT.search(text):
-        start, end = _part_range(today, "night", tz)
-        return done(start, end, m.group(0))
+        return done(*_part_range(today, "night", tz), m.group(0))
     if m := _DAY_BEFORE_YESTERDAY.search(text):
         day, day_phrase = today - timedelta(days=2), m.group(0)
     elif m := _YESTERDAY.search(text):
         day, day_phrase = today - timedelta(days=1), m.group(0)
     elif m := _THIS_PART.search(text):
-        start, end = _part_range(today, m.group(1), tz)
-        return done(start, end, m.group(0))
+        return done(*_part_range(today, m.group(1), tz), m.group(0))
     elif m := _TODAY.search(text):
         day, day_phrase = today, m.group(0)
     elif (m := _ON_DAY.search(text)) and first_day is not None:
@@ -213,19 +260,25 @@ def _parse(question: str, as_of: datetime | None, first_day: date | None) -> Tim
         day, day_phrase = today - timedelta(days=back), m.group(0)
     elif m := _THIS_WEEK.search(text):
         monday = today - timedelta(days=today.weekday())
-        return done(_day_start(monday, tz), None, m.group(0))
+        return done(_wall(monday, 0, tz), None, m.group(0))
     elif m := _LAST_WEEK.search(text):
         monday = today - timedelta(days=today.weekday())
-        return done(_day_start(monday - timedelta(days=7), tz), _day_start(monday, tz), m.group(0))
+        return done(*_day_range(monday - timedelta(days=7), 7, tz), m.group(0))
 
+    clock = (m := _CLOCK.search(text)) and _clock(m)
+    if day is None and clock:
+        # "at 3 pm" alone: the latest 3 pm that has begun (today's, else yesterday's)
+        day = today if _wall(today, _hours(clock), tz) <= now else today - timedelta(days=1)
     if day is None:
         return TimeConstraint(prior=prior, phrases=tuple(phrases))
-    if m := _PART.search(text):
-        start, end = _part_range(day, m.group(2), tz)
-        return done(start, end, f"{day_phrase} {m.group(0)}")
-    if (m := _CLOCK.search(text)) and (clock := _clock(m)) is not None:
-        at = datetime.combine(day, clock, tzinfo=tz)
-        return done(
-            at - timedelta(minutes=30), at + timedelta(minutes=30), f"{day_phrase} {m.group(0)}"
-        )
-    return done(_day_start(day, tz), _day_start(day + timedelta(days=1), tz), day_phrase)
+    if part := _PART.search(text):
+        start, end = _part_range(day, part.group(2), tz)
+        return done(start, end, f"{day_phrase} {part.group(0)}".strip())
+    if m and clock:
+        at = _wall(day, _hours(clock), tz)
+        return done(at - CLOCK_SLACK, at + CLOCK_SLACK, f"{day_phrase} {m.group(0)}".strip())
+    return done(*_day_range(day, 1, tz), day_phrase)
+
+
+def _hours(clock: time) -> float:
+    return clock.hour + clock.minute / 60

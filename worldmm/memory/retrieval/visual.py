@@ -1,26 +1,32 @@
-"""Visual retrieval in two modes (paper §3.2):
+"""Visual retrieval in two modes (paper §3.2), reading time as every memory does
+(:mod:`timeparse`, on the wearer's clock):
 
 - time range — the query names ISO-8601 times ("2025-05-01T10:02:00Z to 2025-05-01T10:03:00Z",
-  or one time for the ±15 s around it): frames straight from the store, at most one per
-  second and at most ``MAX_RANGE_FRAMES``, spread evenly over the range. Needs no model.
+  or one time for the ±15 s around it; a time without an offset is the wearer's local time):
+  frames straight from the store, at most one per second and at most ``MAX_RANGE_FRAMES``,
+  spread evenly over the range. Needs no model.
 - feature — anything else: query text → ``VisualEncoder.encode_text`` → pgvector cosine →
-  top ``settings.visual_top_k`` clips → ``FRAMES_PER_CLIP`` frames of each clip.
+  top ``settings.visual_top_k`` clips → ``FRAMES_PER_CLIP`` frames of each clip. When the
+  question names a time in words ("what did I see yesterday at 3 pm"), only clips of that
+  range are searched; with no clip there (or no encoder) the range's frames are returned.
 
 An unavailable encoder gives an empty result with a note, never an error: the agent can still
-use the other memories.
+use the other memories. A time at the edge of the calendar is no constraint, never an error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
 from worldmm.memory.retrieval.reader import FrameRef
 from worldmm.memory.retrieval.results import FrameHit, RetrievalResult
+from worldmm.memory.retrieval.timeparse import iso_range, parse_time
+from worldmm.memory.retrieval.when import question_time
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
@@ -29,29 +35,7 @@ log = logging.getLogger(__name__)
 
 MAX_RANGE_FRAMES = 30
 FRAMES_PER_CLIP = 4
-POINT_HALF_WINDOW = timedelta(seconds=15)
 MAX_FRAMES_SCANNED = 20_000  # rows read for one range before thinning
-
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
-
-
-def parse_time_range(query: str) -> tuple[datetime, datetime] | None:
-    """The range a query names with ISO-8601 times (naive times are UTC), or None."""
-    stamps = []
-    for m in _ISO.finditer(query):
-        try:
-            ts = datetime.fromisoformat(m.group().replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        stamps.append(ts if ts.tzinfo else ts.replace(tzinfo=UTC))
-    if not stamps:
-        return None
-    if len(stamps) == 1:
-        return stamps[0] - POINT_HALF_WINDOW, stamps[0] + POINT_HALF_WINDOW
-    start, end = sorted(stamps[:2])
-    if start == end:
-        return start - POINT_HALF_WINDOW, end + POINT_HALF_WINDOW
-    return start, end
 
 
 def thin_frames(frames: list[FrameRef], start: datetime, end: datetime, cap: int) -> list[FrameRef]:
@@ -80,42 +64,67 @@ def frames_in_range(
     return [FrameHit(key=f.key, ts=f.ts) for f in kept]
 
 
-def frames_of_clips(deps: Deps, user_id: str, query_vec, as_of: datetime | None) -> list[FrameHit]:
-    clips = deps.reader.search_visual(user_id, query_vec, deps.settings.visual_top_k, as_of=as_of)
+def frames_of_clips(
+    deps: Deps,
+    user_id: str,
+    query_vec,
+    as_of: datetime | None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[FrameHit]:
+    clips = deps.reader.search_visual(
+        user_id, query_vec, deps.settings.visual_top_k, as_of=as_of, start=start, end=end
+    )
     hits: list[FrameHit] = []
     for clip in clips:
-        end = min(clip.end, as_of) if as_of is not None else clip.end
-        rows = deps.reader.frames(user_id, clip.start, end, MAX_FRAMES_SCANNED)
-        for f in thin_frames(rows, clip.start, end, FRAMES_PER_CLIP):
+        end_ = min(clip.end, as_of) if as_of is not None else clip.end
+        rows = deps.reader.frames(user_id, clip.start, end_, MAX_FRAMES_SCANNED)
+        for f in thin_frames(rows, clip.start, end_, FRAMES_PER_CLIP):
             hits.append(FrameHit(key=f.key, ts=f.ts, segment_id=clip.segment_id, score=clip.score))
     return hits
 
 
 async def search_visual(
-    deps: Deps, user_id: str, query: str, as_of: datetime | None = None
+    deps: Deps,
+    user_id: str,
+    query: str,
+    as_of: datetime | None = None,
+    *,
+    tz: ZoneInfo | None = None,
 ) -> RetrievalResult:
-    window = parse_time_range(query)
-    if window is not None:
-        hits = await asyncio.to_thread(frames_in_range, deps, user_id, *window, as_of)
-        return RetrievalResult(memory_type="visual", query=query, hits=hits)
+    asked = await question_time(deps, user_id, as_of, tz)
+    at = asked.at
+    window = iso_range(query, asked.tz)
+    if window is None:
+        span = parse_time(query, at, asked.tz)
+        if span.start is not None:  # a time in words: its range, open ends closed by `at`
+            window = (span.start, span.end or at)
+        hits, note = await _by_feature(deps, user_id, query, at, window)
+        if hits or window is None:
+            return RetrievalResult(memory_type="visual", query=query, hits=hits, note=note)
+    # an ISO range, or a range in words with no clip in it: the range's own frames
+    hits = await asyncio.to_thread(frames_in_range, deps, user_id, *window, at)
+    return RetrievalResult(memory_type="visual", query=query, hits=hits)
+
+
+async def _by_feature(
+    deps: Deps,
+    user_id: str,
+    query: str,
+    at: datetime,
+    window: tuple[datetime, datetime] | None,
+) -> tuple[list[FrameHit], str | None]:
+    """Frames of the clips nearest the query (within ``window`` when given), or none and why."""
     if deps.encoder is None:
-        return RetrievalResult(
-            memory_type="visual", query=query, hits=[], note="visual encoder not configured"
-        )
+        return [], "visual encoder not configured"
     try:
         vector = await deps.encoder.encode_text(query)
     except EncoderUnavailable as exc:
         log.warning("retrieval.visual_encoder_unavailable error=%s", exc)
-        return RetrievalResult(
-            memory_type="visual",
-            query=query,
-            hits=[],
-            note="visual encoder unavailable; search by time range still works",
-        )
+        return [], "visual encoder unavailable; search by time range still works"
     except EncoderRejected as exc:
         log.warning("retrieval.visual_query_rejected error=%s", exc)
-        return RetrievalResult(
-            memory_type="visual", query=query, hits=[], note=f"visual encoder rejected: {exc}"
-        )
-    hits = await asyncio.to_thread(frames_of_clips, deps, user_id, vector, as_of)
-    return RetrievalResult(memory_type="visual", query=query, hits=hits)
+        return [], f"visual encoder rejected: {exc}"
+    start, end = window or (None, None)
+    hits = await asyncio.to_thread(frames_of_clips, deps, user_id, vector, at, start, end)
+    return hits, None

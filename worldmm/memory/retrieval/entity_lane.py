@@ -1,0 +1,133 @@
+"""The entity lane of episodic retrieval: the 30 s windows where the question's people and
+things were, read from the knowledge graph's entities rather than from the words.
+
+- The question's entities (NER) are resolved to the user's canonical entities: the same name
+  or an alias first, else the nearest canonical entity by embedding (cosine at least
+  ``entity_match_threshold``). "I" and "me" are left out: the wearer is in every window.
+- A window *holds* an entity its own triples link (named in the caption, or speaking: a
+  transcript line ties its speaker to what it mentions). It is *around* the entities its
+  3 min parent links (its siblings' and the summary's): who was there while it happened.
+- Score: the sum over the question's entities of IDF x match strength, full for held ones and
+  :data:`AROUND_WEIGHT` for those only around. IDF is BM25's over the 30 s windows that
+  existed at ``as_of``, so a person in every window (a housemate) counts little and the two
+  named people together outrank either alone.
+
+Text search sees words; this lane sees who and what, across aliases, speakers and the
+window's neighbourhood ("who did I move the whiteboard with": the window with the whiteboard
+and the people around it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from worldmm.memory.retrieval.fusion import BASE_SCALE, Candidate
+from worldmm.store import entities as entity_repo
+from worldmm.store import entity_links
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
+    from worldmm.memory.retrieval.lanes import TimeRange
+
+AROUND_WEIGHT = 0.5  # an entity in the window's 3 min neighbourhood, not in the window itself
+FIRST_PERSON = frozenset({"i", "me", "my", "myself", "mine"})
+
+
+@dataclass(frozen=True)
+class QueryEntity:
+    """A canonical entity the question names; ``strength`` is 1 for the same name or an
+    alias, the cosine for an embedding match."""
+
+    entity_id: int
+    name: str
+    strength: float
+
+
+def resolve_entities(
+    deps: Deps, user_id: str, names: Sequence[str], vectors: np.ndarray
+) -> list[QueryEntity]:
+    """The user's canonical entities for the question's ``names`` (``vectors`` are their
+    embeddings, in order), the strongest match per entity, first person left out."""
+    pairs = [(n, v) for n, v in zip(names, vectors, strict=True) if n.lower() not in FIRST_PERSON]
+    if not pairs:
+        return []
+    threshold = deps.settings.entity_match_threshold
+    found: dict[int, QueryEntity] = {}
+    with deps.db.connection() as conn:
+        exact = entity_links.canonical_ids(conn, user_id, [n for n, _ in pairs])
+        for name, vec in pairs:
+            if (eid := exact.get(name.strip().lower())) is not None:
+                match = QueryEntity(eid, name, 1.0)
+            else:
+                near = entity_repo.nearest_canonical_entities(conn, user_id, vec, threshold, 1)
+                if not near:
+                    continue
+                match = QueryEntity(near[0][0].id, name, near[0][1])
+            best = found.get(match.entity_id)
+            if best is None or match.strength > best.strength:
+                found[match.entity_id] = match
+    return list(found.values())
+
+
+def idf(total: int, df: int) -> float:
+    """BM25's IDF, never negative."""
+    return float(np.log(1.0 + (total - df + 0.5) / (df + 0.5)))
+
+
+def score_windows(
+    links: Sequence[entity_links.EntityLinks],
+    matches: Sequence[QueryEntity],
+    total: int,
+    around: float = AROUND_WEIGHT,
+) -> list[Candidate]:
+    """The 30 s windows among ``links`` that hold a matched entity, best first (ties: the
+    earlier window)."""
+    base = [link for link in links if link.scale == BASE_SCALE]
+    df = Counter(e for link in base for e in link.entity_ids)
+    weight = {
+        m.entity_id: m.strength * idf(max(total, df[m.entity_id]), df[m.entity_id]) for m in matches
+    }
+    nearby: dict[int, set[int]] = {}
+    for link in links:
+        key = link.parent_id if link.scale == BASE_SCALE else link.segment_id
+        if key is not None:
+            nearby.setdefault(key, set()).update(link.entity_ids)
+    scored = []
+    for link in base:
+        near = nearby.get(link.parent_id, set()) if link.parent_id is not None else set()
+        held = sum(weight.get(e, 0.0) for e in link.entity_ids)
+        score = held + around * sum(weight.get(e, 0.0) for e in near - link.entity_ids)
+        if held > 0:
+            scored.append(Candidate(link.segment_id, link.scale, link.start, link.end, score))
+    scored.sort(key=lambda c: (-c.score, c.start, c.segment_id))
+    return scored
+
+
+def entity_lane(
+    deps: Deps,
+    user_id: str,
+    matches: Sequence[QueryEntity],
+    k: int,
+    as_of: datetime | None,
+    time_range: TimeRange,
+) -> list[Candidate]:
+    """The top ``k`` windows for the question's resolved entities (none: no candidates)."""
+    if not matches or k <= 0:
+        return []
+    with deps.db.connection() as conn:
+        links = entity_links.linked_segments(
+            conn,
+            user_id,
+            [m.entity_id for m in matches],
+            as_of=as_of,
+            start=time_range.start,
+            end=time_range.end,
+        )
+        total = entity_links.segment_total(conn, user_id, BASE_SCALE, as_of)
+    return score_windows(links, matches, total)[:k]
