@@ -98,7 +98,7 @@ def expire_user(
                 # blobs first: a crash here leaves rows the next run deletes again
                 alone = [r.blob_key for r in rows if r.media_key is None]
                 files = sum(blobs.delete_prefix(k) for k in alone)
-                deleted = delete_media_rows(conn, table, [r.id for r in rows])
+                deleted = delete_media_rows(conn, table, user_id, [r.id for r in rows])
                 # a window's container goes with the last of its captures (a key is a prefix
                 # of nothing but itself)
                 held = {r.media_key for r in rows if r.media_key}

@@ -60,10 +60,14 @@ def count_expired_media(
     return int(row[0]) if row else 0
 
 
-def delete_media_rows(conn: psycopg.Connection, table: MediaTable, ids: list[int]) -> int:
+def delete_media_rows(
+    conn: psycopg.Connection, table: MediaTable, user_id: str, ids: list[int]
+) -> int:
     if table not in _MEDIA_END:
         raise ValueError(f"not a media table: {table!r}")
-    return conn.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", (ids,)).rowcount
+    return conn.execute(
+        f"DELETE FROM {table} WHERE user_id = %s AND id = ANY(%s)", (user_id, ids)
+    ).rowcount
 
 
 # --- pauses ------------------------------------------------------------------------------
