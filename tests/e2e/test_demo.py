@@ -85,7 +85,8 @@ def test_demo_runs_end_to_end_and_stops_everything(demo_state_dir: Path) -> None
     assert str(demo_state_dir) in text  # it says where the data is
     last = text.rstrip().splitlines()[-1]  # and ends with where to browse the memory
     assert last.startswith(f"memory browser: {result.api_url}/ui/"), last
-    assert list((demo_state_dir / "blobs" / "frames" / result.user_id).rglob("*.jpg"))
+    # the windows' frames and audio are kept, one container object per window
+    assert list((demo_state_dir / "blobs" / "media" / result.user_id).rglob("*.wmc"))
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(result.database_url, connect_timeout=2).close()
 
