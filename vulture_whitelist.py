@@ -59,3 +59,8 @@ protocol.ProtocolResponder.reasoning_agent
 _.hidden  # noqa: F821
 # click calls a Group's list_commands for --help
 _.list_commands  # noqa: F821
+# tarfile and io read these by name: a member's mtime, a raw stream's writable(); psycopg
+# pages a server-side cursor by its itersize
+_.mtime  # noqa: F821
+_.writable  # noqa: F821
+_.itersize  # noqa: F821

@@ -378,6 +378,8 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             * 3600
             / (users * measured_s)
         ),
+        # detection + blur of one stored frame, in the worker (0 frames: blurring off)
+        "face_blur_ms_per_frame": _blur_ms(worker),
         "measured_wall_s": round(measured_wall, 1),
         "producer_lag_max_s": round(lag, 3),
         "loadavg_end": harness.loadavg(),
@@ -402,6 +404,11 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
 
 
 # --- the search -----------------------------------------------------------------------------
+
+
+def _blur_ms(worker: Worker) -> float | None:
+    seconds, frames = max((r.get("blur", [0, 0]) for r in worker.finished.values()), default=[0, 0])
+    return round(1000 * seconds / frames, 1) if frames else None
 
 
 def _fit_marginal(levels: list[dict]) -> float | None:

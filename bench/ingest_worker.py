@@ -24,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
+from prometheus_client import REGISTRY
 
 from worldmm.deps import Deps, build_deps
 from worldmm.memory.construct import WindowOutcome
@@ -37,9 +38,15 @@ class _ReportPartition(StatelessSinkPartition[WindowOutcome]):
 
     def write_batch(self, items: list[WindowOutcome]) -> None:
         at = time.time()
+        # face blurring so far in this process (seconds, frames): the cost per stored frame
+        blur = [
+            REGISTRY.get_sample_value(f"worldmm_face_blur_seconds_{k}") or 0
+            for k in ("sum", "count")
+        ]
         for o in items:
             window = {"user": o.user_id, "scale": o.scale_s, "start_ms": o.start_ms}
-            self._file.write(json.dumps({**window, "status": o.status, "at": at}) + "\n")
+            line = {**window, "status": o.status, "at": at, "blur": blur}
+            self._file.write(json.dumps(line) + "\n")
         self._file.flush()
 
     def close(self) -> None:

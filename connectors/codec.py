@@ -5,8 +5,9 @@ typed message or raises :class:`InvalidMessage` whose ``reason`` is a short stab
 DLQ records; ``encode_*`` is the inverse and is what the gateway sends.
 
 Header values are UTF-8 text; ``ts`` is the capture time in epoch milliseconds. A control
-message's value is JSON: ``{"event": "session_start"}`` or ``{"event": "session_end",
-"last_ms": {"frames": ms, "audio": ms}}``. ``last_ms`` is optional but recommended: it says
+message's value is JSON: ``{"event": "session_start"}``, ``{"event": "pause"}``,
+``{"event": "resume"}`` or ``{"event": "session_end", "last_ms": {"frames": ms, "audio": ms}}``
+(a pause and a resume take effect at their ``ts``). ``last_ms`` is optional but recommended: it says
 where each stream's last capture ends, so the flow closes the session once that data has
 arrived rather than after a wall-clock grace.
 """
@@ -35,7 +36,8 @@ from worldmm.models import SAFE_ID_RE, from_epoch_ms, to_epoch_ms
 
 TopicKind = Literal["frames", "audio", "control"]
 StreamKind = Literal["frames", "audio"]  # the capture streams a session end reports on
-ControlEvent = Literal["session_start", "session_end"]
+ControlEvent = Literal["session_start", "session_end", "pause", "resume"]
+CONTROL_EVENTS: tuple[str, ...] = ("session_start", "session_end", "pause", "resume")
 Headers = list[tuple[str, bytes]]
 Record = tuple[bytes, bytes, Headers]
 
@@ -143,9 +145,11 @@ class AudioMessage(_Base):
 
 
 class ControlMessage(_Base):
-    """Session start/end. A session end may say where each stream's last capture ended
-    (``last_ms``: kind → epoch ms; frames: their ts, audio: start + duration), so the flow
-    can tell when it has seen the whole session, whatever order the topics are read in."""
+    """Session start/end, or a privacy pause/resume (every capture of the user between a
+    pause and its resume, or the session's end, is dropped unstored). A session end may say
+    where each stream's last capture ended (``last_ms``: kind → epoch ms; frames: their ts,
+    audio: start + duration), so the flow can tell when it has seen the whole session,
+    whatever order the topics are read in."""
 
     kind: Literal["control"] = "control"
     event: ControlEvent
@@ -401,7 +405,7 @@ def _decode_control(value: bytes, base: dict) -> ControlMessage:
     except (ValueError, TypeError, KeyError) as exc:
         detail = f"control value is not {{'event': ...}} JSON: {exc}"
         raise InvalidMessage(BAD_CONTROL, detail) from None
-    if event not in ("session_start", "session_end"):
+    if event not in CONTROL_EVENTS:
         raise InvalidMessage(BAD_CONTROL, f"unknown control event {event!r}")
     last_ms = body.get("last_ms")
     if last_ms is not None and event != "session_end":

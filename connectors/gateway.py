@@ -151,6 +151,12 @@ class GlassesProducer:
         msg = codec.encode_control(user, session, ts, "session_end", last_ms or None)
         self._send("control", msg)
 
+    def pause(self, user: str, session: str, ts: datetime, *, resume: bool = False) -> None:
+        """A privacy pause (or its end) at ``ts``: the flow drops every capture between a pause
+        and its resume, or the session's end, unstored."""
+        event: codec.ControlEvent = "resume" if resume else "pause"
+        self._send("control", codec.encode_control(user, session, ts, event))
+
     def flush(self, timeout: float = 60.0) -> None:
         """Wait for every acknowledgement; DeliveryError if any message was lost."""
         kafka_io.flush(self.producer, self.tracker, timeout)
@@ -368,9 +374,12 @@ def run_gateway(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     flush_timeout: float = 60.0,
+    pauses: Iterable[tuple[datetime, bool]] = (),
 ) -> GatewayStats:
     """Send session_start, the frames and audio chunks merged by availability time, then
-    session_end; wait for all acks. ``realtime`` paces sends by capture time."""
+    session_end; wait for all acks. ``realtime`` paces sends by capture time. ``pauses``
+    ((time, is_resume) pairs) go as pause/resume control records at their time; captures
+    in a paused span are still sent (the flow drops them: that is what a pause guarantees)."""
     stats = GatewayStats()
     t0 = clock()
 
@@ -387,11 +396,16 @@ def run_gateway(
     merged = heapq.merge(
         ((_available_at(f), 0, i, f) for i, f in enumerate(frames)),
         ((_available_at(a), 1, i, a) for i, a in enumerate(audio)),
+        ((at, 2, i, resume) for i, (at, resume) in enumerate(sorted(pauses))),
     )
     try:
         for at, _kind, _i, item in merged:
             pace(at)
             kind: codec.StreamKind
+            if isinstance(item, bool):
+                producer.pause(user, session, at, resume=item)
+                stats.control += 1
+                continue
             if isinstance(item, FrameItem):
                 producer.send_frame(user, session, item.ts, item.jpeg, item.seq)
                 stats.frames += 1

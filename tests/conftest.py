@@ -31,6 +31,9 @@ class TestStack:
 
 
 def _base_settings(state_dir: Path, **extra: object) -> Settings:
+    # Face blurring costs ~0.3 s per frame on these 2 shared cores: off for the flow tests,
+    # on in the tests of blurring itself (tests/integration/privacy, tests/unit/privacy).
+    extra.setdefault("face_blur", False)
     return load_settings(state_dir=state_dir, **extra)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from worldmm.metrics import BLOB_BYTES, BLOB_REQUESTS
-from worldmm.models import SAFE_ID_RE, to_epoch_ms
+from worldmm.models import SAFE_ID_RE, from_epoch_ms, to_epoch_ms
 
 _SEGMENT_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,200}$")
 KINDS = ("frames", "audio")
@@ -70,6 +70,15 @@ def frame_key(user_id: str, session_id: str, ts: datetime, seq: int) -> str:
         raise BlobKeyError(f"seq must be ≥ 0, got {seq}")
     user, session = _safe_id(user_id, "user id"), _safe_id(session_id, "session id")
     return f"frames/{user}/{session}/{to_epoch_ms(ts)}-{seq}.jpg"
+
+
+def capture_time(key: str) -> datetime | None:
+    """The capture time a frame or audio key carries (None for any other key)."""
+    name = key.rsplit("/", 1)[-1]
+    stamp = name.split("-", 1)[0].split(".", 1)[0]
+    if not key.startswith(("frames/", "audio/")) or not stamp.isdigit():
+        return None
+    return from_epoch_ms(int(stamp))
 
 
 def audio_key(user_id: str, session_id: str, ts: datetime) -> str:

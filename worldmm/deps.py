@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from worldmm.llm.usage import UsageLedger
     from worldmm.media.spool import WindowSpool
     from worldmm.memory.retrieval.reader import MemoryReader
+    from worldmm.privacy.blur_policy import FaceBlur
     from worldmm.settings import Settings
     from worldmm.store.db import Database
 
@@ -48,6 +49,8 @@ class Deps:
     encoder: VisualEncoder | None  # None: no visual encoder (visual search says so)
     blobs: BlobStore
     transcriber: Transcriber | None = None  # ingest only; None: audio is not transcribed
+    # Bystander face blurring before frames are stored (ingest only; None: off).
+    faces: FaceBlur | None = None
     # Retrieval's cache of time-masked graphs (writers never touch it: a graph carries the
     # fingerprint of its rows); NullCache without Redis.
     cache: GraphCacheLike = field(default_factory=NullCache)
@@ -169,6 +172,11 @@ def build_deps(
             from worldmm.asr import build_transcriber
 
             transcriber = build_transcriber(settings)
+        faces = None
+        if role == "ingest":
+            from worldmm.privacy.blur_policy import FaceBlur
+
+            faces = FaceBlur.from_settings(settings, db)
         return Deps(
             settings=settings,
             db=db,
@@ -177,6 +185,7 @@ def build_deps(
             encoder=encoder,
             blobs=build_blob_store(settings),
             transcriber=transcriber,
+            faces=faces,
             cache=cache,
             redis=client,
             usage=usage,

@@ -111,3 +111,22 @@ RECALLS_WRITTEN = Counter(
 RECALLS_DROPPED = Counter(
     "worldmm_recalls_dropped_total", "Recalls dropped because the recall queue was full."
 )
+# --- privacy (worldmm.privacy) -------------------------------------------------------------
+RETENTION_DELETED = Counter(
+    "worldmm_retention_deleted_total",
+    "Raw media deleted by retention: rows by table (frames, audio_chunks) and blobs.",
+    ["kind"],
+)
+FACES_BLURRED = Counter(
+    "worldmm_faces_blurred_total", "Faces found and blurred in frames before they were stored."
+)
+FACE_BLUR_SECONDS = Histogram(
+    "worldmm_face_blur_seconds",
+    "Wall time of face detection + blur of one frame (decode and re-encode included).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2),
+)
+PAUSED_CAPTURES = Counter(
+    "worldmm_paused_captures_total",
+    "Captures dropped unstored because they fell inside a privacy pause.",
+    ["kind"],
+)

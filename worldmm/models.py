@@ -33,7 +33,7 @@ def from_epoch_ms(ms: int) -> datetime:
 
 MemoryType = Literal["episodic", "semantic", "visual"]
 TripleType = Literal["episodic", "semantic"]
-ProcessingStatus = Literal["pending", "complete", "failed"]
+ProcessingStatus = Literal["pending", "complete", "failed", "paused"]
 VisualStatus = Literal["none", "pending", "complete", "failed"]
 
 

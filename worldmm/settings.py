@@ -312,6 +312,36 @@ class Settings(BaseSettings):
         "0 turns the memo off).",
     )
 
+    # --- privacy (docs/privacy.md) --------------------------------------------------------
+    face_blur: bool = Field(
+        default=True,
+        description="Blur bystanders' faces in every frame before it is stored (a wearer may "
+        "opt out through their profile).",
+    )
+    face_blur_models_see: Literal["original", "blurred"] = Field(
+        default="original",
+        description="What the captioner and visual encoder see: the frame before blurring "
+        "(the memory knows who was there) or the blurred one. Never stored unblurred.",
+    )
+    face_blur_threshold: float = Field(
+        default=0.4, gt=0, lt=1, description="Face detector score a face needs (lower: more)."
+    )
+    face_blur_max_side: int = Field(
+        default=640,
+        ge=64,
+        le=4096,
+        description="Faces are detected on a copy scaled to this longer side (px): cost.",
+    )
+    media_retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        description="Default retention of frames and audio in days (a user's own value wins; "
+        "unset: kept). Text memory and visual embeddings stay.",
+    )
+    retention_batch: int = Field(
+        default=500, ge=1, le=100_000, description="Rows per batch of `worldmm retention run`."
+    )
+
     # --- query API ----------------------------------------------------------------------
     admin_api_key: SecretStr | None = Field(default=None, description="Admin bearer key.")
     api_host: str = Field(default="127.0.0.1", description="Query API bind address.")

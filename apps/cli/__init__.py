@@ -8,7 +8,7 @@ import traceback
 
 import typer
 
-from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, query, stack, users
+from apps.cli import bench_group, db, demo, gpu, ingest, llm, mcp, privacy, query, stack, users
 from worldmm.redact import redact
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ query.register(app)  # serve, ask
 users.register(app)  # users show, users set-timezone
 mcp.register(app)  # mcp (the memory as MCP tools)
 demo.register(app)  # demo
+privacy.register(app)  # retention run, export
 bench_group.register(app)  # bench ingest|query|gpu-worker|egolife|chaos|api-load (a checkout)
 
 

@@ -6,7 +6,7 @@ PyAV, Bytewax) happen inside the commands.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -39,6 +39,15 @@ def _kafka_brokers(settings: Settings) -> str:
         raise typer.Exit(1) from None
 
 
+def _session_time(value: str, start: datetime, option: str) -> datetime:
+    """An ISO time, or ``<seconds>s`` after the session's start."""
+    if value.endswith("s") and value[:-1].replace(".", "", 1).isdigit():
+        return start + timedelta(seconds=float(value[:-1]))
+    ts = parse_time(value, option)
+    assert ts is not None
+    return ts
+
+
 def gateway(
     user: str = typer.Option(..., "--user", help="Wearer's user id (the Kafka key)."),
     session: str = typer.Option(..., "--session", help="Session id."),
@@ -58,6 +67,16 @@ def gateway(
     ),
     realtime: bool = typer.Option(False, "--realtime", help="Pace sending by capture time."),
     chunk_s: float = typer.Option(5.0, "--audio-chunk-s", min=0.1, help="Audio chunk length."),
+    pause_at: list[str] | None = typer.Option(
+        None,
+        "--pause-at",
+        help="Privacy pause from this time (ISO with timezone, or seconds into the session "
+        "like 90s); repeatable. Captures from then until --resume-at (or the session's end) "
+        "are dropped by the flow, unstored.",
+    ),
+    resume_at: list[str] | None = typer.Option(
+        None, "--resume-at", help="End of a privacy pause (same forms); repeatable."
+    ),
 ) -> None:
     """Send a recording as a glasses session: frames, audio chunks and session start/end."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -97,6 +116,8 @@ def gateway(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
+    pauses = [(_session_time(t, plan.start, "--pause-at"), False) for t in pause_at or []]
+    pauses += [(_session_time(t, plan.start, "--resume-at"), True) for t in resume_at or []]
     brokers = _kafka_brokers(settings)
     producer = GlassesProducer(settings.model_copy(update={"kafka_brokers": brokers}))
     try:
@@ -133,6 +154,7 @@ def gateway(
                 frames=plan.frames,
                 audio=plan.audio,
                 realtime=realtime,
+                pauses=pauses,
                 on_item=advance,
             )
         except GatewayInputError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -22,6 +22,8 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FramePage,
     Health,
+    PauseRequest,
+    PauseResponse,
     ProfileUpdate,
     PurgeResponse,
     QueryRequest,
@@ -182,11 +184,55 @@ def profile(user: str) -> Call[UserProfileOut]:
     return Call("GET", _user(user), UserProfileOut)
 
 
-def update_profile(user: str, *, timezone: str | None = None) -> Call[UserProfileOut]:
+def update_profile(
+    user: str,
+    *,
+    timezone: str | None = None,
+    retention_days: int | Literal["default"] | None = None,
+    face_blur: bool | None = None,
+) -> Call[UserProfileOut]:
     """Change the user's profile; only the fields given change (``timezone``: an IANA name
-    such as 'Asia/Tokyo', the zone questions are read in)."""
-    req = ProfileUpdate(timezone=timezone)
-    return Call("PATCH", _user(user), UserProfileOut, body=_body(req))
+    such as 'Asia/Tokyo', the zone questions are read in; ``retention_days``: days frames and
+    audio are kept, ``"default"`` for the deployment's; ``face_blur=False``: opt out of
+    bystander face blurring)."""
+    given: dict[str, object] = {"timezone": timezone, "face_blur": face_blur}
+    given = {k: v for k, v in given.items() if v is not None}
+    if retention_days is not None:
+        given["retention_days"] = None if retention_days == "default" else retention_days
+    req = ProfileUpdate(**given)
+    return Call("PATCH", _user(user), UserProfileOut, body=req.model_dump(exclude_unset=True))
+
+
+def forget_recent(user: str, minutes: int) -> Call[ForgetResponse]:
+    """Forget the last ``minutes`` up to the server's now, for good (a privacy undo)."""
+    if not 1 <= minutes <= 7 * 24 * 60:
+        raise ValueError("forget_recent: minutes must be between 1 and 10080 (a week)")
+    return Call(
+        "DELETE", f"{_user(user)}/memories/recent", ForgetResponse, params=_params(minutes=minutes)
+    )
+
+
+def pause(
+    user: str, *, session_id: str | None = None, at: datetime | None = None
+) -> Call[PauseResponse]:
+    """Privacy pause: the flow drops the session's captures from ``at`` (now) on, unstored,
+    until :func:`resume` or the session's end."""
+    body = _body(PauseRequest(session_id=session_id, at=at))
+    return Call("POST", f"{_user(user)}/pause", PauseResponse, body=body)
+
+
+def resume(
+    user: str, *, session_id: str | None = None, at: datetime | None = None
+) -> Call[PauseResponse]:
+    """End a privacy pause."""
+    body = _body(PauseRequest(session_id=session_id, at=at))
+    return Call("POST", f"{_user(user)}/resume", PauseResponse, body=body)
+
+
+def export(user: str) -> Call[bytes]:
+    """Everything held about the user as one gzipped tar (manifest.json, tables/*.jsonl,
+    media/...); the reply is the archive's bytes (``worldmm export`` streams to a file)."""
+    return Call("GET", f"{_user(user)}/export", None)
 
 
 # --- service and admin: no user -------------------------------------------------------------

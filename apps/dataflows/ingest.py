@@ -39,7 +39,7 @@ from worldmm.deps import Deps, build_deps
 from worldmm.media.spool import WindowSpool
 from worldmm.memory.construct import WindowOutcome, record_session
 from worldmm.memory.construct_inputs import CaptureRef
-from worldmm.memory.windows import Item, SessionEnd, WindowConfig, ms_to_dt
+from worldmm.memory.windows import Item, Pause, SessionEnd, WindowConfig, ms_to_dt
 from worldmm.redact import configure_logging
 from worldmm.settings import Settings, load_settings
 from worldmm.store.outage import retry_while_down
@@ -164,13 +164,15 @@ def blob_of(msg: codec.Message) -> tuple[str, bytes] | None:
     return None
 
 
-def window_input(msg: codec.Message) -> tuple[str, Item | SessionEnd | SessionStart]:
+def window_input(msg: codec.Message) -> tuple[str, Item | SessionEnd | SessionStart | Pause]:
     """What the window step keeps of a message: its capture's key, metadata and bytes (the
     bytes go to the window's container when it closes, and to its spool before that)."""
     if isinstance(msg, codec.ControlMessage):
         if msg.event == "session_end":
             last = tuple(sorted((msg.last_ms or {}).items()))
             return msg.user_id, SessionEnd(msg.session_id, msg.ts_ms, last)
+        if msg.event in ("pause", "resume"):
+            return msg.user_id, Pause(msg.session_id, msg.ts_ms, resume=msg.event == "resume")
         return msg.user_id, SessionStart(msg.session_id, msg.ts_ms)
     blob = blob_of(msg)
     assert blob is not None

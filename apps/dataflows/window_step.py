@@ -17,16 +17,37 @@ from datetime import UTC, datetime
 
 from bytewax.operators import StatefulBatchLogic
 
+from worldmm import metrics
 from worldmm.media.spool import WindowSpool
-from worldmm.memory.windows import Item, SessionEnd, UserWindows, WindowConfig, WindowEvent
+from worldmm.memory.windows import (
+    Item,
+    Pause,
+    PausedItem,
+    SessionEnd,
+    UserWindows,
+    WindowConfig,
+    WindowEvent,
+)
 
 log = logging.getLogger("worldmm.dataflow.windows")
 
 Clock = Callable[[], float]
 
 
-UserInput = tuple[str, Item | SessionEnd]
-"""(user id, item or session end): Bytewax builders never see the key, so values carry it."""
+UserInput = tuple[str, Item | SessionEnd | Pause]
+"""(user id, item, session end or pause): Bytewax builders never see the key, so values
+carry it."""
+
+
+def _without_paused(events: list[WindowEvent]) -> list[WindowEvent]:
+    """Captures a privacy pause dropped are counted here and go no further (never stored)."""
+    out = []
+    for event in events:
+        if isinstance(event, PausedItem):
+            metrics.PAUSED_CAPTURES.labels(event.item.kind).inc()
+        else:
+            out.append(event)
+    return out
 
 
 class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
@@ -45,13 +66,14 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
     def on_batch(self, values: list[UserInput]) -> tuple[Iterable[WindowEvent], bool]:
         if self.state is None:
             self.state = UserWindows(values[0][0], self.config)
-        return self.state.ingest([v for _, v in values], self.clock()), self.RETAIN
+        events = self.state.ingest([v for _, v in values], self.clock())
+        return _without_paused(events), self.RETAIN
 
     def on_notify(self) -> tuple[Iterable[WindowEvent], bool]:
-        return (self.state.tick(self.clock()) if self.state else []), self.RETAIN
+        return (_without_paused(self.state.tick(self.clock())) if self.state else []), self.RETAIN
 
     def on_eof(self) -> tuple[Iterable[WindowEvent], bool]:
-        return (self.state.eof(self.clock()) if self.state else []), self.RETAIN
+        return (_without_paused(self.state.eof(self.clock())) if self.state else []), self.RETAIN
 
     def notify_at(self) -> datetime | None:
         wake = self.state.next_wake(self.clock()) if self.state else None

@@ -1,5 +1,6 @@
-"""The tools: ``ask``, ``search_memory``, ``list_segments``, ``remember``, ``forget``, and
-``profile`` / ``set_timezone`` (the wearer's time zone, which their questions are read in).
+"""The tools: ``ask``, ``search_memory``, ``list_segments``, ``remember``, ``forget``,
+``forget_recent``, ``pause_recording``, ``resume_recording``, and ``profile`` /
+``set_timezone`` (the wearer's time zone, which their questions are read in).
 
 Every tool goes through ``apps.client`` with the one key the server was started with, so
 each call is scoped to that key's user: the API enforces it, the server adds nothing to trust.
@@ -21,6 +22,7 @@ from apps.client import ApiError, AsyncWorldMMClient
 from worldmm.wire.schemas import (
     MAX_CHOICES,
     ForgetResponse,
+    PauseResponse,
     QueryResponse,
     RememberResponse,
     SearchResponse,
@@ -150,5 +152,38 @@ def build_server(client: AsyncWorldMMClient, *, name: str = "worldmm-memory") ->
                 f"to forget {start.isoformat()} to {end.isoformat()}"
             )
         return await client.forget(start, end)
+
+    @server.tool(
+        description=(
+            "Forget the last N minutes up to now (segments, facts drawn from them, frames "
+            "and audio): 'forget what just happened'. Irreversible: only runs with confirm=true."
+        )
+    )
+    @tool_errors
+    async def forget_recent(
+        minutes: Annotated[int, Field(ge=1, le=10080, description="Minutes back from now.")],
+        confirm: Annotated[bool, Field(description="Must be true: forgetting is final.")] = False,
+    ) -> ForgetResponse:
+        if confirm is not True:
+            raise ToolError(
+                "forget_recent deletes memory for good: call it again with confirm=true "
+                f"to forget the last {minutes} minutes"
+            )
+        return await client.forget_recent(minutes)
+
+    @server.tool(
+        description=(
+            "Privacy pause: stop the memory recording now (frames and audio of the current "
+            "session are dropped unstored) until resume_recording or the session ends."
+        )
+    )
+    @tool_errors
+    async def pause_recording() -> PauseResponse:
+        return await client.pause()
+
+    @server.tool(description="End a privacy pause: the memory records again from now.")
+    @tool_errors
+    async def resume_recording() -> PauseResponse:
+        return await client.resume()
 
     return server

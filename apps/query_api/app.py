@@ -18,7 +18,17 @@ from apps.query_api.deps import install
 from apps.query_api.errors import install_error_handlers, route_of
 from apps.query_api.limits import BodySizeLimit
 from apps.query_api.metrics import API_LATENCY, API_REQUESTS
-from apps.query_api.routes import health, keys, memory, profile, query, usage, users, whoami
+from apps.query_api.routes import (
+    health,
+    keys,
+    memory,
+    privacy,
+    profile,
+    query,
+    usage,
+    users,
+    whoami,
+)
 from apps.query_api.ui import install_ui
 from worldmm.deps import Deps, build_deps
 from worldmm.llm.prices import prices_for
@@ -87,7 +97,7 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
             API_REQUESTS.labels(request.method, route, str(status)).inc()
             API_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
 
-    for module in (health, users, profile, keys, whoami, query, memory, usage):
+    for module in (health, users, profile, keys, whoami, query, memory, usage, privacy):
         app.include_router(module.router)
     # outermost: an oversized body is refused before any route or middleware reads it
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)

@@ -56,6 +56,13 @@ def _escape(user_id: str) -> str:
     return quote(user_id, safe="@.-_~")
 
 
+def user_key_prefix(user_id: str) -> str:
+    """What every cache key of the user starts with (and no other user's key does)."""
+    if not user_id:
+        raise ValueError("empty user id")
+    return f"{KEY_PREFIX}:{_escape(user_id)}:"
+
+
 def cache_key(user_id: str, memory_type: str, scale: int | None = None) -> str:
     if not user_id:
         raise ValueError("empty user id")
@@ -114,6 +121,16 @@ class GraphMemo:
     def drop(self, key: str) -> None:
         with self._lock:
             self._pop(key)
+
+    def drop_user(self, user_id: str) -> int:
+        """Drop every graph of one user (a forget or a purge: the memo must not keep the
+        forgotten rows in memory); returns how many there were."""
+        prefix = user_key_prefix(user_id)
+        with self._lock:
+            keys = [k for k in self._graphs if k.startswith(prefix)]
+            for key in keys:
+                self._pop(key)
+        return len(keys)
 
     def __len__(self) -> int:
         return len(self._graphs)
@@ -211,7 +228,7 @@ class GraphCache:
         Known keys are tombstoned (not deleted) so a rebuild that started before the purge
         cannot store the purged memory afterwards; other keys of the user are deleted.
         """
-        pattern = f"{KEY_PREFIX}:{_escape(user_id)}:*"
+        pattern = user_key_prefix(user_id) + "*"
         known = [cache_key(user_id, "semantic")]
         known += [cache_key(user_id, "episodic", s) for s in SCALES]
         try:

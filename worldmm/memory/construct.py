@@ -49,6 +49,7 @@ from worldmm.memory.windows import (
 )
 from worldmm.models import Triple
 from worldmm.store import frames as frame_store
+from worldmm.store import privacy as privacy_store
 from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
@@ -73,7 +74,7 @@ class WindowOutcome:
     user_id: str
     scale_s: int
     start_ms: int
-    status: Literal["complete", "failed", "late"]
+    status: Literal["complete", "failed", "late", "paused"]
     partial: bool = False
     segment_id: int | None = None
     visual_status: str = "none"
@@ -99,7 +100,7 @@ class WindowOutcome:
     def of(
         cls,
         window: Window,
-        status: Literal["complete", "failed"],
+        status: Literal["complete", "failed", "paused"],
         segment_id: int | None,
         **fields: Any,
     ) -> WindowOutcome:
@@ -363,12 +364,17 @@ def audio_row(user_id: str, item, *, late: bool = False) -> AudioChunkRow:
 
 
 def record_session(deps: Deps, msg) -> None:
-    """A session start/end control message: the session's times in the store."""
+    """A control message in the store: a session's start/end times, or a privacy pause
+    (a session's end also ends its open pauses)."""
     start = msg.ts if msg.event == "session_start" else None
     end = msg.ts if msg.event == "session_end" else None
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, msg.user_id)
         user_store.upsert_session(conn, msg.user_id, msg.session_id, start, end)
+        if msg.event == "pause":
+            privacy_store.record_pause(conn, msg.user_id, msg.session_id, msg.ts)
+        elif msg.event in ("resume", "session_end"):
+            privacy_store.end_pauses(conn, msg.user_id, msg.session_id, msg.ts)
 
 
 def record_late(deps: Deps, user_id: str, item) -> None:
@@ -404,6 +410,9 @@ def record_late(deps: Deps, user_id: str, item) -> None:
 async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutcome:
     """Merge the children's captions into this window's summary and extract its memory."""
     children = await asyncio.to_thread(load_children, deps, window)
+    if children and all(c.processing_status == "paused" for c in children):
+        segment_id = await asyncio.to_thread(_write_paused, deps, window, children)
+        return WindowOutcome.of(window, "paused", segment_id, counts={"children": len(children)})
     captions = [c.caption for c in children if c.processing_status == "complete" and c.caption]
     summary = await deps.roles.merge_captions(captions, window.scale_s) if captions else ""
     mem = await extract_text_memory(deps, window.user_id, summary)
@@ -470,6 +479,32 @@ def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -
     return segment_id
 
 
+def _write_paused(deps: Deps, window: Window, children: list[SegmentRow] | None = None) -> int:
+    """A window inside a privacy pause: a segment that says so, with no text, no triples and
+    no model call (the day view shows the gap and its reason)."""
+    with deps.db.transaction() as conn:
+        user_store.ensure_user(conn, window.user_id)
+        segment_id = segment_store.upsert_segment(
+            conn, _segment(window, processing_status="paused", caption=None, transcript=None)
+        )
+        if children:
+            segment_store.link_children(conn, segment_id, [c.id for c in children])
+    return segment_id
+
+
+def store_media(deps: Deps, window: BaseWindow) -> WindowMedia:
+    """Store the window's captures as one container, bystanders' faces blurred in every frame
+    first (unless blurring is off or the wearer opted out). The models see the frames as
+    captured, or as stored with ``WORLDMM_FACE_BLUR_MODELS_SEE=blurred``."""
+    blur = deps.faces.transform(window.user_id) if deps.faces is not None else None
+    if blur is None:
+        return window_media.store_window(deps, window)
+    media = window_media.store_window(deps, window, blur)
+    if deps.faces is not None and deps.faces.models_see == "blurred":
+        media.at_hand.update(blur.stored)
+    return media
+
+
 # --- the status protocol -------------------------------------------------------------------
 
 
@@ -485,10 +520,13 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
 async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
     loop = asyncio.get_running_loop()
     started = loop.time()
+    if isinstance(window, BaseWindow) and window.paused:
+        segment_id = await asyncio.to_thread(_write_paused, deps, window)
+        return WindowOutcome.of(window, "paused", segment_id, duration_s=loop.time() - started)
     media: WindowMedia | None = None
     if isinstance(window, BaseWindow):
         try:
-            media = await asyncio.to_thread(window_media.store_window, deps, window)
+            media = await asyncio.to_thread(store_media, deps, window)
         except MediaStoreFailed as exc:
             return await _store_failed(deps, window, exc, loop.time() - started)
     await asyncio.to_thread(_mark_pending, deps, window, media.refs if media else {})

@@ -99,8 +99,10 @@ def base_window_from_store(deps: Deps, seg: SegmentRow) -> BaseWindow:
             content_type="audio/wav",
         )
         items.append(Item("audio", a.blob_key, a.session_id or "", t, t + a.duration_ms, ref))
+    # a paused window stays paused when redone (nothing of it was stored to rebuild from)
+    paused = seg.processing_status == "paused" and not items
     return BaseWindow(
-        seg.user_id, dt_to_ms(seg.window_start), tuple(items), seg.partial, seg.session_id
+        seg.user_id, dt_to_ms(seg.window_start), tuple(items), seg.partial, seg.session_id, paused
     )
 
 

@@ -25,6 +25,13 @@ end lists: the control topic is small and often read ahead of the others) or onc
 sent nothing for a grace of wall time; windows that had not run to their end are ``partial``.
 Items for windows already closed are reported as :class:`LateItem` (stored and counted by the
 caller), never dropped silently.
+
+A privacy pause (:class:`Pause`, from ``pause``/``resume`` control records) drops every
+capture of its span: those that came before the pause record, still in open windows, and
+those after. A window left with no capture because of a pause closes as ``paused`` (the
+segment that says so); a resume or the session's end ends the pause, and every window of its
+span is then opened so it closes as ``paused`` even when the glasses sent nothing. Dropped
+captures are reported as :class:`PausedItem`, never silently.
 """
 
 from __future__ import annotations
@@ -140,6 +147,19 @@ class SessionEnd:
     last_ms: tuple[tuple[str, int], ...] = ()
 
 
+@dataclass(frozen=True)
+class Pause:
+    """A privacy pause began (``resume=False``) or ended (``resume=True``) at ``ts_ms``."""
+
+    session_id: str
+    ts_ms: int
+    resume: bool = False
+
+
+# The longest span a pause fills with paused windows (longer pauses: their first day).
+MAX_PAUSE_FILL_MS = 24 * 3600 * _MS
+
+
 class _Span:
     """What a window's ``scale_s`` and ``start_ms`` imply (shared by both window kinds)."""
 
@@ -162,6 +182,7 @@ class BaseWindow(_Span):
     items: tuple[Item, ...]
     partial: bool
     session_id: str | None
+    paused: bool = False  # nothing captured: the window lay inside a privacy pause
 
     @property
     def scale_s(self) -> int:
@@ -186,7 +207,15 @@ class LateItem:
     closed_until_ms: int
 
 
-WindowEvent = BaseWindow | CoarseWindow | LateItem
+@dataclass(frozen=True)
+class PausedItem:
+    """A capture dropped unstored: it fell inside a privacy pause."""
+
+    user_id: str
+    item: Item
+
+
+WindowEvent = BaseWindow | CoarseWindow | LateItem | PausedItem
 
 
 @dataclass(frozen=True)
@@ -233,6 +262,10 @@ class UserWindows:
     pending_ends: list[tuple[SessionEnd, float]] = field(default_factory=list)
     last_input_s: float | None = None
     late_count: int = 0
+    # Privacy pauses: closed spans [start, end) and the start of the open one, if any.
+    pauses: list[tuple[int, int]] = field(default_factory=list)
+    paused_since: int | None = None
+    paused_windows: set[int] = field(default_factory=set)  # base starts a pause touched
 
     def copy(self) -> UserWindows:
         """An independent copy for a snapshot, made per epoch for every user that changed.
@@ -251,11 +284,14 @@ class UserWindows:
             pending_ends=list(self.pending_ends),
             last_input_s=self.last_input_s,
             late_count=self.late_count,
+            pauses=list(self.pauses),
+            paused_since=self.paused_since,
+            paused_windows=set(self.paused_windows),
         )
 
     # -- feeding ----------------------------------------------------------------------
 
-    def ingest(self, inputs: Iterable[Item | SessionEnd], now: float) -> list[WindowEvent]:
+    def ingest(self, inputs: Iterable[Item | SessionEnd | Pause], now: float) -> list[WindowEvent]:
         """Take a batch of items/ends, then close what the new watermark allows.
 
         Closing happens once per batch so items of one batch that came from different topics
@@ -268,6 +304,9 @@ class UserWindows:
                 self.pending_ends.append((x, now))
                 self.pending_ends.sort(key=lambda pair: pair[0].ts_ms)
                 continue
+            if isinstance(x, Pause):
+                out += self._resume(x.ts_ms) if x.resume else self._pause(x.ts_ms)
+                continue
             while self.pending_ends and _after(x, self.pending_ends[0][0]):
                 out += self._flush(self.pending_ends[0][0])  # the next session has begun
             out += self._add(x, now)
@@ -279,6 +318,15 @@ class UserWindows:
             self.session_id = item.session_id
             self.session_first_s = now
         out: list[WindowEvent] = []
+        if self._in_pause(item):
+            # progress still counts: time moves on through a pause, so its windows close
+            self.progress_ms[item.kind] = max(self.progress_ms.get(item.kind, 0), item.end_ms)
+            self.last_seen_s[item.kind] = now
+            for start in item.windows():
+                if start >= self.closed_until_ms:
+                    self.open_base.setdefault(start, {})
+                    self.paused_windows.add(start)
+            return [PausedItem(self.user_id, item)]
         for start in item.windows():
             if start < self.closed_until_ms:
                 self.late_count += 1
@@ -288,6 +336,45 @@ class UserWindows:
         self.progress_ms[item.kind] = max(self.progress_ms.get(item.kind, 0), item.end_ms)
         self.last_seen_s[item.kind] = now
         return out
+
+    # -- privacy pauses ---------------------------------------------------------------
+
+    def _in_pause(self, item: Item) -> bool:
+        """Any part of the capture lies inside a pause (an audio chunk that straddles the
+        pause's start goes whole: nothing said during a pause is kept)."""
+        first, last = item.ts_ms, max(item.ts_ms + 1, item.end_ms)
+        if self.paused_since is not None and last > self.paused_since:
+            return True
+        return any(first < end and last > start for start, end in self.pauses)
+
+    def _pause(self, ts_ms: int) -> list[WindowEvent]:
+        if self.paused_since is not None:
+            return []  # already paused (a repeated record)
+        self.paused_since = ts_ms
+        out: list[WindowEvent] = []
+        # captures read before the pause record but inside its span go too
+        for start in sorted(self.open_base):
+            items = self.open_base[start]
+            for key in [k for k, i in items.items() if self._in_pause(i)]:
+                out.append(PausedItem(self.user_id, items.pop(key)))
+                self.paused_windows.add(start)
+        return out
+
+    def _resume(self, ts_ms: int) -> list[WindowEvent]:
+        if self.paused_since is None or ts_ms < self.paused_since:
+            return []  # not paused (a repeated or stray resume)
+        start, self.paused_since = self.paused_since, None
+        self.pauses.append((start, ts_ms))
+        end = min(ts_ms, start + MAX_PAUSE_FILL_MS)
+        for base in range(align(start, BASE_S), end, BASE_S * _MS):
+            if base >= self.closed_until_ms:
+                self.open_base.setdefault(base, {})
+                self.paused_windows.add(base)
+        return []
+
+    def _forget_old_pauses(self) -> None:
+        """Closed pauses wholly before the closed windows can catch no capture any more."""
+        self.pauses = [(s, e) for s, e in self.pauses if e > self.closed_until_ms]
 
     # -- time -------------------------------------------------------------------------
 
@@ -385,10 +472,13 @@ class UserWindows:
         session = ordered[-1].session_id if ordered else self.session_id
         wid: WindowId = (BASE_S, start)
         self.closed_until_ms = max(self.closed_until_ms, window_end(wid))
+        paused = start in self.paused_windows and not ordered
+        self.paused_windows.discard(start)
+        self._forget_old_pauses()
         parent = parent_of(wid)
         if parent is not None:
             self.closed_children.setdefault(parent, set()).add(wid)
-        return [BaseWindow(self.user_id, start, ordered, partial, session)]
+        return [BaseWindow(self.user_id, start, ordered, partial, session, paused)]
 
     def _close_coarse(self, due: Any, *, end_ms: int | None) -> list[WindowEvent]:
         """Close due coarse windows finest first, so a parent sees its children closed."""
@@ -406,8 +496,9 @@ class UserWindows:
         return out
 
     def _flush(self, end: SessionEnd) -> list[WindowEvent]:
-        """Session end: close every open window; those ending after ``end`` are partial."""
-        out: list[WindowEvent] = []
+        """Session end: close every open window; those ending after ``end`` are partial. A
+        pause with no resume ends with the session."""
+        out: list[WindowEvent] = self._resume(end.ts_ms)
         for start in sorted(self.open_base):
             out += self._close_base(start, partial=end.ts_ms < window_end((BASE_S, start)))
         out += self._close_coarse(lambda wid: True, end_ms=end.ts_ms)

@@ -18,12 +18,15 @@ def ms_to_dt(ms: int) -> datetime:
 
 
 def user_tables(conn: psycopg.Connection) -> list[str]:
-    """Every table of the current schema with a user_id column (plus users itself)."""
+    """Every table of the current schema with a user_id column. A partitioned table counts
+    once: its partitions (0009) hold the same rows, and are not listed."""
     return fetch_column(
         conn,
-        "SELECT table_name FROM information_schema.columns"
-        " WHERE table_schema = current_schema() AND column_name = 'user_id'"
-        " ORDER BY table_name",
+        "SELECT c.relname FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " JOIN pg_attribute a ON a.attrelid = c.oid"
+        " WHERE n.nspname = current_schema() AND a.attname = 'user_id' AND NOT a.attisdropped"
+        " AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.relname",
     )
 
 
@@ -99,11 +102,11 @@ def forget_range(
         # container, once no row of a capture outside the range points into it
         frame_blob_keys=[k for k, m in frames if m is None],
         audio_blob_keys=[k for k, m in audio if m is None],
-        media_keys=_unreferenced(conn, user_id, {m for _, m in [*frames, *audio] if m}),
+        media_keys=unreferenced_media(conn, user_id, {m for _, m in [*frames, *audio] if m}),
     )
 
 
-def _unreferenced(conn: psycopg.Connection, user_id: str, media_keys: set[str]) -> list[str]:
+def unreferenced_media(conn: psycopg.Connection, user_id: str, media_keys: set[str]) -> list[str]:
     """The containers of ``media_keys`` that no frame or audio row of the user points into."""
     if not media_keys:
         return []

@@ -100,6 +100,10 @@ class UserProfile:
     user_id: str
     created_at: datetime
     timezone: str
+    # privacy (docs/privacy.md): media retention in days (None: the deployment's default)
+    # and whether bystanders' faces are blurred in this wearer's frames
+    retention_days: int | None = None
+    face_blur: bool = True
 
 
 _PROFILE_FIELDS = tuple(f.name for f in fields(UserProfile))

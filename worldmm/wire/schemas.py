@@ -117,12 +117,28 @@ class UserProfileOut(BaseModel):
     user_id: str
     timezone: str = Field(description="The wearer's IANA time zone, e.g. 'Asia/Tokyo'.")
     created_at: AwareDatetime
+    retention_days: int | None = Field(
+        default=None,
+        description="Days frames and audio are kept (null: the deployment's default); text "
+        "memory stays.",
+    )
+    face_blur: bool = Field(default=True, description="Bystanders' faces blurred in frames.")
 
 
 class ProfileUpdate(_Body):
     """``PATCH /v1/users/{user_id}``: the fields to change; those left out stay."""
 
     timezone: ZoneName | None = Field(default=None, description="A new IANA time zone.")
+    retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=36_500,
+        description="Days frames and audio are kept; an explicit null returns to the "
+        "deployment's default.",
+    )
+    face_blur: bool | None = Field(
+        default=None, description="false: opt out of bystander face blurring (recorded)."
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ProfileUpdate:
@@ -133,7 +149,10 @@ class ProfileUpdate(_Body):
         return self
 
     def changes(self) -> dict[str, object]:
-        return self.model_dump(exclude_none=True)
+        out = self.model_dump(exclude_none=True)
+        if "retention_days" in self.model_fields_set:  # null is a change: back to the default
+            out["retention_days"] = self.retention_days
+        return out
 
 
 class WhoAmI(BaseModel):
@@ -399,6 +418,23 @@ class ForgetResponse(BaseModel):
     end: AwareDatetime
     rows_deleted: dict[str, int]
     blobs_deleted: int
+
+
+# --- privacy -------------------------------------------------------------------------------
+class PauseRequest(_Body):
+    """A privacy pause (or its end) for a capture session."""
+
+    session_id: UserId | None = Field(
+        default=None, description="The capture session (default: the user's latest one)."
+    )
+    at: AwareDatetime | None = Field(default=None, description="When it takes effect (now).")
+
+
+class PauseResponse(BaseModel):
+    user_id: str
+    session_id: str
+    event: str = Field(description="pause or resume")
+    at: AwareDatetime
 
 
 # --- health ----------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Forgetting a time range and purging a user: database rows, blobs, cached graphs.
 
 Order matters. Rows go first, in one transaction (after it commits nothing can be read
-back); then the blobs they pointed at. A cached graph needs no message after a forget: its
-fingerprint no longer matches the store's, so the next query rebuilds it. For a purge the
-cache is tombstoned before the rows are deleted (so a graph rebuilt from the old rows cannot
-be stored) and swept after (so no key of the user is left).
+back); then the blobs they pointed at. Cached graphs hold the forgotten names and facts, so
+neither a forget nor a purge leaves them until the next rebuild: the user's Redis keys are
+tombstoned before the rows are deleted (a graph rebuilt from the old rows cannot be stored)
+and again (forget) or swept (purge) after, and this process's graph memo drops the user.
 """
 
 from __future__ import annotations
@@ -39,18 +39,23 @@ class PurgeOutcome:
 
 
 def forget(deps: Deps, user_id: str, start: datetime, end: datetime) -> ForgetOutcome:
+    deps.cache.purge_user(user_id)
     with deps.db.transaction() as conn:
         result = forget_range(conn, user_id, start, end)
+    # a rebuild that read the old rows between the first tombstone and the commit holds the
+    # first tombstone's token: a fresh tombstone makes its write fail
+    cached = deps.cache.purge_user(user_id) + deps.graphs.drop_user(user_id)
     blobs = delete_blobs(deps.blobs, [*result.frame_blob_keys, *result.audio_blob_keys])
     # a container's key is a prefix of nothing but itself
     blobs += sum(deps.blobs.delete_prefix(key) for key in result.media_keys)
     log.info(
-        "api.forget user=%s start=%s end=%s rows=%s blobs=%d",
+        "api.forget user=%s start=%s end=%s rows=%s blobs=%d cached_graphs=%d",
         user_id,
         start.isoformat(),
         end.isoformat(),
         result.counts,
         blobs,
+        cached,
     )
     return ForgetOutcome(result.counts, blobs)
 
@@ -103,5 +108,6 @@ def purge(deps: Deps, user_id: str) -> PurgeOutcome | None:
     for prefix in prefixes:
         blobs += deps.blobs.delete_prefix(prefix)
     swept = sweep_cache(deps.redis, user_id)
+    deps.graphs.drop_user(user_id)  # the query process's memo holds the graphs in memory
     log.info("api.purge user=%s rows=%s blobs=%d cache_keys=%d", user_id, rows, blobs, swept)
     return PurgeOutcome(rows, blobs, swept)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import HTTPException, Path, Query, status
@@ -214,6 +215,33 @@ async def forget_route(
     if start >= end:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must be before 'to'")
     outcome = await run_in_threadpool(forget, deps, user_id, start, end)
+    return ForgetResponse(
+        user_id=user_id,
+        start=start,
+        end=end,
+        rows_deleted=outcome.rows,
+        blobs_deleted=outcome.blobs,
+    )
+
+
+MAX_RECENT_MINUTES = 7 * 24 * 60
+
+
+@router.delete(
+    "/memories/recent",
+    summary="Forget the last N minutes (up to now): a privacy undo in one call",
+)
+async def forget_recent_route(
+    user_id: UserIdPath,
+    deps: Deps,
+    minutes: Annotated[
+        int, Query(ge=1, le=MAX_RECENT_MINUTES, description="How far back from now to forget.")
+    ],
+) -> ForgetResponse:
+    end = deps.clock()
+    start = end - timedelta(minutes=minutes)
+    # a capture stamped a little ahead of the server's clock is "recent" too
+    outcome = await run_in_threadpool(forget, deps, user_id, start, end + timedelta(minutes=5))
     return ForgetResponse(
         user_id=user_id,
         start=start,

@@ -36,6 +36,7 @@ from worldmm.models import SCALES
 from worldmm.providers.errors import ModelCallError
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
+from worldmm.store.models import FrameRecord
 from worldmm.store.triples import list_semantic, triples_for_segments
 from worldmm.wire.schemas import QueryRequest, in_range
 
@@ -193,9 +194,32 @@ def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: in
     )
 
 
+# What the browser shows where a frame is past its retention (the API answers 410).
+EXPIRED_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="160" height="90" viewBox="0 0 160 90">'
+    '<rect width="160" height="90" fill="#e5e7eb"/><text x="80" y="42" font-size="11" '
+    'text-anchor="middle" fill="#4b5563" font-family="sans-serif">image deleted</text>'
+    '<text x="80" y="58" font-size="9" text-anchor="middle" fill="#6b7280" '
+    'font-family="sans-serif">past media retention</text></svg>'
+)
+
+
+def _frame_or_placeholder(
+    deps: Deps, user_id: str, key: str, row: FrameRecord | None = None
+) -> Response:
+    try:
+        return frame_jpeg(deps, user_id, key, row)
+    except HTTPException as exc:
+        if exc.status_code != status.HTTP_410_GONE:
+            raise
+        return Response(
+            EXPIRED_SVG, media_type="image/svg+xml", headers={"X-WorldMM-Media": "expired"}
+        )
+
+
 @router.get("/frames/{key:path}")
 def frame(deps: Deps, user_id: UiUser, key: str) -> Response:
-    return frame_jpeg(deps, user_id, key)
+    return _frame_or_placeholder(deps, user_id, key)
 
 
 @router.get("/thumb/{segment_id}")
@@ -212,7 +236,7 @@ def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
         )
     if not frames:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return frame_jpeg(deps, user_id, frames[0].blob_key, frames[0])
+    return _frame_or_placeholder(deps, user_id, frames[0].blob_key, frames[0])
 
 
 # --- semantic facts --------------------------------------------------------------------------

@@ -34,7 +34,10 @@ def parse_day(value: str) -> date:
 
 
 def status_of(row: SegmentRow) -> str:
-    """One word for the card: failed, partial, pending, visual pending, or complete."""
+    """One word for the card: paused, failed, partial, pending, visual pending, or
+    complete."""
+    if row.processing_status == "paused":
+        return "paused"
     if row.processing_status == "failed":
         return "failed"
     if row.processing_status == "pending":
@@ -64,7 +67,12 @@ def card_of(row: SegmentRow, is_note: bool) -> Card:
         scale=row.scale_seconds,
         start=row.window_start,
         end=row.window_end,
-        caption=(row.caption or "").strip() or "(no caption)",
+        caption=(row.caption or "").strip()
+        or (
+            "privacy pause: nothing recorded"
+            if row.processing_status == "paused"
+            else "(no caption)"
+        ),
         status=status_of(row),
         note=is_note,
         importance=row.importance,

@@ -37,7 +37,7 @@ async def test_tools_over_stdio(served):
         names = {t.name for t in (await mcp.list_tools()).tools}
         assert names == {
             "ask", "search_memory", "list_segments", "remember", "forget", "profile",
-            "set_timezone",
+            "set_timezone", "forget_recent", "pause_recording", "resume_recording",
         }  # fmt: skip
 
         me = await mcp.call_tool("profile", {})
@@ -96,6 +96,17 @@ async def test_tools_over_stdio(served):
         assert done.structured_content["rows_deleted"]["segments"] >= 1
         listed = await mcp.call_tool("list_segments", {**the_day, "scale": 30})
         assert [s["id"] for s in listed.structured_content["items"]] == alice.segments[1:]
+
+        # forget_recent: "forget what just happened" takes the note remembered just now
+        refused = await mcp.call_tool("forget_recent", {"minutes": 10})
+        assert "confirm=true" in _error_text(refused)
+        done = await mcp.call_tool("forget_recent", {"minutes": 10, "confirm": True})
+        assert not done.is_error, done
+        assert done.structured_content["rows_deleted"]["segments"] >= 1
+        listed = await mcp.call_tool("list_segments", {"scale": 30, "limit": 50})
+        assert [s["id"] for s in listed.structured_content["items"]] == alice.segments[1:]
+        bad = await mcp.call_tool("forget_recent", {"minutes": 0, "confirm": True})
+        assert "minutes" in _error_text(bad)
 
         # bad arguments: clear tool errors, the server stays up
         bad = await mcp.call_tool("search_memory", {"memory_type": "dreams", "query": "x"})

@@ -12,11 +12,13 @@ from apps.query_api.ops.forget import user_cache_pattern
 from tests.integration.query_api.conftest import ADMIN
 from tests.integration.served_api import seed_segment
 from worldmm.blobs import audio_key, frame_key, user_prefixes
+from worldmm.graph.cache import TOMBSTONE, cache_key
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
 from worldmm.store.models import AudioChunkRow, FrameRow
+from worldmm.store.privacy import record_pause
 from worldmm.store.purge import count_user_rows
 
 pytestmark = pytest.mark.integration
@@ -34,6 +36,7 @@ def fill_memory(client, deps, user) -> None:
     )  # fmt: skip
     with deps.db.transaction() as conn:
         user_store.upsert_session(conn, user.user_id, "s1", started_at=BASE)
+        record_pause(conn, user.user_id, "s1", BASE + timedelta(minutes=5))
         visual_store.upsert_visual_embedding(
             conn, user.user_id, seg, np.full(deps.settings.visual_embed_dim, 0.1, np.float32)
         )
@@ -96,8 +99,12 @@ def test_purge_removes_everything_of_one_user_only(client, api_deps, api_setting
     assert all(n > 0 for n in a_rows.values()), sorted(a_rows.items())
     assert len(a_blobs) == 2 and a_keys
 
+    memo_key_a = cache_key(a.user_id, "semantic")
+    assert api_deps.graphs.latest(memo_key_a) is not None
     r = client.delete(f"/v1/users/{a.user_id}", headers=ADMIN)
     assert r.status_code == 200, r.text
+    assert api_deps.graphs.latest(memo_key_a) is None  # the query process's memo too
+    assert api_deps.graphs.latest(cache_key(b.user_id, "semantic")) is not None
     assert r.json()["blobs_deleted"] == 2
     assert r.json()["rows_deleted"]["segments"] == a_rows["segments"]
 
@@ -112,4 +119,32 @@ def test_purge_removes_everything_of_one_user_only(client, api_deps, api_setting
     assert client.get(f"/v1/users/{a.user_id}/segments", headers=a.headers).status_code == 401
     assert client.get(f"/v1/users/{a.user_id}/segments", headers=ADMIN).status_code == 404
     assert client.delete(f"/v1/users/{a.user_id}", headers=ADMIN).status_code == 404
+    rds.close()
+
+
+def test_forget_leaves_no_cached_graph_of_the_user(client, api_deps, api_settings, make_user):
+    """A forget clears the user's graphs from Redis and from the memo at once: they hold the
+    forgotten names until the next rebuild otherwise. Another user's stay."""
+    a, b = make_user(), make_user()
+    fill_memory(client, api_deps, a)
+    fill_memory(client, api_deps, b)
+    rds = redis.Redis.from_url(api_settings.redis_url)
+    key_a, key_b = cache_key(a.user_id, "semantic"), cache_key(b.user_id, "semantic")
+    assert b"Jonas" in rds.get(key_a) and api_deps.graphs.latest(key_a) is not None
+    b_graph = rds.get(key_b)
+
+    r = client.delete(
+        f"/v1/users/{a.user_id}/memories",
+        params={
+            "from": (BASE - timedelta(days=1)).isoformat(),
+            "to": datetime.now(UTC).isoformat(),
+        },
+        headers=a.headers,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["rows_deleted"]["segments"] >= 1
+    held = [rds.get(k) for k in rds.scan_iter(match=user_cache_pattern(a.user_id))]
+    assert held and all(v.startswith(TOMBSTONE) for v in held)  # no graph bytes left
+    assert api_deps.graphs.latest(key_a) is None
+    assert rds.get(key_b) == b_graph and api_deps.graphs.latest(key_b) is not None
     rds.close()

@@ -278,3 +278,27 @@ def test_a_tokyo_wearers_day_runs_from_their_midnight(served, browser):
     assert page.locator(f"#seg-{after}").count() == 1
     assert page.locator(f"#seg-{late}").count() == 0
     context.close()
+
+
+def test_a_frame_past_retention_shows_a_placeholder(served):
+    """The API answers 410 for a frame past the wearer's media retention; the browser gets
+    a placeholder image in its place (the card's thumbnail and the frame view alike)."""
+    from worldmm.store.users import update_profile
+
+    alice = seed_wearer(served.deps, "ui-expired")
+    with served.deps.db.transaction() as conn:
+        update_profile(conn, alice.user_id, {"retention_days": 1})  # the seeded day is older
+    with httpx.Client(base_url=served.url) as http:
+        api = http.get(
+            f"/v1/users/{alice.user_id}/frames/{alice.frame_key}",
+            headers={"Authorization": f"Bearer {alice.key}"},
+        )
+        assert api.status_code == 410 and "retention" in api.json()["detail"]
+        assert http.post("/ui/login", data={"key": alice.key}).status_code == 303
+        for path in (f"/ui/frames/{alice.frame_key}", f"/ui/thumb/{alice.segments[0]}"):
+            r = http.get(path)
+            assert r.status_code == 200, path
+            assert r.headers["content-type"].startswith("image/svg+xml")
+            assert (
+                r.headers["x-worldmm-media"] == "expired" and b"past media retention" in r.content
+            )

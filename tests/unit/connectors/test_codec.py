@@ -110,7 +110,7 @@ def test_stereo_wav_downmixed():
     assert len(codec.pcm16_mono(msg)) == 20
 
 
-@pytest.mark.parametrize("event", ["session_start", "session_end"])
+@pytest.mark.parametrize("event", ["session_start", "session_end", "pause", "resume"])
 def test_control_round_trip(event):
     rec = encode_control("u1", "s1", TS, event)
     assert json.loads(rec[1]) == {"event": event}
@@ -135,6 +135,8 @@ def test_session_end_carries_where_each_stream_ended():
         b'{"event":"session_end","last_ms":{"frames":"soon"}}',
         b'{"event":"session_end","last_ms":[1]}',
         b'{"event":"session_start","last_ms":{"frames":1}}',
+        b'{"event":"pause","last_ms":{"frames":1}}',
+        b'{"event":"hush"}',
     ],
 )
 def test_bad_last_ms_is_a_bad_control_message(body):

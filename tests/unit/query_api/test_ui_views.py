@@ -50,6 +50,12 @@ def test_status_words():
     assert status_of(_seg(visual_status="pending")) == "visual pending"
     assert status_of(_seg(processing_status="failed", partial=True)) == "failed"
     assert status_of(_seg(processing_status="pending")) == "pending"
+    assert status_of(_seg(processing_status="paused", partial=True)) == "paused"
+
+
+def test_a_paused_window_is_a_gap_with_its_reason():
+    card = card_of(_seg(caption=None, processing_status="paused"), is_note=False)
+    assert (card.caption, card.status) == ("privacy pause: nothing recorded", "paused")
 
 
 def test_card_of_a_blank_caption_and_a_note():

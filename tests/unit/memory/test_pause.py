@@ -1,0 +1,93 @@
+"""Privacy pauses in the window cascade: captures inside a pause are dropped (and reported),
+whichever order the pause record and the captures arrive in; windows inside say "paused"."""
+
+from __future__ import annotations
+
+from tests.unit.memory.test_windows import HOUR0, FakeClock, S, audio, frame, of, stream
+from worldmm.memory.windows import (
+    BaseWindow,
+    CoarseWindow,
+    Pause,
+    PausedItem,
+    SessionEnd,
+    UserWindows,
+)
+
+
+def windows(events) -> dict[int, BaseWindow]:
+    return {w.start_ms: w for w in of(events, BaseWindow)}
+
+
+def test_captures_inside_a_pause_are_dropped_and_its_windows_say_paused() -> None:
+    clock, state = FakeClock(), UserWindows("u")
+    out = stream(state, clock, HOUR0, HOUR0 + 60 * S)  # first minute recorded
+    out += state.ingest([Pause("s1", HOUR0 + 60 * S)], clock.advance(0))
+    out += stream(state, clock, HOUR0 + 60 * S, HOUR0 + 150 * S)  # glasses keep sending
+    out += state.ingest([Pause("s1", HOUR0 + 150 * S, resume=True)], clock.advance(0))
+    out += stream(state, clock, HOUR0 + 150 * S, HOUR0 + 240 * S)
+    out += state.ingest([SessionEnd("s1", HOUR0 + 240 * S)], clock.advance(10))
+    out += state.tick(clock.advance(60))
+
+    dropped = of(out, PausedItem)
+    assert dropped and all(HOUR0 + 55 * S <= p.item.ts_ms < HOUR0 + 150 * S for p in dropped)
+    by_start = windows(out)
+    for start in (60, 90, 120):  # the pause's windows: empty, paused
+        w = by_start[HOUR0 + start * S]
+        assert w.paused and w.items == ()
+    for start in (0, 30, 150, 180, 210):
+        w = by_start[HOUR0 + start * S]
+        assert not w.paused and w.items
+        assert all(not HOUR0 + 60 * S <= i.ts_ms < HOUR0 + 150 * S for i in w.items)
+    kept = [i for w in of(out, BaseWindow) for i in w.items]
+    assert not {i.key for i in kept} & {p.item.key for p in dropped}
+
+
+def test_a_pause_read_after_its_captures_still_drops_them() -> None:
+    """The control topic may be read behind the frames: captures already held in open
+    windows go when the pause record arrives."""
+    clock, state = FakeClock(), UserWindows("u")
+    held = [frame(HOUR0 + t * S) for t in range(0, 25, 5)]
+    out = state.ingest([*held, audio(HOUR0 + 8 * S)], clock.advance(1))
+    out += state.ingest([Pause("s1", HOUR0 + 10 * S)], clock.advance(1))
+    # the audio chunk [8 s, 13 s) straddles the pause's start: it goes whole
+    assert sorted(p.item.ts_ms for p in of(out, PausedItem)) == [
+        HOUR0 + t * S for t in (8, 10, 15, 20)
+    ]
+    out += state.ingest([SessionEnd("s1", HOUR0 + 25 * S)], clock.advance(10))
+    out += state.tick(clock.advance(60))
+    (w,) = of(out, BaseWindow)
+    assert [i.ts_ms for i in w.items] == [HOUR0, HOUR0 + 5 * S] and not w.paused
+
+
+def test_a_pause_with_no_resume_ends_at_the_session_end_and_fills_its_windows() -> None:
+    """The glasses may stop sending during a pause: every window of its span is still
+    opened, so the day shows a paused gap, not missing data; a coarse window whose children
+    were all paused is itself paused (its builder sees the children's status)."""
+    clock, state = FakeClock(), UserWindows("u")
+    out = stream(state, clock, HOUR0, HOUR0 + 30 * S)
+    out += state.ingest([Pause("s1", HOUR0 + 30 * S)], clock.advance(0))
+    out += state.ingest([SessionEnd("s1", HOUR0 + 180 * S)], clock.advance(1))
+    out += state.tick(clock.advance(60))
+    by_start = windows(out)
+    assert not by_start[HOUR0].paused
+    assert [s for s, w in sorted(by_start.items()) if w.paused] == [
+        HOUR0 + t * S for t in (30, 60, 90, 120, 150)
+    ]
+    assert state.paused_since is None  # ended with the session
+    (three,) = [c for c in of(out, CoarseWindow) if c.scale_s == 180]
+    assert len(three.children) == 6
+    # a new session is not paused
+    out = state.ingest([frame(HOUR0 + 3600 * S, "s2")], clock.advance(1))
+    assert not of(out, PausedItem)
+
+
+def test_repeated_and_stray_records_change_nothing_and_the_state_survives_a_snapshot() -> None:
+    clock, state = FakeClock(), UserWindows("u")
+    assert state.ingest([Pause("s1", HOUR0, resume=True)], clock.advance(1)) == []  # stray
+    state.ingest([Pause("s1", HOUR0 + 10 * S)], clock.advance(1))
+    state.ingest([Pause("s1", HOUR0 + 20 * S)], clock.advance(1))  # repeated: first counts
+    copy = state.copy()
+    assert copy.paused_since == HOUR0 + 10 * S
+    out = copy.ingest([audio(HOUR0 + 12 * S), frame(HOUR0 + 5 * S)], clock.advance(1))
+    assert [p.item.ts_ms for p in of(out, PausedItem)] == [HOUR0 + 12 * S]
+    assert state.open_base == {}  # the copy is independent

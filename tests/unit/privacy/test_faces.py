@@ -1,0 +1,102 @@
+"""Face blurring: the pure blur, and the shipped detector on a real photograph with a face
+(scikit-image's astronaut, a NASA portrait of Eileen Collins)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from skimage import data
+
+from worldmm.privacy.faces import FaceDetector, FrameBlurrer, blur_boxes
+
+# Where the astronaut's face is (checked by eye on the 512×512 photograph).
+FACE = (175, 50, 275, 185)
+
+
+def _jpeg(rgb: np.ndarray) -> bytes:
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    assert ok
+    return buf.tobytes()
+
+
+def _decode(jpeg: bytes) -> np.ndarray:
+    return cv2.cvtColor(
+        cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
+    )
+
+
+@pytest.fixture(scope="module")
+def detector() -> FaceDetector:
+    return FaceDetector(threshold=0.4, max_side=640)
+
+
+def test_blur_changes_the_box_and_nothing_else() -> None:
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (120, 160, 3), dtype=np.uint8)
+    out = blur_boxes(image, [(40, 30, 80, 70)], margin=0.0)
+    inside, before = out[30:70, 40:80].astype(float), image[30:70, 40:80].astype(float)
+    assert inside.std() < before.std() / 3  # detail gone
+    mask = np.ones(image.shape[:2], bool)
+    mask[30:70, 40:80] = False
+    assert np.array_equal(out[mask], image[mask])  # the rest untouched, bit for bit
+
+
+def test_blur_clips_boxes_at_the_border_and_skips_slivers() -> None:
+    image = np.full((50, 50, 3), 200, np.uint8)
+    image[::2] = 0
+    out = blur_boxes(image, [(-10, -10, 20, 20), (49, 49, 60, 60)], margin=0.0)
+    assert out.shape == image.shape
+    assert not np.array_equal(out[:20, :20], image[:20, :20])
+    assert np.array_equal(out[45:, 45:], image[45:, 45:])  # a 1 px box is left alone
+
+
+def test_detector_finds_the_astronauts_face(detector: FaceDetector) -> None:
+    faces = detector.detect(data.astronaut())
+    assert len(faces) == 1
+    x1, y1, x2, y2 = faces[0].box
+    assert FACE[0] <= x1 < x2 <= FACE[2] and FACE[1] <= y1 < y2 <= FACE[3]
+    assert faces[0].score > 0.8
+
+
+def test_detection_boxes_follow_the_frame_size(detector: FaceDetector) -> None:
+    """A frame larger than ``max_side`` is detected on a scaled copy; boxes come back in
+    the frame's own pixels."""
+    big = cv2.resize(data.astronaut(), (1024, 1024))
+    (face,) = detector.detect(big)
+    assert all(abs(a - 2 * b) <= 16 for a, b in zip(face.box, (181, 58, 270, 178), strict=True))
+
+
+def test_blurrer_blurs_the_face_and_keeps_the_background(detector: FaceDetector) -> None:
+    photo = data.astronaut()
+    result = FrameBlurrer(detector)(_jpeg(photo))
+    assert result.faces == 1
+    before, after = _decode(_jpeg(photo)).astype(float), _decode(result.jpeg).astype(float)
+    x1, y1, x2, y2 = 190, 70, 260, 170  # well inside the face
+    face_before, face_after = before[y1:y2, x1:x2], after[y1:y2, x1:x2]
+    assert np.abs(face_after - face_before).mean() > 10
+    assert face_after.std() < face_before.std()
+    # gradient energy (detail) inside the face drops sharply
+    detail = [np.abs(np.diff(f, axis=1)).mean() for f in (face_before, face_after)]
+    assert detail[1] < detail[0] / 3
+    background = before[300:500, 0:150], after[300:500, 0:150]  # the flag and the suit
+    assert np.abs(background[1] - background[0]).mean() < 3  # only JPEG re-encoding noise
+
+
+def test_a_frame_without_faces_comes_back_unchanged(detector: FaceDetector) -> None:
+    gradient = np.tile(np.linspace(0, 255, 320, dtype=np.uint8), (240, 1))
+    jpeg = _jpeg(np.dstack([gradient] * 3))
+    result = FrameBlurrer(detector)(jpeg)
+    assert result.faces == 0 and result.jpeg == jpeg
+
+
+def test_an_undecodable_frame_is_refused(detector: FaceDetector) -> None:
+    with pytest.raises(ValueError, match="not a decodable JPEG"):
+        FrameBlurrer(detector)(b"\xff\xd8 not really a jpeg \xff\xd9")
+
+
+def test_detector_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        FaceDetector(threshold=1.5)
+    with pytest.raises(ValueError, match="max_side"):
+        FaceDetector(max_side=8)

