@@ -13,6 +13,7 @@ from tests.integration.query_api.conftest import ADMIN
 from tests.integration.served_api import seed_segment
 from worldmm.blobs import audio_key, frame_key, user_prefixes
 from worldmm.graph.cache import TOMBSTONE, cache_key
+from worldmm.llm.usage import UsageRecord
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
@@ -29,7 +30,8 @@ JPEG = b"\xff\xd8\xff\xe0" + b"not really a jpeg" + b"\xff\xd9"
 
 def fill_memory(client, deps, user) -> None:
     """Something in every table and store: segment, triples, entities, clip embedding,
-    frame + audio rows and blobs, a note (semantic facts, audit rows), cached graphs."""
+    frame + audio rows and blobs, a note (semantic facts, audit rows), cached graphs,
+    model usage."""
     seg = seed_segment(
         deps, user.user_id, BASE, "I parked the car on level 3 next to Jonas.",
         [("I", "parked", "car"), ("car", "next to", "Jonas")],
@@ -78,6 +80,11 @@ def fill_memory(client, deps, user) -> None:
     assert r.status_code == 200, r.text
     # a cached graph, as a semantic search leaves it in Redis
     load_timed(deps.reader, deps.cache, deps.graphs, user.user_id, "semantic")
+    # model usage, as a hosted provider reports it (the offline one records none)
+    deps.usage.record(
+        UsageRecord(BASE, user.user_id, "answer", "gpt-5-mini", "compatible", "direct", 12, 3)
+    )
+    assert deps.usage.flush() >= 1
 
 
 def snapshot(deps, rds, user_id):

@@ -98,5 +98,6 @@ def test_a_day_at_the_calendar_ends_is_refused_not_a_crash(day):
 def test_forget_range_at_the_calendar_ends_is_refused(start, end):
     from apps.query_api.ui.routes import _range
 
+    # naive form times are read on the wearer's clock (issue 22); UTC keeps the ends exact
     with pytest.raises(ValueError, match="out of range"):
-        _range(start, end)
+        _range(start, end, UTC)
