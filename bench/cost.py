@@ -398,10 +398,19 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
                     qdeps, cfg.user_id, q.question, choices=choices, as_of=q.query_time
                 )
                 result = asyncio.run(ask)
-                rows.append(question_row(q.id, len(result.rounds), counter.billed[first:], prices))
+                billed = counter.billed[first:]
+                rows.append(question_row(q.id, agent_rounds(result), billed, prices))
     finally:
         deps.close()
     return rows
+
+
+def agent_rounds(result: Any) -> int:
+    """The agent's own searches: the per-option look-ups for a multiple-choice question are
+    rounds of the result too (their segments are evidence), but no model call asked for them."""
+    from worldmm.agent.loop import OPTION_LOOKUP
+
+    return sum(1 for r in result.rounds if not (r.note or "").startswith(OPTION_LOOKUP))
 
 
 def question_row(qid: str, rounds: int, billed: list[Billed], prices: PriceTable) -> dict:

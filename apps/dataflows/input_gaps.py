@@ -162,7 +162,12 @@ class _CheckedPartition(StatefulSourcePartition[SourceRecord, int]):
         if self._probe is None:
             self._probe = self._make_probe()
         self._probe.assign([TopicPartition(*self._tp, offset)])
-        msgs = self._probe.consume(1, WATERMARK_TIMEOUT_S)
+        try:
+            msgs = self._probe.consume(1, WATERMARK_TIMEOUT_S)
+        finally:
+            # an assigned consumer keeps fetching in the background: left assigned, each
+            # probe spins against the broker while the flow idles (its partition parked)
+            self._probe.unassign()
         if not msgs or msgs[0].error() is not None:
             return True
         m = msgs[0]

@@ -24,8 +24,9 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
     from connectors.synthetic import DEFAULT_SCRIPT, generate_session
     from connectors.topics import create_topics
     from worldmm.blobs import LocalBlobStore
+    from worldmm.media.window import read_capture
     from worldmm.store.db import Database
-    from worldmm.store.frames import list_frames
+    from worldmm.store.frames import MediaRef, list_audio_chunks, list_frames
     from worldmm.store.segments import list_segments
     from worldmm.store.triples import list_semantic, triples_for_segments
     from worldmm.store.visual import get_visual_embedding
@@ -135,8 +136,19 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
         assert all(s.visual_status == "complete" for s in bases)
         frames = list_frames(conn, user_id, limit=10_000)
         assert len(frames) == 720
+        audio = list_audio_chunks(conn, user_id)
     dlq = kafka_io.consume_all(settings.kafka_brokers, topics["dlq"])
     assert sorted(r.header("reason") for r in dlq) == [codec.BAD_JPEG, codec.MISSING_HEADER]
     blobs = LocalBlobStore(settings.resolved_blob_dir)
-    assert len(blobs.list(f"frames/{user_id}/s1/")) == 720
-    assert blobs.list(f"audio/{user_id}/s1/")
+    # every capture is stored and reads back: in its window's container, one object per
+    # window since #26 (a capture that came after its window closed: alone, under its key)
+    containers = set(blobs.list(f"media/{user_id}/"))
+    assert containers and audio
+    jpeg, wav = b"\xff\xd8", b"RIFF"
+    for c, magic in [*((f, jpeg) for f in frames), *((a, wav) for a in audio)]:
+        ref = None
+        if c.media_key is not None:
+            assert c.media_key in containers
+            ref = MediaRef(c.media_key, c.media_offset or 0, c.media_length or 0)
+        data = read_capture(blobs, c.blob_key, ref)
+        assert data.startswith(magic), c.blob_key

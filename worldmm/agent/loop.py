@@ -121,6 +121,11 @@ async def run_agent(
     return AgentResult.assemble(reply.answer, rounds, roles.label, stopped, cited=reply.evidence)
 
 
+# the note on a round the choices asked for (not the agent): callers counting the agent's own
+# searches leave these out
+OPTION_LOOKUP = "looked up for option"
+
+
 async def option_rounds(
     retrievers: Mapping[MemoryType, Retriever], question: str, choices: list[str]
 ) -> list[RoundRecord]:
@@ -142,7 +147,7 @@ async def option_rounds(
     for letter_i, text in enumerate(choice_texts(choices)):
         result = by_query.get(option_query(question, text))
         if result is not None:
-            note = f"looked up for option {choice_letter(letter_i)}"
+            note = f"{OPTION_LOOKUP} {choice_letter(letter_i)}"
             records.append(RoundRecord.of(result).model_copy(update={"note": note}))
     return records
 

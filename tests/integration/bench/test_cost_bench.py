@@ -58,7 +58,9 @@ def test_tiny_cost_benchmark(settings, tmp_path, user_id) -> None:
     asked = report["question"]
     assert asked["n"] == 2 and asked["rounds"]["p50"] == 2  # two searches, then the answer
     for row in asked["per_question"]:
-        assert row["calls"] == {"reasoning_agent": 3, "response": 1}
+        # the entity lane (on by default since #23) names the query's people and things: one
+        # NER call per episodic search, the agent's one and each of the two options' look-ups
+        assert row["calls"] == {"reasoning_agent": 3, "response": 1, "ner": 3}
         assert 0 < row["tokens"] <= asked["goal_tokens"]
     assert asked["within_goal"] == 1.0
     assert report["prices"]["as_of"] == str(load_prices().as_of)

@@ -45,7 +45,13 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
         ]
     )
     report = json.loads(out.read_text())
-    assert report["episodic_lane_weights"] == {"lexical": 1.0, "dense": 1.0, "graph": 0.5}
+    # the map names every lane (#23 added the entity lane); one left out of --lanes weighs 0
+    assert report["episodic_lane_weights"] == {
+        "lexical": 1.0,
+        "dense": 1.0,
+        "graph": 0.5,
+        "entity": 0.0,
+    }
 
     for memory_type in ("episodic", "semantic", "visual"):
         for phase, n in (("warm", 4), ("cold", 2)):

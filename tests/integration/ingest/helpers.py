@@ -46,6 +46,7 @@ _ENV_FIELDS = (
     "state_dir",
     "blob_dir",
     "gpu_worker_url",
+    "note_merge_span_h",
     *CHEAP,
 )
 
