@@ -70,7 +70,9 @@ class RecallQueue:
         self._lock = threading.Lock()
         self._pending: dict[str, _Batch] = {}
         self._task: asyncio.Task | None = None
-        self._flushing = asyncio.Lock()
+        # asyncio objects belong to one event loop; a test client may run the app's lifespan
+        # in a new loop each time, so the flush lock and the task are per loop
+        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
     def add(
         self,
@@ -109,7 +111,9 @@ class RecallQueue:
         """Write everything queued so far (one transaction per user); returns the rows
         changed. A user's batch whose write fails goes back into the queue and the error is
         raised after the other users' batches are written."""
-        async with self._flushing:  # a flush's batches never interleave with another's
+        loop = asyncio.get_running_loop()
+        flushing = self._flushing.setdefault(loop, asyncio.Lock())
+        async with flushing:  # a flush's batches never interleave with another's
             with self._lock:
                 taken, self._pending = self._pending, {}
             written, failed = 0, None
@@ -135,8 +139,10 @@ class RecallQueue:
 
     def start(self) -> None:
         """Run the periodic flush on the running event loop (once)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="recalls")
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._flushing = {loop: self._flushing.get(loop) or asyncio.Lock()}
+            self._task = loop.create_task(self._run(), name="recalls")
 
     async def _run(self) -> None:
         while True:
@@ -148,10 +154,11 @@ class RecallQueue:
 
     async def close(self) -> None:
         """Stop the periodic flush and write what is still queued (logged if it cannot)."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            if task.get_loop() is asyncio.get_running_loop():  # else its loop is gone
+                await asyncio.gather(task, return_exceptions=True)
         try:
             await self.flush()
         except Exception as exc:  # noqa: BLE001 - shutting down: nothing left to retry with
