@@ -146,11 +146,7 @@ def build_server(client: AsyncWorldMMClient, *, name: str = "worldmm-memory") ->
         end: Time,
         confirm: Annotated[bool, Field(description="Must be true: forgetting is final.")] = False,
     ) -> ForgetResponse:
-        if confirm is not True:
-            raise ToolError(
-                "forget deletes memory for good: call it again with confirm=true "
-                f"to forget {start.isoformat()} to {end.isoformat()}"
-            )
+        _confirmed(confirm, "forget", f"{start.isoformat()} to {end.isoformat()}")
         return await client.forget(start, end)
 
     @server.tool(
@@ -164,11 +160,7 @@ def build_server(client: AsyncWorldMMClient, *, name: str = "worldmm-memory") ->
         minutes: Annotated[int, Field(ge=1, le=10080, description="Minutes back from now.")],
         confirm: Annotated[bool, Field(description="Must be true: forgetting is final.")] = False,
     ) -> ForgetResponse:
-        if confirm is not True:
-            raise ToolError(
-                "forget_recent deletes memory for good: call it again with confirm=true "
-                f"to forget the last {minutes} minutes"
-            )
+        _confirmed(confirm, "forget_recent", f"the last {minutes} minutes")
         return await client.forget_recent(minutes)
 
     @server.tool(
@@ -187,3 +179,11 @@ def build_server(client: AsyncWorldMMClient, *, name: str = "worldmm-memory") ->
         return await client.resume()
 
     return server
+
+
+def _confirmed(confirm: bool, tool: str, what: str) -> None:
+    """Forgetting is final: a forget tool runs only when called again with confirm=true."""
+    if confirm is not True:
+        raise ToolError(
+            f"{tool} deletes memory for good: call it again with confirm=true to forget {what}"
+        )
