@@ -57,17 +57,26 @@ def linked_segments(
     episodic triples, with the ones it links, filtered like the other lanes' reads."""
     if not entity_ids:
         return []
-    filters = Filters(as_of, start, end)
-    rows = conn.execute(
-        "SELECT s.id, s.scale_seconds, s.window_start, s.window_end, s.parent_segment_id,"
-        " array_agg(DISTINCT x.e) FROM triples t"
+    # Two reads, not one join: joined, the planner hashed the user's whole segments table
+    # (a week: 24,360 rows) to meet the ~1,000 triples of a common entity. The segments are
+    # then read by id, through the (user_id, id) key, whatever the memory's size.
+    found = conn.execute(
+        "SELECT t.segment_id, array_agg(DISTINCT x.e) FROM triples t"
         " CROSS JOIN LATERAL (VALUES (t.subject_entity_id), (t.object_entity_id)) AS x(e)"
-        " JOIN segments s ON s.user_id = t.user_id AND s.id = t.segment_id"
         " WHERE t.user_id = %(u)s AND t.memory_type = 'episodic'"
         " AND (t.subject_entity_id = ANY(%(ents)s) OR t.object_entity_id = ANY(%(ents)s))"
-        " AND x.e = ANY(%(ents)s) AND s.processing_status = 'complete'"
-        f"{filters.where('s')} GROUP BY s.id",
-        {"u": user_id, "ents": list(entity_ids), **filters.params()},
+        " AND x.e = ANY(%(ents)s) GROUP BY t.segment_id",
+        {"u": user_id, "ents": list(entity_ids)},
+    ).fetchall()
+    held = {int(r[0]): frozenset(int(e) for e in r[1]) for r in found}
+    if not held:
+        return []
+    filters = Filters(as_of, start, end, ids=sorted(held))
+    rows = conn.execute(
+        "SELECT s.id, s.scale_seconds, s.window_start, s.window_end, s.parent_segment_id"
+        " FROM segments s WHERE s.user_id = %(u)s"
+        f" AND s.processing_status = 'complete'{filters.where('s')} ORDER BY s.id",
+        {"u": user_id, **filters.params()},
     ).fetchall()
     return [
         EntityLinks(
@@ -76,20 +85,7 @@ def linked_segments(
             r[2],
             r[3],
             int(r[4]) if r[4] is not None else None,
-            frozenset(int(e) for e in r[5]),
+            held[int(r[0])],
         )
         for r in rows
     ]
-
-
-def segment_total(
-    conn: psycopg.Connection, user_id: str, scale: int, as_of: datetime | None = None
-) -> int:
-    """How many complete segments of ``scale`` the user had at ``as_of`` (an IDF's N)."""
-    filters = Filters(as_of=as_of, scales=[scale])
-    row = conn.execute(
-        "SELECT count(*) FROM segments s WHERE s.user_id = %(u)s"
-        f" AND s.processing_status = 'complete'{filters.where('s')}",
-        {"u": user_id, **filters.params()},
-    ).fetchone()
-    return int(row[0]) if row else 0

@@ -22,6 +22,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from worldmm.models import BASE_SCALE
 from worldmm.store import knn
 from worldmm.store._sql import as_vector, vec_cast
 
@@ -45,11 +46,20 @@ class SegmentText(NamedTuple):
 
 
 class TermStats(NamedTuple):
-    """Document frequencies of a user's segment lexemes and mean lexeme counts per scale."""
+    """Document frequencies of a user's segment lexemes and mean lexeme counts per scale;
+    and the end times (epoch seconds, ascending) of the complete 30 s windows, which the
+    entity lane's IDF counts at ``as_of``."""
 
     docs: int
     df: dict[str, int]
     mean_length: dict[int, float]
+    base_ends: np.ndarray
+
+    def windows_at(self, as_of: datetime | None) -> int:
+        """How many complete 30 s windows had ended by ``as_of`` (None: all of them)."""
+        if as_of is None:
+            return len(self.base_ends)
+        return int(np.searchsorted(self.base_ends, as_of.timestamp(), side="right"))
 
 
 def search_text(caption: str | None, transcript: str | None) -> str:
@@ -196,7 +206,12 @@ def term_stats(conn: psycopg.Connection, user_id: str, after_id: int = 0) -> Ter
     ).fetchall()
     docs = sum(int(n) for _s, n, _m in rows)
     mean = {int(s): float(m or 0.0) for s, _n, m in rows}
-    return TermStats(docs, df, mean)
+    ends = conn.execute(
+        "SELECT extract(epoch FROM window_end)::float8 FROM segments WHERE user_id = %s"
+        " AND processing_status = 'complete' AND scale_seconds = %s AND id > %s ORDER BY 1",
+        (user_id, BASE_SCALE, after_id),
+    ).fetchall()
+    return TermStats(docs, df, mean, np.array([r[0] for r in ends], dtype=np.float64))
 
 
 def _tsquery_literal(lexeme: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from worldmm.memory.retrieval import lanes
 from worldmm.store.segment_search import TermStats
 
@@ -17,7 +19,9 @@ def test_young_copy_asks_nothing_old_copy_checks_the_stamp(monkeypatch) -> None:
 
     def term_stats(conn, user_id):
         calls["stats"] += 1
-        return TermStats(docs=stamp[0][0], df={"cup": calls["stats"]}, mean_length={})
+        return TermStats(
+            docs=stamp[0][0], df={"cup": calls["stats"]}, mean_length={}, base_ends=np.zeros(0)
+        )
 
     monkeypatch.setattr(lanes.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(lanes.ss, "segment_count_stamp", segment_count_stamp)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from worldmm.memory.retrieval.fusion import BASE_SCALE, Candidate
+from worldmm.memory.retrieval.lanes import TERM_STATS
 from worldmm.store import entities as entity_repo
 from worldmm.store import entity_links
 
@@ -129,5 +130,7 @@ def entity_lane(
             start=time_range.start,
             end=time_range.end,
         )
-        total = entity_links.segment_total(conn, user_id, BASE_SCALE, as_of)
+        # N of the IDF: the lexical lane's per-user statistics hold the window ends (a count
+        # over the store read the user's whole segments table on every question)
+        total = TERM_STATS.get(conn, id(deps.db), user_id).windows_at(as_of)
     return score_windows(links, matches, total)[:k]

@@ -1,0 +1,80 @@
+"""The entity lane's reads stay on indexes at a memory's real size.
+
+A week of memory holds ~20,000 30 s windows. The lane's reads once each read the user's whole
+segments table on every question (a count of the windows for its IDF, and a join that hashed
+every segment to meet the triples of one entity); the query bench's plan check found them. The
+count now comes from the per-user statistics the lexical lane keeps (read when the memory
+changed, at most once a minute), and the links are two reads through indexes. Here a memory
+of 12,000 windows, with one entity linked from every 12th, is planned with the same check.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import psycopg
+import pytest
+
+from worldmm.store import entities, entity_links, plans, segment_search
+from worldmm.store.db import Database
+
+from .conftest import DIM, T0
+
+pytestmark = pytest.mark.integration
+WINDOWS = 12_000
+
+
+def _fill(conn: psycopg.Connection, user: str) -> int:
+    """``WINDOWS`` complete 30 s windows; every 12th window's triple links one entity."""
+    conn.execute(
+        "INSERT INTO segments (user_id, scale_seconds, window_start, window_end, caption,"
+        " processing_status) SELECT %(u)s, 30, %(t0)s + g * interval '30 s',"
+        " %(t0)s + (g + 1) * interval '30 s', 'window ' || g, 'complete'"
+        " FROM generate_series(0, %(n)s - 1) AS g",
+        {"u": user, "t0": T0, "n": WINDOWS},
+    )
+    entity = entities.insert_canonical_entity(conn, user, "Shure", np.ones(DIM, np.float32)).id
+    conn.execute(
+        "INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds,"
+        " subject_entity_id, predicate, object_literal, embedding, valid_from)"
+        " SELECT s.user_id, 'episodic', s.id, 30, %(e)s, 'talks about', 'window ' || s.id,"
+        " (SELECT embedding FROM entities WHERE id = %(e)s), s.window_start"
+        " FROM (SELECT *, row_number() OVER (ORDER BY id) AS n FROM segments"
+        "       WHERE user_id = %(u)s) AS s WHERE s.n %% 12 = 0",
+        {"u": user, "e": entity},
+    )
+    conn.commit()
+    conn.execute("ANALYZE segments")
+    conn.execute("ANALYZE triples")
+    return entity
+
+
+def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
+    try:
+        entity = _fill(conn, user_id)
+        as_of = T0 + timedelta(days=3)
+        db = Database(
+            stack.database_url, min_size=1, max_size=1, cursor_factory=plans.RecordingCursor
+        )
+        try:
+            with db.connection() as c:
+                with plans.recording() as log:
+                    links = entity_links.linked_segments(c, user_id, [entity], as_of=as_of)
+                # read when the memory changed (at most once a minute), not per question
+                stats = segment_search.term_stats(c, user_id)
+        finally:
+            db.close()
+        # three days: 8,640 windows had ended (the memory runs 4.2 days), every 12th linked
+        total = stats.windows_at(as_of)
+        assert total == 3 * 24 * 120 and stats.windows_at(None) == WINDOWS
+        assert stats.windows_at(as_of - timedelta(seconds=1)) == total - 1
+        assert len(links) == total // 12 and all(link.entity_ids == {entity} for link in links)
+        assert max(link.end for link in links) <= as_of
+        checked = plans.check(conn, log)
+        assert [p for c in checked for p in c["problems"]] == [], checked
+        assert len(checked) == len(log.statements) == 2  # the triples, then the windows
+    finally:
+        conn.rollback()
+        conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
+        conn.commit()
