@@ -25,12 +25,13 @@ kafka_source.IdleKafkaSource.list_parts
 kafka_source.IdleKafkaSource.build_part
 kafka_source.KafkaPartition.next_batch
 kafka_source.KafkaPartition.next_awake
-# uvicorn stops a server when should_exit is set; PyAV decodes with thread_type set;
-# tokenizers reads normalizer and pre_tokenizer
+# uvicorn stops a server when should_exit is set; PyAV decodes with thread_type set and
+# encodes audio in the stream's layout; tokenizers reads normalizer and pre_tokenizer
 
 _.should_exit  # noqa: F821
 _.thread_type  # noqa: F821
 _.pix_fmt  # noqa: F821
+_.layout  # noqa: F821
 random_model.normalizer
 random_model.pre_tokenizer
 # http.server calls do_GET/do_POST/do_DELETE and log_message on test handlers

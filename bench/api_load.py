@@ -176,11 +176,10 @@ def _ready(server: Child) -> bool:
 
 
 def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
-    from bench.bulk_load import load_memories
+    from bench.bulk_load import check_users, load_memories
     from bench.query_synth import START, SynthConfig, SyntheticMemory, hours_of
     from worldmm.store.db import Database
     from worldmm.store.purge import purge_user
-    from worldmm.store.users import user_exists
 
     assert settings.database_url and opts.out
     run = harness.Run()
@@ -204,13 +203,7 @@ def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
     servers: list[Child] = []
     try:
         with db.connection() as conn:
-            exists = user_exists(conn, user)
-            if exists != opts.reuse:
-                raise ValueError(
-                    f"--reuse: user {user!r} does not exist"
-                    if opts.reuse
-                    else f"user {user!r} already exists; pick another --user"
-                )
+            check_users(conn, user, reuse=opts.reuse)
             if not opts.reuse:
                 echo(f"loading {cfg.hours} h of synthetic memory for {user}")
                 loaded = True

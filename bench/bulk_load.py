@@ -26,7 +26,7 @@ from bench.harness import words
 from bench.query_synth import LITERALS, PREDICATES, SyntheticMemory, TripleSpecs, unit_rows
 from worldmm.models import SCALES
 from worldmm.store.bulk import HNSW_BUILD_MEM_MAX, copy_rows, vector_indexes_dropped
-from worldmm.store.users import ensure_user
+from worldmm.store.users import ensure_user, user_exists
 
 VECTOR_TABLES = ("entities", "triples", "visual_embeddings", "segment_embeddings")
 _VERSIONS = Jsonb({"generator": "bench.query_synth"})
@@ -286,6 +286,19 @@ class Loader:
             " AS m(old, new) WHERE t.user_id = %s AND t.id = m.old RETURNING t.id",
             (old, new, self.user),
         )
+
+
+def check_users(
+    conn: psycopg.Connection, user_id: str, others: Sequence[str] = (), *, reuse: bool
+) -> None:
+    """Refuse, before anything is loaded, to load over someone's memory or to reuse none."""
+    exists = user_exists(conn, user_id)
+    if exists and not reuse:
+        raise ValueError(f"user {user_id!r} already exists; pick another --user")
+    if reuse and not exists:
+        raise ValueError(f"--reuse: user {user_id!r} does not exist (load it with --keep)")
+    if taken := [name for name in others if user_exists(conn, name)]:
+        raise ValueError(f"users {taken} already exist; pick another --user")
 
 
 def load_memories(

@@ -374,9 +374,7 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
     from worldmm.llm.roles import build_roles
     from worldmm.llm.usage import NullUsage
 
-    windows = data.load_windows(cfg.sync_dir, cfg.days)
-    days = set(cfg.days) if cfg.days else {data.day_of(w.start) for w in windows}
-    asked = data.select_questions(data.load_questions(cfg.questions), days, cfg.limit_questions)
+    windows, _, asked = cfg.selection()
     counter = TokenCounter(prices, cfg.reasoning_tokens)
     searches = ("episodic", "semantic") * 3
     responder = ProtocolResponder(searches=searches[: cfg.agent_searches], usage=counter)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bench.child import Child
@@ -61,27 +61,28 @@ def part_of(stack: list[str]) -> str:
     return "other"
 
 
-def fold(lines: Iterable[str]) -> Counter[str]:
-    """Samples per part from py-spy's ``raw`` (folded) output: ``f1;f2;...;fn count``."""
-    out: Counter[str] = Counter()
+def _samples(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+    """(stack, count) of each line of py-spy's ``raw`` (folded) output: ``f1;f2;...;fn count``."""
     for line in lines:
-        line = line.strip()
-        if not line:
-            continue
-        stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
-            continue
-        out[part_of(stack.split(";"))] += int(count)
+        stack, _, count = line.strip().rpartition(" ")
+        if count.isdigit():
+            yield stack.split(";"), int(count)
+
+
+def fold(lines: Iterable[str]) -> Counter[str]:
+    """Samples per part."""
+    out: Counter[str] = Counter()
+    for stack, count in _samples(lines):
+        out[part_of(stack)] += count
     return out
 
 
 def top_frames(lines: Iterable[str], n: int = 15) -> list[tuple[str, int]]:
     """The leaf frames with the most samples (what to look at inside a part)."""
     leaves: Counter[str] = Counter()
-    for line in lines:
-        stack, _, count = line.strip().rpartition(" ")
-        if count.isdigit() and stack:
-            leaves[stack.split(";")[-1]] += int(count)
+    for stack, count in _samples(lines):
+        if stack[-1]:  # a sample with no frames has no leaf
+            leaves[stack[-1]] += count
     return leaves.most_common(n)
 
 

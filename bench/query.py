@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from bench import harness
-from bench.bulk_load import load_memories
+from bench.bulk_load import check_users, load_memories
 from bench.harness import Echo, summary
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
 from bench.query_timed import (
@@ -321,19 +321,6 @@ class QueryOptions(harness.Options):
         return value
 
 
-def _check_users(conn: Any, user_id: str, others: list[str], reuse: bool) -> None:
-    """Refuse, before anything is loaded, to load over someone's memory or to reuse none."""
-    from worldmm.store.users import user_exists
-
-    exists = user_exists(conn, user_id)
-    if exists and not reuse:
-        raise ValueError(f"user {user_id!r} already exists; pick another --user")
-    if reuse and not exists:
-        raise ValueError(f"--reuse: user {user_id!r} does not exist (load it with --keep)")
-    if taken := [name for name in others if user_exists(conn, name)]:
-        raise ValueError(f"users {taken} already exist; pick another --user")
-
-
 def _load(db: Any, memory: SyntheticMemory, user_id: str, opts: QueryOptions, echo: Echo) -> dict:
     """Load the user's memory (or, with ``--reuse``, check its rows); the report's fields."""
     expected = expected_counts(memory.cfg)
@@ -421,7 +408,7 @@ def run_benchmark(
                 "postgres": conn.execute("SHOW server_version").fetchone()[0],
                 "pgvector": conn.execute(pgvector).fetchone()[0],
             }
-            _check_users(conn, user_id, others, opts.reuse)
+            check_users(conn, user_id, others, reuse=opts.reuse)
         echo(f"generating {cfg.hours} h of memory (seed {cfg.seed})")
         t = time.perf_counter()
         memory = SyntheticMemory(cfg)

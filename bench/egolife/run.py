@@ -78,13 +78,20 @@ class EgoLifeData(harness.Options):
         " (default: every day in --sync-dir).",
     )
     user_id: str = Field(DEFAULT_USER, description="Memory user id the week is ingested as.")
+    limit_questions: int | None = Field(
+        None, ge=1, description="Use only the first N selected questions (a smoke run)."
+    )
+
+    def selection(self) -> tuple[list[Window], set[int], list[Question]]:
+        """The windows of the chosen days, those days, and the questions asked on them."""
+        windows = data.load_windows(self.sync_dir, self.days)
+        days = set(self.days) if self.days else {data.day_of(w.start) for w in windows}
+        asked = data.load_questions(self.questions)
+        return windows, days, data.select_questions(asked, days, self.limit_questions)
 
 
 class BenchConfig(EgoLifeData):
     out: Path = Field(description="Where to write the JSON report.")
-    limit_questions: int | None = Field(
-        None, ge=1, description="Ask only the first N selected questions."
-    )
     methods: StrList = Field(
         METHODS,
         description="Comma-separated subset of: worldmm (the fused retriever the API uses,"
@@ -414,10 +421,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         cfg = cfg.model_copy(update={"cache_dir": settings.resolved_state_dir / "bench-cache"})
     if unknown := set(cfg.methods) - set(METHODS):
         raise BenchError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS)}")
-    windows = data.load_windows(cfg.sync_dir, cfg.days)
-    days = set(cfg.days) if cfg.days else {data.day_of(w.start) for w in windows}
-    asked = data.load_questions(cfg.questions)
-    questions = data.select_questions(asked, days, cfg.limit_questions)
+    windows, days, questions = cfg.selection()
     console.print(f"{len(windows)} windows over days {sorted(days)}; {len(questions)} questions")
     if not windows or not questions:
         raise BenchError("nothing to run: no windows or no questions for these days")

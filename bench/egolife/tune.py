@@ -37,14 +37,7 @@ from pydantic import Field
 
 from bench import harness
 from bench.egolife import folds, truth
-from bench.egolife.data import (
-    Question,
-    Window,
-    day_of,
-    load_questions,
-    load_windows,
-    select_questions,
-)
+from bench.egolife.data import Question, Window
 from bench.egolife.memory_method import hour_key, missing_hours
 from bench.egolife.run import EgoLifeData
 from bench.egolife.truth import QuestionScore, Ranked
@@ -354,9 +347,6 @@ def asked_while_stored(
 
 
 class TuneOptions(EgoLifeData):
-    limit_questions: int | None = Field(
-        None, ge=1, description="Tune on the first N selected questions only (a smoke run)."
-    )
     ablate: StrList = Field(
         (),
         description="Knobs to ablate, one at a time, against every knob tuned (held-out"
@@ -376,9 +366,7 @@ def main(opts: TuneOptions) -> dict:
     from worldmm.settings import load_settings
 
     run = harness.Run()
-    windows = load_windows(opts.sync_dir, opts.days)
-    days = set(opts.days) if opts.days else {day_of(w.start) for w in windows}
-    questions = select_questions(load_questions(opts.questions), days, opts.limit_questions)
+    windows, _, questions = opts.selection()
     with memory_deps(load_settings(), Console(stderr=True)) as deps:
         selected = len(questions)
         questions = asked_while_stored(questions, windows, stored_base_starts(deps, opts.user_id))

@@ -57,6 +57,12 @@ def fetch_one_dict(conn: psycopg.Connection, query: Any, params: Any = None) -> 
         return cur.fetchone()
 
 
+def fetch_count(conn: psycopg.Connection, query: Any, params: Any = None) -> int:
+    """The integer in the first column of the first row (a count; 0 when no row)."""
+    row = conn.execute(query, params).fetchone()
+    return int(row[0]) if row else 0
+
+
 def fetch_models(
     conn: psycopg.Connection, model: type[M], query: Any, params: Any = None
 ) -> list[M]:

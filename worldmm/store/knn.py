@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, fetch_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_count, fetch_dicts, vec_cast
 
 # Vector values (rows x dimensions) an exact scan reads at most: about the cost of an HNSW
 # search here (docs/benchmarks/query.md, "Exact scan or index"). 1536-d clips: 1,300 rows;
@@ -84,12 +84,12 @@ def count_upto(conn: psycopg.Connection, query: VectorQuery, user_id: str, cap: 
     all of them), counting at most ``cap``."""
     a = query.alias
     where = query.where if query.count_where is None else query.count_where
-    row = conn.execute(
+    return fetch_count(
+        conn,
         f"SELECT count(*) FROM (SELECT 1 FROM {query.table} {a}"
         f" WHERE {a}.user_id = %(u)s{where} LIMIT %(cap)s) AS few",
         {**query.params, "u": user_id, "cap": cap},
-    ).fetchone()
-    return int(row[0]) if row else 0
+    )
 
 
 def statement(

@@ -22,6 +22,8 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg import sql
 
+from worldmm.store._sql import fetch_count
+
 # The tables a memory grows in; a sequential scan of one of them grows with the memory.
 MEMORY_TABLES = ("segments", "segment_embeddings", "visual_embeddings", "triples", "entities")
 # Below this many rows a sequential scan is a fine plan (small memories, tests).
@@ -162,11 +164,11 @@ def _with_parents(
 
 def table_rows(conn: psycopg.Connection, relation: str) -> int:
     """The planner's row count of a table (``reltuples``; 0 when never analysed)."""
-    row = conn.execute(
+    return fetch_count(
+        conn,
         "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(%s)",
         (relation,),
-    ).fetchone()
-    return int(row[0]) if row else 0
+    )
 
 
 def hnsw_indexes(conn: psycopg.Connection, names: list[str]) -> list[str]:

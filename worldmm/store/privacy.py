@@ -10,6 +10,8 @@ from typing import Literal
 
 import psycopg
 
+from worldmm.store._sql import fetch_count
+
 MediaTable = Literal["frames", "audio_chunks"]
 # when a capture ends: retention expires a capture once all of it is older than the cutoff
 _MEDIA_END = {
@@ -53,11 +55,11 @@ def expired_media(
 def count_expired_media(
     conn: psycopg.Connection, table: MediaTable, user_id: str, cutoff: datetime
 ) -> int:
-    row = conn.execute(
+    return fetch_count(
+        conn,
         f"SELECT count(*) FROM {table} WHERE user_id = %s AND {_MEDIA_END[table]} < %s",
         (user_id, cutoff),
-    ).fetchone()
-    return int(row[0]) if row else 0
+    )
 
 
 def delete_media_rows(

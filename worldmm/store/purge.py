@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import psycopg
 from psycopg import sql
 
-from worldmm.store._sql import fetch_column
+from worldmm.store._sql import fetch_column, fetch_count
 from worldmm.store.models import ForgetResult
 
 WINDOW_MS = 30_000  # one container per 30 s window
@@ -34,13 +34,12 @@ def count_user_rows(conn: psycopg.Connection, user_id: str) -> dict[str, int]:
     """Rows per table belonging to the user ('users' counts the user row itself)."""
     counts: dict[str, int] = {}
     for table in user_tables(conn):
-        row = conn.execute(
+        counts[table] = fetch_count(
+            conn,
             sql.SQL("SELECT count(*) FROM {} WHERE user_id = %s").format(sql.Identifier(table)),
             (user_id,),
-        ).fetchone()
-        counts[table] = int(row[0]) if row else 0
-    row = conn.execute("SELECT count(*) FROM users WHERE id = %s", (user_id,)).fetchone()
-    counts["users"] = int(row[0]) if row else 0
+        )
+    counts["users"] = fetch_count(conn, "SELECT count(*) FROM users WHERE id = %s", (user_id,))
     return counts
 
 

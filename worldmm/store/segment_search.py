@@ -24,7 +24,7 @@ from psycopg import sql
 
 from worldmm.models import BASE_SCALE
 from worldmm.store import knn
-from worldmm.store._sql import as_vector, vec_cast
+from worldmm.store._sql import as_vector, fetch_count, vec_cast
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -106,13 +106,13 @@ _MISSING_WHERE = (
 def count_missing_embeddings(conn: psycopg.Connection, model: str, user_id: str | None) -> int:
     """Complete segments with text but no embedding by ``model`` (all users when None)."""
     user = " AND s.user_id = %(u)s" if user_id is not None else ""
-    row = conn.execute(
+    return fetch_count(
+        conn,
         "SELECT count(*) FROM segments s LEFT JOIN segment_embeddings e"
         " ON e.user_id = s.user_id AND e.segment_id = s.id"
         f" WHERE {_MISSING_WHERE}{user}",
         {"model": model, "u": user_id},
-    ).fetchone()
-    return int(row[0]) if row else 0
+    )
 
 
 def missing_embeddings(

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 import psycopg
 from pydantic import BaseModel
 
+from worldmm.store._sql import fetch_count
+
 if TYPE_CHECKING:
     from worldmm.llm.usage import UsageKey
 
@@ -49,12 +51,12 @@ def add_usage(conn: psycopg.Connection, rows: dict[UsageKey, Counter[str]]) -> N
 
 def tokens_since(conn: psycopg.Connection, user_id: str, start: datetime, end: datetime) -> int:
     """Prompt + completion tokens of ``user_id`` in [start, end) (whole minutes)."""
-    row = conn.execute(
+    return fetch_count(
+        conn,
         "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_usage"
         " WHERE user_id = %s AND minute >= %s AND minute < %s",
         (user_id, start, end),
-    ).fetchone()
-    return int(row[0]) if row else 0
+    )
 
 
 class UsageRow(BaseModel):
@@ -88,9 +90,9 @@ def usage_rows(
 
 def degraded_windows(conn: psycopg.Connection, user_id: str, start: datetime, end: datetime) -> int:
     """30 s windows in [start, end) built without the vision call (daily token budget)."""
-    row = conn.execute(
+    return fetch_count(
+        conn,
         "SELECT count(*) FROM segments WHERE user_id = %s AND scale_seconds = 30"
         " AND window_start >= %s AND window_start < %s AND model_versions ? 'degraded'",
         (user_id, start, end),
-    ).fetchone()
-    return int(row[0]) if row else 0
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated
 
 from fastapi import HTTPException, Path, Query, status
@@ -214,14 +214,7 @@ async def forget_route(
 ) -> ForgetResponse:
     if start >= end:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'from' must be before 'to'")
-    outcome = await run_in_threadpool(forget, deps, user_id, start, end)
-    return ForgetResponse(
-        user_id=user_id,
-        start=start,
-        end=end,
-        rows_deleted=outcome.rows,
-        blobs_deleted=outcome.blobs,
-    )
+    return await _forget(deps, user_id, start, end)
 
 
 MAX_RECENT_MINUTES = 7 * 24 * 60
@@ -241,7 +234,14 @@ async def forget_recent_route(
     end = deps.clock()
     start = end - timedelta(minutes=minutes)
     # a capture stamped a little ahead of the server's clock is "recent" too
-    outcome = await run_in_threadpool(forget, deps, user_id, start, end + timedelta(minutes=5))
+    return await _forget(deps, user_id, start, end, until=end + timedelta(minutes=5))
+
+
+async def _forget(
+    deps: Deps, user_id: str, start: datetime, end: datetime, *, until: datetime | None = None
+) -> ForgetResponse:
+    """Forget [start, ``until`` or end) and answer with the range asked for."""
+    outcome = await run_in_threadpool(forget, deps, user_id, start, until or end)
     return ForgetResponse(
         user_id=user_id,
         start=start,

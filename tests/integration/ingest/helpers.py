@@ -179,6 +179,16 @@ def memory_rows(database_url: str, user: str) -> dict[str, Any]:
     }
 
 
+def segment_states(database_url: str, user: str, *columns: str) -> dict[tuple, tuple]:
+    """(scale, window start) -> (processing_status, error, *columns) of the user's segments."""
+    import psycopg
+
+    names = ", ".join(("scale_seconds", "window_start", "processing_status", "error", *columns))
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(f"SELECT {names} FROM segments WHERE user_id = %s", (user,))
+        return {(r[0], r[1]): r[2:] for r in rows.fetchall()}
+
+
 def duplicates(counter: Counter) -> list:
     return [k for k, n in counter.items() if n > 1]
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from confluent_kafka import Producer
@@ -44,31 +46,33 @@ def _read(part, want: int) -> list[tuple[int, bytes]]:
     return got
 
 
+@contextmanager
+def _partition(brokers: str, topic: str, resume_state: int | None) -> Iterator[tuple]:
+    """Partition 0 of ``topic`` resumed at ``resume_state``, and the gaps it reports."""
+    gaps: list[InputGap] = []
+    source = CheckedKafkaSource(brokers, [topic], on_gap=gaps.append)
+    part = source.build_part("kafka_in", f"0-{topic}", resume_state=resume_state)
+    try:
+        yield part, gaps
+    finally:
+        part.close()
+
+
 def test_a_position_past_the_log_end_is_reported_and_rewound(settings) -> None:
     topic = _topic(settings.kafka_brokers, 10)
-    gaps: list[InputGap] = []
-    source = CheckedKafkaSource(settings.kafka_brokers, [topic], on_gap=gaps.append)
-    part = source.build_part("kafka_in", f"0-{topic}", resume_state=50)
-    try:
+    with _partition(settings.kafka_brokers, topic, 50) as (part, gaps):
         assert gaps == [InputGap(topic, 0, 10, 50, 10, "log_end_below_position")]
         assert gaps[0].records == 40 and part.snapshot() == 10
         _produce(settings.kafka_brokers, topic, ["new-a", "new-b"])
         assert _read(part, 2) == [(10, b"new-a"), (11, b"new-b")]  # not skipped
         assert part.check() is None and len(gaps) == 1  # the position now agrees
-    finally:
-        part.close()
 
 
 def test_an_agreeing_position_reads_on_without_a_report(settings) -> None:
     topic = _topic(settings.kafka_brokers, 10)
-    gaps: list[InputGap] = []
-    source = CheckedKafkaSource(settings.kafka_brokers, [topic], on_gap=gaps.append)
-    part = source.build_part("kafka_in", f"0-{topic}", resume_state=7)
-    try:
+    with _partition(settings.kafka_brokers, topic, 7) as (part, gaps):
         assert [o for o, _ in _read(part, 3)] == [7, 8, 9]
         assert gaps == [] and part.snapshot() == 10
-    finally:
-        part.close()
 
 
 def test_offsets_reused_by_other_records_are_found_and_read(settings) -> None:
@@ -77,11 +81,7 @@ def test_offsets_reused_by_other_records_are_found_and_read(settings) -> None:
     watermarks agree; the records at the offsets read do not."""
     brokers = settings.kafka_brokers
     topic = _topic(brokers, 10)
-    gaps: list[InputGap] = []
-    part = CheckedKafkaSource(brokers, [topic], on_gap=gaps.append).build_part(
-        "kafka_in", f"0-{topic}", resume_state=None
-    )
-    try:
+    with _partition(brokers, topic, None) as (part, gaps):
         assert [o for o, _ in _read(part, 10)] == list(range(10))
         admin = AdminClient({"bootstrap.servers": brokers})
         admin.delete_topics([topic])[topic].result(timeout=30)
@@ -98,8 +98,6 @@ def test_offsets_reused_by_other_records_are_found_and_read(settings) -> None:
         got = _read(part, 12)
         assert got == [(i, f"other-{i}".encode()) for i in range(12)]  # none skipped
         assert part.check() is None and len(gaps) == 1
-    finally:
-        part.close()
 
 
 @pytest.mark.parametrize(

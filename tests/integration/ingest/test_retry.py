@@ -11,7 +11,14 @@ from datetime import timedelta
 import pytest
 from typer.testing import CliRunner
 
-from tests.integration.ingest.helpers import START, cheap, memory_rows, session_frames, set_env
+from tests.integration.ingest.helpers import (
+    START,
+    cheap,
+    memory_rows,
+    segment_states,
+    session_frames,
+    set_env,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -49,15 +56,7 @@ def _send(settings, user: str, frames_dir) -> list:
 
 
 def _segments(settings, user: str) -> dict:
-    import psycopg
-
-    with psycopg.connect(settings.database_url) as conn:
-        rows = conn.execute(
-            "SELECT scale_seconds, window_start, processing_status, error, caption, updated_at,"
-            " visual_status FROM segments WHERE user_id = %s",
-            (user,),
-        ).fetchall()
-    return {(r[0], r[1]): r[2:] for r in rows}
+    return segment_states(settings.database_url, user, "caption", "updated_at", "visual_status")
 
 
 def test_failed_model_call_is_recorded_and_retriggered(

@@ -11,7 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.fixtures.s3 import S3Server, s3_server
-from tests.integration.ingest.helpers import cheap, produce_session, session_frames, set_env
+from tests.integration.ingest.helpers import (
+    cheap,
+    produce_session,
+    segment_states,
+    session_frames,
+    set_env,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -20,18 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 def s3() -> Iterator[S3Server]:
     with s3_server() as server:
         yield server
-
-
-def _segments(settings, user: str) -> dict:
-    import psycopg
-
-    with psycopg.connect(settings.database_url) as conn:
-        rows = conn.execute(
-            "SELECT scale_seconds, window_start, processing_status, error FROM segments"
-            " WHERE user_id = %s",
-            (user,),
-        ).fetchall()
-    return {(r[0], r[1]): r[2:] for r in rows}
 
 
 def test_s3_outage_mid_stream_goes_to_the_dlq_and_retrigger_rebuilds(
@@ -82,7 +76,7 @@ def test_s3_outage_mid_stream_goes_to_the_dlq_and_retrigger_rebuilds(
 
     run_main(build_flow(settings, tail=False, deps_factory=deps_factory))
 
-    bases = {k: v for k, v in _segments(settings, user_id).items() if k[0] == 30}
+    bases = {k: v for k, v in segment_states(settings.database_url, user_id).items() if k[0] == 30}
     assert len(bases) == 4
     failed = sorted(k[1] for k, (status, _e) in bases.items() if status == "failed")
     assert len(failed) == 2, bases  # the flow went on: the others are complete
@@ -103,7 +97,7 @@ def test_s3_outage_mid_stream_goes_to_the_dlq_and_retrigger_rebuilds(
     monkeypatch.setenv("WORLDMM_BLOB_S3_URI", settings.blob_s3_uri)
     result = CliRunner().invoke(app, ["retrigger", "--user", user_id])
     assert result.exit_code == 0, result.output
-    after = _segments(settings, user_id)
+    after = segment_states(settings.database_url, user_id)
     assert {v[0] for v in after.values()} == {"complete"}, after
     assert not sorted(settings.resolved_spool_dir.rglob("*.spool"))
 
