@@ -37,9 +37,11 @@ from worldmm.settings import Settings
 from worldmm.stack.process import wait_until
 
 IDLE_SAMPLE_S = 4.0
+FPS = 1  # frames a second each simulated wearer sends (the gateway's default)
 # The level's figures the report repeats at its top, from the last level that kept up.
 HEADLINE = ("cpu_ms_per_window", "db_server_cpu_ms_per_window", "close_to_queryable_",
-            "broker_cpu_ms", "producer_cpu_ms")  # fmt: skip
+            "broker_cpu_ms", "producer_cpu_ms", "face_blur_ms_per_frame",
+            "wearers_per_core_blur_on")  # fmt: skip
 FLOW_SETTINGS = ("allowed_lateness_s", "stream_idle_s", "frames_per_window", "window_max_attempts")
 
 
@@ -379,7 +381,9 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             / (users * measured_s)
         ),
         # detection + blur of one stored frame, in the worker (0 frames: blurring off)
-        "face_blur_ms_per_frame": _blur_ms(worker),
+        "face_blur_ms_per_frame": (blur_ms := _blur_ms(worker)),
+        # wearers whose frames one core blurs as fast as they arrive (FPS each)
+        "wearers_per_core_blur_on": round(1000 / (blur_ms * FPS), 1) if blur_ms else None,
         "measured_wall_s": round(measured_wall, 1),
         "producer_lag_max_s": round(lag, 3),
         "loadavg_end": harness.loadavg(),
@@ -455,8 +459,9 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
             "settings": {
                 **cfg.model_dump(mode="json"),
                 "windows_per_user": cfg.windows_per_user,
-                "fps": 1,
+                "fps": FPS,
                 "frame_jpeg_bytes": len(small_jpeg(cfg.seed)),
+                "frame_px": "96x72 (blur cost grows with frame size: docs/privacy.md)",
                 "audio": f"{AUDIO_CHUNK_S} s chunks, {AUDIO_RATE} Hz PCM16 WAV (silent)",
                 **{k: getattr(settings, k) for k in FLOW_SETTINGS},
                 "model": "simulated: every call waits model_latency_s (bench/ingest_sim.py)",
@@ -478,7 +483,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     for key in ("p50", "p95", "max"):
         ax1.plot(users, [lv[f"close_to_queryable_{key}_s"] for lv in levels], "o-", label=key)
     ax1.axhline(s["realtime_s"], color="grey", ls="--", label="real-time limit")
-    ax1.set(xlabel="simulated users (1 fps each)", ylabel="seconds")
+    ax1.set(xlabel=f"simulated users ({FPS} fps each)", ylabel="seconds")
     ax1.set_title("30 s window close → queryable")
     series = {
         "cpu_ms_per_window": "dataflow worker (pipeline)",

@@ -327,10 +327,11 @@ class Settings(BaseSettings):
         default=0.4, gt=0, lt=1, description="Face detector score a face needs (lower: more)."
     )
     face_blur_max_side: int = Field(
-        default=640,
+        default=384,
         ge=64,
         le=4096,
-        description="Faces are detected on a copy scaled to this longer side (px): cost.",
+        description="Faces are detected on a copy scaled to this longer side (px; the frame "
+        "is blurred at full size): lower is cheaper and misses more small faces.",
     )
     media_retention_days: int | None = Field(
         default=None,

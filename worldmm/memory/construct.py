@@ -379,12 +379,14 @@ def record_session(deps: Deps, msg) -> None:
 
 def record_late(deps: Deps, user_id: str, item) -> None:
     """Keep a capture that missed its window (timestamp retrieval still finds it): stored
-    alone under its own key (its window's container is written already), then its row.
-    Raises OSError (BlobStoreError) when the blob store fails."""
+    alone under its own key (its window's container is written already), a frame with its
+    faces blurred as in a window, then its row. Raises OSError (BlobStoreError) when the
+    blob store fails."""
     data = getattr(item.ref, "data", None)
     if data is not None:
         if item.kind == "frames":
-            data = window_media.keep_frame(window_media.capture_of(item, data))
+            blur = deps.faces.transform(user_id) if deps.faces is not None else None
+            data = (blur or window_media.keep_frame)(window_media.capture_of(item, data))
         deps.blobs.put(item.ref.blob_key, data)
     with deps.db.transaction() as conn:
         user_store.ensure_user(conn, user_id)

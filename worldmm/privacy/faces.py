@@ -6,9 +6,10 @@ fixed 32×32 input rewritten (the ``onnx`` package) and was not faster here. Dec
 network's heat map is our own, vectorised code. ``blur_boxes`` is a pure function so its
 effect is tested without the model.
 
-Cost control (1,000 wearers per worker): detection runs on a copy scaled down so its longer
-side is at most ``max_side`` (boxes are scaled back), and a frame with no face is returned
-byte for byte (no re-encode).
+Cost control (1,000 wearers per worker, docs/privacy.md): detection runs on a copy scaled down
+so its longer side is at most ``max_side`` (boxes are scaled back to the frame, which is
+blurred at full size), boxes already found for a frame can be passed in so a retried store
+blurs without detecting again, and a frame with no face is returned byte for byte.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class FaceDetector:
     ``threshold`` is the heat-map score a face needs."""
 
     def __init__(
-        self, *, threshold: float = 0.5, max_side: int = 640, model: Path | None = None
+        self, *, threshold: float = 0.5, max_side: int = 384, model: Path | None = None
     ) -> None:
         if not 0 < threshold < 1:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
@@ -139,8 +140,13 @@ def _decode(
 @dataclass(frozen=True)
 class BlurResult:
     jpeg: bytes
-    faces: int
+    boxes: tuple[Box, ...]
     seconds: float
+    detected: bool  # the detector ran (False: the boxes were given)
+
+    @property
+    def faces(self) -> int:
+        return len(self.boxes)
 
 
 class FrameBlurrer:
@@ -152,19 +158,24 @@ class FrameBlurrer:
         self.detector = detector
         self.jpeg_quality = jpeg_quality
 
-    def __call__(self, jpeg: bytes) -> BlurResult:
+    def __call__(self, jpeg: bytes, boxes: tuple[Box, ...] | None = None) -> BlurResult:
+        """Blur ``jpeg``; ``boxes`` found for these bytes before skip the detector."""
         started = time.perf_counter()
+        if boxes == ():
+            return BlurResult(jpeg, (), time.perf_counter() - started, False)
         bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
         if bgr is None:
             raise ValueError("frame is not a decodable JPEG; not stored unchecked")
-        faces = self.detector.detect(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
-        if not faces:
-            return BlurResult(jpeg, 0, time.perf_counter() - started)
-        blurred = blur_boxes(bgr, [f.box for f in faces])
+        detected = boxes is None
+        if boxes is None:
+            boxes = tuple(f.box for f in self.detector.detect(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+        if not boxes:
+            return BlurResult(jpeg, (), time.perf_counter() - started, detected)
+        blurred = blur_boxes(bgr, list(boxes))
         ok, buf = cv2.imencode(".jpg", blurred, [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality])
         if not ok:
             raise ValueError("re-encoding the blurred frame failed")
-        return BlurResult(buf.tobytes(), len(faces), time.perf_counter() - started)
+        return BlurResult(buf.tobytes(), boxes, time.perf_counter() - started, detected)
 
 
 def build_blurrer(settings: Any) -> FrameBlurrer | None:

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 def test_tiny_ingest_benchmark(settings, tmp_path) -> None:
     from bench.ingest import BenchConfig, run_benchmark
 
-    settings = settings.model_copy(update={"allowed_lateness_s": 2.0})
+    settings = settings.model_copy(update={"allowed_lateness_s": 2.0, "face_blur": True})
     cfg = BenchConfig(users_start=2, users_max=2, minutes=0.5, model_latency_s=0.2,
                       concurrency=8)  # fmt: skip
     lines: list[str] = []
@@ -34,6 +34,9 @@ def test_tiny_ingest_benchmark(settings, tmp_path) -> None:
     assert len(result["machine"]["loadavg_start"]) == 3
     # one object per window: 2 windows of 30 s for 2 wearers (plus a closing window at most)
     assert 0 < result["object_store_requests_per_wearer_hour"] <= 3 * 120
+    # blurring on: its cost per frame and the wearers one core keeps blurring at 1 fps
+    ms = result["face_blur_ms_per_frame"]
+    assert ms > 0 and result["wearers_per_core_blur_on"] == pytest.approx(1000 / ms, rel=0.01)
     assert level["producer_cpu_ms_per_window"] > 0 and "broker_cpu_ms_per_window" in level
     # the embedded PostgreSQL profiles statements: the window's writes are among the top ones
     statements = level["db_statements"]

@@ -100,3 +100,45 @@ def test_detector_settings_are_validated() -> None:
         FaceDetector(threshold=1.5)
     with pytest.raises(ValueError, match="max_side"):
         FaceDetector(max_side=8)
+
+
+def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    w = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union
+
+
+@pytest.mark.parametrize("side", [384, 320, 256])
+def test_boxes_from_a_smaller_detection_land_on_the_face(detector: FaceDetector, side: int) -> None:
+    """Detected on a copy of ``side`` px, the box comes back in the frame's pixels, on the
+    face the full-size detection found."""
+    photo = data.astronaut()
+    (full,) = detector.detect(photo)
+    (small,) = FaceDetector(threshold=0.4, max_side=side).detect(photo)
+    x1, y1, x2, y2 = small.box
+    assert FACE[0] <= x1 < x2 <= FACE[2] and FACE[1] <= y1 < y2 <= FACE[3]
+    assert _iou(small.box, full.box) > 0.7
+
+
+def test_boxes_map_back_on_each_axis_of_a_wide_frame() -> None:
+    """768×512 (stretched): detected at 384×256, x and y scale back by their own factors,
+    onto the box the full-size detection finds."""
+    wide = cv2.resize(data.astronaut(), (768, 512))
+    (full,) = FaceDetector(threshold=0.4, max_side=768).detect(wide)
+    (small,) = FaceDetector(threshold=0.4, max_side=384).detect(wide)
+    assert _iou(small.box, full.box) > 0.8
+    x1, y1, x2, y2 = small.box
+    # the astronaut's face centre (225, 118) with x stretched 1.5 times
+    assert abs((x1 + x2) / 2 - 1.5 * 225) < 10 and abs((y1 + y2) / 2 - 118) < 10
+
+
+def test_given_boxes_blur_without_detecting(detector: FaceDetector) -> None:
+    blurrer = FrameBlurrer(detector)
+    jpeg = _jpeg(data.astronaut())
+    found = blurrer(jpeg)
+    assert found.detected and found.faces == 1
+    again = blurrer(jpeg, found.boxes)
+    assert not again.detected and again.jpeg == found.jpeg
+    none = blurrer(jpeg, ())
+    assert not none.detected and none.jpeg == jpeg  # no face remembered: stored as sent
