@@ -268,6 +268,7 @@ WORKER_LOG_EVENTS = {
     "encoder_unavailable": "encoder_unavailable",
     "window_failed_attempts": "window_failed",
     "kafka_errors": "kafka_error",
+    "input_gaps_not_stored": "input_gap_not_stored",
 }
 
 
