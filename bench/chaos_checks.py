@@ -138,13 +138,19 @@ def compare_with_reference(chaos: Memory, ref: Memory) -> dict[str, Any]:
 _INPUT_LOST = re.compile(r"input_lost topic=\S+ partition=\d+ offsets=\[\d+, \d+\) records=(\d+)")
 
 
-def input_lost(worker_log: str, chaos: Memory, ref: Memory) -> dict[str, int]:
-    """Input the worker reported lost (apps/dataflows/input_gaps.py: records, gaps), and the
-    windows built from other input than the fault-free run's (``windows``: where lost records
-    show; the worker cannot name them, their records being gone)."""
+def input_lost(worker_log: str, database_url: str, users: list[str]) -> dict[str, int]:
+    """Input the worker reported lost (apps/dataflows/input_gaps.py: records and gaps from
+    its log) and the 30 s windows it marked "input may be missing" (the store's gap spans)."""
+    from worldmm.store.input_gaps import marked_windows
+
+    with psycopg.connect(database_url) as conn:
+        return {**reported_lost(worker_log), "windows": marked_windows(conn, users)}
+
+
+def reported_lost(worker_log: str) -> dict[str, int]:
+    """Records and gaps of the worker's ``input_lost`` log lines."""
     found = [int(n) for n in _INPUT_LOST.findall(worker_log)]
-    diff = compare_with_reference(chaos, ref)["windows_with_other_text"]
-    return {"records": sum(found), "gaps": len(found), "windows": diff}
+    return {"records": sum(found), "gaps": len(found)}
 
 
 def fact_integrity(database_url: str, users: list[str]) -> dict[str, int]:

@@ -42,6 +42,7 @@ from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.windows import Item, Pause, SessionEnd, WindowConfig, ms_to_dt
 from worldmm.redact import configure_logging
 from worldmm.settings import Settings, load_settings
+from worldmm.store.db import Database
 from worldmm.store.outage import retry_while_down
 
 log = logging.getLogger("worldmm.dataflow.ingest")
@@ -309,9 +310,13 @@ def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -
 
 
 def _kafka_input(
-    flow: Dataflow, settings: Settings, tail: bool, lag: metrics.LagTracker | None = None
+    flow: Dataflow,
+    settings: Settings,
+    tail: bool,
+    database: Callable[[], Database],
+    lag: metrics.LagTracker | None = None,
 ) -> Stream[RawRecord]:
-    from apps.dataflows.input_gaps import CheckedKafkaSource
+    from apps.dataflows.input_gaps import CheckedKafkaSource, GapRecorder
     from apps.dataflows.kafka_source import SourceRecord
     from connectors.topics import topic_names
 
@@ -320,7 +325,11 @@ def _kafka_input(
     names = topic_names(settings)
     kinds = {names[k]: k for k in ("frames", "audio", "control")}
     # main's paced source, its positions checked against the broker (apps.dataflows.input_gaps)
-    source = CheckedKafkaSource(settings.kafka_brokers, list(kinds), tail=tail, batch_size=500)
+    # lost input is logged, counted and stored per wearer and span (its windows marked)
+    on_gap = GapRecorder(database, round(settings.allowed_lateness_s * 1000))
+    source = CheckedKafkaSource(
+        settings.kafka_brokers, list(kinds), tail=tail, batch_size=500, on_gap=on_gap
+    )
     raw = op.input("kafka_in", flow, source)
 
     def to_raw(m: SourceRecord) -> RawRecord:
@@ -378,7 +387,7 @@ def build_flow(
         port = settings.dataflow_metrics_port
         metrics.serve(port + process_id if port else 0, settings.dataflow_metrics_host)
         lag = metrics.lag_tracker(settings.kafka_brokers) if port else None
-        records = _kafka_input(flow, settings, tail, lag)
+        records = _kafka_input(flow, settings, tail, lambda: shared.deps().db, lag)
 
     decoded = op.map("decode", records, lambda r: (r, decode_record(r, limits, now)))
     split = op.branch("valid", decoded, lambda pair: not isinstance(pair[1], DlqRecord))

@@ -242,6 +242,11 @@ class EvidenceOut(BaseModel):
     context_segment_id: int | None = Field(
         default=None, description="The coarser segment a drill-down came from."
     )
+    input_lost: bool = Field(
+        default=False,
+        description="Lost input overlaps the window: input may be missing here (the "
+        "segment's `input_lost` says which).",
+    )
 
 
 class CitedOut(BaseModel):
@@ -320,6 +325,25 @@ class SearchResponse(BaseModel):
 
 
 # --- reading memory --------------------------------------------------------------------
+class InputGapOut(BaseModel):
+    """Input the broker lost whose capture-time span overlaps a window: the window may be
+    missing captures (which, nobody can say: the records are gone)."""
+
+    reason: str = Field(
+        description="How the broker lost it: 'log_end_below_position', "
+        "'earliest_above_position' or 'offsets_reused'."
+    )
+    topic: str
+    partition: int
+    first_offset: int
+    end_offset: int = Field(description="Exclusive.")
+    records: int = Field(description="Records lost on that partition (any wearer's).")
+    span_start: AwareDatetime | None = Field(
+        description="Earliest capture time the lost records may have; null: unbounded."
+    )
+    span_end: AwareDatetime = Field(description="Latest capture time they may have.")
+
+
 class SegmentOut(BaseModel):
     id: int
     scale: int
@@ -352,6 +376,11 @@ class SegmentOut(BaseModel):
         default=0, description="Answers (and notes, several counts each) that recalled it."
     )
     last_recalled_at: AwareDatetime | None = Field(default=None, description="Its latest recall.")
+    input_lost: list[InputGapOut] = Field(
+        default_factory=list,
+        description="Lost input overlapping this window: when not empty, input may be "
+        "missing here.",
+    )
 
 
 class SegmentPage(BaseModel):

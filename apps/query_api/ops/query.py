@@ -8,6 +8,7 @@ says when as a person would ("yesterday at 15:02").
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from urllib.parse import quote
 
@@ -16,6 +17,7 @@ from worldmm.deps import Deps
 from worldmm.localtime import Asked, in_zone, zone
 from worldmm.memory.recall import RecallQueue, answer_evidence
 from worldmm.memory.retrieval.results import Hit
+from worldmm.store.input_gaps import InputGapSpan, gaps_in, list_gaps
 from worldmm.wire.schemas import (
     ChoiceOut,
     CitedOut,
@@ -63,7 +65,17 @@ async def run_query(
     )
     if recalls is not None:
         recalls.add(user_id, *answer_evidence(result))
-    return to_response(result, user_id, req, url_of)
+    gaps = await asyncio.to_thread(_evidence_gaps, deps, user_id, result)
+    return to_response(result, user_id, req, url_of, gaps)
+
+
+def _evidence_gaps(deps: Deps, user_id: str, result: AgentResult) -> list[InputGapSpan]:
+    """The user's lost input over the evidence's span (one query; none without evidence)."""
+    if not result.evidence:
+        return []
+    start = min(e.start for e in result.evidence)
+    with deps.db.connection() as conn:
+        return list_gaps(conn, user_id, start, max(e.end for e in result.evidence))
 
 
 def to_response(
@@ -71,12 +83,18 @@ def to_response(
     user_id: str,
     req: QueryRequest,
     url_of: Callable[[str, str], str] = frame_url,
+    gaps: list[InputGapSpan] | None = None,
 ) -> QueryResponse:
     choice = result.choice
     asked = None
     if result.asked_at is not None:
         asked = Asked(result.asked_at, zone(result.timezone))
-    evidence = [evidence_out(e.model_dump(), asked) for e in result.evidence]
+    evidence = [
+        evidence_out(
+            {**e.model_dump(), "input_lost": bool(gaps_in(gaps or [], e.start, e.end))}, asked
+        )
+        for e in result.evidence
+    ]
     return QueryResponse(
         answer=result.answer,
         choice=None if choice is None else ChoiceOut.model_validate(choice.model_dump()),

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import HTTPException, Path, Query, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
+from psycopg import Connection
 
 from apps.query_api.auth import UserIdPath, user_router
 from apps.query_api.cursors import decode_cursor, frame_key, page_of, segment_key
@@ -20,6 +21,7 @@ from apps.query_api.routes.common import MODEL_ERROR, USER_ERRORS, check_range, 
 from worldmm.models import SCALES
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
+from worldmm.store.input_gaps import InputGapSpan, gaps_in, list_gaps
 from worldmm.store.models import SegmentRow
 from worldmm.store.triples import list_semantic
 from worldmm.wire.schemas import (
@@ -28,6 +30,7 @@ from worldmm.wire.schemas import (
     ForgetResponse,
     FrameOut,
     FramePage,
+    InputGapOut,
     Instant,
     RememberRequest,
     RememberResponse,
@@ -52,7 +55,20 @@ Cursor = Annotated[
 ]
 
 
-def _segment_out(row: SegmentRow) -> SegmentOut:
+def _gap_out(gap: InputGapSpan) -> InputGapOut:
+    return InputGapOut(
+        reason=gap.reason,
+        topic=gap.topic,
+        partition=gap.partition,
+        first_offset=gap.first_offset,
+        end_offset=gap.end_offset,
+        records=gap.records,
+        span_start=gap.span_start,
+        span_end=gap.span_end,
+    )
+
+
+def _segment_out(row: SegmentRow, gaps: list[InputGapSpan] | None = None) -> SegmentOut:
     return SegmentOut(
         id=row.id,
         scale=row.scale_seconds,
@@ -71,6 +87,7 @@ def _segment_out(row: SegmentRow) -> SegmentOut:
         recall_count=row.recall_count,
         last_recalled_at=row.last_recalled_at,
         degraded=row.model_versions.get("degraded"),
+        input_lost=[_gap_out(g) for g in gaps_in(gaps or [], row.window_start, row.window_end)],
     )
 
 
@@ -101,8 +118,9 @@ def list_segments(
             conn, user_id, start=start, end=end, scale=scale, as_of=as_of, limit=limit + 1,
             after=after,
         )  # fmt: skip
-    rows, next_cursor = page_of(rows, limit, segment_key)
-    return SegmentPage(items=[_segment_out(r) for r in rows], next_cursor=next_cursor)
+        rows, next_cursor = page_of(rows, limit, segment_key)
+        gaps = _gaps_of(conn, user_id, rows)
+    return SegmentPage(items=[_segment_out(r, gaps) for r in rows], next_cursor=next_cursor)
 
 
 @router.get("/segments/{segment_id}", summary="One segment")
@@ -113,9 +131,18 @@ def read_segment(
 ) -> SegmentOut:
     with deps.db.connection() as conn:
         row = segment_store.get_segment(conn, user_id, segment_id)
+        gaps = _gaps_of(conn, user_id, [row] if row is not None else [])
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no segment {segment_id}")
-    return _segment_out(row)
+    return _segment_out(row, gaps)
+
+
+def _gaps_of(conn: Connection, user_id: str, rows: list[SegmentRow]) -> list[InputGapSpan]:
+    """The user's lost input over the rows' span (one query per page)."""
+    if not rows:
+        return []
+    start = min(r.window_start for r in rows)
+    return list_gaps(conn, user_id, start, max(r.window_end for r in rows))
 
 
 # --- frames ----------------------------------------------------------------------------

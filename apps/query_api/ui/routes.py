@@ -36,6 +36,7 @@ from worldmm.models import SCALES
 from worldmm.providers.errors import ModelCallError
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
+from worldmm.store.input_gaps import list_gaps
 from worldmm.store.models import FrameRecord
 from worldmm.store.triples import list_semantic, triples_for_segments
 from worldmm.wire.schemas import QueryRequest, in_range
@@ -106,8 +107,9 @@ def _lane_page(
         rows = segment_store.list_segments(
             conn, user_id, start=start, end=end, scale=scale, limit=views.LANE_PAGE + 1, after=after
         )
+        gaps = list_gaps(conn, user_id, start, end)
     rows, next_cursor = page_of(rows, views.LANE_PAGE, segment_key)
-    return [views.card_of(r, is_note(r.source_topic)) for r in rows], next_cursor
+    return [views.card_of(r, is_note(r.source_topic), gaps) for r in rows], next_cursor
 
 
 def _latest_day(deps: Deps, user_id: str, tz: tzinfo) -> date:
@@ -181,6 +183,7 @@ def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: in
         frames = frame_store.list_frames(
             conn, user_id, start=row.window_start, end=row.window_end, limit=12
         )
+        gaps = list_gaps(conn, user_id, row.window_start, row.window_end)
     return _page(
         request,
         "_segment.html",
@@ -190,6 +193,7 @@ def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: in
         children=children,
         triples=triples,
         frames=frames,
+        input_lost=gaps,
         tz=_zone(deps, user_id),
     )
 

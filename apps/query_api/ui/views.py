@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from worldmm.models import SCALES
+from worldmm.store.input_gaps import InputGapSpan, gaps_in
 from worldmm.store.models import SegmentRow, TripleRow
 from worldmm.wire.schemas import EARLIEST, LATEST
 
@@ -59,9 +60,10 @@ class Card:
     status: str
     note: bool
     importance: float | None
+    input_lost: bool = False  # lost input overlaps the window: input may be missing here
 
 
-def card_of(row: SegmentRow, is_note: bool) -> Card:
+def card_of(row: SegmentRow, is_note: bool, gaps: list[InputGapSpan] | None = None) -> Card:
     return Card(
         id=row.id,
         scale=row.scale_seconds,
@@ -76,6 +78,7 @@ def card_of(row: SegmentRow, is_note: bool) -> Card:
         status=status_of(row),
         note=is_note,
         importance=row.importance,
+        input_lost=bool(gaps_in(gaps or [], row.window_start, row.window_end)),
     )
 
 

@@ -36,6 +36,8 @@ def test_every_server_killed_once_loses_and_duplicates_nothing(tmp_path: Path) -
     assert diff["windows_with_other_text"] <= 4 * cfg.users, diff
     lost = report["input_lost"]
     assert diff["windows_with_other_text"] == 0 or lost["gaps"] > 0, (diff, lost)
+    # and a reported gap marks its partition's wearers' windows around it (store spans)
+    assert lost["gaps"] == 0 or lost["windows"] > 0, lost
     assert diff["semantic_facts_differing"] == 0, diff
     assert sorted(f["target"] for f in report["faults"]) == sorted(cfg.targets)
     assert all(f["recovered_s"] is not None for f in report["faults"]), report["faults"]

@@ -18,6 +18,7 @@ from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store
+from worldmm.store.input_gaps import InputGapSpan, record_gap
 from worldmm.store.models import AudioChunkRow, FrameRow
 from worldmm.store.privacy import record_pause
 from worldmm.store.purge import count_user_rows
@@ -31,7 +32,7 @@ JPEG = b"\xff\xd8\xff\xe0" + b"not really a jpeg" + b"\xff\xd9"
 def fill_memory(client, deps, user) -> None:
     """Something in every table and store: segment, triples, entities, clip embedding,
     frame + audio rows and blobs, a note (semantic facts, audit rows), cached graphs,
-    model usage."""
+    model usage, lost input."""
     seg = seed_segment(
         deps, user.user_id, BASE, "I parked the car on level 3 next to Jonas.",
         [("I", "parked", "car"), ("car", "next to", "Jonas")],
@@ -39,6 +40,8 @@ def fill_memory(client, deps, user) -> None:
     with deps.db.transaction() as conn:
         user_store.upsert_session(conn, user.user_id, "s1", started_at=BASE)
         record_pause(conn, user.user_id, "s1", BASE + timedelta(minutes=5))
+        lost = InputGapSpan("t.frames", 0, 4, 9, "offsets_reused", BASE, BASE)
+        record_gap(conn, [user.user_id], lost)
         visual_store.upsert_visual_embedding(
             conn, user.user_id, seg, np.full(deps.settings.visual_embed_dim, 0.1, np.float32)
         )

@@ -16,6 +16,7 @@ from worldmm.agent import AgentResult, RoundRecord
 from worldmm.blobs import LocalBlobStore
 from worldmm.graph.cache import cache_key
 from worldmm.memory.retrieval import FrameHit, SegmentHit
+from worldmm.store.input_gaps import InputGapSpan
 from worldmm.wire.schemas import QueryRequest
 
 T = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
@@ -92,6 +93,10 @@ def test_agent_result_maps_to_the_wire_with_frame_urls():
     assert out.frames == ["/v1/users/u1/frames/frames/u1/s/1-0.jpg"]
     assert out.rounds[1].results[0]["url"] == out.frames[0]
     assert out.rounds[0].results[0]["text"] == "I cooked rice."
+    assert out.evidence[0].input_lost is False
+    gap = InputGapSpan("t", 0, 1, 2, "offsets_reused", T - timedelta(seconds=5), T)
+    lost = to_response(result, "u1", QueryRequest(question="What did I cook?"), gaps=[gap])
+    assert lost.evidence[0].input_lost is True  # the lost input's span reaches the window
 
 
 def test_a_free_form_answer_cites_the_window_it_comes_from():

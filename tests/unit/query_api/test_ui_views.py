@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from apps.query_api.ui.views import card_of, day_bounds, fact_histories, parse_day, status_of
+from worldmm.store.input_gaps import InputGapSpan
 from worldmm.store.models import SegmentRow, TripleRow
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
@@ -56,6 +57,16 @@ def test_status_words():
 def test_a_paused_window_is_a_gap_with_its_reason():
     card = card_of(_seg(caption=None, processing_status="paused"), is_note=False)
     assert (card.caption, card.status) == ("privacy pause: nothing recorded", "paused")
+
+
+def test_a_card_overlapping_lost_input_says_input_may_be_missing():
+    start = T0 + timedelta(hours=6)
+    gap = InputGapSpan("t", 0, 3, 5, "offsets_reused", start - timedelta(seconds=5), start)
+    assert card_of(_seg(), is_note=False, gaps=[gap]).input_lost
+    after = start + timedelta(seconds=30)  # the window's end: [start, end) does not reach it
+    later = InputGapSpan("t", 0, 3, 5, "offsets_reused", after, after + timedelta(seconds=30))
+    assert not card_of(_seg(), is_note=False, gaps=[later]).input_lost
+    assert not card_of(_seg(), is_note=False).input_lost
 
 
 def test_card_of_a_blank_caption_and_a_note():
