@@ -226,7 +226,6 @@ class Settings(BaseSettings):
         "out weighs 0 (cross-validated on EgoLife: the entity lane earns 0.25, the PageRank "
         "graph lane 0 with the offline triples; docs/benchmarks/egolife.md).",
     )
-    episodic_rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal rank fusion k.")
     episodic_lane_candidates: int = Field(
         default=100, ge=1, le=2000, description="Candidates each lane ranks per search."
     )
@@ -236,22 +235,13 @@ class Settings(BaseSettings):
         description="Top coarse segments a search expands into their best 30 s windows "
         "(0: no drill-down).",
     )
-    episodic_drill_keep: int = Field(
-        default=2, ge=1, description="30 s windows kept per expanded segment."
-    )
     episodic_recency_weight: float = Field(
         default=4.0, ge=0, description="Recency prior weight when the question names none."
-    )
-    episodic_recency_halflife_h: float = Field(
-        default=12.0, gt=0, description="Half-life (hours) of the default recency prior."
     )
     episodic_prior_weight: float = Field(
         default=2.0,
         ge=0,
         description="Prior weight for 'the last time' / 'the first time' questions.",
-    )
-    episodic_prior_halflife_h: float = Field(
-        default=12.0, gt=0, description="Half-life (hours) of the explicit time priors."
     )
     episodic_importance_weight: float = Field(
         default=0.0,

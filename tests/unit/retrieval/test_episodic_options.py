@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 
 from worldmm.memory.retrieval.episodic import EpisodicOptions
-from worldmm.memory.retrieval.fusion import PriorParams
+from worldmm.memory.retrieval.fusion import DRILL_KEEP, PRIOR_HALFLIFE_H, RRF_K, PriorParams
 from worldmm.settings import Settings
 
 
@@ -23,17 +23,17 @@ def test_episodic_options_defaults_equal_the_settings_defaults():
     # the cross-validated weights: the entity lane on, the PageRank graph lane off
     assert opts.weights == {"lexical": 1.0, "dense": 1.0, "graph": 0.0, "entity": 0.25}
     assert opts.lanes == ("lexical", "dense", "entity")
-    assert opts.rrf_k == d["episodic_rrf_k"]
+    assert opts.rrf_k == RRF_K == 60.0  # pruned by cross-validation: constants, not settings
     assert opts.candidates == d["episodic_lane_candidates"]
     assert opts.drill_parents == d["episodic_drill_parents"] == 3
-    assert opts.drill_keep == d["episodic_drill_keep"]
+    assert opts.drill_keep == DRILL_KEEP == 2
     assert opts.keep == d["rerank_keep"]
     assert opts.llm_rerank is d["episodic_llm_rerank"] is False
     assert opts.prior == PriorParams(
         default_weight=d["episodic_recency_weight"],
-        default_halflife_h=d["episodic_recency_halflife_h"],
+        default_halflife_h=PRIOR_HALFLIFE_H,
         weight=d["episodic_prior_weight"],
-        halflife_h=d["episodic_prior_halflife_h"],
+        halflife_h=PRIOR_HALFLIFE_H,
         importance_weight=d["episodic_importance_weight"],
         recall_weight=d["episodic_recall_weight"],
     )

@@ -38,6 +38,9 @@ from worldmm.memory.retrieval import lanes as lane_mod
 from worldmm.memory.retrieval.entity_lane import QueryEntity, entity_lane, resolve_entities
 from worldmm.memory.retrieval.fusion import (
     BASE_SCALE,
+    DRILL_KEEP,
+    PRIOR_HALFLIFE_H,
+    RRF_K,
     Candidate,
     Fused,
     Pick,
@@ -89,16 +92,16 @@ class EpisodicOptions:
     def from_settings(cls, settings: Settings, **overrides) -> EpisodicOptions:
         base = cls(
             weights=settings.episodic_lane_weight_map(),
-            rrf_k=settings.episodic_rrf_k,
+            rrf_k=RRF_K,
             candidates=settings.episodic_lane_candidates,
             drill_parents=settings.episodic_drill_parents,
-            drill_keep=settings.episodic_drill_keep,
+            drill_keep=DRILL_KEEP,
             keep=settings.rerank_keep,
             prior=PriorParams(
                 default_weight=settings.episodic_recency_weight,
-                default_halflife_h=settings.episodic_recency_halflife_h,
+                default_halflife_h=PRIOR_HALFLIFE_H,
                 weight=settings.episodic_prior_weight,
-                halflife_h=settings.episodic_prior_halflife_h,
+                halflife_h=PRIOR_HALFLIFE_H,
                 importance_weight=settings.episodic_importance_weight,
                 recall_weight=settings.episodic_recall_weight,
             ),

@@ -24,6 +24,11 @@ from datetime import datetime
 from worldmm.memory.retrieval.timeparse import TimeConstraint
 
 BASE_SCALE = 30
+# Fixed, not settings: cross-validation on EgoLife's question folds left each at its neutral
+# value with no held-out loss (docs/benchmarks/egolife.md, "Pruning"), so none is a knob.
+RRF_K = 60.0  # reciprocal rank fusion's k
+PRIOR_HALFLIFE_H = 12.0  # the recency prior's and the explicit-time priors' half-life
+DRILL_KEEP = 2  # 30 s windows kept per drilled-down coarse segment
 
 
 @dataclass(frozen=True)
