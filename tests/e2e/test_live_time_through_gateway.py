@@ -133,18 +133,18 @@ def _record(root: Path) -> dict[str, Path]:
     return out
 
 
-def _send(settings: Settings, user_id: str, frames: dict[str, Path]) -> None:
-    """The sessions through the glasses gateway, in time order, as the device sends them."""
+def _send(settings: Settings, user_ids: list[str], session: int, frames_dir: Path) -> None:
+    """One session, recorded by each wearer, through the glasses gateway as a device sends it."""
     from connectors.gateway import GlassesProducer, plan_recording, run_gateway
 
+    start = list(SESSIONS.values())[session].start
     with GlassesProducer(settings) as producer:
-        for i, (place, frames_dir) in enumerate(frames.items()):
-            start = SESSIONS[place].start
+        for user_id in user_ids:
             plan = plan_recording(
                 frames_dir=frames_dir, audio=frames_dir.parent / "audio.wav", fps=1, start=start
             )
             run_gateway(
-                producer, user=user_id, session=f"s{i}", start=start,
+                producer, user=user_id, session=f"s{session}", start=start,
                 frames=plan.frames, audio=plan.audio,
             )  # fmt: skip
 
@@ -189,7 +189,6 @@ def live(stack, tmp_path_factory) -> Iterator[Live]:
 
     root = tmp_path_factory.mktemp("live-time")
     settings = _ingest_settings(stack, root)
-    create_topics(settings.kafka_brokers, settings)
     frames = _record(root / "sessions")
     deps = build_deps(settings, role="api")
     # The API's one clock, stopped at NOW: questions without as_of are asked then.
@@ -205,8 +204,17 @@ def live(stack, tmp_path_factory) -> Iterator[Live]:
                 )
                 assert r.status_code == 201, r.text
                 made[name] = (user_id, {"Authorization": f"Bearer {r.json()['api_key']}"})
-                _send(settings, user_id, frames)
-            _run_flow(settings)
+            # Sessions hours apart reach a live flow one by one: each is sent, on topics of
+            # its own, and built before the next. (Sent back to back on one set of topics,
+            # a session's audio can lose the race against the next session's frames: see
+            # the report on UserWindows' session ends.)
+            for i, frames_dir in enumerate(frames.values()):
+                topics = settings.model_copy(
+                    update={"topic_prefix": f"{settings.topic_prefix}{i}."}
+                )
+                create_topics(topics.kafka_brokers, topics)
+                _send(topics, [user_id for user_id, _ in made.values()], i, frames_dir)
+                _run_flow(topics)
             wearers = {
                 name: Wearer(user_id, headers, ZONES[name], _session_windows(settings, user_id))
                 for name, (user_id, headers) in made.items()
