@@ -34,6 +34,10 @@ def _base_settings(state_dir: Path, **extra: object) -> Settings:
     # Face blurring costs ~0.3 s per frame on these 2 shared cores: off for the flow tests,
     # on in the tests of blurring itself (tests/integration/privacy, tests/unit/privacy).
     extra.setdefault("face_blur", False)
+    # No /metrics server and no process-wide consumer-lag probe in flows built in-process:
+    # the probe outlives the test's broker and logs "Connection refused" until pytest exits
+    # (the metrics test runs a worker process with a port of its own).
+    extra.setdefault("dataflow_metrics_port", 0)
     return load_settings(state_dir=state_dir, **extra)
 
 
