@@ -336,7 +336,10 @@ class UserWindows:
         session, else applied (first applying every end it shows to be over)."""
         out: list[WindowEvent] = []
         while self.pending_ends and _after(x, end := self.pending_ends[0][0]):
-            if end.last_ms and not self._caught_up(end) and not self._over_cap(x):
+            # A capture shows an end without ``last_ms`` to be over; a control record, read
+            # ahead of the captures, never does.
+            waits = bool(end.last_ms) or isinstance(x, Pause)
+            if waits and not self._caught_up(end) and not self._over_cap(x):
                 # Not input of the waiting session: it does not delay the end's grace.
                 self.held.setdefault(_held_key(x), x)
                 return out

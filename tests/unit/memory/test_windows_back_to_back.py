@@ -192,3 +192,17 @@ def test_a_pause_of_the_next_session_waits_with_its_captures() -> None:
     )
     dropped = {e.item.key for e in out if isinstance(e, PausedItem)}
     assert dropped == {f.key for f in f1 if f.ts_ms >= pause.ts_ms}
+
+
+def test_a_control_record_never_shows_an_end_to_be_over() -> None:
+    """An end without ``last_ms`` (an older gateway) applies at the first capture after it,
+    not at the next session's pause record, which the control topic brings just as early."""
+    (f0, _, end0), (f1, _, _) = BACKLOG[0], BACKLOG[1]
+    legacy = SessionEnd("s0", end0.ts_ms)
+    state = UserWindows("u1", WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf))
+    out = state.ingest([legacy, Pause("s1", T0 + HOUR + 10 * S)], 1.0)
+    out += state.ingest(f0, 1.1)
+    assert not [e for e in out if isinstance(e, LateItem)] and state.pending_ends
+    out += state.ingest(f1[:1], 1.2)
+    assert sorted(k for w in _contents(out).values() for k in w) == sorted(f.key for f in f0)
+    assert not state.pending_ends and not state.held and state.paused_since == T0 + HOUR + 10 * S
