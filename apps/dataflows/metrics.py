@@ -42,6 +42,11 @@ LATE_CAPTURES = Counter(
     "worldmm_ingest_late_captures_total",
     "Captures that arrived after their window had closed (stored, not in its memory).",
 )
+SESSION_ENDS_FORCED = Counter(
+    "worldmm_ingest_session_ends_forced_total",
+    "Session ends applied before their streams had arrived because the next sessions' input "
+    "held behind them reached its cap (what arrives of the session later is late).",
+)
 DLQ_RECORDS = Counter(
     "worldmm_ingest_dlq_total", "Records sent to the DLQ, by kind and reason.", ["kind", "reason"]
 )

@@ -23,6 +23,11 @@ A coarse window closes right after its last child does, never on the wall clock.
 flushes everything open, once the session has arrived (every stream up to the last capture the
 end lists: the control topic is small and often read ahead of the others) or once the user has
 sent nothing for a grace of wall time; windows that had not run to their end are ``partial``.
+Input of a later session read while an end waits (sessions uploaded back to back: the next
+session's first frame can be read before this session's audio) is held, in the state, until
+the end applies, then replayed in time order; a stream that has sent a later capture counts
+as arrived for that end. Held input is bounded (``max_held``): past it the oldest end applies
+at once, as when its grace runs out, and the state counts it (``forced_ends``).
 Items for windows already closed are reported as :class:`LateItem` (stored and counted by the
 caller), never dropped silently.
 
@@ -36,6 +41,7 @@ captures are reported as :class:`PausedItem`, never silently.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,6 +49,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from worldmm.models import SCALES
+
+log = logging.getLogger("worldmm.memory.windows")
 
 Kind = Literal["frames", "audio"]
 KINDS: tuple[Kind, ...] = ("frames", "audio")
@@ -225,6 +233,9 @@ class WindowConfig:
     # Wall time a session end waits after the user's last input. An end whose streams have
     # not all arrived waits at least ``idle_s``; ``inf`` (bounded runs) leaves it to EOF.
     session_end_grace_s: float = 5.0
+    # Input of later sessions held while an end waits for its session (see the module doc);
+    # past this many the end applies at once. ~8 min of 1 fps frames and 5 s audio chunks.
+    max_held: int = 512
 
     @classmethod
     def from_settings(cls, settings: Any) -> WindowConfig:
@@ -238,10 +249,17 @@ class WindowConfig:
 # --- per-user state ----------------------------------------------------------------------
 
 
-def _after(item: Item, end: SessionEnd) -> bool:
-    """The item shows that ``end``'s session is over: it lies beyond the end, or starts
-    a new session at it (one stream's order is the capture order)."""
+def _after(item: Item | Pause, end: SessionEnd) -> bool:
+    """The input belongs after ``end``'s session: it lies beyond the end, or starts a new
+    session at it (one stream's order is the capture order)."""
     return item.ts_ms > end.ts_ms or (item.session_id != end.session_id and item.ts_ms >= end.ts_ms)
+
+
+def _held_key(x: Item | Pause) -> str:
+    """Identity of held input: a redelivered record is held once."""
+    if isinstance(x, Item):
+        return f"{x.kind}:{x.key}"
+    return f"pause:{x.session_id}:{x.ts_ms}:{int(x.resume)}"
 
 
 @dataclass
@@ -266,6 +284,9 @@ class UserWindows:
     pauses: list[tuple[int, int]] = field(default_factory=list)
     paused_since: int | None = None
     paused_windows: set[int] = field(default_factory=set)  # base starts a pause touched
+    # Input after the oldest pending end, held until that end applies (insertion order).
+    held: dict[str, Item | Pause] = field(default_factory=dict)
+    forced_ends: int = 0  # ends applied early because ``held`` reached its cap
 
     def copy(self) -> UserWindows:
         """An independent copy for a snapshot, made per epoch for every user that changed.
@@ -287,6 +308,8 @@ class UserWindows:
             pauses=list(self.pauses),
             paused_since=self.paused_since,
             paused_windows=set(self.paused_windows),
+            held=dict(self.held),
+            forced_ends=self.forced_ends,
         )
 
     # -- feeding ----------------------------------------------------------------------
@@ -299,18 +322,56 @@ class UserWindows:
         """
         out: list[WindowEvent] = []
         for x in sorted(inputs, key=lambda v: v.ts_ms):
-            self.last_input_s = now
             if isinstance(x, SessionEnd):
+                self.last_input_s = now
                 self.pending_ends.append((x, now))
                 self.pending_ends.sort(key=lambda pair: pair[0].ts_ms)
                 continue
-            if isinstance(x, Pause):
-                out += self._resume(x.ts_ms) if x.resume else self._pause(x.ts_ms)
-                continue
-            while self.pending_ends and _after(x, self.pending_ends[0][0]):
-                out += self._flush(self.pending_ends[0][0])  # the next session has begun
-            out += self._add(x, now)
+            out += self._feed(x, now)
         out += self.tick(now)
+        return out
+
+    def _feed(self, x: Item | Pause, now: float) -> list[WindowEvent]:
+        """One item or pause: held while it belongs after an end that still waits for its
+        session, else applied (first applying every end it shows to be over)."""
+        out: list[WindowEvent] = []
+        while self.pending_ends and _after(x, end := self.pending_ends[0][0]):
+            # A capture shows an end without ``last_ms`` to be over; a control record, read
+            # ahead of the captures, never does.
+            waits = bool(end.last_ms) or isinstance(x, Pause)
+            if waits and not self._caught_up(end) and not self._over_cap(x):
+                # Not input of the waiting session: it does not delay the end's grace.
+                self.held.setdefault(_held_key(x), x)
+                return out
+            out += self._apply_end(now)  # the next session has begun
+        self.last_input_s = now
+        if isinstance(x, Pause):
+            return out + (self._resume(x.ts_ms) if x.resume else self._pause(x.ts_ms))
+        return out + self._add(x, now)
+
+    def _over_cap(self, x: Item | Pause) -> bool:
+        """Holding ``x`` would pass the cap: the oldest end then applies without its
+        stragglers (logged and counted; what arrives of them after is late)."""
+        if len(self.held) < self.config.max_held or _held_key(x) in self.held:
+            return False
+        end = self.pending_ends[0][0]
+        self.forced_ends += 1
+        log.warning(
+            "held_input_cap user=%s session=%s held=%d: session end applied before its "
+            "streams caught up",
+            self.user_id,
+            end.session_id,
+            len(self.held),
+        )
+        return True
+
+    def _apply_end(self, now: float) -> list[WindowEvent]:
+        """Apply the oldest pending end, then replay the input held behind it in time order
+        (some may wait again, behind the next end)."""
+        out = self._flush(self.pending_ends[0][0])
+        held, self.held = self.held, {}
+        for x in sorted(held.values(), key=lambda v: v.ts_ms):
+            out += self._feed(x, now)
         return out
 
     def _add(self, item: Item, now: float) -> list[WindowEvent]:
@@ -401,16 +462,18 @@ class UserWindows:
         """Close what the watermark allows, and apply a session end whose grace has passed."""
         out: list[WindowEvent] = []
         while self.pending_ends and self._end_due(now):
-            out += self._flush(self.pending_ends[0][0])
+            out += self._apply_end(now)
         wm = self.watermark_ms(now)
         if wm is not None:
             out += self._close_until(wm)
         return out
 
     def _caught_up(self, end: SessionEnd) -> bool:
-        """Every stream the end lists has arrived up to its last capture."""
+        """Every stream the end lists has arrived up to its last capture, or has moved on
+        past it (a capture of it is held behind the end: lost input, else it would be here)."""
+        moved_on = {x.kind for x in self.held.values() if isinstance(x, Item)}
         return bool(end.last_ms) and all(
-            self.progress_ms.get(kind, -1) >= ms for kind, ms in end.last_ms
+            self.progress_ms.get(kind, -1) >= ms or kind in moved_on for kind, ms in end.last_ms
         )
 
     def _end_wake(self) -> float:
@@ -448,7 +511,7 @@ class UserWindows:
         open stay in the state (and the snapshot) for the next run."""
         out: list[WindowEvent] = []
         while self.pending_ends:
-            out += self._flush(self.pending_ends[0][0])
+            out += self._apply_end(now)
         wm = self.watermark_ms(now)
         if wm is None and self.progress_ms:
             # Streams that never showed up do not hold a finished input back.

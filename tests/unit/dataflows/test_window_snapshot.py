@@ -1,20 +1,25 @@
-"""The window step's snapshot: a container copy equal to a deep copy, and independent of the
-live state (the step keeps mutating it after the snapshot was handed to Bytewax)."""
+"""The window step's snapshot: a container copy equal to a deep copy, independent of the
+live state (the step keeps mutating it after the snapshot was handed to Bytewax), and
+holding references to captures, never their bytes."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+from pathlib import Path
 
-from worldmm.memory.windows import Item, Pause, SessionEnd, UserWindows, WindowConfig
+from apps.dataflows.window_step import WindowLogic
+from worldmm.media.spool import WindowSpool
+from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.windows import Item, LateItem, Pause, SessionEnd, UserWindows, WindowConfig
 
 T0 = 1_767_225_600_000  # a 10 min boundary
 
 
 def _state() -> UserWindows:
     """A state with every field set: two closed windows, an open one, a late capture, a
-    privacy pause that ended and one still open, and a session end still waiting for its
-    captures."""
+    privacy pause that ended and one still open, a session end still waiting for its
+    captures and the next session's input held behind it."""
     w = UserWindows("u1", WindowConfig(allowed_lateness_s=5.0))
     frames = [Item("frames", f"f{k}", "s1", T0 + k * 1000, T0 + k * 1000, k) for k in range(70)]
     audio = [Item("audio", f"a{k}", "s1", T0 + k * 5000, T0 + (k + 1) * 5000, k) for k in range(14)]
@@ -23,6 +28,9 @@ def _state() -> UserWindows:
     pauses = [Pause("s1", T0 + 66_000), Pause("s1", T0 + 68_000, resume=True)]
     w.ingest([*pauses, Pause("s1", T0 + 69_500)], now=100.7)
     w.ingest([SessionEnd("s1", T0 + 200_000, (("frames", T0 + 200_000),))], now=101.0)
+    # the next session's audio, read before this one's last frames: held behind the end
+    w.ingest([Item("audio", "next", "s2", T0 + 300_000, T0 + 305_000, None)], now=101.5)
+    w.forced_ends = 1  # as after an earlier backlog passed the cap on held input
     return w
 
 
@@ -41,3 +49,25 @@ def test_copy_is_independent_of_the_live_state() -> None:
     w.tick(now=500.0)
     assert w != before  # the live state moved on ...
     assert snap == before  # ... and the snapshot did not
+
+
+def test_held_captures_are_spooled_at_a_snapshot_and_a_late_one_gets_its_bytes_back(
+    tmp_path: Path,
+) -> None:
+    """The next session's frame waits behind s1's end while a snapshot is taken: its bytes go
+    to the spool of its window, not into the snapshot. It starts in the window s1's end
+    closes, so it turns late when replayed, and the late capture carries its bytes again."""
+    spool = WindowSpool(tmp_path / "spool")
+    logic = WindowLogic(None, WindowConfig(allowed_lateness_s=0), lambda: 100.0, spool)
+    frame = Item("frames", "f0", "s1", T0, T0, CaptureRef("k/f0", data=b"f0"))
+    nxt = Item("frames", "g0", "s2", T0 + 20_000, T0 + 20_000, CaptureRef("k/g0", data=b"g0"))
+    end = SessionEnd("s1", T0 + 15_000, (("frames", T0), ("audio", T0 + 15_000)))
+    logic.on_batch([("u1", frame), ("u1", end)])
+    logic.on_batch([("u1", nxt)])
+    snap = logic.snapshot()
+    assert snap is not None and [x.ref.data for x in snap.held.values()] == [None]
+    assert spool.read("u1", T0) == {"k/f0": b"f0", "k/g0": b"g0"}
+    audio = Item("audio", "a0", "s1", T0, T0 + 15_000, CaptureRef("k/a0", data=b"a0"))
+    events, _ = logic.on_batch([("u1", audio)])
+    (late,) = [e for e in events if isinstance(e, LateItem)]
+    assert late.item.key == "g0" and late.item.ref.data == b"g0"
