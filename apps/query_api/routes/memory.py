@@ -56,16 +56,7 @@ Cursor = Annotated[
 
 
 def _gap_out(gap: InputGapSpan) -> InputGapOut:
-    return InputGapOut(
-        reason=gap.reason,
-        topic=gap.topic,
-        partition=gap.partition,
-        first_offset=gap.first_offset,
-        end_offset=gap.end_offset,
-        records=gap.records,
-        span_start=gap.span_start,
-        span_end=gap.span_end,
-    )
+    return InputGapOut.model_validate(gap, from_attributes=True)
 
 
 def _segment_out(row: SegmentRow, gaps: list[InputGapSpan] | None = None) -> SegmentOut:
