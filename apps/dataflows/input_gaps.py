@@ -12,9 +12,12 @@ Each partition here checks its position against the broker's watermarks when it 
 resumed position) and every ``CHECK_EVERY_S`` while it runs ("offset out of range" stops
 the consumer instead of a silent jump: ``auto.offset.reset=error``); it also re-reads the
 record at the last offset it read, which tells a log that lost records and then grew past
-the position again (the producers' backlog). On a contradiction it logs the partition and
-the offset range lost, counts it in ``worldmm_ingest_input_lost_records_total``, and moves
-the position to what the broker holds, so nothing new is skipped.
+the position again (the producers' backlog). After its consumer lost the broker it compares
+every record it remembers instead: it may have read on, at new offsets, past the reused ones
+before the check, and then the newest record agrees (the full chaos run's case). On a
+contradiction it logs the partition and the offset range lost, counts it in
+``worldmm_ingest_input_lost_records_total``, and moves the position to what the broker
+holds, so nothing new is skipped.
 
 The lost records cannot say whose they were nor when they were captured; their neighbours
 can (:func:`span_of`): the record just before the gap, the lost ones this worker had read,
@@ -36,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bytewax.inputs import StatefulSourcePartition
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from apps.dataflows.kafka_source import (
     IdleKafkaSource,
@@ -209,6 +212,18 @@ def _dt(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
 
+class _Outage:
+    """Set by the partition consumer's error callback when it lost the broker: a broker that
+    comes back may have lost records the partition read and reused their offsets."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def note(self, err: Any) -> None:
+        if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+            self.seen = True
+
+
 class _CheckedPartition(StatefulSourcePartition[SourceRecord, int]):
     """A :class:`KafkaPartition` whose position is checked against what the broker holds."""
 
@@ -218,8 +233,10 @@ class _CheckedPartition(StatefulSourcePartition[SourceRecord, int]):
         on_gap: Callable[[InputGap], None],
         clock: Callable[[], float],
         probe: Callable[[], Consumer],
+        outage: _Outage | None = None,
     ) -> None:
         self._inner = inner
+        self._outage = outage or _Outage()
         self._tp = (inner.topic, inner.partition)
         self._on_gap = on_gap
         self._clock = clock
@@ -291,9 +308,16 @@ class _CheckedPartition(StatefulSourcePartition[SourceRecord, int]):
     def _reused(self, position: int) -> InputGap | None:
         """A log end that fell and then rose past the position again (the producers sent
         their backlog at once) shows nothing in the watermarks: the records at the offsets
-        just read are then other records. Find the first offset whose record changed (the
-        log is the same up to where the broker lost it, other from there on)."""
-        if not self._seen or self._same(self._seen[-1]):
+        read are then other records. After the consumer lost the broker, every record read
+        is compared (the partition may have read on, at new offsets, past the reused ones
+        before this check: the newest record then still agrees); otherwise the newest one,
+        and on a change the first changed offset is found by bisection (the log is the same
+        up to where the broker lost it, other from there on)."""
+        if not self._seen:
+            return None
+        if self._outage.seen:
+            return self._reused_since_outage(position)
+        if self._same(self._seen[-1]):
             return None
         seen = list(self._seen)
         lo, hi = 0, len(seen) - 1  # seen[hi] changed; find the first changed one
@@ -305,6 +329,43 @@ class _CheckedPartition(StatefulSourcePartition[SourceRecord, int]):
                 hi = mid
         first = seen[lo].offset
         return InputGap(*self._tp, first, position, first, "offsets_reused")
+
+    def _reused_since_outage(self, position: int) -> InputGap | None:
+        """Every remembered record against what the broker holds at its offset now, in one
+        sequential read; the first run of changed offsets is the gap. The suspicion stays
+        until the broker answers."""
+        seen = list(self._seen)
+        held = self._fetch_run(seen[0].offset, seen[-1].offset)
+        if held is None:
+            return None  # the broker is not back yet: checked again next time
+        self._outage.seen = False
+        changed = [r.offset for r in seen if r.offset in held and held[r.offset] != r.identity]
+        if not changed:
+            return None
+        first = changed[0]
+        after = [r.offset for r in seen if r.offset > first and held.get(r.offset) == r.identity]
+        return InputGap(*self._tp, first, after[0] if after else position, first, "offsets_reused")
+
+    def _fetch_run(self, first: int, last: int) -> dict[int, int] | None:
+        """Identities of the records at offsets ``first``..``last`` the broker holds now
+        (None when it does not answer)."""
+        if self._probe is None:
+            self._probe = self._make_probe()
+        self._probe.assign([TopicPartition(*self._tp, first)])
+        got: dict[int, int] = {}
+        try:
+            while True:
+                msgs = self._probe.consume(500, WATERMARK_TIMEOUT_S)
+                ok = [m for m in msgs if m.error() is None]
+                if not ok:
+                    break
+                for m in ok:
+                    got[m.offset()] = _identity(m.key(), m.value(), m.headers())
+                if ok[-1].offset() >= last:
+                    break
+        finally:
+            self._probe.unassign()
+        return got or None
 
     def _same(self, rec: _Seen) -> bool:
         """Whether the broker still holds the record read at ``rec.offset`` (True when it
@@ -416,6 +477,9 @@ class CheckedKafkaSource(IdleKafkaSource):
     def build_part(
         self, step_id: str, for_part: str, resume_state: int | None
     ) -> _CheckedPartition:
-        inner = super().build_part(step_id, for_part, resume_state)
+        outage = _Outage()
+        inner = super().build_part(
+            step_id, for_part, resume_state, consumer_extra={"error_cb": outage.note}
+        )
         config = consumer_config(self.brokers, True, self.config)
-        return _CheckedPartition(inner, self._on_gap, self._clock, lambda: Consumer(config))
+        return _CheckedPartition(inner, self._on_gap, self._clock, lambda: Consumer(config), outage)

@@ -260,14 +260,21 @@ class IdleKafkaSource(FixedPartitionedSource[SourceRecord, int]):
             parts += [f"{p}-{topic}" for p in sorted(meta.partitions)]
         return parts
 
-    def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> KafkaPartition:
+    def build_part(
+        self,
+        step_id: str,
+        for_part: str,
+        resume_state: int | None,
+        consumer_extra: dict[str, Any] | None = None,
+    ) -> KafkaPartition:
         from confluent_kafka import OFFSET_BEGINNING, Consumer
 
         idx, topic = for_part.split("-", 1)
         if topic not in self.topics:
             raise ValueError(f"recovery state names topic {topic!r}, not one of {self.topics}")
         offset = OFFSET_BEGINNING if resume_state is None else resume_state
-        consumer = Consumer(consumer_config(self.brokers, self.tail, self.config))
+        config = {**(self.config or {}), **(consumer_extra or {})}
+        consumer = Consumer(consumer_config(self.brokers, self.tail, config))
         return KafkaPartition(
             consumer,
             topic,
