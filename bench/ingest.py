@@ -41,7 +41,7 @@ FPS = 1  # frames a second each simulated wearer sends (the gateway's default)
 # The level's figures the report repeats at its top, from the last level that kept up.
 HEADLINE = ("cpu_ms_per_window", "db_server_cpu_ms_per_window", "close_to_queryable_",
             "broker_cpu_ms", "producer_cpu_ms", "face_blur_ms_per_frame",
-            "wearers_per_core_blur_on")  # fmt: skip
+            "wearers_per_core_blur_on", "face_frames_", "face_detect_cpu_ms_per_frame")  # fmt: skip
 FLOW_SETTINGS = ("allowed_lateness_s", "stream_idle_s", "frames_per_window", "window_max_attempts")
 
 
@@ -380,10 +380,13 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             * 3600
             / (users * measured_s)
         ),
-        # detection + blur of one stored frame, in the worker (0 frames: blurring off)
-        "face_blur_ms_per_frame": (blur_ms := _blur_ms(worker)),
-        # wearers whose frames one core blurs as fast as they arrive (FPS each)
-        "wearers_per_core_blur_on": round(1000 / (blur_ms * FPS), 1) if blur_ms else None,
+        # detection + blur of one searched frame, wall time in the worker (None: blurring off)
+        "face_blur_ms_per_frame": _blur_ms(worker),
+        **(faces := _faces(worker)),
+        # wearers whose every frame one core searches as fast as they arrive (FPS each)
+        "wearers_per_core_blur_on": round(1000 / (cpu_ms * FPS), 1)
+        if (cpu_ms := faces["face_detect_cpu_ms_per_frame"])
+        else None,
         "measured_wall_s": round(measured_wall, 1),
         "producer_lag_max_s": round(lag, 3),
         "loadavg_end": harness.loadavg(),
@@ -413,6 +416,22 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
 def _blur_ms(worker: Worker) -> float | None:
     seconds, frames = max((r.get("blur", [0, 0]) for r in worker.finished.values()), default=[0, 0])
     return round(1000 * seconds / frames, 1) if frames else None
+
+
+def _faces(worker: Worker) -> dict[str, Any]:
+    """Frames searched for faces and veiled (the detection budget spent), the share searched,
+    and the CPU of one search (decode, detect, blur, encode): what WORLDMM_FACE_BLUR_CORES
+    limits."""
+    detected, veiled, cpu_s = max(
+        (r.get("faces", [0, 0, 0]) for r in worker.finished.values()), default=[0, 0, 0]
+    )
+    frames = detected + veiled
+    return {
+        "face_frames_detected": int(detected),
+        "face_frames_veiled": int(veiled),
+        "face_frames_detected_share": round(detected / frames, 3) if frames else None,
+        "face_detect_cpu_ms_per_frame": round(1000 * cpu_s / detected, 2) if detected else None,
+    }
 
 
 def _fit_marginal(levels: list[dict]) -> float | None:

@@ -43,9 +43,18 @@ class _ReportPartition(StatelessSinkPartition[WindowOutcome]):
             REGISTRY.get_sample_value(f"worldmm_face_blur_seconds_{k}") or 0
             for k in ("sum", "count")
         ]
+        # frames searched and veiled so far, and the searches' CPU seconds (the budget's)
+        faces = [
+            REGISTRY.get_sample_value(name, labels) or 0
+            for name, labels in (
+                ("worldmm_face_blur_frames_total", {"outcome": "detected"}),
+                ("worldmm_face_blur_frames_total", {"outcome": "veiled"}),
+                ("worldmm_face_detect_cpu_seconds_total", None),
+            )
+        ]
         for o in items:
             window = {"user": o.user_id, "scale": o.scale_s, "start_ms": o.start_ms}
-            line = {**window, "status": o.status, "at": at, "blur": blur}
+            line = {**window, "status": o.status, "at": at, "blur": blur, "faces": faces}
             self._file.write(json.dumps(line) + "\n")
         self._file.flush()
 

@@ -120,6 +120,18 @@ RETENTION_DELETED = Counter(
 FACES_BLURRED = Counter(
     "worldmm_faces_blurred_total", "Faces found and blurred in frames before they were stored."
 )
+FACE_BLUR_FRAMES = Counter(
+    "worldmm_face_blur_frames_total",
+    "Frames stored with blurring on, by what was done: detected (searched for faces, any found "
+    "blurred), veiled (the detection budget did not reach it: the whole frame obscured), "
+    "unreadable (not a decodable JPEG: a grey frame stored instead).",
+    ["outcome"],
+)
+FACE_DETECT_CPU_SECONDS = Counter(
+    "worldmm_face_detect_cpu_seconds_total",
+    "CPU time of the detected frames (decode, detect, blur, encode): what "
+    "WORLDMM_FACE_BLUR_CORES limits.",
+)
 FACE_BLUR_SECONDS = Histogram(
     "worldmm_face_blur_seconds",
     "Wall time of face detection + blur of one frame (decode and re-encode included).",

@@ -323,6 +323,13 @@ class Settings(BaseSettings):
         description="Faces are detected on a copy scaled to this longer side (px; the frame "
         "is blurred at full size): lower is cheaper and misses more small faces.",
     )
+    face_blur_cores: float = Field(
+        default=1.0,
+        gt=0,
+        description="Face detection a worker process may spend, in CPU cores on average (the "
+        "window's sampled frames first); a frame it does not reach is stored veiled, the whole "
+        "frame obscured. Size it to wearers × fps × CPU per frame to detect every frame.",
+    )
     media_retention_days: int | None = Field(
         default=None,
         ge=1,

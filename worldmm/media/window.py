@@ -10,7 +10,8 @@ Where a capture's bytes are, in the order they are looked for:
    late captures).
 
 The captures found in 1 or 2 become one container (frames pass through ``transform`` first:
-the place where frames are changed before anything is stored) written with a single put,
+the place where frames are changed before anything is stored; the frames named ``first`` go
+through it before the others) written with a single put,
 before any row points at it. Construction gets the bytes as captured; the store never
 needs to be read back for a window it has just written.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -87,15 +88,19 @@ def capture_of(item: Item, data: bytes) -> Capture:
     )
 
 
-def _transformed(captures: Iterable[Capture], transform: FrameTransform) -> list[Capture]:
-    out = []
-    for c in captures:
-        if c.kind == "frames":
-            data = transform(c)
-            if data is not c.data:
-                c = Capture(**{**c.__dict__, "data": data})
-        out.append(c)
-    return out
+def _transformed(
+    captures: list[Capture], transform: FrameTransform, first: Collection[str]
+) -> list[Capture]:
+    """The captures with their frames transformed, those named in ``first`` before the others
+    (the order a detection budget serves them in); the captures keep their order."""
+    frames = sorted((c for c in captures if c.kind == "frames"), key=lambda c: c.key not in first)
+    data = {c.key: transform(c) for c in frames}
+    return [
+        Capture(**{**c.__dict__, "data": data[c.key]})
+        if c.kind == "frames" and data[c.key] is not c.data
+        else c
+        for c in captures
+    ]
 
 
 def gather(deps: Deps, window: BaseWindow) -> WindowMedia:
@@ -116,16 +121,20 @@ def gather(deps: Deps, window: BaseWindow) -> WindowMedia:
 
 
 def store_window(
-    deps: Deps, window: BaseWindow, transform: FrameTransform = keep_frame
+    deps: Deps,
+    window: BaseWindow,
+    transform: FrameTransform = keep_frame,
+    first: Collection[str] = (),
 ) -> WindowMedia:
-    """Gather the window's captures and write those at hand as one container (one put).
-    Raises :class:`MediaStoreFailed` when the blob store fails."""
+    """Gather the window's captures and write those at hand as one container (one put), the
+    frames through ``transform`` (those keyed in ``first`` before the others). Raises
+    :class:`MediaStoreFailed` when the blob store fails."""
     media = gather(deps, window)
     if not media.at_hand:
         return media
     by_key = {key_of(i): i for i in window.items}
     captures = [capture_of(by_key[k], data) for k, data in media.at_hand.items()]
-    container = build(_transformed(captures, transform))
+    container = build(_transformed(captures, transform, first))
     key = window_media_key(window.user_id, window.start_ms, container.digest)
     refs = {e.key: MediaRef(key, e.offset, e.length) for e in container.entries}
     try:

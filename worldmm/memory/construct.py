@@ -44,6 +44,7 @@ from worldmm.memory.windows import (
     TEN_MIN_S,
     BaseWindow,
     CoarseWindow,
+    Item,
     children_of,
     ms_to_dt,
 )
@@ -241,7 +242,7 @@ async def build_base_segment(
         media = await asyncio.to_thread(window_media.gather, deps, window)
     frames = [i for i in window.items if i.kind == "frames"]
     audio = [i for i in window.items if i.kind == "audio"]
-    sampled = sample_uniform(frames, settings.frames_per_window)
+    sampled = sampled_frames(window, settings.frames_per_window)
     keys = [i.ref.blob_key for i in (*sampled, *(audio if deps.transcriber else ()))]
     found = await asyncio.to_thread(window_media.read_captures, deps, media, keys)
     jpegs = [found[i.ref.blob_key] for i in sampled if i.ref.blob_key in found]
@@ -494,14 +495,21 @@ def _write_paused(deps: Deps, window: Window, children: list[SegmentRow] | None 
     return segment_id
 
 
+def sampled_frames(window: BaseWindow, k: int) -> list[Item]:
+    """The frames the models see: ``k`` spread evenly over the window's frames."""
+    return sample_uniform([i for i in window.items if i.kind == "frames"], k)
+
+
 def store_media(deps: Deps, window: BaseWindow) -> WindowMedia:
     """Store the window's captures as one container, bystanders' faces blurred in every frame
-    first (unless blurring is off or the wearer opted out). The models see the frames as
-    captured, or as stored with ``WORLDMM_FACE_BLUR_MODELS_SEE=blurred``."""
-    blur = deps.faces.transform(window.user_id) if deps.faces is not None else None
+    first (unless blurring is off or the wearer opted out), the frames the models sample
+    searched first. The models see the frames as captured, or as stored with
+    ``WORLDMM_FACE_BLUR_MODELS_SEE=blurred``."""
+    sampled = [i.ref.blob_key for i in sampled_frames(window, deps.settings.frames_per_window)]
+    blur = deps.faces.transform(window.user_id, sampled) if deps.faces is not None else None
     if blur is None:
         return window_media.store_window(deps, window)
-    media = window_media.store_window(deps, window, blur)
+    media = window_media.store_window(deps, window, blur, first=blur.sampled)
     if deps.faces is not None and deps.faces.models_see == "blurred":
         media.at_hand.update(blur.stored)
     return media

@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from worldmm.media import window as window_media
-from worldmm.memory.construct import WindowOutcome, process_window
-from worldmm.memory.construct_inputs import CaptureRef, sample_uniform
+from worldmm.memory.construct import WindowOutcome, process_window, sampled_frames
+from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.windows import (
     BASE_S,
     BaseWindow,
@@ -202,8 +202,7 @@ async def _reencode(deps: Deps, seg: SegmentRow) -> bool:
     if deps.encoder is None:
         return False
     window = await asyncio.to_thread(base_window_from_store, deps, seg)
-    frames = [i for i in window.items if i.kind == "frames"]
-    sampled = sample_uniform(frames, deps.settings.frames_per_window)
+    sampled = sampled_frames(window, deps.settings.frames_per_window)
     media = await asyncio.to_thread(window_media.gather, deps, window)
     keys = [i.key for i in sampled]
     found = await asyncio.to_thread(window_media.read_captures, deps, media, keys)

@@ -6,16 +6,22 @@ fixed 32×32 input rewritten (the ``onnx`` package) and was not faster here. Dec
 network's heat map is our own, vectorised code. ``blur_boxes`` is a pure function so its
 effect is tested without the model.
 
-Cost control (1,000 wearers per worker, docs/privacy.md): detection runs on a copy scaled down
-so its longer side is at most ``max_side`` (boxes are scaled back to the frame, which is
-blurred at full size), boxes already found for a frame can be passed in so a retried store
-blurs without detecting again, and a frame with no face is returned byte for byte.
+Cost control (docs/privacy.md): detection runs on a copy scaled down so its longer side is at
+most ``max_side`` (boxes are scaled back to the frame, which is blurred at full size), on one
+OpenCV thread per calling thread (so its CPU time is the calling thread's, and threads never
+oversubscribe the cores), with a bounded pool of networks; boxes already found for a frame
+can be passed in so a retried store blurs without detecting again, and a frame with no face
+is returned byte for byte. A frame the detection budget does not reach is :func:`veil`-ed.
 """
 
 from __future__ import annotations
 
+import os
+import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -23,6 +29,8 @@ from typing import Any
 
 import cv2
 import numpy as np
+
+from worldmm.privacy.veil_mark import mark_veiled
 
 Box = tuple[int, int, int, int]
 """x1, y1, x2, y2 in pixels of the frame (x2, y2 exclusive)."""
@@ -63,18 +71,80 @@ def blur_boxes(image: np.ndarray, boxes: list[Box], *, margin: float = 0.15) -> 
     return out
 
 
+def _encode(bgr: np.ndarray, quality: int) -> bytes:
+    ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise ValueError("encoding the frame failed")
+    return buf.tobytes()
+
+
+def veil(jpeg: bytes, *, quality: int = 90) -> bytes:
+    """The whole frame obscured, for a frame no detection reached: decoded at 1/8 of its size
+    (cheap: the JPEG's own scaled decoding), pixelated to the same 8×8 cells a face box gets,
+    smoothed, and stored at that 1/8 size, marked (:mod:`worldmm.privacy.veil_mark`). Nothing
+    of any face is recoverable, whatever its size. ValueError when the JPEG cannot be
+    decoded."""
+    small = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_REDUCED_COLOR_8)
+    if small is None:
+        raise ValueError("frame is not a decodable JPEG; not stored unchecked")
+    height, width = small.shape[:2]
+    cells = cv2.resize(small, (8, 8), interpolation=cv2.INTER_AREA)
+    wash = cv2.resize(cells, (width, height), interpolation=cv2.INTER_LINEAR)
+    return mark_veiled(_encode(wash, quality))
+
+
 @dataclass(frozen=True)
 class Detection:
     box: Box
     score: float
 
 
+def usable_cores() -> int:
+    """Cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class _Nets:
+    """At most ``size`` networks (cv2.dnn nets are not thread-safe), made when first needed
+    and lent to one thread at a time. A net costs ~15 MB and ~40 ms of CPU to load: the flow
+    stores windows on up to a thousand threads, which must not each load one."""
+
+    def __init__(self, model: str, size: int) -> None:
+        self._model = model
+        self._size = size
+        self._made = 0
+        self._free: queue.LifoQueue[cv2.dnn.Net] = queue.LifoQueue()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def borrow(self) -> Iterator[cv2.dnn.Net]:
+        try:
+            net = self._free.get_nowait()
+        except queue.Empty:
+            with self._lock:
+                make = self._made < self._size
+                self._made += make
+            net = cv2.dnn.readNetFromONNX(self._model) if make else self._free.get()
+        try:
+            yield net
+        finally:
+            self._free.put(net)
+
+
 class FaceDetector:
-    """CenterFace on OpenCV DNN. One network per thread (cv2.dnn nets are not thread-safe);
-    ``threshold`` is the heat-map score a face needs."""
+    """CenterFace on OpenCV DNN, ``threshold`` the heat-map score a face needs. Detection runs
+    on the calling thread alone: OpenCV is set to one thread for the whole process (the only
+    OpenCV user of the flow), which measured no more CPU per frame than its own thread pool
+    and makes a detection's CPU time the calling thread's (what the detection budget
+    charges). At most ``nets`` detections run at once (default: one per usable core)."""
 
     def __init__(
-        self, *, threshold: float = 0.5, max_side: int = 384, model: Path | None = None
+        self,
+        *,
+        threshold: float = 0.5,
+        max_side: int = 384,
+        model: Path | None = None,
+        nets: int | None = None,
     ) -> None:
         if not 0 < threshold < 1:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
@@ -82,15 +152,10 @@ class FaceDetector:
             raise ValueError(f"max_side must be ≥ 32 px, got {max_side}")
         self.threshold = threshold
         self.max_side = max_side
-        self._model = str(model or centerface_model_path())
-        self._local = threading.local()
-        self._net()  # load once now: a missing or corrupt model fails at start, not mid-flow
-
-    def _net(self) -> cv2.dnn.Net:
-        net = getattr(self._local, "net", None)
-        if net is None:
-            net = self._local.net = cv2.dnn.readNetFromONNX(self._model)
-        return net
+        cv2.setNumThreads(1)
+        self._nets = _Nets(str(model or centerface_model_path()), nets or usable_cores())
+        with self._nets.borrow():  # load one now: a missing or corrupt model fails at start
+            pass
 
     def detect(self, rgb: np.ndarray) -> list[Detection]:
         """Faces in an RGB uint8 image, in its own pixel coordinates."""
@@ -100,9 +165,9 @@ class FaceDetector:
         in_w = max(32, int(np.ceil(width * scale / 32)) * 32)
         in_h = max(32, int(np.ceil(height * scale / 32)) * 32)
         blob = cv2.dnn.blobFromImage(rgb, 1.0, (in_w, in_h), (0, 0, 0), swapRB=False, crop=False)
-        net = self._net()
-        net.setInput(blob)
-        heat, size, offset, _landmarks = net.forward(["537", "538", "539", "540"])
+        with self._nets.borrow() as net:
+            net.setInput(blob)
+            heat, size, offset, _landmarks = net.forward(["537", "538", "539", "540"])
         return _decode(heat, size, offset, self.threshold, (width / in_w, height / in_h))
 
 
@@ -171,18 +236,19 @@ class FrameBlurrer:
             boxes = tuple(f.box for f in self.detector.detect(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
         if not boxes:
             return BlurResult(jpeg, (), time.perf_counter() - started, detected)
-        blurred = blur_boxes(bgr, list(boxes))
-        ok, buf = cv2.imencode(".jpg", blurred, [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality])
-        if not ok:
-            raise ValueError("re-encoding the blurred frame failed")
-        return BlurResult(buf.tobytes(), boxes, time.perf_counter() - started, detected)
+        jpeg = _encode(blur_boxes(bgr, list(boxes)), self.jpeg_quality)
+        return BlurResult(jpeg, boxes, time.perf_counter() - started, detected)
 
 
 def build_blurrer(settings: Any) -> FrameBlurrer | None:
     """The deployment's face blurrer; None when blurring is off for everyone."""
     if not settings.face_blur:
         return None
+    # more networks than the budget's cores (when detection falls behind it is the budget
+    # that runs out, and frames are veiled, not queued), never more than the cores there are
     detector = FaceDetector(
-        threshold=settings.face_blur_threshold, max_side=settings.face_blur_max_side
+        threshold=settings.face_blur_threshold,
+        max_side=settings.face_blur_max_side,
+        nets=min(usable_cores(), int(settings.face_blur_cores) + 1),
     )
     return FrameBlurrer(detector)

@@ -9,6 +9,7 @@ from worldmm.blobs import BlobKeyError, BlobNotFound, BlobStoreError, capture_ti
 from worldmm.deps import Deps
 from worldmm.media.window import read_capture
 from worldmm.privacy.retention import user_cutoff
+from worldmm.privacy.veil_mark import is_veiled
 from worldmm.store.frames import MediaRef, get_frame
 from worldmm.store.models import FrameRecord
 
@@ -17,7 +18,7 @@ def frame_jpeg(deps: Deps, user_id: str, key: str, row: FrameRecord | None = Non
     """The frame at blob ``key``; 404 unless it is one of this user's frames, 410 once it is
     past the user's media retention (whether or not a retention run deleted it yet). A frame
     inside its window's container is one ranged read of it; an older frame (or a late one)
-    is the blob under its own key."""
+    is the blob under its own key. A veiled frame says so in ``X-WorldMM-Media: veiled``."""
     missing = HTTPException(status.HTTP_404_NOT_FOUND, "no such frame")
     # only this user's frames: a key under anyone else's prefix is simply not found
     if not key.startswith(f"frames/{user_id}/"):
@@ -52,6 +53,7 @@ def frame_jpeg(deps: Deps, user_id: str, key: str, row: FrameRecord | None = Non
             "the blob store is unavailable",
             headers={"Retry-After": "5"},
         ) from None
-    return Response(
-        data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"}
-    )
+    headers = {"Cache-Control": "private, max-age=3600"}
+    if is_veiled(data):  # the detection budget did not reach it: stored wholly obscured
+        headers["X-WorldMM-Media"] = "veiled"
+    return Response(data, media_type="image/jpeg", headers=headers)

@@ -21,6 +21,7 @@ from worldmm.memory.construct import process_window, record_late
 from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.windows import BaseWindow, CoarseWindow, Item, dt_to_ms
 from worldmm.privacy.blur_policy import FaceBlur
+from worldmm.privacy.detect_budget import DetectionBudget
 from worldmm.privacy.faces import Detection, FaceDetector, FrameBlurrer
 from worldmm.store.frames import MediaRef, list_frames
 
@@ -62,22 +63,27 @@ def _frame(user_id: str, k: int, jpeg: bytes | None) -> Item:
     return Item("frames", key, "s1", ts, ts, CaptureRef(key, seq=k, data=jpeg))
 
 
-@pytest.fixture
-def deps(settings, tmp_path):
+def blur_deps(settings, tmp_path, budget: DetectionBudget, **updates) -> Deps:
+    """Real store and blob store, the shipped detector (counting), simulated models."""
     from worldmm.store.db import Database
 
-    s = settings.model_copy(update={"window_max_attempts": 1, "face_blur": True})
+    s = settings.model_copy(update={"window_max_attempts": 1, "face_blur": True, **updates})
     db = Database(s.database_url, max_size=4)
     detector = CountingDetector(threshold=0.4)
-    d = Deps(
+    return Deps(
         settings=s,
         db=db,
         roles=Roles(),
         embedder=Embedder(),
         encoder=Encoder(),
         blobs=LocalBlobStore(tmp_path / "blobs"),
-        faces=FaceBlur(FrameBlurrer(detector), db),
+        faces=FaceBlur(FrameBlurrer(detector), db, budget),
     )
+
+
+@pytest.fixture
+def deps(settings, tmp_path):
+    d = blur_deps(settings, tmp_path, DetectionBudget(64.0))  # never short here
     yield d
     d.close()
 

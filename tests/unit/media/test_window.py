@@ -84,3 +84,19 @@ def test_a_failing_store_reports_where_the_captures_would_be(tmp_path: Path) -> 
         store_window(deps, _window())
     assert isinstance(info.value.cause, OSError)
     assert {r.key for r in info.value.refs.values()} == {info.value.key}
+
+
+def test_frames_named_first_are_transformed_first(tmp_path: Path) -> None:
+    """The order a detection budget serves them in; the container is the same either way."""
+    deps, window = _deps(tmp_path), _window()
+    frames = [i.ref.blob_key for i in window.items if i.kind == "frames"]
+    first = {frames[3], frames[7]}
+    seen: list[str] = []
+
+    def record(c: Capture) -> bytes:
+        seen.append(c.key)
+        return c.data
+
+    media = store_window(deps, window, transform=record, first=first)
+    assert set(seen[:2]) == first and sorted(seen) == sorted(frames)
+    assert store_window(deps, window, transform=record).container_key == media.container_key

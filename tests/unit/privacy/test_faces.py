@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import cv2
 import numpy as np
 import pytest
 from skimage import data
 
-from worldmm.privacy.faces import FaceDetector, FrameBlurrer, blur_boxes
+from worldmm.privacy.faces import FaceDetector, FrameBlurrer, blur_boxes, veil
+from worldmm.privacy.veil_mark import is_veiled
 
 # Where the astronaut's face is (checked by eye on the 512×512 photograph).
 FACE = (175, 50, 275, 185)
@@ -142,3 +146,43 @@ def test_given_boxes_blur_without_detecting(detector: FaceDetector) -> None:
     assert not again.detected and again.jpeg == found.jpeg
     none = blurrer(jpeg, ())
     assert not none.detected and none.jpeg == jpeg  # no face remembered: stored as sent
+
+
+def test_a_veiled_frame_hides_everything_and_says_so(detector: FaceDetector) -> None:
+    """No detection reached it: the whole frame is pixelated (1/8 size, 8×8 cells), no face
+    is found in it at any size, and its JPEG comment marks it veiled."""
+    jpeg = _jpeg(data.astronaut())
+    veiled = veil(jpeg)
+    assert is_veiled(veiled) and not is_veiled(jpeg)
+    small = _decode(veiled)
+    assert small.shape == (64, 64, 3)
+    back = cv2.resize(small, (512, 512), interpolation=cv2.INTER_LINEAR)
+    assert detector.detect(back) == [] and detector.detect(small) == []
+    detail = [np.abs(np.diff(f.astype(float), axis=1)).mean() for f in (_decode(jpeg), back)]
+    assert detail[1] < detail[0] / 8
+    with pytest.raises(ValueError, match="not a decodable JPEG"):
+        veil(b"\xff\xd8 not really a jpeg \xff\xd9")
+
+
+_THREAD_CPU = """
+import time
+from skimage import data
+from worldmm.privacy.faces import FaceDetector
+detector, photo = FaceDetector(threshold=0.4), data.astronaut()
+detector.detect(photo)
+process, thread = time.process_time(), time.thread_time()
+for _ in range(3):
+    detector.detect(photo)
+print(time.process_time() - process, time.thread_time() - thread)
+"""
+
+
+def test_detection_runs_on_the_calling_thread_alone() -> None:
+    """One OpenCV thread: a detection's CPU time is the calling thread's (what the detection
+    budget charges), none is spent on threads of OpenCV's own (a fresh process, so no other
+    test's threads are counted)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _THREAD_CPU], capture_output=True, text=True, check=True
+    )
+    process, thread = map(float, out.stdout.split())
+    assert thread > 0 and process == pytest.approx(thread, rel=0.05, abs=0.005)
