@@ -44,6 +44,9 @@ prompts.write_schemas
 speech.write_kept_speech
 # fields of rows and of API replies: read by SQL and by the API's clients, not by our code
 models.SegmentRow.updated_at
+_.created_at  # noqa: F821
+_.recall_count  # noqa: F821
+_.last_recalled_at  # noqa: F821
 keys.AuditPage.next_before
 schemas.PurgeResponse.blobs_deleted
 schemas.PurgeResponse.cache_keys_deleted

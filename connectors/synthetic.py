@@ -80,40 +80,39 @@ class SessionFiles(BaseModel):
         return next((s for s in self.scenes if s.start <= ts < s.end), None)
 
 
+def _scene(sign: str, objects: str, *speech: str, notes: str = "") -> SceneSpec:
+    """A scene from short text: ``objects`` and ``notes`` comma-separated, one line a speech."""
+    return SceneSpec(
+        sign=sign,
+        objects=[o for o in objects.split(", ") if o],
+        notes=[n for n in notes.split(", ") if n],
+        speech=list(speech),
+    )
+
+
 # Scenes that more than one script uses (the default day below, the demo's session).
-KITCHEN_MUG = SceneSpec(
-    sign="KITCHEN",
-    objects=["red mug", "white bowl", "table"],
-    speech=["I am putting the red mug on the kitchen table."],
+KITCHEN_MUG = _scene(
+    "KITCHEN", "red mug, white bowl, table", "I am putting the red mug on the kitchen table."
 )
-FRIDGE_NOTE = SceneSpec(
-    sign="KITCHEN",
-    objects=["fridge"],
-    notes=["Buy milk", "Eggs"],
-    speech=["The note on the fridge says buy milk and eggs."],
+FRIDGE_NOTE = _scene(
+    "KITCHEN", "fridge", "The note on the fridge says buy milk and eggs.", notes="Buy milk, Eggs"
 )
-HALLWAY_KEYS = SceneSpec(
-    sign="HALLWAY",
-    objects=["yellow keys", "white bowl"],
-    speech=["I left my car keys in the white bowl by the front door."],
+HALLWAY_KEYS = _scene(
+    "HALLWAY", "yellow keys, white bowl", "I left my car keys in the white bowl by the front door."
 )
-MEETING_ALICE = SceneSpec(
-    sign="MEETING ROOM 3",
-    objects=["blue laptop", "table", "person Alice"],
-    speech=["Alice said the meeting moved to three pm.", "Bob will bring the slides."],
+MEETING_ALICE = _scene(
+    "MEETING ROOM 3",
+    "blue laptop, table, person Alice",
+    "Alice said the meeting moved to three pm.",
+    "Bob will bring the slides.",
 )
-OFFICE_DENTIST = SceneSpec(
-    sign="OFFICE",
-    objects=["blue laptop", "green plant"],
-    notes=["Call the dentist"],
-    speech=["I need to call the dentist before Friday."],
+OFFICE_DENTIST = _scene(
+    "OFFICE",
+    "blue laptop, green plant",
+    "I need to call the dentist before Friday.",
+    notes="Call the dentist",
 )
-PARKING = SceneSpec(
-    sign="PARKING LOT",
-    objects=["car"],
-    notes=["Level 2 B"],
-    speech=["I parked the car on level two, spot B."],
-)
+PARKING = _scene("PARKING LOT", "car", "I parked the car on level two, spot B.", notes="Level 2 B")
 
 # A short day of a wearer; questions about it have clear answers (where are the keys, what
 # did Alice say, what is on the shopping list).
@@ -123,38 +122,28 @@ DEFAULT_SCRIPT: list[SceneSpec] = [
     HALLWAY_KEYS,
     MEETING_ALICE,
     OFFICE_DENTIST,
-    SceneSpec(
-        sign="CAFE",
-        objects=["red mug", "orange book"],
-        speech=["I ordered a cappuccino and started reading the orange book."],
+    _scene(
+        "CAFE",
+        "red mug, orange book",
+        "I ordered a cappuccino and started reading the orange book.",
     ),
-    SceneSpec(
-        sign="SUPERMARKET",
-        objects=["milk carton", "bananas"],
-        notes=["MILK 1.49"],
-        speech=["The milk costs one dollar forty nine today."],
+    _scene(
+        "SUPERMARKET",
+        "milk carton, bananas",
+        "The milk costs one dollar forty nine today.",
+        notes="MILK 1.49",
     ),
-    SceneSpec(
-        sign="LIVING ROOM",
-        objects=["green plant", "black phone"],
-        speech=["I watered the green plant next to the window."],
+    _scene(
+        "LIVING ROOM", "green plant, black phone", "I watered the green plant next to the window."
     ),
-    SceneSpec(
-        sign="GYM",
-        objects=["water bottle"],
-        speech=["I ran five kilometers on the treadmill."],
-    ),
+    _scene("GYM", "water bottle", "I ran five kilometers on the treadmill."),
     PARKING,
-    SceneSpec(
-        sign="BEDROOM",
-        objects=["orange book", "black phone"],
-        speech=["I put my phone on the nightstand to charge."],
-    ),
-    SceneSpec(
-        sign="MEETING ROOM 3",
-        objects=["blue laptop", "person Alice"],
-        notes=["Budget review"],
-        speech=["Alice asked me to send the budget by Monday."],
+    _scene("BEDROOM", "orange book, black phone", "I put my phone on the nightstand to charge."),
+    _scene(
+        "MEETING ROOM 3",
+        "blue laptop, person Alice",
+        "Alice asked me to send the budget by Monday.",
+        notes="Budget review",
     ),
 ]
 

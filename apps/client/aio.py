@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 import httpx
 
 from apps.client import calls
-from apps.client.base import DEFAULT_TIMEOUT_S, ClientBase, Endpoint, Pages
+from apps.client.base import ClientBase, Endpoint, Pages
 from apps.client.calls import Call
 from apps.client.errors import ApiConnectionError
-from apps.client.retry import API_CLIENT, RetryPolicy, asend_with_retry
+from apps.client.retry import asend_with_retry
 from apps.client.wire import build_request, decode
 
 P = ParamSpec("P")
@@ -29,21 +29,8 @@ class AsyncWorldMMClient(ClientBase):
     ...     print((await mm.query("Where did I leave my keys?")).answer)
     """
 
-    def __init__(
-        self,
-        api_url: str,
-        key: str,
-        user_id: str | None = None,
-        *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        super().__init__(api_url, key, user_id)
-        self.retry = retry or API_CLIENT
-        self._sleep = sleep
-        self._http = httpx.AsyncClient(transport=transport, **self._http_options(timeout_s))
+    _http_class = httpx.AsyncClient
+    _default_sleep = staticmethod(asyncio.sleep)
 
     async def __aenter__(self) -> AsyncWorldMMClient:
         return self

@@ -20,8 +20,11 @@ from typing import (
     overload,
 )
 
+import httpx
+
 from apps.client import calls
 from apps.client.calls import Call
+from apps.client.retry import API_CLIENT, RetryPolicy
 from apps.client.wire import redacted
 from worldmm.wire.schemas import WhoAmI
 
@@ -127,23 +130,39 @@ def service_call(build: Callable[P, Call[R]]) -> Endpoint[P, R]:
 
 class ClientBase(ABC):
     """One user's memory over the query API. ``user_id`` may be left out: the first call that
-    needs it asks the API whose key this is (``GET /v1/whoami``)."""
+    needs it asks the API whose key this is (``GET /v1/whoami``). A client says which httpx
+    client it sends with and how it waits between tries (``sleep``, injectable in tests)."""
 
-    def __init__(self, api_url: str, key: str, user_id: str | None) -> None:
+    _http_class: type[httpx.Client] | type[httpx.AsyncClient]
+    _default_sleep: Callable[[float], Any]
+
+    def __init__(
+        self,
+        api_url: str,
+        key: str,
+        user_id: str | None = None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Any] | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         if not key:
             raise ValueError("an API key is needed")
         self.api_url = api_url.rstrip("/")
         self._key = key
         self._user_id = user_id
+        self.retry = retry or API_CLIENT
+        self._sleep = sleep or type(self)._default_sleep
+        # the key goes into this header and nowhere else
+        headers = {"Authorization": f"Bearer {key}"}
+        self._http: Any = self._http_class(
+            transport=transport, base_url=self.api_url, headers=headers, timeout=timeout_s
+        )
 
     def __repr__(self) -> str:
         key = redacted(self._key)
         return f"{type(self).__name__}({self.api_url!r}, key={key}, user={self._user_id!r})"
-
-    def _http_options(self, timeout_s: float) -> dict[str, Any]:
-        """How both httpx clients are opened; the key goes into this header and nowhere else."""
-        headers = {"Authorization": f"Bearer {self._key}"}
-        return {"base_url": self.api_url, "headers": headers, "timeout": timeout_s}
 
     def _learn_user(self, me: WhoAmI) -> str:
         if me.user_id is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -11,24 +13,19 @@ from worldmm.embed.base import EmbeddingDimensionError, l2_normalise
 from worldmm.providers.errors import ModelCallError
 
 
+@dataclass
 class OpenAIEmbedder:
     """Synchronous client (embedders are called from worker threads and sync code)."""
 
-    def __init__(
-        self,
-        client,  # openai.OpenAI
-        model: str,
-        dim: int,
-        *,
-        batch_size: int = 256,
-        send_dimensions: bool = True,
-    ) -> None:
-        self._client = client
-        self._model = model
-        self._batch_size = batch_size
-        self._send_dimensions = send_dimensions
-        self.dim = dim
-        self.name = f"openai:{model}"
+    client: Any  # openai.OpenAI
+    model: str
+    dim: int
+    batch_size: int = 256
+    send_dimensions: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
 
     def embed(self, texts: list[str]) -> np.ndarray:
         import openai
@@ -37,11 +34,11 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         rows: list[list[float]] = []
         started = time.perf_counter()
-        for i in range(0, len(texts), self._batch_size):
-            chunk = [t if t.strip() else " " for t in texts[i : i + self._batch_size]]
-            extra = {"dimensions": self.dim} if self._send_dimensions else {}
+        for i in range(0, len(texts), self.batch_size):
+            chunk = [t if t.strip() else " " for t in texts[i : i + self.batch_size]]
+            extra = {"dimensions": self.dim} if self.send_dimensions else {}
             try:
-                reply = self._client.embeddings.create(model=self._model, input=chunk, **extra)
+                reply = self.client.embeddings.create(model=self.model, input=chunk, **extra)
             except openai.OpenAIError as exc:
                 metrics.EMBED_ERRORS.labels(backend="openai").inc()
                 raise ModelCallError(f"embedding call failed: {exc}", role="embed") from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TYPE_CHECKING, TypeVar
 
@@ -45,31 +46,22 @@ def _numbered(lines: Sequence[str]) -> str:
     return "\n".join(f"{i}. {line}" for i, line in enumerate(lines)) or "(none)"
 
 
+@dataclass(kw_only=True)
 class RemoteRoles:
     """Construction roles go through ``construction`` (direct or batch); query-time roles
     (rerank, agent, response) always go direct; repairs go direct too."""
 
-    def __init__(
-        self,
-        *,
-        construction: Dispatcher,
-        direct: DirectDispatcher,
-        construction_model: str,
-        agent_model: str,
-        label: str,
-        max_rounds: int = 5,
-        max_completion_tokens: int | None = None,
-        reasoning_effort: str | None = None,
-    ) -> None:
-        self._construction = construction
-        self._direct = direct
-        self._construction_model = construction_model
-        self._agent_model = agent_model
-        self._max_rounds = max_rounds
-        self._max_tokens = max_completion_tokens
-        self._effort = reasoning_effort
-        self.label = label
-        self.versions = {role: load_prompt(role).version for role in ROLES}
+    construction: Dispatcher
+    direct: DirectDispatcher
+    construction_model: str
+    agent_model: str
+    label: str
+    max_rounds: int = 5
+    max_completion_tokens: int | None = None
+    reasoning_effort: str | None = None
+    versions: dict[str, str] = field(
+        init=False, default_factory=lambda: {role: load_prompt(role).version for role in ROLES}
+    )
 
     async def _ask(
         self,
@@ -83,14 +75,14 @@ class RemoteRoles:
         prompt = load_prompt(role).render(**variables)
         request = build_request(
             role,
-            self._agent_model if agent else self._construction_model,
+            self.agent_model if agent else self.construction_model,
             prompt,
             images,
-            max_completion_tokens=self._max_tokens,
-            reasoning_effort=self._effort,
+            max_completion_tokens=self.max_completion_tokens,
+            reasoning_effort=self.reasoning_effort,
             user_id=current_user(),
         )
-        dispatcher = self._direct if agent or role == "cross_scale_rerank" else self._construction
+        dispatcher = self.direct if agent or role == "cross_scale_rerank" else self.construction
         result = await dispatcher.complete(request)
         try:
             return parse_reply(reply_model, result.text, role=role)
@@ -98,9 +90,9 @@ class RemoteRoles:
             return await self._repair(request, first, reply_model)
 
     async def _repair(self, request: ChatRequest, first: ParseError, reply_model: type[M]) -> M:
-        provider = self._direct.provider
+        provider = self.direct.provider
         metrics.LLM_RETRIES.labels(role=request.role, provider=provider, reason="repair").inc()
-        result = await self._direct.complete(request.with_repair(first.raw, str(first)))
+        result = await self.direct.complete(request.with_repair(first.raw, str(first)))
         try:
             return parse_reply(reply_model, result.text, role=request.role)
         except ParseError as second:
@@ -200,7 +192,7 @@ class RemoteRoles:
     async def agent_step(
         self, question: str, rounds: list[s.AgentRound], *, asked: Asked | None = None
     ) -> s.AgentAction:
-        if len(rounds) >= self._max_rounds:
+        if len(rounds) >= self.max_rounds:
             return s.AgentAction(action="ANSWER")
         history = (
             "\n\n".join(
@@ -217,7 +209,7 @@ class RemoteRoles:
             question=question,
             asked=asked_label(asked),
             rounds=history,
-            max_rounds=self._max_rounds,
+            max_rounds=self.max_rounds,
         )
 
     async def respond(

@@ -71,20 +71,22 @@ def _lenient_importance(value: object) -> float | None:
     return min(1.0, max(0.0, float(value))) if value == value else None  # NaN: none
 
 
-_IMPORTANCE = Field(
-    default=None,
-    ge=0.0,
-    le=1.0,
-    description="How much this moment matters to the wearer later: 0 routine, 1 critical.",
-)
+class _Rated(_Wire):
+    """A reply that may carry the importance the model gave the moment (see :class:`Scored`)."""
+
+    importance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="How much this moment matters to the wearer later: 0 routine, 1 critical.",
+    )
+
+    _importance = field_validator("importance", mode="before")(_lenient_importance)
 
 
 # --- wire models, one per role ---------------------------------------------------------
-class CaptionReply(_Wire):
+class CaptionReply(_Rated):
     caption: str = Field(min_length=1)
-    importance: float | None = _IMPORTANCE
-
-    _importance = field_validator("importance", mode="before")(_lenient_importance)
 
 
 class NerReply(_Wire):
@@ -97,11 +99,8 @@ class TriplesReply(_Wire):
     _check = field_validator("triples")(_no_blank_parts)
 
 
-class MergeReply(_Wire):
+class MergeReply(_Rated):
     summary: str = Field(min_length=1)
-    importance: float | None = _IMPORTANCE
-
-    _importance = field_validator("importance", mode="before")(_lenient_importance)
 
 
 class SemanticReply(_Wire):

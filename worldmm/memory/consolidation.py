@@ -51,11 +51,9 @@ class ConsolidationPlan:
 
 
 def row_as_triple(row: TripleRow) -> Triple:
+    subject, predicate, obj = row.as_list()
     return Triple(
-        subject=row.subject_name,
-        predicate=row.predicate,
-        object=row.object_name,
-        object_is_literal=row.object_is_literal,
+        subject=subject, predicate=predicate, object=obj, object_is_literal=row.object_is_literal
     )
 
 

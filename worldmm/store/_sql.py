@@ -10,6 +10,7 @@ import psycopg
 from psycopg.rows import dict_row, scalar_row
 from pydantic import BaseModel
 
+from worldmm.store.errors import NotFoundError
 from worldmm.store.migrate import vector_type
 
 M = TypeVar("M", bound=BaseModel)
@@ -55,6 +56,14 @@ def fetch_one_dict(conn: psycopg.Connection, query: Any, params: Any = None) -> 
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
         return cur.fetchone()
+
+
+def fetch_found(conn: psycopg.Connection, query: Any, params: Any, missing: str) -> tuple:
+    """The first row; :class:`NotFoundError` saying ``missing`` when there is none."""
+    row = conn.execute(query, params).fetchone()
+    if row is None:
+        raise NotFoundError(missing)
+    return row
 
 
 def fetch_count(conn: psycopg.Connection, query: Any, params: Any = None) -> int:

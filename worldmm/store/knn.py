@@ -119,22 +119,6 @@ def statement(
     return Statement(query.wrap.format(nearest), params, settings)
 
 
-def plan_search(
-    conn: psycopg.Connection,
-    query: VectorQuery,
-    user_id: str,
-    embedding: np.ndarray,
-    k: int,
-    *,
-    exact_rows: int | None = None,
-) -> Statement:
-    """The statement this search runs: exact when at most ``exact_rows`` rows (default
-    :func:`exact_row_limit` of the vector's dimension) pass the filters."""
-    limit = exact_row_limit(len(embedding)) if exact_rows is None else exact_rows
-    exact = limit > 0 and count_upto(conn, query, user_id, limit + 1) <= limit
-    return statement(query, user_id, embedding, k, exact=exact)
-
-
 def run(conn: psycopg.Connection, stmt: Statement) -> list[dict]:
     """Execute ``stmt`` under its settings (they last for this transaction or savepoint)."""
     with conn.transaction():
@@ -153,8 +137,10 @@ def nearest(
     exact_rows: int | None = None,
 ) -> list[dict]:
     """The user's ``k`` rows nearest ``embedding`` (cosine distance as ``distance``), best
-    first, exact or through the index as :func:`plan_search` decides."""
+    first: exact when at most ``exact_rows`` rows (default :func:`exact_row_limit` of the
+    vector's dimension) pass the filters, else through the index."""
     if k <= 0:
         return []
-    stmt = plan_search(conn, query, user_id, embedding, k, exact_rows=exact_rows)
-    return run(conn, stmt)
+    limit = exact_row_limit(len(embedding)) if exact_rows is None else exact_rows
+    exact = limit > 0 and count_upto(conn, query, user_id, limit + 1) <= limit
+    return run(conn, statement(query, user_id, embedding, k, exact=exact))

@@ -13,6 +13,7 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
+from worldmm.store._sql import fetch_found
 from worldmm.store.errors import AlreadyExistsError, NotFoundError
 
 _KEY_PREFIX = "wmm_"
@@ -186,13 +187,13 @@ def list_keys(
 def revoke_key(conn: psycopg.Connection, user_id: str, key_id: int) -> ApiKeyRow:
     """Revoke one of the user's keys (already revoked: unchanged); NotFoundError if the user
     has no such key. Every API process refuses it from the next request on."""
-    row = conn.execute(
+    row = fetch_found(
+        conn,
         "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
         f" WHERE user_id = %s AND id = %s RETURNING {_KEY_COLUMNS}",
         (user_id, key_id),
-    ).fetchone()
-    if row is None:
-        raise NotFoundError(f"user {user_id!r} has no key {key_id}")
+        f"user {user_id!r} has no key {key_id}",
+    )
     return ApiKeyRow(*row)
 
 
@@ -204,12 +205,12 @@ def rotate_key(
     such active key."""
     if not _lock_user(conn, user_id):
         raise NotFoundError(f"no user {user_id!r}")
-    old = conn.execute(
+    old = fetch_found(
+        conn,
         "SELECT name FROM api_keys WHERE user_id = %s AND id = %s AND revoked_at IS NULL",
         (user_id, key_id),
-    ).fetchone()
-    if old is None:
-        raise NotFoundError(f"user {user_id!r} has no active key {key_id}")
+        f"user {user_id!r} has no active key {key_id}",
+    )
     issued = _insert_key(conn, user_id, name if name is not None else old[0])
     conn.execute(
         "UPDATE api_keys SET revoked_at = now(), replaced_by = %s WHERE user_id = %s AND id = %s",

@@ -9,8 +9,7 @@ import numpy as np
 import psycopg
 
 from worldmm.store import knn
-from worldmm.store._sql import as_vector, vec_cast
-from worldmm.store.errors import NotFoundError
+from worldmm.store._sql import as_vector, fetch_found, vec_cast
 from worldmm.store.models import SegmentRow
 from worldmm.store.segments import SEGMENT_COLUMNS
 
@@ -26,7 +25,8 @@ def upsert_visual_embedding(
     """Store (or replace) the segment's clip embedding, mark its visual status complete and
     return the embedding row's id. NotFoundError if the segment is not this user's."""
     q = as_vector(embedding)
-    row = conn.execute(
+    row = fetch_found(
+        conn,
         "INSERT INTO visual_embeddings (user_id, segment_id, window_start, window_end, embedding)"
         f" SELECT user_id, id, window_start, window_end, %s{vec_cast(q)} FROM segments"
         " WHERE user_id = %s AND id = %s"
@@ -35,9 +35,8 @@ def upsert_visual_embedding(
         " window_end = EXCLUDED.window_end, updated_at = now()"
         " RETURNING id",
         (q, user_id, segment_id),
-    ).fetchone()
-    if row is None:
-        raise NotFoundError(f"no segment {segment_id} for this user")
+        f"no segment {segment_id} for this user",
+    )
     conn.execute(
         "UPDATE segments SET visual_status = 'complete', updated_at = now()"
         " WHERE user_id = %s AND id = %s",

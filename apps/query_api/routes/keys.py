@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Annotated
 
 import psycopg
@@ -47,15 +48,7 @@ Prefix = Annotated[
 
 
 def _out(row: ApiKeyRow) -> KeyOut:
-    return KeyOut(
-        key_id=row.id,
-        user_id=row.user_id,
-        prefix=row.prefix,
-        name=row.name,
-        created_at=row.created_at,
-        revoked_at=row.revoked_at,
-        replaced_by=row.replaced_by,
-    )
+    return KeyOut.model_validate({**asdict(row), "key_id": row.id})
 
 
 def _created(issued: IssuedKey) -> KeyCreated:
@@ -167,16 +160,5 @@ def audit(
 ) -> AuditPage:
     with deps.db.connection() as conn:
         rows = list_admin_actions(conn, subject_user=user_id, before_id=before, limit=limit)
-    items = [
-        AuditOut(
-            id=r.id,
-            at=r.at,
-            actor=r.actor,
-            action=r.action,
-            user_id=r.subject_user,
-            key_id=r.key_id,
-            detail=r.detail,
-        )  # fmt: skip
-        for r in rows
-    ]
+    items = [AuditOut.model_validate({**r.model_dump(), "user_id": r.subject_user}) for r in rows]
     return AuditPage(items=items, next_before=items[-1].id if len(items) == limit else None)

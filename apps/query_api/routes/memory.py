@@ -60,25 +60,17 @@ def _gap_out(gap: InputGapSpan) -> InputGapOut:
 
 
 def _segment_out(row: SegmentRow, gaps: list[InputGapSpan] | None = None) -> SegmentOut:
-    return SegmentOut(
-        id=row.id,
-        scale=row.scale_seconds,
-        start=row.window_start,
-        end=row.window_end,
-        partial=row.partial,
-        session_id=row.session_id,
-        caption=row.caption,
-        transcript=row.transcript,
-        parent_segment_id=row.parent_segment_id,
-        processing_status=row.processing_status,
-        visual_status=row.visual_status,
-        note=is_note(row.source_topic),
-        importance=row.importance,
-        importance_source=row.importance_source,
-        recall_count=row.recall_count,
-        last_recalled_at=row.last_recalled_at,
-        degraded=row.model_versions.get("degraded"),
-        input_lost=[_gap_out(g) for g in gaps_in(gaps or [], row.window_start, row.window_end)],
+    start, end = row.window_start, row.window_end
+    return SegmentOut.model_validate(
+        {
+            **row.model_dump(),
+            "scale": row.scale_seconds,
+            "start": start,
+            "end": end,
+            "note": is_note(row.source_topic),
+            "degraded": row.model_versions.get("degraded"),
+            "input_lost": [_gap_out(g) for g in gaps_in(gaps or [], start, end)],
+        }
     )
 
 
@@ -191,16 +183,8 @@ def semantic(
         rows = list_semantic(conn, user_id, history=history, as_of=as_of, limit=limit)
     return SemanticList(
         items=[
-            SemanticFactOut(
-                id=r.id,
-                subject=r.subject_name,
-                predicate=r.predicate,
-                object=r.object_name,
-                valid_from=r.valid_from,
-                invalidated_at=r.invalidated_at,
-                replaced_by=r.replaced_by,
-                origin=r.origin,
-                evidence_segment_ids=r.evidence_segment_ids,
+            SemanticFactOut.model_validate(
+                {**r.model_dump(), "subject": r.subject_name, "object": r.object_name}
             )
             for r in rows
         ]

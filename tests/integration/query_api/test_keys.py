@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,23 +20,28 @@ from worldmm.store.db import Database
 pytestmark = pytest.mark.integration
 
 
-def _second_process(deps: Deps, **settings) -> Deps:
-    """Another API process's state: its own pool and graph memo, and (create_app) its
-    own limiter (models are shared only to save loading them again; they hold no key state)."""
-    return dataclasses.replace(
+@contextmanager
+def _second_process(deps: Deps, redis: Any = None, **settings: Any) -> Iterator[TestClient]:
+    """A client of another API process: its own pool and graph memo, and (create_app) its
+    own limiter (models are shared only to save loading them again; they hold no key state);
+    ``redis`` replaces its Redis client. Its pool is closed on exit."""
+    second = dataclasses.replace(
         deps,
         settings=deps.settings.model_copy(update=settings),
         db=Database(deps.db.database_url, max_size=2, name="worldmm-test-second"),
         graphs=None,
+        redis=redis or deps.redis,
     )
+    try:
+        yield TestClient(create_app(second.settings, deps=second))
+    finally:
+        second.db.close()
 
 
 @pytest.fixture
 def other_process(api_settings, api_deps) -> Iterator[TestClient]:
-    deps = _second_process(api_deps)
-    with TestClient(create_app(deps.settings, deps=deps)) as c:
+    with _second_process(api_deps) as c, c:
         yield c
-    deps.db.close()
 
 
 def _segments(client: TestClient, user_id: str, key: str) -> int:
@@ -133,9 +140,11 @@ def test_rate_limit_is_shared_by_processes_and_per_key(api_deps, make_user):
     u = make_user()
     limit = 3
     # the limit is per key: a fresh key so other tests' requests do not count
-    procs = [_second_process(api_deps, api_rate_limit=limit) for _ in range(2)]
-    try:
-        clients = [TestClient(create_app(d.settings, deps=d)) for d in procs]
+    with (
+        _second_process(api_deps, api_rate_limit=limit) as first,
+        _second_process(api_deps, api_rate_limit=limit) as second,
+    ):
+        clients = [first, second]
         key = clients[0].post(f"/v1/users/{u.user_id}/keys", headers=ADMIN).json()["api_key"]
         statuses = [_segments(clients[i % 2], u.user_id, key) for i in range(limit)]
         assert statuses == [200] * limit
@@ -145,25 +154,19 @@ def test_rate_limit_is_shared_by_processes_and_per_key(api_deps, make_user):
         assert _segments(clients[0], u.user_id, key) == 429  # the other process agrees
         assert _segments(clients[0], u.user_id, u.key) == 200  # another key has its own
 
-        # Redis down: each process keeps its own budget instead of failing or letting all in
-        dead = dataclasses.replace(procs[0])
-        from worldmm.graph.cache import redis_client
+    # Redis down: each process keeps its own budget instead of failing or letting all in
+    from worldmm.graph.cache import redis_client
 
-        dead.redis = redis_client("redis://127.0.0.1:1/0", timeout_s=0.2)
-        c = TestClient(create_app(dead.settings, deps=dead))
+    dead = redis_client("redis://127.0.0.1:1/0", timeout_s=0.2)
+    with _second_process(api_deps, redis=dead, api_rate_limit=limit) as c:
         fresh = c.post(f"/v1/users/{u.user_id}/keys", headers=ADMIN).json()["api_key"]
         got = [_segments(c, u.user_id, fresh) for _ in range(limit + 1)]
         assert got == [200] * limit + [429], (got, uuid.uuid4())
-    finally:
-        for d in procs:
-            d.db.close()
 
 
 def test_the_browser_spends_the_same_rate_limit_as_the_api(api_deps, make_user):
     u = make_user()
-    deps = _second_process(api_deps, api_rate_limit=3)
-    try:
-        c = TestClient(create_app(deps.settings, deps=deps))
+    with _second_process(api_deps, api_rate_limit=3) as c:
         key = c.post(f"/v1/users/{u.user_id}/keys", headers=ADMIN).json()["api_key"]
         login = c.post("/ui/login", data={"key": key}, follow_redirects=False)
         assert login.status_code == 303  # 1 of 3
@@ -172,15 +175,11 @@ def test_the_browser_spends_the_same_rate_limit_as_the_api(api_deps, make_user):
         page = c.get("/ui/")
         assert page.status_code == 429 and int(page.headers["retry-after"]) >= 1
         assert _segments(c, u.user_id, key) == 429  # one budget for both
-    finally:
-        deps.db.close()
 
 
 def test_oversized_bodies_get_413_before_being_read(api_deps, make_user):
     u = make_user()
-    deps = _second_process(api_deps, api_max_body_bytes=1024)
-    try:
-        c = TestClient(create_app(deps.settings, deps=deps))
+    with _second_process(api_deps, api_max_body_bytes=1024) as c:
         path = f"/v1/users/{u.user_id}/memories"
         big = b'{"text": "' + b"x" * 2000 + b'"}'
         r = c.post(path, content=big, headers={**u.headers, "Content-Type": "application/json"})
@@ -200,5 +199,3 @@ def test_oversized_bodies_get_413_before_being_read(api_deps, make_user):
         assert segs == []  # nothing of either body was stored
         r = c.post(path, json={"text": "small enough"}, headers=u.headers)
         assert r.status_code == 201, r.text
-    finally:
-        deps.db.close()

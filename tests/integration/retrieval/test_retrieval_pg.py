@@ -234,13 +234,13 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
     pipeline on a graph built from only the rows the store returns for that time."""
     from tests.fixtures import graph_oracle as oracle
     from worldmm.graph.pagerank import fact_seed_scores
-    from worldmm.graph.types import GraphTriple
     from worldmm.memory.retrieval.graph_lane import (
         FACT_SEEDS,
         fact_segment_scores,
         merge_scores,
         rank_scale,
     )
+    from worldmm.memory.retrieval.reader import from_triple_row
 
     memory.segment(  # a later segment naming Kate again: hidden before 7200 s
         "late", 30, 7200, "Kate parks the blue car.", [("Kate", "parks", "blue car", False)]
@@ -255,14 +255,7 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
         facts = deps.reader.top_triples(user, "episodic", qvec, FACT_SEEDS, scale=30, as_of=when)
         with memory.db.connection() as conn:  # the rows the store says exist at that time
             rows = [
-                GraphTriple(
-                    triple_id=r.id,
-                    subject=r.subject_name,
-                    predicate=r.predicate,
-                    object=r.object_name,
-                    object_is_literal=r.object_is_literal,
-                    segment_id=r.segment_id,
-                )
+                from_triple_row(r)
                 for r in triples.triples_for_graph(conn, user, "episodic", 30, when)
             ]
         seeds = merge_scores(names, fact_seed_scores(facts))

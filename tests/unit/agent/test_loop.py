@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.fixtures.hits import window_hit
 from tests.unit.agent.fakes import (
     ScriptedRoles,
     call_error,
@@ -46,14 +47,7 @@ def agent_deps(roles: ScriptedRoles, settings: Settings) -> Deps:
 
 
 def seg_hit(i: int) -> SegmentHit:
-    return SegmentHit(
-        segment_id=i,
-        scale=30,
-        start=T0 + timedelta(seconds=30 * i),
-        end=T0 + timedelta(seconds=30 * i + 30),
-        text=f"Passage {i} text.",
-        score=0.5,
-    )
+    return window_hit(i, T0, f"Passage {i} text.")
 
 
 class Recorder:

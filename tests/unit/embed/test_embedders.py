@@ -47,7 +47,7 @@ def openai_settings(fake, dim: int):
 def test_openai_embeddings_batched_with_dimensions(fake_openai):
     embedder = build_embedder(openai_settings(fake_openai, 64))
     assert isinstance(embedder, OpenAIEmbedder)
-    embedder._batch_size = 2
+    embedder.batch_size = 2
     vectors = embedder.embed(["a", "b", "c", ""])
     assert vectors.shape == (4, 64)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)

@@ -12,6 +12,7 @@ from apps.query_api.cursors import CursorError, decode_cursor, encode_cursor
 from apps.query_api.ops.forget import delete_blobs, user_cache_pattern
 from apps.query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
 from apps.query_api.ops.remember import note_window
+from tests.fixtures.hits import window_hit
 from worldmm.agent import AgentResult, RoundRecord
 from worldmm.blobs import LocalBlobStore
 from worldmm.graph.cache import cache_key
@@ -100,17 +101,7 @@ def test_agent_result_maps_to_the_wire_with_frame_urls():
 
 
 def test_a_free_form_answer_cites_the_window_it_comes_from():
-    segs = [
-        SegmentHit(
-            segment_id=i,
-            scale=30,
-            start=T + timedelta(seconds=30 * i),
-            end=T + timedelta(seconds=30 * i + 30),
-            text=f"window {i}",
-            score=0.5,
-        )
-        for i in (3, 4)
-    ]
+    segs = [window_hit(i, T, f"window {i}") for i in (3, 4)]
     rounds = [RoundRecord(memory_type="episodic", query="cooking", results=segs)]
     # refs the answerer cites: a segment, a fact (not a window) and one never retrieved
     result = AgentResult.assemble("Rice.", rounds, "offline", "answer", cited=["S4", "F1", "S9"])

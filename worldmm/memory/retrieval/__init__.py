@@ -8,9 +8,8 @@ user's profile zone). A search reads its question's time words at that moment on
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from worldmm.llm.usage import for_user
@@ -24,24 +23,11 @@ from worldmm.memory.retrieval.results import (
 )
 from worldmm.memory.retrieval.semantic import search_semantic
 from worldmm.memory.retrieval.visual import search_visual
+from worldmm.memory.retrieval.when import Search
 from worldmm.models import MemoryType
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
-
-
-class Search(Protocol):
-    """One memory's search: ``(deps, user_id, query, as_of=None, *, tz=None)``."""
-
-    def __call__(
-        self,
-        deps: Deps,
-        user_id: str,
-        query: str,
-        as_of: datetime | None = None,
-        *,
-        tz: ZoneInfo | None = None,
-    ) -> Awaitable[RetrievalResult]: ...
 
 
 SEARCHES: dict[MemoryType, Search] = {

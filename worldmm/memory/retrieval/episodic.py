@@ -211,13 +211,9 @@ async def _lanes(
 ) -> dict[str, list[Candidate]]:
     k = options.candidates
     jobs = {}
-    if LEXICAL in options.lanes:
-        jobs[LEXICAL] = asyncio.to_thread(
-            lane_mod.lexical_lane, deps, user_id, query, k, as_of, time_range
-        )
-    if DENSE in options.lanes:
-        jobs[DENSE] = asyncio.to_thread(
-            lane_mod.dense_lane, deps, user_id, vector, k, as_of, time_range
+    for lane in [x for x in TEXT_LANES if x in options.lanes]:
+        jobs[lane] = asyncio.to_thread(
+            lane_mod.text_lane, deps, lane, user_id, query, vector, k, as_of, time_range
         )
     if GRAPH in options.lanes:
         jobs[GRAPH] = asyncio.to_thread(
@@ -291,14 +287,9 @@ def read_children(deps: Deps, run: LaneRun, parents: list[int], lanes: tuple[str
         todo = [p for p in parents if lane not in run.children[p][1]]
         ids = sorted({kid for p in todo for kid in run.children[p][0]})
         found: list[Candidate] = []
-        if ids and lane == LEXICAL:
-            found = lane_mod.lexical_lane(
-                deps, run.user_id, run.query, len(ids), run.as_of, run.time_range, ids=ids
-            )
-        elif ids:
-            found = lane_mod.dense_lane(
-                deps, run.user_id, run.vector, len(ids), run.as_of, run.time_range, ids=ids
-            )
+        if ids:
+            args = (run.user_id, run.query, run.vector, len(ids), run.as_of, run.time_range)
+            found = lane_mod.text_lane(deps, lane, *args, ids=ids)
         for p in todo:
             own = set(run.children[p][0])
             run.children[p][1][lane] = [c for c in found if c.segment_id in own]

@@ -49,12 +49,6 @@ class TimeRange:
     end: datetime | None = None
 
 
-def _filters(
-    as_of: datetime | None, time_range: TimeRange, ids: Sequence[int] | None
-) -> ss.Filters:
-    return ss.Filters(as_of, time_range.start, time_range.end, ids=ids)
-
-
 def _candidates(rows: Sequence[ss.LaneRow]) -> list[Candidate]:
     return [Candidate(r.segment_id, r.scale, r.start, r.end, r.score) for r in rows]
 
@@ -115,19 +109,25 @@ def weighted_terms(lexemes: Sequence[str], stats: ss.TermStats) -> list[tuple[st
     return terms[:MAX_QUERY_TERMS]
 
 
-def lexical_lane(
+def text_lane(
     deps: Deps,
+    lane: str,
     user_id: str,
     query: str,
+    vector: np.ndarray,
     k: int,
     as_of: datetime | None,
     time_range: TimeRange = TimeRange(),
     ids: Sequence[int] | None = None,
 ) -> list[Candidate]:
+    """The ``k`` best segments of one text lane: ``LEXICAL`` ranks by ``query``'s words,
+    ``DENSE`` by ``vector``."""
+    filters = ss.Filters(as_of, time_range.start, time_range.end, ids=ids)
     with deps.db.connection() as conn:
+        if lane == DENSE:
+            return _candidates(ss.dense_search(conn, user_id, vector, k, filters))
         stats = TERM_STATS.get(conn, id(deps.db), user_id)
         terms = weighted_terms(ss.query_lexemes(conn, query), stats)
-        filters = _filters(as_of, time_range, ids)
         rows = ss.lexical_search(
             conn,
             user_id,
@@ -138,20 +138,6 @@ def lexical_lane(
             doc_freq=stats.df,
             max_candidates=ss.candidate_cap(k),
         )
-    return _candidates(rows)
-
-
-def dense_lane(
-    deps: Deps,
-    user_id: str,
-    vector: np.ndarray,
-    k: int,
-    as_of: datetime | None,
-    time_range: TimeRange = TimeRange(),
-    ids: Sequence[int] | None = None,
-) -> list[Candidate]:
-    with deps.db.connection() as conn:
-        rows = ss.dense_search(conn, user_id, vector, k, _filters(as_of, time_range, ids))
     return _candidates(rows)
 
 

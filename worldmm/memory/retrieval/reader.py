@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -40,18 +41,23 @@ class FrameRef(BaseModel):
     ts: AwareDatetime
 
 
+# A stored triple's attributes in GraphTriple's field order.
+_graph_fields = attrgetter(
+    "id",
+    "subject_name",
+    "predicate",
+    "object_name",
+    "object_is_literal",
+    "segment_id",
+    "scale_seconds",
+    "valid_from",
+    "invalidated_at",
+)
+
+
 def from_triple_row(row: TripleRow) -> GraphTriple:
-    return GraphTriple(
-        triple_id=row.id,
-        subject=row.subject_name,
-        predicate=row.predicate,
-        object=row.object_name,
-        object_is_literal=row.object_is_literal,
-        segment_id=row.segment_id,
-        scale=row.scale_seconds,
-        valid_from=row.valid_from,
-        invalidated_at=row.invalidated_at,
-    )
+    """A stored triple (or any row with its attributes) as the graph builder takes it."""
+    return GraphTriple(*_graph_fields(row))
 
 
 class MemoryReader:

@@ -18,7 +18,6 @@ import asyncio
 import logging
 from datetime import datetime
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -28,10 +27,11 @@ from worldmm.graph.types import is_active
 from worldmm.memory.retrieval.graphs import load_timed
 from worldmm.memory.retrieval.results import RetrievalResult, TripleHit
 from worldmm.memory.retrieval.timeparse import parse_time
-from worldmm.memory.retrieval.when import question_time
+from worldmm.memory.retrieval.when import at_question_time
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
+    from worldmm.localtime import Asked
 
 log = logging.getLogger(__name__)
 
@@ -120,15 +120,8 @@ def confirm_active(
     return out
 
 
-async def search_semantic(
-    deps: Deps,
-    user_id: str,
-    query: str,
-    as_of: datetime | None = None,
-    *,
-    tz: ZoneInfo | None = None,
-) -> RetrievalResult:
-    asked = await question_time(deps, user_id, as_of, tz)
+@at_question_time
+async def search_semantic(deps: Deps, user_id: str, query: str, asked: Asked) -> RetrievalResult:
     span = parse_time(query, asked.at, asked.tz)
     held_at = min(span.end, asked.at) if span.end is not None else asked.at
     vectors = await asyncio.to_thread(deps.embedder.embed, [query])

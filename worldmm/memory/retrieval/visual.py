@@ -20,16 +20,16 @@ import asyncio
 import logging
 from datetime import datetime
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
 
 from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
 from worldmm.memory.retrieval.reader import FrameRef
 from worldmm.memory.retrieval.results import FrameHit, RetrievalResult
 from worldmm.memory.retrieval.timeparse import iso_range, parse_time
-from worldmm.memory.retrieval.when import question_time
+from worldmm.memory.retrieval.when import at_question_time
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
+    from worldmm.localtime import Asked
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +84,8 @@ def frames_of_clips(
     return hits
 
 
-async def search_visual(
-    deps: Deps,
-    user_id: str,
-    query: str,
-    as_of: datetime | None = None,
-    *,
-    tz: ZoneInfo | None = None,
-) -> RetrievalResult:
-    asked = await question_time(deps, user_id, as_of, tz)
+@at_question_time
+async def search_visual(deps: Deps, user_id: str, query: str, asked: Asked) -> RetrievalResult:
     at = asked.at
     window = iso_range(query, asked.tz)
     if window is None:
