@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from bench import harness
 from bench.child import Child, child_env
 from bench.harness import Echo
+from bench.query import MemoryOptions
 from worldmm.settings import Settings
 from worldmm.stack.process import free_port, wait_until
 
@@ -46,23 +47,13 @@ QUESTIONS = (
 )
 
 
-class ApiLoadOptions(harness.Options):
+class ApiLoadOptions(MemoryOptions):
     clients: int = Field(8, ge=1, description="Concurrent clients.")
     duration: float = Field(30.0, gt=0, description="Measured seconds.")
     warmup: float = Field(10.0, description="Seconds before measuring.")
     processes: int = Field(2, ge=1, description="worldmm serve processes.")
-    days: float = Field(1.0, description="Days of synthetic memory to load.")
-    seed: int = Field(0, description="Generator seed.")
+    days: float = Field(1.0, description="Days of synthetic memory (whole hours).")
     timeout: float = Field(30.0, description="Per-request timeout (s).")
-    user: str | None = Field(None, description="User id (default: a fresh one).")
-    reuse: bool = Field(False, description="Use the existing --user as it is.")
-    keep: bool = Field(False, description="Keep a user this run loaded.")
-
-    @model_validator(mode="after")
-    def _reuse_needs_user(self) -> ApiLoadOptions:
-        if self.reuse and not self.user:
-            raise ValueError("--reuse needs --user")
-        return self
 
 
 @dataclass

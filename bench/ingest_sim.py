@@ -14,7 +14,6 @@ import hashlib
 import io
 import threading
 import time
-import wave
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,14 +23,8 @@ import numpy as np
 from PIL import Image
 
 from bench.harness import words
-from worldmm.llm.schemas import (
-    AgentAction,
-    AgentRound,
-    ConsolidationDecision,
-    Passage,
-    Response,
-    SemanticExtraction,
-)
+from connectors.codec import wav_bytes
+from worldmm.llm.schemas import ConsolidationDecision, SemanticExtraction
 from worldmm.models import Triple
 
 SIM_VERSION = "sim-v1"
@@ -87,7 +80,8 @@ def _digest(data: bytes) -> int:
 
 
 class SimulatedRoles:
-    """Every role awaits ``latency_s`` (never holding a thread) and answers from templates."""
+    """Every ingest role awaits ``latency_s`` (never holding a thread) and answers from
+    templates; it has no query-time roles (rerank, agent, answers)."""
 
     label = "simulated"
 
@@ -143,25 +137,6 @@ class SimulatedRoles:
     async def entity_confirm(self, surface: str, candidate: str, context: str) -> bool:
         await self._wait("entity_confirm")
         return surface.lower() == candidate.lower()
-
-    # Query-time roles are not part of ingest.
-    async def rerank(self, query: str, candidates: list[tuple[str, str]], keep: int) -> list[str]:
-        return [c for c, _ in candidates[:keep]]
-
-    async def agent_step(
-        self, question: str, rounds: list[AgentRound], *, asked: object = None
-    ) -> AgentAction:
-        raise NotImplementedError("the simulated ingest model has no retrieval agent")
-
-    async def respond(
-        self,
-        question: str,
-        passages: list[Passage],
-        choices: list[str] | None,
-        *,
-        asked: object = None,
-    ) -> Response:
-        raise NotImplementedError("the simulated ingest model does not answer questions")
 
 
 @dataclass
@@ -245,16 +220,6 @@ AUDIO_RATE = 8000
 FRAMES_PER_USER = 4  # distinct JPEGs cycled per user
 
 
-def silent_wav(seconds: int = AUDIO_CHUNK_S, rate: int = AUDIO_RATE) -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(b"\x00\x00" * seconds * rate)
-    return buf.getvalue()
-
-
 def ten_minute_start() -> datetime:
     """The last 10 min boundary: event time starts there, so coarse windows close in a run."""
     now = datetime.now(UTC)
@@ -271,7 +236,7 @@ class Wearers:
             [small_jpeg(seed * 100_003 + u * 7 + i) for i in range(FRAMES_PER_USER)]
             for u in range(len(self.names))
         ]
-        self.wav = silent_wav()
+        self.wav = wav_bytes(b"\x00\x00" * AUDIO_CHUNK_S * AUDIO_RATE, AUDIO_RATE)
 
     def send_second(self, producer: Any, t0: datetime, k: int, frames: bool = True) -> None:
         """Second ``k`` of the stream: every wearer's frame, and the audio chunk that ends at

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from bench import harness
 from bench.bulk_load import check_users, load_memories
@@ -37,7 +37,6 @@ from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_coun
 from bench.query_timed import (
     as_of_times,
     measure_new_segments,
-    measure_ppr_overlap,
     measure_timed_builds,
     timed_searches,
 )
@@ -192,36 +191,6 @@ class Retrieval:
             self.echo(f"  {memory_type}: {p50}")
         return latency, detail
 
-    def lexical_check(self, ks: Sequence[int] = (10, 100)) -> dict[str, Any]:
-        """The lexical lane's capped search against the exact ranking (every segment holding
-        a query word scored) on the episodic questions: equal top k, and the segments each
-        selected by its lexemes (their document frequencies summed)."""
-        from worldmm.memory.retrieval.lanes import weighted_terms
-        from worldmm.store import segment_search as ss
-
-        equal, compared, selected, everything = 0, 0, [], []
-        with self.deps.db.connection() as conn:
-            stats = ss.term_stats(conn, self.user_id)
-            for q in self.queries["episodic"]:
-                terms = weighted_terms(ss.query_lexemes(conn, q.text), stats)
-                for k in ks:
-                    args = (conn, self.user_id, terms, stats.mean_length, k)
-                    exact = ss.lexical_search(*args, prune=False)
-                    cap = ss.candidate_cap(k)
-                    capped = ss.lexical_search(*args, doc_freq=stats.df, max_candidates=cap)
-                    equal += [r.segment_id for r in capped] == [r.segment_id for r in exact]
-                    compared += 1
-                    n = ss.capped_terms(terms, stats.df, cap) if terms else 0
-                    selected.append(sum(stats.df[t] for t, _ in terms[:n]))
-                    everything.append(sum(stats.df[t] for t, _ in terms))
-        return {
-            "k": list(ks),
-            "compared": compared,
-            "equal_to_exact": equal,
-            "capped_selection_segments": summary(selected),
-            "all_query_words_segments": summary(everything),
-        }
-
     def plans(self) -> dict[str, Any]:
         """Per memory type (and episodic ``as_of``): the plan of every statement one search
         runs, EXPLAINed with its parameters and settings, and what is wrong with it
@@ -290,20 +259,31 @@ def db_counts(conn: Any, user_id: str) -> dict[str, int]:
     return out
 
 
-class QueryOptions(harness.Options):
+class MemoryOptions(harness.Options):
+    """The synthetic user a benchmark measures (``query``, ``api-load``)."""
+
     days: float = Field(7.0, description="Days of synthetic memory (whole hours).")
-    queries: int = Field(20, description="Warm queries per memory type.")
-    cold_queries: int = Field(5, description="Cold queries per memory type.")
-    users: int = Field(1, ge=1, description="Users loaded: the measured one plus N-1 others.")
-    new_segments: int = Field(5, description="New 30 s segments written, each timed to visibility.")
     seed: int = Field(0, description="Generator seed.")
     user: str | None = Field(None, description="User id to load (default: a fresh one).")
     keep: bool = Field(False, description="Keep the loaded user (and a stack this run started).")
     reuse: bool = Field(
         False,
         description="Measure an existing --user kept by an earlier --keep run with the same"
-        " --days and --seed (its rows are checked) instead of loading it again.",
+        " --days and --seed instead of loading it again.",
     )
+
+    @model_validator(mode="after")
+    def _reuse_needs_user(self) -> MemoryOptions:
+        if self.reuse and not self.user:
+            raise ValueError("--reuse needs --user (one kept by an earlier --keep run)")
+        return self
+
+
+class QueryOptions(MemoryOptions):
+    queries: int = Field(20, description="Warm queries per memory type.")
+    cold_queries: int = Field(5, description="Cold queries per memory type.")
+    users: int = Field(1, ge=1, description="Users loaded: the measured one plus N-1 others.")
+    new_segments: int = Field(5, description="New 30 s segments written, each timed to visibility.")
     keep_indexes: bool = Field(
         False, description="Load into live HNSW indexes (no drop and rebuild)."
     )
@@ -377,8 +357,6 @@ def run_benchmark(
 
     if not settings.database_url:
         raise ValueError("settings.database_url is not set")
-    if opts.reuse and not opts.user:
-        raise ValueError("--reuse needs the --user of an earlier --keep run")
     user_id = opts.user or f"bench-query-{uuid.uuid4().hex[:8]}"
     others = [f"{user_id}-other{i}" for i in range(1, opts.users)]
     run = harness.Run()
@@ -461,21 +439,12 @@ def run_benchmark(
             for p in s["problems"]
         ]
         echo(f"  plans: {result['plan_problems'] or 'every search uses its indexes'}")
-        result["lexical_cap"] = retrieval.lexical_check()
-        echo(
-            f"  lexical capped = exact: {result['lexical_cap']['equal_to_exact']}"
-            f" of {result['lexical_cap']['compared']}"
-        )
         if others:
             result["others_effect"] = compare_latency(
                 result["retrieval_ms_alone"], result["retrieval_ms"]
             )
             echo(f"  with the others' memory / alone: {result['others_effect']}")
-        eps = settings.ppr_push_epsilon
-        push_vs_prpack = measure_ppr_overlap(deps, user_id, qs["episodic"], eps)
-        result["ppr"] = {"method": settings.ppr_method, "push_epsilon": eps}
-        result["ppr"]["push_vs_prpack"] = push_vs_prpack
-        echo(f"  push vs prpack: {push_vs_prpack}")
+        result["ppr"] = {"method": settings.ppr_method, "push_epsilon": settings.ppr_push_epsilon}
         if opts.new_segments > 0:
             fresh = measure_new_segments(
                 db, deps, stub, user_id, end, cfg.text_dim, opts.new_segments

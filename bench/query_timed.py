@@ -1,6 +1,5 @@
 """The query benchmark's measurements of the time-masked graphs (:mod:`worldmm.graph.timed`):
-build / cold-load / extend cost per graph, how soon a new 30 s segment is visible, and how
-closely local push matches exact PRPACK from the search's own seeds."""
+build / cold-load / extend cost per graph, and how soon a new 30 s segment is visible."""
 
 from __future__ import annotations
 
@@ -12,9 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.ppr_accuracy import compare
 from bench.query_synth import Query
-from worldmm.graph.pagerank import fact_seed_scores, seed_vertices
 from worldmm.graph.timed import build_timed, extend
 from worldmm.graph.timed_io import dumps_timed, loads_timed
 from worldmm.graph.types import entity_node
@@ -144,40 +141,3 @@ def measure_new_segments(
             "DELETE FROM sessions WHERE user_id = %s AND session_id = 'bench-new'", (user_id,)
         )
     return {"ms": times, "visible": visible}
-
-
-def measure_ppr_overlap(
-    deps: Any, user_id: str, queries: Sequence[Query], epsilon: float
-) -> dict[str, Any]:
-    """Per scale: :func:`bench.ppr_accuracy.compare` from the search's own seeds (the query's
-    entities and its nearest facts), k from ``episodic_top_k``, on the memo's graphs."""
-    from worldmm.memory.retrieval.graph_lane import (
-        FACT_SEEDS,
-        entity_seed_scores,
-        fact_segment_scores,
-        merge_scores,
-    )
-    from worldmm.memory.retrieval.graphs import load_timed
-
-    out: dict[str, Any] = {}
-    for scale, k in sorted(deps.settings.episodic_top_k_map().items()):
-        graph = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "episodic", scale)
-        resets = []
-        for q in queries:
-            vecs = deps.embedder.embed([q.text, *q.entities])
-            facts = deps.reader.top_triples(user_id, "episodic", vecs[0], FACT_SEEDS, scale=scale)
-            entity_scores = entity_seed_scores(deps, user_id, vecs[1:])
-            names = merge_scores(entity_scores, fact_seed_scores(facts))
-            resets.append(seed_vertices(graph, names, None, fact_segment_scores(facts)))
-        figures = compare(
-            graph, [r for r in resets if r], None, k, [epsilon], deps.settings.ppr_damping
-        )
-        out[str(scale)] = {
-            "k": k,
-            "queries": figures["queries"],
-            **figures["push"][f"{epsilon:g}"],
-            "prpack_ms_p50": figures["prpack_ms_p50"],
-            "vertices": graph.n,
-            "units": graph.units,
-        }
-    return out

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from pydantic import BeforeValidator, Field
@@ -40,6 +40,7 @@ TOP3_ONLY = "worldmm-top3-only"  # worldmm's answer from its top 3 alone (report
 DEFAULT_USER = "egolife-A1_JAKE"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INGEST_MEMO_TEXTS = 100_000  # 384-d float32: about 150 MB
+T = TypeVar("T")
 
 
 class BenchError(ValueError):
@@ -121,19 +122,12 @@ class BenchConfig(EgoLifeData):
 # --- the methods ------------------------------------------------------------------------
 
 
-def ask_all(
-    questions: Sequence[Question],
-    search: Callable[[Question], list[Ranked]],
-    progress: Progress,
-    label: str,
-) -> tuple[list[list[Ranked]], float]:
-    """Every question through one method; returns the rankings and the mean seconds/query."""
-    task = progress.add_task(f"ask {label}", total=len(questions))
-    ranked_, started = [], time.perf_counter()
-    for q in questions:
-        ranked_.append(search(q))
+def steps(progress: Progress, label: str, items: Sequence[T]) -> Iterator[T]:
+    """``items``, one progress step each."""
+    task = progress.add_task(label, total=len(items))
+    for item in items:
+        yield item
         progress.advance(task)
-    return ranked_, (time.perf_counter() - started) / max(1, len(questions))
 
 
 def window_hits(windows: Sequence[Window], ranking: Sequence[Ranked]) -> list[SegmentHit]:
@@ -173,13 +167,13 @@ def run_baselines(
             task = progress.add_task("embed windows (dense)", total=len(windows))
             step = lambda n, task=task: progress.advance(task, n)  # noqa: E731
             index = DenseSearch(windows, embedder(), step, cache_dir=cfg.cache_dir)
-        build = time.perf_counter() - started
-
-        def search(q: Question, index: Bm25Search | DenseSearch = index) -> list[Ranked]:
-            return index.search(q.query_text, q.query_time, cfg.top_k)
-
-        rankings[name], per_q = ask_all(questions, search, progress, name)
-        timings[name] = {"index_s": round(build, 2), "query_ms": round(1000 * per_q, 2)}
+        asked = time.perf_counter()
+        rankings[name] = [
+            index.search(q.query_text, q.query_time, cfg.top_k)
+            for q in steps(progress, f"ask {name}", questions)
+        ]
+        per_q = (time.perf_counter() - asked) / max(1, len(questions))
+        timings[name] = {"index_s": round(asked - started, 2), "query_ms": round(1000 * per_q, 2)}
     return rankings, timings
 
 
@@ -240,30 +234,26 @@ def run_worldmm(
     names = [m for m in MEMORY_METHODS if m in cfg.methods]
 
     async def ask_every() -> tuple[dict[str, list[list[SegmentHit]]], list[float]]:
-        task = progress.add_task("ask worldmm (+ variants)", total=len(questions))
         out: dict[str, list[list[SegmentHit]]] = {n: [] for n in names}
         full_s: list[float] = []
-        for q in questions:
+        for q in steps(progress, "ask worldmm (+ variants)", questions):
             hits, seconds = await mm.search_variants(
                 rdeps, cfg.user_id, q.query_text, q.question, q.query_time, names
             )
             for n in names:
                 out[n].append(hits[n])
             full_s.append(seconds)
-            progress.advance(task)
         return out, full_s
 
     async def read_every(first: list[list[SegmentHit]]) -> list[list[SegmentHit]]:
-        task = progress.add_task("look per option (worldmm)", total=len(questions))
         out = []
-        for q, hits in zip(questions, first, strict=True):
-            texts = [t for _, t in offered(q)]
-            if len(texts) >= 2:
-                hits = await mm.option_evidence(
-                    rdeps, cfg.user_id, q.question, texts, q.query_time, hits
-                )
-            out.append(hits)
-            progress.advance(task)
+        for i in steps(progress, "look per option (worldmm)", range(len(questions))):
+            q, texts = questions[i], [t for _, t in offered(questions[i])]
+            if len(texts) < 2:
+                out.append(first[i])
+                continue
+            look = mm.option_evidence(rdeps, cfg.user_id, q.question, texts, q.query_time, first[i])
+            out.append(await look)
         return out
 
     started = time.perf_counter()
@@ -296,16 +286,15 @@ async def answer_all(
 
     out: dict[str, list[str | None]] = {}
     for method, per_q in evidence.items():
-        task = progress.add_task(f"answer {method}", total=len(questions))
         letters: list[str | None] = []
-        for q, hits in zip(questions, per_q, strict=True):
-            choices = offered(q)
+        for i in steps(progress, f"answer {method}", range(len(questions))):
+            choices = offered(questions[i])
+            texts = [t for _, t in choices]
             try:
-                got = await answer_choices(roles, q.question, [t for _, t in choices], hits)
+                got = await answer_choices(roles, questions[i].question, texts, per_q[i])
                 letters.append(choices[got.index][0])
             except (ValueError, ModelCallError):
                 letters.append(None)
-            progress.advance(task)
         out[method] = letters
     rng = random.Random(RANDOM_SEED)
     out["random"] = [rng.choice(offered(q))[0] if offered(q) else None for q in questions]

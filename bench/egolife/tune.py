@@ -1,26 +1,7 @@
-"""Choose the episodic retriever's parameters by cross-validation over question folds.
-
-    worldmm bench egolife-tune --out tune.json   # = python -m bench.egolife.tune
-
-It reads the memory ``worldmm bench egolife`` ingested (run that first, same days).
-
-1. Every lane (lexical, dense, graph, entity) runs once per question, with no time prior.
-2. A parameter setting is scored by re-applying the priors, fusion and drill-down to those
-   runs (the drill-down's children are read once per question and kept).
-3. Cross-validation, for each scheme (folds by the day a question is asked, and by type):
-   per fold, the knobs are fitted on the other folds (coordinate ascent on hit@3 + tIoU over
-   a small grid) and scored on the held-out fold. Every question is held out once per scheme.
-4. Fewer knobs: one knob at a time, the knob is frozen at its neutral value (a lane weight
-   at 0, a prior off, a second half-life tied to the first, RRF k at the customary 60, ...).
-   When the held-out objective (both schemes' pooled held-out hit@3 + tIoU) does not drop,
-   the knob is removed, not tuned.
-5. The knobs left are fitted on all the questions: those are the defaults it prints.
-
-``--ablate importance_weight`` instead cross-validates every knob against every knob but
-the named ones (each frozen at its neutral value in turn): the held-out effect of one
-prior, for a fraction of the pruning pass's cost.
-
-The report keeps each fold's held-out figures and their spread for every step.
+"""Choose the episodic retriever's parameters by cross-validation over question folds, on
+the memory ``worldmm bench egolife`` ingested (same days); the method, and ``--ablate``, are in
+docs/benchmarks/egolife.md ("How the parameters are chosen"). The report keeps each fold's
+held-out figures and their spread for every step.
 """
 
 from __future__ import annotations
@@ -33,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bench import harness
 from bench.egolife import folds, truth
@@ -176,12 +157,8 @@ def fit(scorer: Scorer, start: Params, active: Sequence[str], idx: Sequence[int]
 
 
 def spread(values: Sequence[float]) -> dict:
-    return {
-        "mean": round(statistics.fmean(values), 4),
-        "sd": round(statistics.pstdev(values), 4),
-        "min": round(min(values), 4),
-        "max": round(max(values), 4),
-    }
+    stats = {"mean": statistics.fmean, "sd": statistics.pstdev, "min": min, "max": max}
+    return {name: round(stat(values), 4) for name, stat in stats.items()}
 
 
 def cross_validate(
@@ -353,6 +330,13 @@ class TuneOptions(EgoLifeData):
         f" figures); skips the pruning pass. Any of: {', '.join(KNOBS)}.",
     )
 
+    @field_validator("ablate")
+    @classmethod
+    def _known(cls, knobs: tuple[str, ...]) -> tuple[str, ...]:
+        if unknown := [k for k in knobs if k not in KNOBS]:
+            raise ValueError(f"unknown knobs {unknown}; known: {list(KNOBS)}")
+        return knobs
+
 
 @harness.main(TuneOptions, required=())
 def main(opts: TuneOptions) -> dict:
@@ -374,9 +358,6 @@ def main(opts: TuneOptions) -> dict:
             f"{len(windows)} windows, {len(questions)} of {selected} questions asked of a"
             " fully stored memory"
         )
-        unknown = [k for k in opts.ablate if k not in KNOBS]
-        if unknown:
-            raise SystemExit(f"--ablate: unknown knobs {unknown}; known: {list(KNOBS)}")
         report = tune(retrieval_deps(deps), opts.user_id, questions, opts.ablate)
         report["questions_selected"] = selected
     print(json.dumps({k: report[k] for k in ("kept", "removed", "lanes_s")}, indent=1))

@@ -57,41 +57,42 @@ def build_tokenizer():
     return tokenizer
 
 
+# The sizes' shapes side by side, (tiny, 2b); None: the library's default.
+_TEXT_SHAPES = {
+    "vocab_size": (None, 151936),  # tiny: its tokenizer's
+    "hidden_size": (64, 1536),
+    "intermediate_size": (128, 8960),
+    "num_hidden_layers": (2, 28),
+    "num_attention_heads": (4, 12),
+    "num_key_value_heads": (2, 2),
+    "max_position_embeddings": (4096, 32768),
+    "rope_theta": (None, 1_000_000.0),
+    "rope_scaling": (
+        {"type": "mrope", "mrope_section": [2, 3, 3]},
+        {"type": "mrope", "mrope_section": [16, 24, 24]},
+    ),
+}
+_VISION_SHAPES = {
+    "depth": (1, 32),
+    "embed_dim": (32, 1280),
+    "hidden_size": (64, 1536),
+    "num_heads": (2, 16),
+    "mlp_ratio": (2, 4),
+}
+
+
 def build_config(size: RandomSize, tokenizer):
     """A Qwen2VLConfig: ``tiny`` for tests, ``2b`` with Qwen2-VL-2B's shapes for benchmarks."""
     from transformers import Qwen2VLConfig
 
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    if size == "tiny":
-        text = dict(
-            vocab_size=len(tokenizer),
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=4096,
-            rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
-        )
-        vision = dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2)
-        tie = False
-    elif size == "2b":
-        text = dict(
-            vocab_size=151936,
-            hidden_size=1536,
-            intermediate_size=8960,
-            num_hidden_layers=28,
-            num_attention_heads=12,
-            num_key_value_heads=2,
-            max_position_embeddings=32768,
-            rope_theta=1_000_000.0,
-            rope_scaling={"type": "mrope", "mrope_section": [16, 24, 24]},
-        )
-        vision = dict(depth=32, embed_dim=1280, hidden_size=1536, num_heads=16, mlp_ratio=4)
-        tie = True
-    else:
+    if size not in ("tiny", "2b"):
         raise ValueError(f"unknown random model size {size!r}; expected 'tiny' or '2b'")
+    i, ids = int(size == "2b"), {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    text = {k: v[i] for k, v in _TEXT_SHAPES.items() if v[i] is not None}
+    text.setdefault("vocab_size", len(tokenizer))
+    vision = {k: v[i] for k, v in _VISION_SHAPES.items()}
     vision.update(patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
+    tie = size == "2b"
     text.update(
         bos_token_id=ids["<|endoftext|>"],
         eos_token_id=ids["<|im_end|>"],

@@ -69,8 +69,6 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     assert report["retrieval"]["episodic"]["as_of"]["cache"]["misses"] == 0
     assert report["new_segment_visible"] == [True, True]
     assert report["new_segment_visible_ms"]["n"] == 2
-    overlap = report["ppr"]["push_vs_prpack"]["30"]
-    assert overlap["queries"] > 0 and 0.5 <= overlap["overlap_at_k_mean"] <= 1
     assert report["users"] == 2
     # the same questions were timed with the user alone, then with the other's memory loaded
     # (its rows really are there: counted before the purge)
@@ -95,9 +93,6 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     assert any("visual_embeddings_p" in line for s in visual_plans for line in s["plan"])
     assert all(s["sql"] and s["plan"] for p in report["plans"].values() for s in p)
     assert report["plan_problems"] == []
-    # the capped lexical search ranks the bench's questions as the exact one does
-    cap = report["lexical_cap"]
-    assert cap["compared"] == 8 and cap["equal_to_exact"] == cap["compared"]
     with Database(stack.database_url, max_size=1) as db, db.connection() as conn:
         assert not user_exists(conn, user_id)
         assert not user_exists(conn, f"{user_id}-other1")
