@@ -1,16 +1,9 @@
-"""API load benchmark: N concurrent clients against the real REST API for a bounded time.
+"""API load benchmark: N concurrent clients against ``worldmm serve`` processes for a bounded
+time; client ``c`` sends route ``c mod 4`` (ask, segments, semantic, visual) back to back,
+alternating between the processes, over a synthetic memory loaded with the query benchmark's
+loader (or a kept ``--user U --reuse``). Figures: docs/benchmarks/query.md.
 
     worldmm bench api-load --out api.json --clients 8 --duration 30   # = python -m bench.api_load
-
-Starts ``--processes`` ``worldmm serve`` processes on loopback ports, over the configured
-stack or the embedded one; client ``c`` sends route ``c mod 4`` back to back (so a slow route
-holds up no other), alternating between the processes: ``ask`` (the retrieval agent, with the
-offline stand-in models), ``segments`` (one hour of the memory), ``semantic`` and ``visual``
-search. The memory is a synthetic one loaded with the query benchmark's bulk loader
-(``--days``, purged afterwards), or an existing user (``--user U --reuse``, e.g. one kept by
-``worldmm bench query --keep``). Requests use the admin key, the rate limit is off, and a
-warm-up (``--warmup`` s, not counted) lets each process load its graphs. Reports per route:
-requests, throughput, p50/p95/p99 latency and errors (any non-2xx or transport failure).
 """
 
 from __future__ import annotations

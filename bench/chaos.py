@@ -1,14 +1,9 @@
-"""Chaos benchmark: wearers stream while every server is killed and restarted; then count
-what was lost, duplicated or built differently (method: docs/benchmarks/chaos.md).
+"""Chaos benchmark: wearers stream and query while every server is SIGKILLed and restarted on
+a seeded schedule (:mod:`bench.chaos_targets`), then the memory is checked against the windows
+the stream implies and a fault-free replay (:mod:`bench.chaos_checks`); the method is
+docs/benchmarks/chaos.md.
 
     worldmm bench chaos --users 8 --minutes 10 --seed 1 --out docs/benchmarks/chaos.json
-    python -m bench.chaos --users 2 --minutes 1 --faults-per-target 1 --out chaos.json
-
-On its own stack (:mod:`bench.chaos_targets`), ``--users`` wearers stream in real time and
-query the API once a second while a schedule drawn from ``--seed`` SIGKILLs each target
-``--faults-per-target`` times and starts it again; then the memory is checked
-(:mod:`bench.chaos_checks`) against the windows the stream implies and against a fault-free
-replay of the same topics into a second database.
 """
 
 from __future__ import annotations

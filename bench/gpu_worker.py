@@ -1,14 +1,8 @@
-"""GPU worker benchmark: clips/s, text queries/s and p95 latency at several batch sizes.
+"""GPU worker benchmark: clips/s, text queries/s and p95 latency at several batch sizes, the
+real service around one backend driven by ``batch`` concurrent clients per round (one full
+batch); docs/gpu-worker.md.
 
-Runs the real service (uvicorn on a loopback port) around one backend and drives it with
-``batch`` concurrent clients per round, the service's batch size set to the same number, so a
-round is one full batch. Run:
-
-    python -m bench.gpu_worker --backend offline --out gpu.json
     python -m bench.gpu_worker --random-model 2b --out gpu-2b.json     # on a GPU machine
-    worldmm bench gpu-worker --random-model tiny --out tiny.json
-
-Prints the JSON report; ``--out`` also writes it (and ``--plot`` draws the curves).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Local push against exact PRPACK on the query benchmark's 30 s graph, without a database.
-
-Builds the time-masked 30 s graph of ``--days`` of the synthetic memory (the rows the query
-benchmark loads, same generator and seed), then for ``--queries`` random seed sets (four
-entities, five dense segment scores, as a search makes them) compares the top ``--k``
-segments of forward push at each ``--eps`` with PRPACK's (:func:`compare`, which the query
-benchmark also runs on the search's own seeds). Run:
+"""Local push against exact PRPACK on the query benchmark's 30 s graph, without a database:
+random seed sets (four entities, five dense segment scores, as a search makes them), the top
+``--k`` segments of push at each ``--eps`` against PRPACK's (docs/benchmarks/query.md).
 
     python -m bench.ppr_accuracy --days 7 --eps 1e-5,1e-6 --out ppr.json
 """

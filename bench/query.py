@@ -1,17 +1,11 @@
 """Query benchmark: retrieval latency over a synthetic week of one user's memory.
 
-    python -m bench.query --out query.json              # a week (the default)
-    python -m bench.query --days 1 --queries 20 --out day.json
-    worldmm bench query --out query.json
+A :class:`~bench.query_synth.SyntheticMemory` is bulk-loaded, then ``search`` is timed per
+memory type with the graphs warm, cold and (episodic) as of a past time, with stand-in models
+(no model time); then the time-masked graph builds and how soon a new segment is visible
+(:mod:`bench.query_timed`). The method and figures are docs/benchmarks/query.md.
 
-Loads a :class:`~bench.query_synth.SyntheticMemory` with binary COPY, then times
-``worldmm.memory.retrieval.search`` per memory type with the graphs warm (in the process's
-memo), cold (a new process: the memo emptied before each query, so graphs come from Redis)
-and, for episodic questions, as of a past time; then the time-masked graph builds, push
-against PRPACK and how soon a new segment is visible (:mod:`bench.query_timed`). Model time
-is excluded: NER, the reranker, the text embedder and the visual encoder are stand-ins that
-answer from a table the generator filled. The user is purged at the end unless ``--keep``;
-``--user U --reuse`` measures a kept user again without reloading (docs/benchmarks/query.md).
+    worldmm bench query --out query.json   # = python -m bench.query ...
 """
 
 from __future__ import annotations
