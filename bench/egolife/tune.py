@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 from bench import harness
 from bench.egolife import folds, truth
 from bench.egolife.data import Question, Window
-from bench.egolife.memory_method import hour_key, missing_hours
+from bench.egolife.memory_method import ALL_LANES, hour_key, missing_hours
 from bench.egolife.run import EgoLifeData
 from bench.egolife.truth import QuestionScore, Ranked
 from bench.harness import StrList
@@ -261,7 +261,7 @@ async def lane_runs(deps, user_id: str, questions: Sequence[Question]) -> list[L
     base = EpisodicOptions.from_settings(deps.settings)
     every = replace(
         base,
-        weights={"lexical": 1.0, "dense": 1.0, "graph": 1.0, "entity": 1.0},
+        weights=dict.fromkeys(ALL_LANES, 1.0),
         prior=PriorParams(0.0, 1.0, 0.0, 1.0, 0.0, 0.0),
     )
     runs = []

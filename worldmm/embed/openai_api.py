@@ -13,7 +13,7 @@ from worldmm.embed.base import EmbeddingDimensionError, l2_normalise
 from worldmm.providers.errors import ModelCallError
 
 
-@dataclass
+@dataclass(eq=False)
 class OpenAIEmbedder:
     """Synchronous client (embedders are called from worker threads and sync code)."""
 

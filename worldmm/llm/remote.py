@@ -46,7 +46,7 @@ def _numbered(lines: Sequence[str]) -> str:
     return "\n".join(f"{i}. {line}" for i, line in enumerate(lines)) or "(none)"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, eq=False)
 class RemoteRoles:
     """Construction roles go through ``construction`` (direct or batch); query-time roles
     (rerank, agent, response) always go direct; repairs go direct too."""
