@@ -42,3 +42,25 @@ def test_least_recently_used_texts_are_evicted():
     assert inner.seen == ["two"]
     big = memo.embed(["p", "q", "r"])  # more than the memo holds: still every row
     assert big[:, 0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_text_evicted_by_another_thread_while_embedding_is_still_returned():
+    """A week's ingest evicted "held" texts from another thread between the memo's look-up
+    and its read-back (ValueError); the held vectors are taken with the look-up now."""
+    memo: MemoEmbedder
+
+    class EvictsMeanwhile(Counting):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            out = super().embed(texts)
+            if texts == ["fresh"]:
+                import threading
+
+                other = threading.Thread(target=memo.embed, args=(["x1", "x2"],))
+                other.start()
+                other.join()  # the other thread fills the memo and evicts "kept"
+            return out
+
+    memo = MemoEmbedder(EvictsMeanwhile(), max_texts=2)
+    memo.embed(["kept"])
+    rows = memo.embed(["kept", "fresh"])
+    assert rows[:, 0].tolist() == [4.0, 5.0]

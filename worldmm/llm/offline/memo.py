@@ -27,23 +27,22 @@ class MemoEmbedder:
         self._lock = threading.Lock()  # answers run in worker threads
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        # The vectors already held are taken under the lock, with the texts still missing:
+        # another thread may evict them before this call ends, so nothing is read back later.
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+            held = {t: self._memo[t] for t in dict.fromkeys(texts) if t in self._memo}
+            for text in held:
+                self._memo.move_to_end(text)
+        missing = [t for t in dict.fromkeys(texts) if t not in held]
         # Embed outside the lock: another thread may embed the same text meanwhile (harmless).
-        fresh = self.inner.embed(missing) if missing else np.zeros((0, self.dim), np.float32)
-        with self._lock:
-            for text, vector in zip(missing, fresh, strict=True):
-                self._memo[text] = vector
-            rows = []
-            for text in texts:
-                vector = self._memo.get(text)
-                if vector is None:  # evicted by this very call (more texts than the memo holds)
-                    vector = fresh[missing.index(text)]
-                else:
-                    self._memo.move_to_end(text)
-                rows.append(vector)
-            while len(self._memo) > self.max_texts:
-                self._memo.popitem(last=False)
-        if not rows:
+        if missing:
+            fresh = self.inner.embed(missing)
+            held.update(zip(missing, fresh, strict=True))
+            with self._lock:
+                for text, vector in zip(missing, fresh, strict=True):
+                    self._memo[text] = vector
+                while len(self._memo) > self.max_texts:
+                    self._memo.popitem(last=False)
+        if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack(rows).astype(np.float32, copy=False)
+        return np.stack([held[t] for t in texts]).astype(np.float32, copy=False)
