@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from worldmm.models import TripleType
-from worldmm.store._sql import as_vector, fetch_models, knn_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_dicts, fetch_models, knn_dicts, vec_cast
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import GraphTriple, TripleRow, TripleWrite
 
@@ -48,7 +48,7 @@ _INSERT = (
 
 
 def _memory_type(value: str) -> TripleType:
-    # inlined into SQL (so the planner can use the per-type partial HNSW index): whitelist it
+    # inlined into SQL (so the planner can use the per-type partial indexes): whitelist it
     if value not in ("episodic", "semantic"):
         raise ValueError(f"memory_type must be 'episodic' or 'semantic', got {value!r}")
     return value  # type: ignore[return-value]
@@ -164,21 +164,18 @@ def _as_of_clause(memory_type: TripleType, as_of: datetime | None) -> str:
     )
 
 
-def _knn_triples(
+def _knn_semantic(
     conn: psycopg.Connection,
     user_id: str,
-    memory_type: TripleType,
     embedding: Sequence[float] | np.ndarray,
     k: int,
     *,
     min_cosine: float = -1.0,
-    scale: int | None = None,
     as_of: datetime | None = None,
 ) -> list[tuple[TripleRow, float]]:
-    memory_type = _memory_type(memory_type)
     q = as_vector(embedding)
     cast = vec_cast(q)
-    where = _visible(memory_type, scale, as_of)
+    where = _visible("semantic", None, as_of)
     rows = knn_dicts(
         conn,
         "WITH nearest AS MATERIALIZED ("
@@ -187,9 +184,13 @@ def _knn_triples(
         f" ORDER BY t.embedding <=> %(q)s{cast} LIMIT %(k)s)"
         f" {_TRIPLE_SELECT}, n.distance FROM nearest n JOIN triples t ON t.id = n.id"
         f" {_TRIPLE_JOINS} WHERE n.distance <= %(maxd)s ORDER BY n.distance, t.id",
-        {"q": q, "u": user_id, "k": k, "scale": scale, "as_of": as_of, "maxd": 1.0 - min_cosine},
+        {"q": q, "u": user_id, "k": k, "as_of": as_of, "maxd": 1.0 - min_cosine},
         k=k,
     )
+    return _scored(rows)
+
+
+def _scored(rows: list[dict]) -> list[tuple[TripleRow, float]]:
     return [(TripleRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 
 
@@ -202,21 +203,47 @@ def similar_active_semantic_triples(
     as_of: datetime | None = None,
 ) -> list[tuple[TripleRow, float]]:
     """Consolidation candidates: active semantic triples with cosine >= min_cosine, best first."""
-    return _knn_triples(conn, user_id, "semantic", embedding, k, min_cosine=min_cosine, as_of=as_of)
+    return _knn_semantic(conn, user_id, embedding, k, min_cosine=min_cosine, as_of=as_of)
 
 
-def top_triples_by_cosine(
+def top_semantic_triples(
     conn: psycopg.Connection,
     user_id: str,
-    memory_type: TripleType,
     embedding: Sequence[float] | np.ndarray,
     k: int,
-    scale: int | None = None,
     as_of: datetime | None = None,
 ) -> list[tuple[TripleRow, float]]:
-    """The k triples nearest the query (episodic: optionally of one scale; semantic: active
-    ones only), best first, with their cosine similarity."""
-    return _knn_triples(conn, user_id, memory_type, embedding, k, scale=scale, as_of=as_of)
+    """The k semantic triples active at ``as_of`` nearest the query (their HNSW index), best
+    first, with their cosine similarity."""
+    return _knn_semantic(conn, user_id, embedding, k, as_of=as_of)
+
+
+def top_episodic_in_segments(
+    conn: psycopg.Connection,
+    user_id: str,
+    embedding: Sequence[float] | np.ndarray,
+    k: int,
+    segment_ids: Sequence[int],
+    as_of: datetime | None = None,
+) -> list[tuple[TripleRow, float]]:
+    """The k episodic triples of ``segment_ids`` (existing at ``as_of``) nearest the query,
+    best first, with their cosine similarity: an exact sort of those segments' triples, read
+    by segment id. Episodic triples have no vector index (migration 0018): a caller picks the
+    few segments worth looking into (the graph lane: the windows nearest the query)."""
+    if not segment_ids or k <= 0:
+        return []
+    q = as_vector(embedding)
+    cast = vec_cast(q)
+    where = _visible("episodic", None, as_of)
+    return _scored(
+        fetch_dicts(
+            conn,
+            f"{_TRIPLE_SELECT}, t.embedding <=> %(q)s{cast} AS distance FROM triples t"
+            f" {_TRIPLE_JOINS} WHERE {' AND '.join(where)} AND t.segment_id = ANY(%(ids)s)"
+            " ORDER BY distance, t.id LIMIT %(k)s",
+            {"q": q, "u": user_id, "k": k, "as_of": as_of, "ids": sorted(set(segment_ids))},
+        )
+    )
 
 
 def invalidate_triples(
