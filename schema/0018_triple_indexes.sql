@@ -23,3 +23,13 @@ CREATE INDEX triples_subject_time_idx
 CREATE INDEX triples_object_time_idx
     ON triples (user_id, object_entity_id, memory_type, valid_from)
     INCLUDE (scale_seconds, segment_id);
+
+-- Two indexes only semantic facts use stop taking a row per episodic triple: the facts that
+-- replaced others (replaced_by is never set on an episodic triple) and the evidence that
+-- forgetting a range looks facts up by (an episodic triple's evidence is its own segment,
+-- which its segment_id index finds).
+DROP INDEX triples_replaced_by_idx;
+CREATE INDEX triples_replaced_by_idx ON triples (replaced_by) WHERE replaced_by IS NOT NULL;
+DROP INDEX triples_evidence_idx;
+CREATE INDEX triples_evidence_idx ON triples USING gin (evidence_segment_ids)
+    WHERE memory_type = 'semantic';

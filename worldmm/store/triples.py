@@ -33,17 +33,34 @@ _TRIPLE_JOINS = (
     " LEFT JOIN entities o ON o.id = t.object_entity_id"
 )
 
+# One statement for all the rows of a call (a window's triples: one round trip, and one run of
+# the statement-level counter triggers, not one per triple). Rows naming the same fact are
+# written once, with the first one's values and all their evidence; the ids come back in the
+# order of the rows given, a repeated fact's for each of its rows.
 _INSERT = (
-    "INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds, subject_entity_id,"
-    " predicate, object_entity_id, object_literal, embedding, valid_from,"
+    "WITH given AS (SELECT * FROM unnest(%(subj)s::bigint[], %(pred)s::text[],"
+    " %(obj)s::bigint[], %(lit)s::text[], %(emb)s::{vec}[], %(vf)s::timestamptz[],"
+    " %(ev)s::text[], %(origin)s::text[]) WITH ORDINALITY"
+    " AS g(subj, pred, obj, lit, emb, vf, ev, origin, ord)),"
+    " facts AS (SELECT DISTINCT ON (subj, lower(pred), obj, lower(lit)) * FROM given"
+    " ORDER BY subj, lower(pred), obj, lower(lit), ord),"
+    " written AS (INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds,"
+    " subject_entity_id, predicate, object_entity_id, object_literal, embedding, valid_from,"
     " evidence_segment_ids, origin)"
-    " VALUES (%(u)s, %(mt)s, %(seg)s, %(scale)s, %(subj)s, %(pred)s, %(obj)s, %(lit)s,"
-    " %(emb)s{cast}, %(vf)s, %(ev)s, %(origin)s)"
+    " SELECT %(u)s, %(mt)s, %(seg)s, %(scale)s, f.subj, f.pred, f.obj, f.lit, f.emb, f.vf,"
+    " ARRAY(SELECT DISTINCT x FROM given o, unnest(o.ev::bigint[]) AS x"
+    "   WHERE (o.subj, lower(o.pred), o.obj, lower(o.lit))"
+    "   IS NOT DISTINCT FROM (f.subj, lower(f.pred), f.obj, lower(f.lit)) ORDER BY x),"
+    " f.origin FROM facts f ORDER BY f.ord"
     " ON CONFLICT ON CONSTRAINT triples_natural_key DO UPDATE SET"
     " embedding = EXCLUDED.embedding,"
     " evidence_segment_ids = ARRAY(SELECT DISTINCT x FROM"
     "   unnest(triples.evidence_segment_ids || EXCLUDED.evidence_segment_ids) AS x ORDER BY x)"
-    " RETURNING id"
+    " RETURNING id, subject_entity_id, lower(predicate) AS pred, object_entity_id,"
+    " lower(object_literal) AS lit)"
+    " SELECT w.id FROM given g JOIN written w ON (w.subject_entity_id, w.pred,"
+    " w.object_entity_id, w.lit) IS NOT DISTINCT FROM (g.subj, lower(g.pred), g.obj,"
+    " lower(g.lit)) ORDER BY g.ord"
 )
 
 
@@ -99,40 +116,34 @@ def insert_triples(
         r.object_entity_id for r in rows if r.object_entity_id is not None
     }
     canonical = _canonical_ids(conn, user_id, entity_ids)
-    params: list[dict[str, Any]] = []
-    cast = None
+    cols: dict[str, list[Any]] = {c: [] for c in ("subj", "pred", "obj", "lit", "emb", "vf", "ev")}
     for r in rows:
         valid_from = window_end if memory_type == "episodic" else (r.valid_from or window_end)
         if valid_from is None:
             raise ValueError("a semantic triple without a segment needs valid_from")
         evidence = r.evidence_segment_ids or ([segment_id] if segment_id is not None else [])
-        cast = cast or vec_cast(r.embedding)
-        params.append(
-            {
-                "u": user_id,
-                "mt": memory_type,
-                "seg": segment_id,
-                "scale": scale,
-                "subj": canonical[r.subject_entity_id],
-                "pred": r.predicate.strip(),
-                "obj": canonical[r.object_entity_id] if r.object_entity_id is not None else None,
-                "lit": r.object_literal,
-                "emb": r.embedding,
-                "vf": valid_from,
-                "ev": sorted(set(evidence)),
-                "origin": r.origin,
-            }
-        )
-    ids: list[int] = []
-    with conn.cursor() as cur:
-        cur.executemany(_INSERT.format(cast=cast), params, returning=True)
-        while True:
-            row = cur.fetchone()
-            assert row is not None  # ON CONFLICT DO UPDATE always returns the row
-            ids.append(int(row[0]))
-            if not cur.nextset():
-                break
-    return ids
+        cols["subj"].append(canonical[r.subject_entity_id])
+        cols["pred"].append(r.predicate.strip())
+        obj = r.object_entity_id
+        cols["obj"].append(canonical[obj] if obj is not None else None)
+        cols["lit"].append(r.object_literal)
+        cols["emb"].append(as_vector(r.embedding))
+        cols["vf"].append(valid_from)
+        cols["ev"].append("{" + ",".join(str(int(e)) for e in sorted(set(evidence))) + "}")
+    cast = vec_cast(cols["emb"][0])
+    found = conn.execute(
+        _INSERT.format(vec=cast.removeprefix("::")),
+        {
+            "u": user_id,
+            "mt": memory_type,
+            "seg": segment_id,
+            "scale": scale,
+            "origin": [r.origin for r in rows],
+            **cols,
+        },
+    ).fetchall()
+    assert len(found) == len(rows)  # every row is written or meets its existing fact
+    return [int(r[0]) for r in found]
 
 
 def replace_episodic_triples(
