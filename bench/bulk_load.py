@@ -43,8 +43,11 @@ _TRIPLE_COLUMNS = words(
 Rows = Iterable[Sequence[Any]]
 
 
-# At twelve weeks the triples' HNSW graph outgrows the library's 6 GB build budget and would
-# spill (much slower); a benchmark machine may give it up to half its available memory.
+# A spilled HNSW build is much slower than one in memory. Since the episodic triples lost
+# their index (migration 0018, 2.7 GB of the four-week rebuild) the largest graph is a
+# partition of clip vectors: one wearer's twelve weeks are about 1.5 GB of vectors, inside the
+# library's 6 GB budget; several wearers hashed to one partition (`--users`) can outgrow it,
+# so a benchmark machine may give a rebuild up to half its available memory.
 BUILD_MEM_CEILING = 16 << 30
 
 

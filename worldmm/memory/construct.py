@@ -345,8 +345,10 @@ def _write_base(
         ids = apply_resolutions(conn, user, mem.resolutions)
         triple_store.replace_episodic_triples(conn, user, segment_id, triple_rows(mem, ids))
         write_search_embedding(conn, deps, user, segment_id, mem)
-        if visual is not None:
-            visual_store.upsert_visual_embedding(conn, user, segment_id, visual)
+        if visual is not None:  # the segment was written with visual status complete
+            visual_store.upsert_visual_embedding(
+                conn, user, segment_id, visual, mark_segment=seg.visual_status != "complete"
+            )
     return segment_id
 
 
@@ -491,7 +493,7 @@ def _write_paused(deps: Deps, window: Window, children: list[SegmentRow] | None 
             conn, _segment(window, processing_status="paused", caption=None, transcript=None)
         )
         if children:
-            segment_store.link_children(conn, segment_id, [c.id for c in children])
+            segment_store.link_children(conn, window.user_id, segment_id, [c.id for c in children])
     return segment_id
 
 

@@ -104,19 +104,20 @@ async def _confirm_or_new(
 def apply_resolutions(
     conn: psycopg.Connection, user_id: str, resolutions: dict[str, EntityResolution]
 ) -> dict[str, int]:
-    """Write new canonical entities and aliases; return surface_key -> canonical entity id."""
+    """Write new canonical entities and aliases (one batch); return surface_key -> canonical
+    entity id."""
     ids: dict[str, int] = {}
+    new: list[tuple[str, EntityResolution]] = []
     for key, r in resolutions.items():
         if r.action == "existing":
             assert r.canonical_id is not None
             ids[key] = r.canonical_id
-        elif r.action == "alias":
-            assert r.canonical_id is not None
-            ids[key] = entity_store.insert_alias(
-                conn, user_id, r.surface, r.canonical_id, r.embedding
-            ).id
         else:
-            ids[key] = entity_store.insert_canonical_entity(
-                conn, user_id, r.surface, r.embedding
-            ).id
+            assert r.action == "new" or r.canonical_id is not None
+            new.append((key, r))
+    items = [
+        (r.surface, r.embedding, r.canonical_id if r.action == "alias" else None) for _, r in new
+    ]
+    for (key, _), row in zip(new, entity_store.insert_surfaces(conn, user_id, items), strict=True):
+        ids[key] = row.id
     return ids

@@ -7,7 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, fetch_models, fetch_one_dict, knn_dicts, vec_cast
+from worldmm.store._sql import (
+    as_vector,
+    fetch_dicts,
+    fetch_models,
+    fetch_one_dict,
+    knn_dicts,
+    vec_cast,
+)
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import EntityRow
 
@@ -58,25 +65,49 @@ def nearest_canonical_entities(
     return [(EntityRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 
 
-def _insert_surface(
+def insert_surfaces(
     conn: psycopg.Connection,
     user_id: str,
-    surface: str,
-    embedding: Sequence[float] | np.ndarray,
-    canonical_id: int | None,
-) -> EntityRow:
-    """Insert ``surface`` (a canonical entity named so, or with ``canonical_id`` an alias of
-    it) unless the user has it in any case already; return its canonical entity."""
-    q = as_vector(embedding)
+    items: Sequence[tuple[str, Sequence[float] | np.ndarray, int | None]],
+) -> list[EntityRow]:
+    """Insert each ``(surface, embedding, canonical_id)``: a canonical entity named
+    ``surface``, or with ``canonical_id`` an alias of that canonical entity, unless the user
+    has the surface in any case already (then it keeps its mapping). Returns each item's
+    canonical entity, in order. Three statements whatever the number of items (a window's
+    new names: one round trip each, not two or three per name). NotFoundError when a
+    ``canonical_id`` is not one of the user's canonical entities."""
+    if not items:
+        return []
+    surfaces = [surface.strip() for surface, _, _ in items]
+    targets = sorted({c for _, _, c in items if c is not None})
+    if targets:
+        found = conn.execute(
+            "SELECT id FROM entities WHERE user_id = %s AND id = ANY(%s)"
+            " AND canonical_entity_id IS NULL",
+            (user_id, targets),
+        ).fetchall()
+        if missing := set(targets) - {int(r[0]) for r in found}:
+            raise NotFoundError(f"no canonical entities {sorted(missing)} for this user")
+    vectors = [as_vector(e) for _, e, _ in items]
     conn.execute(
         "INSERT INTO entities (user_id, canonical_entity_id, surface_form, canonical_name,"
-        f" embedding) VALUES (%s, %s, %s, %s, %s{vec_cast(q)})"
+        " embedding) SELECT %s, g.c, g.s, CASE WHEN g.c IS NULL THEN g.s END, g.e"
+        f" FROM unnest(%s::bigint[], %s::text[], %s{vec_cast(vectors[0])}[])"
+        " WITH ORDINALITY AS g(c, s, e, ord) ORDER BY g.ord"
         " ON CONFLICT (user_id, lower(surface_form)) DO NOTHING",
-        (user_id, canonical_id, surface, surface if canonical_id is None else None, q),
+        (user_id, [c for _, _, c in items], surfaces, vectors),
     )
-    found = _canonical_of_surface(conn, user_id, surface)
-    assert found is not None  # just inserted, or there before
-    return found
+    # each surface's row (just inserted, or there before) and, if an alias, its canonical row
+    rows = fetch_dicts(
+        conn,
+        f"SELECT g.ord, {_E_COLUMNS} FROM unnest(%s::text[]) WITH ORDINALITY AS g(s, ord)"
+        " JOIN entities s ON s.user_id = %s AND lower(s.surface_form) = lower(g.s)"
+        " JOIN entities e ON e.user_id = s.user_id AND e.id = COALESCE(s.canonical_entity_id, s.id)"
+        " ORDER BY g.ord",
+        (surfaces, user_id),
+    )
+    assert len(rows) == len(items)  # every surface is there now
+    return [EntityRow.model_validate(r) for r in rows]
 
 
 def insert_canonical_entity(
@@ -87,7 +118,7 @@ def insert_canonical_entity(
 ) -> EntityRow:
     """Create a canonical entity named ``name``. Idempotent on (user, lower(name)): if that
     surface form exists already, its canonical entity is returned instead."""
-    return _insert_surface(conn, user_id, name.strip(), embedding, None)
+    return insert_surfaces(conn, user_id, [(name, embedding, None)])[0]
 
 
 def insert_alias(
@@ -100,15 +131,7 @@ def insert_alias(
     """Record ``surface`` as an alias of this user's canonical entity ``canonical_id`` and
     return the canonical entity. Idempotent on (user, lower(surface)): an existing surface
     keeps its mapping and its canonical entity is returned."""
-    canonical = fetch_one_dict(
-        conn,
-        f"SELECT {ENTITY_COLUMNS} FROM entities"
-        " WHERE user_id = %s AND id = %s AND canonical_entity_id IS NULL",
-        (user_id, canonical_id),
-    )
-    if canonical is None:
-        raise NotFoundError(f"no canonical entity {canonical_id} for this user")
-    return _insert_surface(conn, user_id, surface.strip(), embedding, canonical_id)
+    return insert_surfaces(conn, user_id, [(surface, embedding, canonical_id)])[0]
 
 
 def list_aliases(conn: psycopg.Connection, user_id: str, canonical_id: int) -> list[EntityRow]:

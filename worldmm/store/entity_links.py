@@ -8,12 +8,13 @@ people speaking in a window are linked this way too: transcript lines name their
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
 import psycopg
 
+from worldmm.models import BASE_SCALE
 from worldmm.store.segment_search import Filters
 
 
@@ -44,17 +45,167 @@ def canonical_ids(
     return {str(r[0]): int(r[1]) for r in rows}
 
 
+class LinkedWindow(NamedTuple):
+    """A segment that links an asked entity, with its parent's window (None without one)."""
+
+    segment_id: int
+    scale: int
+    start: datetime
+    end: datetime
+    parent_id: int | None
+    parent_start: datetime | None
+    parent_end: datetime | None
+
+
+class LinkRow(NamedTuple):
+    """An asked entity named by an episodic triple of a segment (as its subject, or object),
+    at the segment's window end."""
+
+    entity_id: int
+    subject: bool
+    segment_id: int
+    valid_from: datetime
+
+
+def _entity_side(column: str, time: str) -> str:
+    """The episodic triples naming ``q.e`` in ``column``, through its (user, entity, type,
+    time) index (migration 0018), with the extra time conditions ``time``."""
+    return (
+        f"SELECT t.segment_id, t.valid_from FROM triples t WHERE t.user_id = %(u)s"
+        f" AND t.{column} = q.e AND t.memory_type = 'episodic'{time}"
+    )
+
+
+def _window_time(filters: Filters) -> str:
+    """``filters``' as_of and window range on a triple's time (its segment's window end),
+    without reading the segment: a segment is at most its scale long, so one ending before
+    ``end`` plus its scale can overlap the range (the segments read later check exactly)."""
+    where = ""
+    if filters.as_of is not None:
+        where += " AND t.valid_from <= %(as_of)s"
+    if filters.start is not None:
+        where += " AND t.valid_from > %(start)s"
+    if filters.end is not None:
+        where += " AND t.valid_from < %(end)s + make_interval(secs => t.scale_seconds)"
+    return where
+
+
+def window_counts(
+    conn: psycopg.Connection, user_id: str, entity_ids: Sequence[int], as_of: datetime | None
+) -> dict[int, int]:
+    """How many 30 s windows ended by ``as_of`` name each entity in an episodic triple: the
+    entity lane's document frequencies, counted in the entities' indexes."""
+    if not entity_ids:
+        return {}
+    time = f" AND t.scale_seconds = {BASE_SCALE:d}" + _window_time(Filters(as_of))
+    side = (
+        "SELECT t.{column} AS e, t.segment_id FROM triples t WHERE t.user_id = %(u)s"
+        " AND t.{column} = ANY(%(ents)s) AND t.memory_type = 'episodic'" + time
+    )
+    rows = conn.execute(
+        f"SELECT x.e, count(DISTINCT x.segment_id) FROM ({side.format(column='subject_entity_id')}"
+        f" UNION ALL {side.format(column='object_entity_id')}) AS x GROUP BY x.e",
+        {"u": user_id, "ents": sorted(set(entity_ids)), "as_of": as_of},
+    ).fetchall()
+    counts = {int(e): int(n) for e, n in rows}
+    return {e: counts.get(e, 0) for e in entity_ids}
+
+
+def newest_links(
+    conn: psycopg.Connection,
+    user_id: str,
+    entity_ids: Sequence[int],
+    cap: int,
+    filters: Filters = Filters(),
+) -> list[LinkRow]:
+    """Each entity's links (every scale) within ``filters``' time, newest first, at most
+    ``cap`` as subject and ``cap`` as object: a read bounded by the cap, however many windows
+    share the entity. Ties at the last time read may be cut."""
+    if not entity_ids:
+        return []
+    time = _window_time(filters)
+    side = (
+        "(SELECT {flag} AS subject, s.* FROM ({sql}) AS s ORDER BY s.valid_from DESC LIMIT %(cap)s)"
+    )
+    rows = conn.execute(
+        "SELECT q.e, l.subject, l.segment_id, l.valid_from FROM unnest(%(ents)s::bigint[]) AS q(e)"
+        " CROSS JOIN LATERAL ("
+        + side.format(flag="true", sql=_entity_side("subject_entity_id", time))
+        + " UNION ALL "
+        + side.format(flag="false", sql=_entity_side("object_entity_id", time))
+        + ") AS l",
+        {"u": user_id, "ents": sorted(set(entity_ids)), "cap": cap, **filters.params()},
+    ).fetchall()
+    return [LinkRow(int(e), bool(sub), int(seg), at) for e, sub, seg, at in rows]
+
+
+def links_within(
+    conn: psycopg.Connection,
+    user_id: str,
+    entity_ids: Sequence[int],
+    spans: Iterable[tuple[datetime, datetime]],
+    filters: Filters = Filters(),
+) -> list[tuple[int, int, datetime]]:
+    """(entity, segment, time) of every link of ``entity_ids`` whose time lies in one of
+    ``spans`` (``(lo, hi]``, a window or its parent's) and in ``filters``' time: a range read
+    of each entity's index per span."""
+    pairs = sorted(set(spans))
+    if not entity_ids or not pairs:
+        return []
+    time = " AND t.valid_from > sp.lo AND t.valid_from <= sp.hi" + _window_time(filters)
+    rows = conn.execute(
+        "SELECT DISTINCT q.e, l.segment_id, l.valid_from FROM unnest(%(ents)s::bigint[]) AS q(e)"
+        " CROSS JOIN unnest(%(lo)s::timestamptz[], %(hi)s::timestamptz[]) AS sp(lo, hi)"
+        f" CROSS JOIN LATERAL ({_entity_side('subject_entity_id', time)} UNION ALL"
+        f" {_entity_side('object_entity_id', time)}) AS l",
+        {
+            "u": user_id,
+            "ents": sorted(set(entity_ids)),
+            "lo": [lo for lo, _ in pairs],
+            "hi": [hi for _, hi in pairs],
+            **filters.params(),
+        },
+    ).fetchall()
+    return [(int(e), int(seg), at) for e, seg, at in rows]
+
+
+def windows_of(
+    conn: psycopg.Connection, user_id: str, ids: Sequence[int], filters: Filters = Filters()
+) -> dict[int, LinkedWindow]:
+    """The complete segments among ``ids`` within ``filters``, with their parents' windows,
+    read by id through the (user_id, id) key."""
+    if not ids:
+        return {}
+    where = Filters(filters.as_of, filters.start, filters.end, ids=sorted(set(ids)))
+    rows = conn.execute(
+        "SELECT s.id, s.scale_seconds, s.window_start, s.window_end, s.parent_segment_id,"
+        " p.window_start, p.window_end FROM segments s"
+        # a look-up per row (LIMIT keeps the planner from joining, which hashed the user's
+        # whole segments table to meet a few hundred rows)
+        " LEFT JOIN LATERAL (SELECT p.window_start, p.window_end FROM segments p"
+        "  WHERE p.user_id = s.user_id AND p.id = s.parent_segment_id LIMIT 1) AS p ON true"
+        " WHERE s.user_id = %(u)s"
+        f" AND s.processing_status = 'complete'{where.where('s')} ORDER BY s.id",
+        {"u": user_id, **where.params()},
+    ).fetchall()
+    return {
+        int(r[0]): LinkedWindow(
+            int(r[0]), int(r[1]), r[2], r[3], int(r[4]) if r[4] is not None else None, r[5], r[6]
+        )
+        for r in rows
+    }
+
+
 def linked_segments(
     conn: psycopg.Connection,
     user_id: str,
     entity_ids: Sequence[int],
-    *,
-    as_of: datetime | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
+    filters: Filters = Filters(),
 ) -> list[EntityLinks]:
     """Every complete segment (any scale) that links one of ``entity_ids`` through its
-    episodic triples, with the ones it links, filtered like the other lanes' reads."""
+    episodic triples, with the ones it links, filtered like the other lanes' reads: the
+    whole read, which grows with how many windows share an entity (the entity lane reads
+    newest first up to a cap, and this only where the cap proves nothing)."""
     if not entity_ids:
         return []
     # Two reads, not one join: joined, the planner hashed the user's whole segments table
@@ -69,23 +220,8 @@ def linked_segments(
         {"u": user_id, "ents": list(entity_ids)},
     ).fetchall()
     held = {int(r[0]): frozenset(int(e) for e in r[1]) for r in found}
-    if not held:
-        return []
-    filters = Filters(as_of, start, end, ids=sorted(held))
-    rows = conn.execute(
-        "SELECT s.id, s.scale_seconds, s.window_start, s.window_end, s.parent_segment_id"
-        " FROM segments s WHERE s.user_id = %(u)s"
-        f" AND s.processing_status = 'complete'{filters.where('s')} ORDER BY s.id",
-        {"u": user_id, **filters.params()},
-    ).fetchall()
+    windows = windows_of(conn, user_id, sorted(held), filters)
     return [
-        EntityLinks(
-            int(r[0]),
-            int(r[1]),
-            r[2],
-            r[3],
-            int(r[4]) if r[4] is not None else None,
-            held[int(r[0])],
-        )
-        for r in rows
+        EntityLinks(w.segment_id, w.scale, w.start, w.end, w.parent_id, held[w.segment_id])
+        for w in windows.values()
     ]

@@ -68,7 +68,9 @@ def forget_range(
     counts: dict[str, int] = {}
     counts["triples"] = conn.execute(
         "DELETE FROM triples WHERE user_id = %s"
-        " AND (segment_id = ANY(%s) OR evidence_segment_ids && %s::bigint[])",
+        " AND (segment_id = ANY(%s)"
+        # an episodic triple's evidence is its own segment: only facts cite others
+        "  OR (memory_type = 'semantic' AND evidence_segment_ids && %s::bigint[]))",
         (user_id, seg_ids, seg_ids),
     ).rowcount
     for table in ("visual_embeddings", "consolidation_audit"):

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from worldmm.models import TripleType
-from worldmm.store._sql import as_vector, fetch_models, knn_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_dicts, fetch_models, knn_dicts, vec_cast
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import GraphTriple, TripleRow, TripleWrite
 
@@ -33,22 +33,39 @@ _TRIPLE_JOINS = (
     " LEFT JOIN entities o ON o.id = t.object_entity_id"
 )
 
+# One statement for all the rows of a call (a window's triples: one round trip, and one run of
+# the statement-level counter triggers, not one per triple). Rows naming the same fact are
+# written once, with the first one's values and all their evidence; the ids come back in the
+# order of the rows given, a repeated fact's for each of its rows.
 _INSERT = (
-    "INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds, subject_entity_id,"
-    " predicate, object_entity_id, object_literal, embedding, valid_from,"
+    "WITH given AS (SELECT * FROM unnest(%(subj)s::bigint[], %(pred)s::text[],"
+    " %(obj)s::bigint[], %(lit)s::text[], %(emb)s::{vec}[], %(vf)s::timestamptz[],"
+    " %(ev)s::text[], %(origin)s::text[]) WITH ORDINALITY"
+    " AS g(subj, pred, obj, lit, emb, vf, ev, origin, ord)),"
+    " facts AS (SELECT DISTINCT ON (subj, lower(pred), obj, lower(lit)) * FROM given"
+    " ORDER BY subj, lower(pred), obj, lower(lit), ord),"
+    " written AS (INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds,"
+    " subject_entity_id, predicate, object_entity_id, object_literal, embedding, valid_from,"
     " evidence_segment_ids, origin)"
-    " VALUES (%(u)s, %(mt)s, %(seg)s, %(scale)s, %(subj)s, %(pred)s, %(obj)s, %(lit)s,"
-    " %(emb)s{cast}, %(vf)s, %(ev)s, %(origin)s)"
+    " SELECT %(u)s, %(mt)s, %(seg)s, %(scale)s, f.subj, f.pred, f.obj, f.lit, f.emb, f.vf,"
+    " ARRAY(SELECT DISTINCT x FROM given o, unnest(o.ev::bigint[]) AS x"
+    "   WHERE (o.subj, lower(o.pred), o.obj, lower(o.lit))"
+    "   IS NOT DISTINCT FROM (f.subj, lower(f.pred), f.obj, lower(f.lit)) ORDER BY x),"
+    " f.origin FROM facts f ORDER BY f.ord"
     " ON CONFLICT ON CONSTRAINT triples_natural_key DO UPDATE SET"
     " embedding = EXCLUDED.embedding,"
     " evidence_segment_ids = ARRAY(SELECT DISTINCT x FROM"
     "   unnest(triples.evidence_segment_ids || EXCLUDED.evidence_segment_ids) AS x ORDER BY x)"
-    " RETURNING id"
+    " RETURNING id, subject_entity_id, lower(predicate) AS pred, object_entity_id,"
+    " lower(object_literal) AS lit)"
+    " SELECT w.id FROM given g JOIN written w ON (w.subject_entity_id, w.pred,"
+    " w.object_entity_id, w.lit) IS NOT DISTINCT FROM (g.subj, lower(g.pred), g.obj,"
+    " lower(g.lit)) ORDER BY g.ord"
 )
 
 
 def _memory_type(value: str) -> TripleType:
-    # inlined into SQL (so the planner can use the per-type partial HNSW index): whitelist it
+    # inlined into SQL (so the planner can use the per-type partial indexes): whitelist it
     if value not in ("episodic", "semantic"):
         raise ValueError(f"memory_type must be 'episodic' or 'semantic', got {value!r}")
     return value  # type: ignore[return-value]
@@ -99,40 +116,34 @@ def insert_triples(
         r.object_entity_id for r in rows if r.object_entity_id is not None
     }
     canonical = _canonical_ids(conn, user_id, entity_ids)
-    params: list[dict[str, Any]] = []
-    cast = None
+    cols: dict[str, list[Any]] = {c: [] for c in ("subj", "pred", "obj", "lit", "emb", "vf", "ev")}
     for r in rows:
         valid_from = window_end if memory_type == "episodic" else (r.valid_from or window_end)
         if valid_from is None:
             raise ValueError("a semantic triple without a segment needs valid_from")
         evidence = r.evidence_segment_ids or ([segment_id] if segment_id is not None else [])
-        cast = cast or vec_cast(r.embedding)
-        params.append(
-            {
-                "u": user_id,
-                "mt": memory_type,
-                "seg": segment_id,
-                "scale": scale,
-                "subj": canonical[r.subject_entity_id],
-                "pred": r.predicate.strip(),
-                "obj": canonical[r.object_entity_id] if r.object_entity_id is not None else None,
-                "lit": r.object_literal,
-                "emb": r.embedding,
-                "vf": valid_from,
-                "ev": sorted(set(evidence)),
-                "origin": r.origin,
-            }
-        )
-    ids: list[int] = []
-    with conn.cursor() as cur:
-        cur.executemany(_INSERT.format(cast=cast), params, returning=True)
-        while True:
-            row = cur.fetchone()
-            assert row is not None  # ON CONFLICT DO UPDATE always returns the row
-            ids.append(int(row[0]))
-            if not cur.nextset():
-                break
-    return ids
+        cols["subj"].append(canonical[r.subject_entity_id])
+        cols["pred"].append(r.predicate.strip())
+        obj = r.object_entity_id
+        cols["obj"].append(canonical[obj] if obj is not None else None)
+        cols["lit"].append(r.object_literal)
+        cols["emb"].append(as_vector(r.embedding))
+        cols["vf"].append(valid_from)
+        cols["ev"].append("{" + ",".join(str(int(e)) for e in sorted(set(evidence))) + "}")
+    cast = vec_cast(cols["emb"][0])
+    found = conn.execute(
+        _INSERT.format(vec=cast.removeprefix("::")),
+        {
+            "u": user_id,
+            "mt": memory_type,
+            "seg": segment_id,
+            "scale": scale,
+            "origin": [r.origin for r in rows],
+            **cols,
+        },
+    ).fetchall()
+    assert len(found) == len(rows)  # every row is written or meets its existing fact
+    return [int(r[0]) for r in found]
 
 
 def replace_episodic_triples(
@@ -164,21 +175,18 @@ def _as_of_clause(memory_type: TripleType, as_of: datetime | None) -> str:
     )
 
 
-def _knn_triples(
+def _knn_semantic(
     conn: psycopg.Connection,
     user_id: str,
-    memory_type: TripleType,
     embedding: Sequence[float] | np.ndarray,
     k: int,
     *,
     min_cosine: float = -1.0,
-    scale: int | None = None,
     as_of: datetime | None = None,
 ) -> list[tuple[TripleRow, float]]:
-    memory_type = _memory_type(memory_type)
     q = as_vector(embedding)
     cast = vec_cast(q)
-    where = _visible(memory_type, scale, as_of)
+    where = _visible("semantic", None, as_of)
     rows = knn_dicts(
         conn,
         "WITH nearest AS MATERIALIZED ("
@@ -187,9 +195,13 @@ def _knn_triples(
         f" ORDER BY t.embedding <=> %(q)s{cast} LIMIT %(k)s)"
         f" {_TRIPLE_SELECT}, n.distance FROM nearest n JOIN triples t ON t.id = n.id"
         f" {_TRIPLE_JOINS} WHERE n.distance <= %(maxd)s ORDER BY n.distance, t.id",
-        {"q": q, "u": user_id, "k": k, "scale": scale, "as_of": as_of, "maxd": 1.0 - min_cosine},
+        {"q": q, "u": user_id, "k": k, "as_of": as_of, "maxd": 1.0 - min_cosine},
         k=k,
     )
+    return _scored(rows)
+
+
+def _scored(rows: list[dict]) -> list[tuple[TripleRow, float]]:
     return [(TripleRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
 
 
@@ -202,21 +214,47 @@ def similar_active_semantic_triples(
     as_of: datetime | None = None,
 ) -> list[tuple[TripleRow, float]]:
     """Consolidation candidates: active semantic triples with cosine >= min_cosine, best first."""
-    return _knn_triples(conn, user_id, "semantic", embedding, k, min_cosine=min_cosine, as_of=as_of)
+    return _knn_semantic(conn, user_id, embedding, k, min_cosine=min_cosine, as_of=as_of)
 
 
-def top_triples_by_cosine(
+def top_semantic_triples(
     conn: psycopg.Connection,
     user_id: str,
-    memory_type: TripleType,
     embedding: Sequence[float] | np.ndarray,
     k: int,
-    scale: int | None = None,
     as_of: datetime | None = None,
 ) -> list[tuple[TripleRow, float]]:
-    """The k triples nearest the query (episodic: optionally of one scale; semantic: active
-    ones only), best first, with their cosine similarity."""
-    return _knn_triples(conn, user_id, memory_type, embedding, k, scale=scale, as_of=as_of)
+    """The k semantic triples active at ``as_of`` nearest the query (their HNSW index), best
+    first, with their cosine similarity."""
+    return _knn_semantic(conn, user_id, embedding, k, as_of=as_of)
+
+
+def top_episodic_in_segments(
+    conn: psycopg.Connection,
+    user_id: str,
+    embedding: Sequence[float] | np.ndarray,
+    k: int,
+    segment_ids: Sequence[int],
+    as_of: datetime | None = None,
+) -> list[tuple[TripleRow, float]]:
+    """The k episodic triples of ``segment_ids`` (existing at ``as_of``) nearest the query,
+    best first, with their cosine similarity: an exact sort of those segments' triples, read
+    by segment id. Episodic triples have no vector index (migration 0018): a caller picks the
+    few segments worth looking into (the graph lane: the windows nearest the query)."""
+    if not segment_ids or k <= 0:
+        return []
+    q = as_vector(embedding)
+    cast = vec_cast(q)
+    where = _visible("episodic", None, as_of)
+    return _scored(
+        fetch_dicts(
+            conn,
+            f"{_TRIPLE_SELECT}, t.embedding <=> %(q)s{cast} AS distance FROM triples t"
+            f" {_TRIPLE_JOINS} WHERE {' AND '.join(where)} AND t.segment_id = ANY(%(ids)s)"
+            " ORDER BY distance, t.id LIMIT %(k)s",
+            {"q": q, "u": user_id, "k": k, "as_of": as_of, "ids": sorted(set(segment_ids))},
+        )
+    )
 
 
 def invalidate_triples(

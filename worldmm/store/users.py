@@ -278,12 +278,19 @@ def upsert_session(
     started_at: datetime | None = None,
     ended_at: datetime | None = None,
 ) -> None:
-    """Record a session; later calls fill in times (a known time is never erased by None)."""
-    conn.execute(
-        "INSERT INTO sessions (user_id, session_id, started_at, ended_at) VALUES (%s, %s, %s, %s)"
-        " ON CONFLICT (user_id, session_id) DO UPDATE SET"
+    """Record a session; later calls fill in times (a known time is never erased by None).
+    Without a time (every window names its session) an existing row is left as it is: no
+    new row version per window."""
+    fill = (
+        "DO NOTHING"
+        if started_at is None and ended_at is None
+        else "DO UPDATE SET"
         " started_at = LEAST(sessions.started_at, EXCLUDED.started_at),"  # LEAST skips NULL
         " ended_at = COALESCE(EXCLUDED.ended_at, sessions.ended_at),"
-        " updated_at = now()",
+        " updated_at = now()"
+    )
+    conn.execute(
+        "INSERT INTO sessions (user_id, session_id, started_at, ended_at) VALUES (%s, %s, %s, %s)"
+        f" ON CONFLICT (user_id, session_id) {fill}",
         (user_id, session_id, started_at, ended_at),
     )

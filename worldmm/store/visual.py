@@ -21,9 +21,13 @@ def upsert_visual_embedding(
     user_id: str,
     segment_id: int,
     embedding: Sequence[float] | np.ndarray,
+    *,
+    mark_segment: bool = True,
 ) -> int:
     """Store (or replace) the segment's clip embedding, mark its visual status complete and
-    return the embedding row's id. NotFoundError if the segment is not this user's."""
+    return the embedding row's id. NotFoundError if the segment is not this user's.
+    ``mark_segment=False``: the caller wrote the segment with that status in this
+    transaction (a second update of the row would write every index of it again)."""
     q = as_vector(embedding)
     row = fetch_found(
         conn,
@@ -37,11 +41,12 @@ def upsert_visual_embedding(
         (q, user_id, segment_id),
         f"no segment {segment_id} for this user",
     )
-    conn.execute(
-        "UPDATE segments SET visual_status = 'complete', updated_at = now()"
-        " WHERE user_id = %s AND id = %s",
-        (user_id, segment_id),
-    )
+    if mark_segment:
+        conn.execute(
+            "UPDATE segments SET visual_status = 'complete', updated_at = now()"
+            " WHERE user_id = %s AND id = %s",
+            (user_id, segment_id),
+        )
     return int(row[0])
 
 

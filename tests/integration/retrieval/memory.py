@@ -13,7 +13,7 @@ from worldmm.deps import Deps
 from worldmm.graph.cache import GraphCacheLike
 from worldmm.llm.roles import ModelRoles
 from worldmm.settings import Settings
-from worldmm.store import entities, frames, triples, users, visual
+from worldmm.store import entities, frames, segment_search, triples, users, visual
 from worldmm.store.db import Database
 from worldmm.store.models import FrameRow, TripleWrite
 
@@ -74,6 +74,9 @@ class Memory:
             )
             rows = [self._triple(conn, s, p, o, literal) for s, p, o, literal in facts]
             triples.insert_triples(conn, self.user, sid, "episodic", rows)
+            # the dense lane's row, written with the window as ingest does
+            vector = self.text.vector(caption)
+            segment_search.upsert_segment_embeddings(conn, self.user, [(sid, vector)], "hash")
             if clip_text:
                 visual.upsert_visual_embedding(conn, self.user, sid, self.vis.vector(clip_text))
             for i in range(frame_count):

@@ -87,10 +87,9 @@ def test_episodic_over_the_store(deps, memory, user_id):
     assert result.hits[0].segment_id == memory.seg_ids["cup"]
     assert result.hits[0].start == at(0) and result.hits[0].end == at(30)
     assert result.hits[0].text.startswith("Kate hands me")
-    # found by the words of its caption (PostgreSQL full-text) and by the graph; this memory
-    # was written without segment embeddings, so the dense lane has nothing to offer
-    assert {"lexical", "graph"} <= set(result.hits[0].lanes)
-    assert "dense" not in result.hits[0].lanes
+    # found by the words of its caption (PostgreSQL full-text), its text embedding, and the
+    # graph (seeded by the facts of the windows nearest the question)
+    assert set(result.hits[0].lanes) == {"lexical", "dense", "graph"}
     assert deps.roles.rerank_calls == []  # the rerank model is off by default
 
 
@@ -235,7 +234,7 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
     from tests.fixtures import graph_oracle as oracle
     from worldmm.graph.pagerank import fact_seed_scores
     from worldmm.memory.retrieval.graph_lane import (
-        FACT_SEEDS,
+        fact_seeds,
         fact_segment_scores,
         merge_scores,
         rank_scale,
@@ -252,7 +251,7 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
     qvec = memory.text.embed(["Kate and the blue car"])[0]
     names = {"e:kate": 0.9, "e:blue car": 0.8}
     for when in (at(30), at(60), at(3630), at(7229), at(7230), None):
-        facts = deps.reader.top_triples(user, "episodic", qvec, FACT_SEEDS, scale=30, as_of=when)
+        facts = fact_seeds(deps, user, qvec, 30, when)
         with memory.db.connection() as conn:  # the rows the store says exist at that time
             rows = [
                 from_triple_row(r)

@@ -32,15 +32,15 @@ def test_segments_and_episodic_triples_exist_once_their_window_ends(conn, user_i
     graph = triples.triples_for_graph(conn, user_id, "episodic", as_of=t)
     assert [g.segment_id for g in graph] == [early]
     assert graph[0].window_end == T0 + 30 * S
-    top = triples.top_triples_by_cosine(conn, user_id, "episodic", unit_vector(DIM, 3), 5, as_of=t)
+    both = [early, late]
+    top = triples.top_episodic_in_segments(conn, user_id, unit_vector(DIM, 3), 5, both, as_of=t)
     assert [tr.segment_id for tr, _ in top] == [early]
+    # without as_of the later window's fact is the nearer one
+    top = triples.top_episodic_in_segments(conn, user_id, unit_vector(DIM, 3), 5, both)
+    assert [tr.segment_id for tr, _ in top] == [late, early]
     assert [
         s.id for s, _ in visual.search_visual(conn, user_id, unit_vector(1536, 2), 5, as_of=t)
     ] == [early]
-    assert (
-        triples.top_triples_by_cosine(conn, user_id, "episodic", unit_vector(DIM, 3), 5, scale=180)
-        == []
-    )
 
 
 def test_semantic_validity_window(conn, user_id) -> None:

@@ -16,17 +16,22 @@ import numpy as np
 import psycopg
 import pytest
 
+from worldmm.memory.retrieval import entity_rank
 from worldmm.store import entities, entity_links, plans, segment_search
 from worldmm.store.db import Database
+from worldmm.store.segment_search import Filters
 
 from .conftest import DIM, T0
 
 pytestmark = pytest.mark.integration
 WINDOWS = 12_000
+K = 100  # the windows the lane returns (episodic_lane_candidates)
 
 
 def _fill(conn: psycopg.Connection, user: str) -> int:
-    """``WINDOWS`` complete 30 s windows; every 12th window's triple links one entity."""
+    """``WINDOWS`` complete 30 s windows; every 12th window's triple links one entity, and
+    every window holds a triple of another (the table it was at), so the triples are many
+    too."""
     conn.execute(
         "INSERT INTO segments (user_id, scale_seconds, window_start, window_end, caption,"
         " processing_status) SELECT %(u)s, 30, %(t0)s + g * interval '30 s',"
@@ -35,18 +40,24 @@ def _fill(conn: psycopg.Connection, user: str) -> int:
         {"u": user, "t0": T0, "n": WINDOWS},
     )
     entity = entities.insert_canonical_entity(conn, user, "Shure", np.ones(DIM, np.float32)).id
-    conn.execute(
-        "INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds,"
-        " subject_entity_id, predicate, object_literal, embedding, valid_from)"
-        " SELECT s.user_id, 'episodic', s.id, 30, %(e)s, 'talks about', 'window ' || s.id,"
-        " (SELECT embedding FROM entities WHERE id = %(e)s), s.window_start"
-        " FROM (SELECT *, row_number() OVER (ORDER BY id) AS n FROM segments"
-        "       WHERE user_id = %(u)s) AS s WHERE s.n %% 12 = 0",
-        {"u": user, "e": entity},
-    )
+    table = entities.insert_canonical_entity(conn, user, "table", np.ones(DIM, np.float32)).id
+    for linked, every in ((entity, 12), (table, 1)):
+        conn.execute(
+            "INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds,"
+            " subject_entity_id, predicate, object_literal, embedding, valid_from)"
+            " SELECT s.user_id, 'episodic', s.id, 30, %(e)s, 'talks about', 'window ' || s.id,"
+            " (SELECT embedding FROM entities WHERE id = %(e)s), s.window_end"
+            " FROM (SELECT *, row_number() OVER (ORDER BY id) AS n FROM segments"
+            "       WHERE user_id = %(u)s) AS s WHERE s.n %% %(every)s = 0",
+            {"u": user, "e": linked, "every": every},
+        )
     conn.commit()
-    conn.execute("ANALYZE segments")
-    conn.execute("ANALYZE triples")
+    # as autovacuum keeps a memory written over days: statistics and the visibility map
+    conn.autocommit = True
+    try:
+        conn.execute("VACUUM (ANALYZE) segments, triples")
+    finally:
+        conn.autocommit = False
     return entity
 
 
@@ -60,9 +71,18 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
         try:
             with db.connection() as c:
                 with plans.recording() as log:
-                    links = entity_links.linked_segments(c, user_id, [entity], as_of=as_of)
+                    links = entity_links.linked_segments(c, user_id, [entity], Filters(as_of))
                 # read when the memory changed (at most once a minute), not per question
                 stats = segment_search.term_stats(c, user_id)
+                # what the lane reads per question: the count, and a read bounded by the cap
+                with plans.recording() as bounded:
+                    df = entity_links.window_counts(c, user_id, [entity], as_of)
+                    weights = entity_rank.entity_weights({entity: 1.0}, 8_640, df)
+                    cap = entity_rank.link_cap(K)
+                    ranked = entity_rank.capped_ranking(c, user_id, weights, K, Filters(as_of), cap)
+                    day = (as_of - timedelta(days=1), as_of)
+                    again = entity_links.links_within(c, user_id, [entity], [day], Filters(as_of))
+                exact = entity_rank.exact_ranking(c, user_id, weights, K, Filters(as_of))
         finally:
             db.close()
         # three days: 8,640 windows had ended (the memory runs 4.2 days), every 12th linked
@@ -74,6 +94,14 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
         checked = plans.check(conn, log)
         assert [p for c in checked for p in c["problems"]] == [], checked
         assert len(checked) == len(log.statements) == 2  # the triples, then the windows
+        # the bounded read: 720 windows name the entity by then; the newest K of them, proven
+        assert df == {entity: total // 12}
+        assert ranked is not None and ranked == exact and len(ranked) == K
+        assert len(again) == 24 * 120 // 12
+        checked = plans.check(conn, bounded)
+        assert [p for c in checked for p in c["problems"]] == [], checked
+        # the count, the newest links, their windows; the range read
+        assert len(checked) == len(bounded.statements) == 4
     finally:
         conn.rollback()
         conn.execute("DELETE FROM users WHERE id = %s", (user_id,))

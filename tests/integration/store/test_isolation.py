@@ -38,8 +38,14 @@ def test_vector_search_never_crosses_users(conn, user_id, other_user) -> None:
     for user, ids in ((user_id, mine), (other_user, theirs)):
         ents = entities.nearest_canonical_entities(conn, user, unit_vector(DIM, 1), -1.0, 50)
         assert [e.id for e, _ in ents] == [ids["entity"]]
-        for mt in ("episodic", "semantic"):
-            hits = triples.top_triples_by_cosine(conn, user, mt, unit_vector(DIM, 2), 50)
+        both = [mine["seg"], theirs["seg"]]  # another user's segment id is not a way in
+        for mt, hits in (
+            (
+                "episodic",
+                triples.top_episodic_in_segments(conn, user, unit_vector(DIM, 2), 50, both),
+            ),
+            ("semantic", triples.top_semantic_triples(conn, user, unit_vector(DIM, 2), 50)),
+        ):
             assert [t.id for t, _ in hits] == [ids[mt]]
             assert all(t.user_id == user for t, _ in hits)
         sims = triples.similar_active_semantic_triples(conn, user, unit_vector(DIM, 2), -1, 50)

@@ -155,6 +155,42 @@ def test_triples_replay_leaves_one_row_and_merges_evidence(conn, user_id) -> Non
     assert triples.get_triples(conn, user_id, s1)[0].evidence_segment_ids == [seg, other]
 
 
+def test_a_fact_given_twice_in_one_call_is_written_once(conn, user_id) -> None:
+    """One statement writes a call's rows: the same fact twice (another case, an alias of the
+    subject) is one row, with both rows' evidence, and each row gets its id back in order."""
+    seg = make_segment(conn, user_id, T0, scale=600)
+    other = make_segment(conn, user_id, T0 + timedelta(seconds=600), scale=600)
+    alice = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
+    entities.insert_alias(conn, user_id, "Ali", alice.id, unit_vector(DIM, 2))
+    (ali,) = conn.execute(
+        "SELECT id FROM entities WHERE user_id = %s AND surface_form = 'Ali'", (user_id,)
+    ).fetchone()
+
+    def row(subject: int, predicate: str, lit: str, evidence: int) -> TripleWrite:
+        return TripleWrite(
+            subject_entity_id=subject,
+            predicate=predicate,
+            object_literal=lit,
+            embedding=unit_vector(DIM, 3),
+            evidence_segment_ids=[evidence],
+        )
+
+    given = [row(alice.id, "Holds", "Cup", seg), row(ali, "holds ", "cup", other)]
+    ids = triples.insert_triples(
+        conn, user_id, seg, "semantic", [*given, row(ali, "holds", "pen", seg)]
+    )
+    assert ids[0] == ids[1] != ids[2]
+    fact = triples.get_triples(conn, user_id, [ids[0]])[0]
+    assert (fact.subject_entity_id, fact.predicate, fact.object_literal) == (
+        alice.id,
+        "Holds",
+        "Cup",
+    )
+    assert fact.evidence_segment_ids == [seg, other]
+    assert _count(conn, "triples", user_id) == 2
+    assert triples.insert_triples(conn, user_id, seg, "semantic", given[::-1]) == ids[:2]
+
+
 def test_entities_idempotent_and_alias_resolution(conn, user_id) -> None:
     kat = entities.insert_canonical_entity(conn, user_id, "Katrina", unit_vector(DIM, 1))
     again = entities.insert_canonical_entity(conn, user_id, "katrina ", unit_vector(DIM, 9))

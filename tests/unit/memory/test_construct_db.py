@@ -315,3 +315,19 @@ def test_retrigger_reruns_failed_windows_and_pending_clips(deps, user_id) -> Non
     assert first.caption.endswith("16 frames.")  # rebuilt from the stored frames
     assert _segment(deps, user_id, 30, T10 + timedelta(seconds=30)).visual_status == "complete"
     assert asyncio.run(retrigger(deps, user_id)).windows == []  # nothing left to do
+
+
+def test_a_coarse_window_of_paused_windows_is_paused_and_links_them(deps, user_id) -> None:
+    from worldmm.memory.windows import CoarseWindow, children_of
+
+    start = dt_to_ms(T10)
+    kids = children_of((180, start))
+    for _scale, kid in kids:
+        out = asyncio.run(process_window(deps, BaseWindow(user_id, kid, (), False, "s1", True)))
+        assert out.status == "paused"
+    coarse = CoarseWindow(user_id, 180, start, tuple(kids), False, "s1")
+    out = asyncio.run(process_window(deps, coarse))
+    assert out.status == "paused" and out.counts == {"children": len(kids)}
+    for _scale, kid in kids:
+        child = _segment(deps, user_id, 30, T10 + timedelta(milliseconds=kid - start))
+        assert child.processing_status == "paused" and child.parent_segment_id == out.segment_id

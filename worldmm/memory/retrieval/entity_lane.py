@@ -8,9 +8,13 @@ things were, read from the knowledge graph's entities rather than from the words
   transcript line ties its speaker to what it mentions). It is *around* the entities its
   3 min parent links (its siblings' and the summary's): who was there while it happened.
 - Score: the sum over the question's entities of IDF x match strength, full for held ones and
-  :data:`AROUND_WEIGHT` for those only around. IDF is BM25's over the 30 s windows that
-  existed at ``as_of``, so a person in every window (a housemate) counts little and the two
-  named people together outrank either alone.
+  half for those only around; ties go to the newer window. IDF is BM25's over the 30 s
+  windows that existed at ``as_of`` (however the question's range narrows the windows), so a
+  person in every window (a housemate) counts little and the two named people together
+  outrank either alone.
+- Reads (:mod:`entity_rank`): each entity's windows newest first up to a cap, with a proof
+  that the top ``k`` are those of reading every window, else a larger cap, then all: the
+  work follows what is returned, not how many windows share a housemate.
 
 Text search sees words; this lane sees who and what, across aliases, speakers and the
 window's neighbourhood ("who did I move the whiteboard with": the window with the whiteboard
@@ -19,7 +23,6 @@ and the people around it).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,16 +30,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from worldmm.memory.retrieval.fusion import BASE_SCALE, Candidate
+from worldmm.memory.retrieval.entity_rank import entity_weights, ranked_windows
+from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.memory.retrieval.lanes import TERM_STATS
 from worldmm.store import entities as entity_repo
 from worldmm.store import entity_links
+from worldmm.store.segment_search import Filters
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
     from worldmm.memory.retrieval.lanes import TimeRange
 
-AROUND_WEIGHT = 0.5  # an entity in the window's 3 min neighbourhood, not in the window itself
 FIRST_PERSON = frozenset({"i", "me", "my", "myself", "mine"})
 
 
@@ -76,40 +80,6 @@ def resolve_entities(
     return list(found.values())
 
 
-def idf(total: int, df: int) -> float:
-    """BM25's IDF, never negative."""
-    return float(np.log(1.0 + (total - df + 0.5) / (df + 0.5)))
-
-
-def score_windows(
-    links: Sequence[entity_links.EntityLinks],
-    matches: Sequence[QueryEntity],
-    total: int,
-    around: float = AROUND_WEIGHT,
-) -> list[Candidate]:
-    """The 30 s windows among ``links`` that hold a matched entity, best first (ties: the
-    earlier window)."""
-    base = [link for link in links if link.scale == BASE_SCALE]
-    df = Counter(e for link in base for e in link.entity_ids)
-    weight = {
-        m.entity_id: m.strength * idf(max(total, df[m.entity_id]), df[m.entity_id]) for m in matches
-    }
-    nearby: dict[int, set[int]] = {}
-    for link in links:
-        key = link.parent_id if link.scale == BASE_SCALE else link.segment_id
-        if key is not None:
-            nearby.setdefault(key, set()).update(link.entity_ids)
-    scored = []
-    for link in base:
-        near = nearby.get(link.parent_id, set()) if link.parent_id is not None else set()
-        held = sum(weight.get(e, 0.0) for e in link.entity_ids)
-        score = held + around * sum(weight.get(e, 0.0) for e in near - link.entity_ids)
-        if held > 0:
-            scored.append(Candidate(link.segment_id, link.scale, link.start, link.end, score))
-    scored.sort(key=lambda c: (-c.score, c.start, c.segment_id))
-    return scored
-
-
 def entity_lane(
     deps: Deps,
     user_id: str,
@@ -121,16 +91,12 @@ def entity_lane(
     """The top ``k`` windows for the question's resolved entities (none: no candidates)."""
     if not matches or k <= 0:
         return []
+    strengths = {m.entity_id: m.strength for m in matches}
+    filters = Filters(as_of, time_range.start, time_range.end)
     with deps.db.connection() as conn:
-        links = entity_links.linked_segments(
-            conn,
-            user_id,
-            [m.entity_id for m in matches],
-            as_of=as_of,
-            start=time_range.start,
-            end=time_range.end,
-        )
         # N of the IDF: the lexical lane's per-user statistics hold the window ends (a count
         # over the store read the user's whole segments table on every question)
         total = TERM_STATS.get(conn, id(deps.db), user_id).windows_at(as_of)
-    return score_windows(links, matches, total)[:k]
+        df = entity_links.window_counts(conn, user_id, sorted(strengths), as_of)
+        weights = entity_weights(strengths, total, df)
+        return ranked_windows(conn, user_id, weights, k, filters)

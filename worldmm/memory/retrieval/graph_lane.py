@@ -6,6 +6,12 @@ canonical entities, cosine >= ``entity_match_threshold``) and the entities of th
 its cosine as a dense score (the small segment weight of
 :func:`~worldmm.graph.pagerank.seed_vertices`).
 
+The facts are looked for in the ``FACT_WINDOWS`` windows of the scale whose text is nearest
+the query (the dense lane's search), and scored exactly there: HippoRAG 2 ranks passages
+first too. Episodic triples have no vector index of their own (migration 0018): keeping one
+cost every 30 s window most of its database time, for a lane that ships with weight 0. A fact
+outside those windows seeds nothing; its entities still do when the question names them.
+
 :func:`rank_scale` ranks one scale: the top ``k`` (segment id, score) as of ``as_of``, best
 first. :func:`graph_lane` is the lane: every scale, merged by rank within the scale.
 """
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FACT_SEEDS = 5  # triples per scale whose entities seed the PPR (HippoRAG's linking top-k)
+FACT_WINDOWS = 20  # windows per scale, nearest the query by their text, whose facts are scored
 ENTITY_MATCHES = 3  # canonical entities considered per named entity of the query
 
 
@@ -60,6 +67,16 @@ async def query_entities(deps: Deps, query: str) -> list[str]:
         return []
 
 
+def fact_seeds(
+    deps: Deps, user_id: str, query_vec: np.ndarray, scale: int, as_of: datetime | None
+) -> list[tuple[GraphTriple, float]]:
+    """The ``FACT_SEEDS`` facts of ``scale`` nearest the query, with their cosine, among
+    those of the ``FACT_WINDOWS`` windows nearest it (all existing at ``as_of``)."""
+    return deps.reader.nearest_window_facts(
+        user_id, query_vec, FACT_SEEDS, scale=scale, windows=FACT_WINDOWS, as_of=as_of
+    )
+
+
 def entity_seed_scores(deps: Deps, user_id: str, vectors: np.ndarray) -> dict[str, float]:
     """Best cosine per matched canonical entity, over all the query's named entities."""
     out: dict[str, float] = {}
@@ -86,9 +103,7 @@ def rank_scale(
     graph = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "episodic", scale)
     if graph.n == 0:
         return []
-    facts = deps.reader.top_triples(
-        user_id, "episodic", query_vec, FACT_SEEDS, scale=scale, as_of=as_of
-    )
+    facts = fact_seeds(deps, user_id, query_vec, scale, as_of)
     when = None if as_of is None else to_micros(as_of)
     reset = seed_vertices(
         graph,

@@ -17,6 +17,7 @@ from worldmm.localtime import zone
 from worldmm.models import SegmentRecord
 from worldmm.store import entities as entity_repo
 from worldmm.store import frames as frame_repo
+from worldmm.store import segment_search
 from worldmm.store import segments as segment_repo
 from worldmm.store import triples as triple_repo
 from worldmm.store import users as user_repo
@@ -89,18 +90,32 @@ class MemoryReader:
         with self._db.connection() as conn:
             return triple_repo.triples_fingerprint(conn, user_id, memory_type, scale)
 
-    def top_triples(
+    def top_semantic_triples(
+        self, user_id: str, embedding: np.ndarray, k: int, as_of: datetime | None = None
+    ) -> list[tuple[GraphTriple, float]]:
+        """The ``k`` semantic facts active at ``as_of`` nearest ``embedding``, with cosine."""
+        with self._db.connection() as conn:
+            rows = triple_repo.top_semantic_triples(conn, user_id, embedding, k, as_of=as_of)
+        return [(from_triple_row(r), score) for r, score in rows]
+
+    def nearest_window_facts(
         self,
         user_id: str,
-        memory_type: GraphMemoryType,
         embedding: np.ndarray,
         k: int,
-        scale: int | None = None,
+        *,
+        scale: int,
+        windows: int,
         as_of: datetime | None = None,
     ) -> list[tuple[GraphTriple, float]]:
+        """The ``k`` episodic facts nearest ``embedding`` among those of the ``windows``
+        segments of ``scale`` whose text is nearest it (all existing at ``as_of``), with
+        their cosine: two reads through indexes, whatever the size of the memory."""
+        filters = segment_search.Filters(as_of=as_of, scales=[scale])
         with self._db.connection() as conn:
-            rows = triple_repo.top_triples_by_cosine(
-                conn, user_id, memory_type, embedding, k, scale=scale, as_of=as_of
+            near = segment_search.dense_search(conn, user_id, embedding, windows, filters)
+            rows = triple_repo.top_episodic_in_segments(
+                conn, user_id, embedding, k, [r.segment_id for r in near], as_of=as_of
             )
         return [(from_triple_row(r), score) for r, score in rows]
 

@@ -57,7 +57,7 @@ def rank_facts(
     graph = load_timed(deps.reader, deps.cache, deps.graphs, user_id, "semantic")
     if graph.units == 0:
         return []
-    facts = deps.reader.top_triples(user_id, "semantic", query_vec, FACT_SEEDS, as_of=as_of)
+    facts = deps.reader.top_semantic_triples(user_id, query_vec, FACT_SEEDS, as_of=as_of)
     when = None if as_of is None else to_micros(as_of)
     settings = deps.settings
     result = ppr(

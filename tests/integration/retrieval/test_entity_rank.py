@@ -1,0 +1,201 @@
+"""The entity lane's bounded read ranks exactly as reading every link does.
+
+A memory of 720 windows under 120 three-minute parents, with a few housemates in most windows
+and rarer things in few, some named by the parents' summaries; questions of one to three of
+them, asked now or as of a past moment, with or without a time range. With caps far below the
+housemates' links, every ranking the bound proves must equal the full read's, and the lane's
+result (bounded reads, then the full one where they prove nothing) always does.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from tests.fixtures.store import make_segment
+from worldmm.memory.retrieval import entity_rank
+from worldmm.store import entities, entity_links, segments, triples, users
+from worldmm.store.db import Database
+from worldmm.store.models import TripleWrite
+from worldmm.store.segment_search import Filters
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2025, 6, 2, 8, 0, tzinfo=UTC)
+PARENTS = 120
+# how often each entity is in a 30 s window: housemates, common things, rare things
+OFTEN = [0.6, 0.45, 0.3, 0.12, 0.05, 0.03, 0.02, 0.01]
+
+
+class Built:
+    def __init__(self, ids: list[int], ends: list[datetime]) -> None:
+        self.entities, self.ends = ids, ends
+
+
+@pytest.fixture
+def built(db: Database, user_id: str, settings) -> Built:
+    rng = random.Random(7)
+    dim = settings.text_embed_dim
+    vec = np.ones(dim, np.float32) / np.sqrt(dim)
+    ends: list[datetime] = []
+    with db.transaction() as conn:
+        users.ensure_user(conn, user_id)
+        ids = [
+            entities.insert_canonical_entity(conn, user_id, f"thing {i}", vec).id
+            for i in range(len(OFTEN))
+        ]
+        other = entities.insert_canonical_entity(conn, user_id, "elsewhere", vec).id
+
+        def facts(names: list[int]) -> list[TripleWrite]:
+            rows = []
+            for e in names:
+                for _ in range(rng.choice((1, 1, 2))):  # sometimes named twice
+                    pair = (e, other) if rng.random() < 0.5 else (other, e)
+                    rows.append(
+                        TripleWrite(
+                            subject_entity_id=pair[0],
+                            predicate=f"p{rng.randrange(1000)}",
+                            object_entity_id=pair[1],
+                            embedding=vec,
+                        )
+                    )
+            return rows
+
+        for p in range(PARENTS):
+            start = T0 + timedelta(minutes=3 * p)
+            parent = make_segment(conn, user_id, start, 180, processing_status="complete")
+            held: set[int] = set()
+            kids = []
+            for i in range(6):
+                status = "pending" if rng.random() < 0.02 else "complete"
+                at = start + timedelta(seconds=30 * i)
+                kid = make_segment(conn, user_id, at, 30, processing_status=status)
+                names = [e for e, f in zip(ids, OFTEN, strict=True) if rng.random() < f]
+                held |= set(names)
+                if names:
+                    triples.insert_triples(conn, user_id, kid, "episodic", facts(names))
+                kids.append(kid)
+                ends.append(at + timedelta(seconds=30))
+            segments.link_children(conn, user_id, parent, kids)
+            summary = [e for e in held if rng.random() < 0.5]
+            summary += [e for e in ids if rng.random() < 0.02]  # named only by the summary
+            if summary:
+                triples.insert_triples(conn, user_id, parent, "episodic", facts(summary))
+    return Built(ids, ends)
+
+
+def _weights(conn, user_id: str, asked: dict[int, float], as_of) -> dict[int, float]:
+    """The lane's weights: N the complete 30 s windows ended by ``as_of``."""
+    (total,) = conn.execute(
+        "SELECT count(*) FROM segments WHERE user_id = %s AND scale_seconds = 30"
+        " AND processing_status = 'complete'"
+        " AND window_end <= coalesce(%s::timestamptz, 'infinity')",
+        (user_id, as_of),
+    ).fetchone()
+    df = entity_links.window_counts(conn, user_id, list(asked), as_of)
+    return entity_rank.entity_weights(asked, int(total), df)
+
+
+def _question(rng: random.Random, built: Built) -> tuple[dict[int, float], Filters]:
+    """One to three entities (commoner ones likelier), a strength each, a time and a range."""
+    n = rng.choice((1, 1, 2, 2, 3))
+    picked = rng.sample(built.entities, n)
+    asked = {e: rng.choice((1.0, 1.0, 0.7)) for e in picked}
+    ends = built.ends
+    as_of = rng.choice((None, ends[-1], ends[rng.randrange(len(ends))]))
+    start = end = None
+    if rng.random() < 0.3:
+        lo = rng.randrange(len(ends) - 60)
+        start, end = ends[lo], ends[lo + rng.randrange(10, 60)] + timedelta(seconds=7)
+    return asked, Filters(as_of, start, end)
+
+
+def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
+    rng = random.Random(11)
+    proven = {"one": 0, "more": 0}
+    asked_of = {"one": 0, "more": 0}
+    with db.connection() as conn:
+        for _ in range(150):
+            asked, filters = _question(rng, built)
+            weights = _weights(conn, user_id, asked, filters.as_of)
+            kind = "one" if len(asked) == 1 else "more"
+            for k, cap in ((1, 4), (5, 8), (20, 32), (5, 64)):
+                exact = entity_rank.exact_ranking(conn, user_id, weights, k, filters)
+                capped = entity_rank.capped_ranking(conn, user_id, weights, k, filters, cap)
+                asked_of[kind] += 1
+                if capped is not None:
+                    proven[kind] += 1
+                    assert capped == exact, (asked, filters, k, cap)
+            lane = entity_rank.ranked_windows(conn, user_id, weights, 20, filters)
+            assert lane == entity_rank.exact_ranking(conn, user_id, weights, 20, filters)
+    # the bound is not idle: most rankings are proven, also with several entities asked
+    assert proven["one"] > 0.8 * asked_of["one"], (proven, asked_of)
+    assert proven["more"] > 0.4 * asked_of["more"], (proven, asked_of)
+
+
+def test_a_housemate_alone_reads_only_its_newest_windows(db, built, user_id) -> None:
+    """The commonest entity alone, asked now: every window holding it ties, the newest win,
+    and a cap of a few times ``k`` proves them."""
+    housemate = built.entities[0]
+    with db.connection() as conn:
+        weights = _weights(conn, user_id, {housemate: 1.0}, None)
+        rows = entity_links.newest_links(conn, user_id, [housemate], 12, Filters())
+        got = entity_rank.capped_ranking(conn, user_id, weights, 5, Filters(), 12)
+        exact = entity_rank.exact_ranking(conn, user_id, weights, 5, Filters())
+    assert len(rows) == 24  # 12 as subject, 12 as object, of ~430 windows
+    assert got is not None and got == exact
+    assert [c.end for c in got] == sorted((c.end for c in got), reverse=True)
+    assert len({c.score for c in got}) == 1
+
+
+def test_a_window_near_an_older_link_of_a_capped_entity_is_read_again(
+    db, user_id, settings
+) -> None:
+    """B is capped (its fourth link, newest first, is in c2 of the 3 min window P); c3-c5 hold
+    A and ended after B's boundary, but P began before it: that B is near them, and c2 itself,
+    are known only once P's window is read again. Without that, B's three later windows would
+    be the top three, and the bound would prove them."""
+    vec = np.ones(settings.text_embed_dim, np.float32)
+    with db.transaction() as conn:
+        users.ensure_user(conn, user_id)
+        a, b, other = (
+            entities.insert_canonical_entity(conn, user_id, name, vec).id
+            for name in ("A", "B", "other")
+        )
+        parent = make_segment(conn, user_id, T0, 180, processing_status="complete")
+        kids = [
+            make_segment(
+                conn, user_id, T0 + timedelta(seconds=30 * i), processing_status="complete"
+            )
+            for i in range(6)
+        ]
+        segments.link_children(conn, user_id, parent, kids)
+        later = [
+            make_segment(
+                conn, user_id, T0 + timedelta(minutes=10 + i), processing_status="complete"
+            )
+            for i in range(3)
+        ]
+        for seg, names in [
+            (kids[2], [b]),
+            *((k, [a]) for k in kids[3:]),
+            *((x, [b]) for x in later),
+        ]:
+            rows = [
+                TripleWrite(
+                    subject_entity_id=e, predicate="is", object_entity_id=other, embedding=vec
+                )
+                for e in names
+            ]
+            triples.insert_triples(conn, user_id, seg, "episodic", rows)
+    with db.connection() as conn:
+        weights = _weights(conn, user_id, {a: 0.7, b: 1.0}, None)
+        assert weights[a] < weights[b] < 2 * weights[a]
+        exact = entity_rank.exact_ranking(conn, user_id, weights, 3, Filters())
+        got = entity_rank.capped_ranking(conn, user_id, weights, 3, Filters(), 4)
+    # c2 holds B near A, c5 and c4 hold A near B: all above B's own windows, near nothing
+    assert [c.segment_id for c in exact] == [kids[2], kids[5], kids[4]]
+    assert got == exact

@@ -1,0 +1,255 @@
+"""How the entity lane ranks 30 s windows for the question's entities, and how it reads no
+more of a common entity's links than the top ``k`` need.
+
+Score (:func:`score_windows`): the sum over the asked entities a window holds of their
+weight, plus :data:`AROUND_WEIGHT` times the weights of those only in its 3 min
+neighbourhood (its parent's and siblings' links); ties go to the newer window. A weight is
+the match strength times BM25's IDF over the 30 s windows that existed at ``as_of``
+(:func:`entity_weights`, document frequencies counted in the entity indexes).
+
+Bounded read (:func:`capped_ranking`). A common entity (a housemate, "table") is linked by
+1,000-2,500 episodic triples a week, and reading them all made the lane grow with the
+memory. Each entity's links (as subject and as object, every scale) are read newest first,
+at most ``cap`` per side; an entity whose read stopped there is *capped*, and its links at or
+before its boundary ``V`` (the time of the last link read) are unknown. Known exactly then:
+a window's own links when it ended after every capped entity's boundary, and its
+neighbourhood when its parent started at or after them (children lie inside their parent's
+window, as construction links them). Every other window read (one holding a rarer entity
+further back, one near a boundary) has its parent's window read again for the capped
+entities: a range read of each one's index over that window, a few entries. Then every
+window read is scored exactly.
+
+A window never read holds only capped entities, each with a boundary at or after the
+window's end, and its neighbourhood names no other asked entity (that would have been read).
+Its score is at most that of holding the capped entities it holds while near all the others.
+So the ``k``-th window read is the exact ranking's ``k``-th when each such bound is below its
+score, or equal to it with the window newer than the smallest boundary among those held
+(:func:`proven`). Otherwise the lane reads with a larger cap, then everything
+(:func:`ranked_windows`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from itertools import combinations
+
+import numpy as np
+import psycopg
+
+from worldmm.memory.retrieval.fusion import BASE_SCALE, Candidate
+from worldmm.store import entity_links
+from worldmm.store.entity_links import EntityLinks, LinkedWindow, LinkRow
+from worldmm.store.segment_search import Filters
+
+AROUND_WEIGHT = 0.5  # an entity in the window's 3 min neighbourhood, not in the window itself
+# Links read per entity and side (subject, object) first: a floor, and per window asked (a
+# window names an entity in one or a few triples, and one link in five is of a coarser scale).
+LINK_CAP_MIN = 256
+LINK_CAP_PER_RESULT = 4
+CAP_GROWTH = 8  # the second, larger read when the first proves nothing
+MAX_CAPPED = 8  # capped entities whose combinations the proof enumerates (2^n - 1 bounds)
+
+Span = tuple[datetime, datetime]
+
+
+def idf(total: int, df: int) -> float:
+    """BM25's IDF, never negative."""
+    return float(np.log(1.0 + (total - df + 0.5) / (df + 0.5)))
+
+
+def entity_weights(
+    strengths: Mapping[int, float], total: int, df: Mapping[int, int]
+) -> dict[int, float]:
+    """Each entity's weight: its match strength times its IDF over ``total`` windows."""
+    return {e: s * idf(max(total, df.get(e, 0)), df.get(e, 0)) for e, s in strengths.items()}
+
+
+def window_score(held: Iterable[int], near: Iterable[int], weights: Mapping[int, float]) -> float:
+    """A window's score from the entities it holds and those near it (summed in id order, so
+    the same sets always give the same float)."""
+    own = sorted(set(held))
+    return sum(weights.get(e, 0.0) for e in own) + AROUND_WEIGHT * sum(
+        weights.get(e, 0.0) for e in sorted(set(near) - set(own))
+    )
+
+
+def score_windows(links: Sequence[EntityLinks], weights: Mapping[int, float]) -> list[Candidate]:
+    """The 30 s windows among ``links`` that hold a weighted entity, best first (ties: the
+    newer window)."""
+    nearby: dict[int, set[int]] = {}
+    for link in links:
+        key = link.parent_id if link.scale == BASE_SCALE else link.segment_id
+        if key is not None:
+            nearby.setdefault(key, set()).update(link.entity_ids)
+    scored = []
+    for link in links:
+        if link.scale != BASE_SCALE or not any(weights.get(e, 0.0) > 0 for e in link.entity_ids):
+            continue
+        near = nearby.get(link.parent_id, set()) if link.parent_id is not None else set()
+        score = window_score(link.entity_ids, near, weights)
+        scored.append(Candidate(link.segment_id, link.scale, link.start, link.end, score))
+    scored.sort(key=lambda c: (-c.score, -c.end.timestamp(), c.segment_id))
+    return scored
+
+
+def link_cap(k: int) -> int:
+    """Links per entity and side a search of ``k`` windows reads first."""
+    return max(LINK_CAP_MIN, LINK_CAP_PER_RESULT * k)
+
+
+def boundaries(rows: Iterable[LinkRow], cap: int) -> dict[int, datetime]:
+    """Per capped entity (a side of it returned ``cap`` rows, newest first), the time at and
+    before which its links are unknown: the later of its full sides' last times."""
+    count: dict[tuple[int, bool], int] = defaultdict(int)
+    last: dict[tuple[int, bool], datetime] = {}
+    for r in rows:
+        count[(r.entity_id, r.subject)] += 1
+        last[(r.entity_id, r.subject)] = r.valid_from
+    out: dict[int, datetime] = {}
+    for (entity, subject), n in count.items():
+        if n >= cap:
+            at = last[(entity, subject)]
+            out[entity] = max(out.get(entity, at), at)
+    return out
+
+
+class Known:
+    """What a bounded read has seen: each segment's asked entities, the segments' windows,
+    the capped entities' boundaries, and the windows read again in full."""
+
+    def __init__(self, bounds: Mapping[int, datetime]) -> None:
+        self.bounds = dict(bounds)
+        self.held: dict[int, set[int]] = defaultdict(set)
+        self.windows: dict[int, LinkedWindow] = {}
+        self.spans: set[Span] = set()
+
+    def add(self, links: Iterable[tuple[int, int, datetime]], *, complete: bool) -> None:
+        """(entity, segment, time) links; unless ``complete`` (read over a whole span), a
+        capped entity's at or before its boundary are left out: some of their ties may be
+        missing, and the windows they belong to are read again."""
+        for entity, segment, at in links:
+            bound = self.bounds.get(entity)
+            if complete or bound is None or at > bound:
+                self.held[segment].add(entity)
+
+    def unread(self) -> list[int]:
+        return sorted(s for s in self.held if s not in self.windows)
+
+    def after_bounds(self, at: datetime | None) -> bool:
+        """Whether every capped entity's links after ``at`` are all known."""
+        return at is not None and all(at >= v for v in self.bounds.values())
+
+    def certain(self, w: LinkedWindow) -> bool:
+        """Whether the 30 s window's score is exact: its own links and its neighbourhood's
+        are known for every capped entity."""
+        own = all(w.end > v for v in self.bounds.values()) or any(
+            lo < w.end <= hi for lo, hi in self.spans
+        )
+        if w.parent_id is None:
+            return own
+        return own and (self.after_bounds(w.parent_start) or _parent_span(w) in self.spans)
+
+    def to_read(self) -> set[Span]:
+        """The windows to read again for the capped entities: the neighbourhood of every
+        uncertain 30 s window (its parent's window, or its own without a parent), and each
+        coarse segment naming an entity read in full (its children are near that one)."""
+        out: set[Span] = set()
+        for sid, w in self.windows.items():
+            if w.scale == BASE_SCALE:
+                if not self.certain(w):
+                    out.add(_parent_span(w) or (w.start, w.end))
+            elif self.held.get(sid, set()) - self.bounds.keys() and not self.after_bounds(w.start):
+                out.add((w.start, w.end))
+        return out - self.spans
+
+    def links(self) -> list[EntityLinks]:
+        return [
+            EntityLinks(w.segment_id, w.scale, w.start, w.end, w.parent_id, frozenset(held))
+            for sid, w in self.windows.items()
+            if (held := self.held.get(sid))
+        ]
+
+
+def _parent_span(w: LinkedWindow) -> Span | None:
+    if w.parent_start is None or w.parent_end is None:
+        return None
+    return (w.parent_start, w.parent_end)
+
+
+def proven(
+    ranked: Sequence[Candidate],
+    k: int,
+    weights: Mapping[int, float],
+    bounds: Mapping[int, datetime],
+) -> bool:
+    """Whether no window left unread can rank above the ``k``-th of ``ranked`` (module doc)."""
+    if not bounds:
+        return True
+    if len(ranked) < k or len(bounds) > MAX_CAPPED:
+        return False
+    kth = ranked[k - 1]
+    capped = sorted(bounds)
+    for n in range(1, len(capped) + 1):
+        for held in combinations(capped, n):
+            best = window_score(held, capped, weights)
+            if best > kth.score:
+                return False
+            if best == kth.score and not kth.end > min(bounds[e] for e in held):
+                return False
+    return True
+
+
+def capped_ranking(
+    conn: psycopg.Connection,
+    user_id: str,
+    weights: Mapping[int, float],
+    k: int,
+    filters: Filters,
+    cap: int,
+) -> list[Candidate] | None:
+    """The top ``k`` windows for ``weights`` (entity id -> weight) from reads bounded by
+    ``cap`` links per entity and side, or None when the bound does not prove them."""
+    rows = entity_links.newest_links(conn, user_id, sorted(weights), cap, filters)
+    known = Known(boundaries(rows, cap))
+    known.add(((r.entity_id, r.segment_id, r.valid_from) for r in rows), complete=False)
+    known.windows = entity_links.windows_of(conn, user_id, known.unread(), filters)
+    if spans := known.to_read():
+        capped = sorted(known.bounds)
+        known.add(entity_links.links_within(conn, user_id, capped, spans, filters), complete=True)
+        known.spans |= spans
+        known.windows |= entity_links.windows_of(conn, user_id, known.unread(), filters)
+    ranked = score_windows(known.links(), weights)
+    if not all(known.certain(known.windows[c.segment_id]) for c in ranked):
+        return None
+    return ranked[:k] if proven(ranked, k, weights, known.bounds) else None
+
+
+def exact_ranking(
+    conn: psycopg.Connection,
+    user_id: str,
+    weights: Mapping[int, float],
+    k: int,
+    filters: Filters,
+) -> list[Candidate]:
+    """The top ``k`` windows from every link of the entities (the reference, and the
+    fallback where no bounded read proves its result)."""
+    links = entity_links.linked_segments(conn, user_id, sorted(weights), filters)
+    return score_windows(links, weights)[:k]
+
+
+def ranked_windows(
+    conn: psycopg.Connection,
+    user_id: str,
+    weights: Mapping[int, float],
+    k: int,
+    filters: Filters,
+) -> list[Candidate]:
+    """The top ``k`` windows: bounded reads first, every link only if they prove nothing."""
+    if not weights or k <= 0:
+        return []
+    for cap in (link_cap(k), link_cap(k) * CAP_GROWTH):
+        if (ranked := capped_ranking(conn, user_id, weights, k, filters, cap)) is not None:
+            return ranked
+    return exact_ranking(conn, user_id, weights, k, filters)
