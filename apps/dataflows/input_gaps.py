@@ -423,8 +423,13 @@ class _CheckedPartition(StatefulSourcePartition[SourceRecord, int]):
 
 
 def _identity(key: bytes | None, value: bytes | None, headers: Any) -> int:
-    """A record's identity: its key, value and headers."""
-    return zlib.crc32(b"%r\0%r\0%r" % (key, value, list(headers or [])))
+    """A record's identity: a CRC-32 of its key, value and headers. The key and value are
+    run over as bytes (every record read comes here: formatting an 80 kB audio chunk with
+    ``%r`` first cost more CPU than anything else the worker did with it); the lengths come
+    first, so bytes cannot move between the parts unnoticed, and None is not b""."""
+    sizes = [-1 if b is None else len(b) for b in (key, value)]
+    crc = zlib.crc32(b"%d,%d,%r\0" % (*sizes, list(headers or [])))
+    return zlib.crc32(value or b"", zlib.crc32(key or b"", crc))
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,13 @@ about a second later). This source therefore steps out of the fetch loop itself:
   brought records the next one waits ``fetch.queue.backoff.ms`` (``queued.min.messages`` is 1),
   so a busy partition is fetched at most every :data:`FETCH_EVERY_MS` and each fetch brings
   a batch, not a record;
-* **parked**: after :attr:`Pacing.grace_s` without a record the partition is unassigned (the
+* **parked**: once a burst of records is over (:attr:`Pacing.idle_s` after the last one), or
+  after :attr:`Pacing.grace_s` without any since the assign, the partition is unassigned (the
   consumer then sends nothing) and the broker's high watermark is asked for now and then,
   every ``first_s`` doubling to ``max_s``; when it is past the position, the partition is
-  assigned again at that position (a re-assign is delivered in about 10 ms).
+  assigned again at that position (a re-assign is delivered in about 10 ms). Assigned and
+  caught up, a consumer fetches about ten thousand times a second against the embedded
+  broker: a 100 ms grace after every burst was most of the worker's Kafka client CPU.
 
 A parked partition costs one offsets request per probe; a wearer's first frame after a pause
 waits at most ``max_s`` longer. Bounded reads (``tail=False``) never park: they read to the end
@@ -55,7 +58,8 @@ class SourceRecord:
 class Pacing:
     """When a partition stops fetching and how often a parked one looks for new records."""
 
-    grace_s: float = 0.1  # reading: park after this long without a record
+    grace_s: float = 0.1  # reading: park after this long without a record since the assign
+    idle_s: float = 0.02  # ...or this long after the last record once records came
     first_s: float = 0.01  # parked: first look at the high watermark after this long
     max_s: float = 0.25  # parked: looks every first_s, doubling up to this
     poll_s: float = 0.002  # reading with nothing queued: ask Bytewax to call again after this
@@ -68,15 +72,22 @@ class Pacer:
         self.pacing = pacing
         self.parked = False
         self.last_record = now
+        self.read_any = False  # records came since the (re-)assign
         self.interval = pacing.first_s
         self.next_probe = now
 
     def records(self, now: float) -> None:
         self.last_record = now
+        self.read_any = True
         self.interval = self.pacing.first_s
 
     def should_park(self, now: float) -> bool:
-        return not self.parked and now - self.last_record >= self.pacing.grace_s
+        """A partition waits ``grace_s`` for its first records after an assign (their fetch
+        takes a while), then only ``idle_s`` after the last one: assigned and caught up, the
+        consumer fetches in a loop (about ten thousand empty fetches a second against the
+        embedded broker), so a burst's tail is the time to stop."""
+        wait = self.pacing.idle_s if self.read_any else self.pacing.grace_s
+        return not self.parked and now - self.last_record >= wait
 
     def park(self, now: float) -> None:
         self.parked = True
@@ -94,6 +105,7 @@ class Pacer:
     def unpark(self, now: float) -> None:
         self.parked = False
         self.last_record = now  # the grace runs from the re-assign
+        self.read_any = False
 
     def wake(self, now: float) -> float:
         """Seconds from ``now`` until the partition wants to be called again."""

@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+# imported with the module, not at the first window's clip: the encoder package's imports
+# took a CPU-second of the ingest worker's first window
+from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
 from worldmm.llm.schemas import importance_of
 from worldmm.llm.usage import for_user
 from worldmm.media import window as window_media
@@ -316,8 +319,6 @@ async def _transcribe(deps: Deps, window: BaseWindow, audio: list[tuple[Any, byt
 
 
 async def _encode(deps: Deps, jpegs: list[bytes]):
-    from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
-
     assert deps.encoder is not None
     try:
         return await deps.encoder.encode_video(jpegs), "complete", None

@@ -8,7 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from apps.dataflows.input_gaps import InputGap, Neighbour, partition_of, span_of, users_of
+from apps.dataflows.input_gaps import (
+    InputGap,
+    Neighbour,
+    _identity,
+    partition_of,
+    span_of,
+    users_of,
+)
 from worldmm.store.input_gaps import InputGapSpan, gaps_in
 
 PAD = 10_000
@@ -48,6 +55,31 @@ def test_with_nothing_before_the_gap_known_the_span_is_open_at_its_start() -> No
 def test_neighbours_without_a_time_are_left_out() -> None:
     gap = _gap(Neighbour("before", 9, "a", None), Neighbour("after", 10, "b", 200_000))
     assert span_of(gap, NOW, PAD) == (None, 210_000)
+
+
+class _Unformattable(bytes):
+    """A payload that refuses to be formatted (``%r`` of an 80 kB chunk was the cost)."""
+
+    def __repr__(self) -> str:
+        raise AssertionError("a record's bytes were formatted to identify it")
+
+
+def test_a_records_identity_runs_over_its_bytes_without_formatting_them() -> None:
+    headers = [("ts", b"1700000000000"), ("seq", b"3")]
+    value = _Unformattable(bytes(80_044))
+    assert _identity(b"alice", value, headers) == _identity(b"alice", bytes(80_044), headers)
+    # any part changed, or bytes moved from one part to the next, is another record
+    others = [
+        (b"alice", bytes(80_043) + b"\1", headers),
+        (b"bob", bytes(80_044), headers),
+        (b"alice", bytes(80_044), [("ts", b"1700000000001"), ("seq", b"3")]),
+        (b"alic", b"e" + bytes(80_044), headers),
+        (None, bytes(80_044), headers),
+        (b"alice", None, headers),
+    ]
+    ids = {_identity(*o) for o in others} | {_identity(b"alice", value, headers)}
+    assert len(ids) == len(others) + 1
+    assert _identity(b"", b"", None) != _identity(None, None, None)
 
 
 def test_partition_of_is_crc32_modulo_the_partition_count() -> None:

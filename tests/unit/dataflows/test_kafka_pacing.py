@@ -1,22 +1,35 @@
 """The paced Kafka input's partition states, on a fake clock: a partition that brings nothing
-for the grace period parks (stops fetching), a parked one looks at the broker's high
-watermark ever less often up to a cap, and records bring it back to reading."""
+for the grace period parks (stops fetching), and so does one whose records stopped for the
+shorter idle time; a parked one looks at the broker's high watermark ever less often up to a
+cap, and records bring it back to reading."""
 
 from __future__ import annotations
 
 from apps.dataflows.kafka_source import Pacer, Pacing, consumer_config
 
-PACING = Pacing(grace_s=0.1, first_s=0.01, max_s=0.25, poll_s=0.002)
+PACING = Pacing(grace_s=0.1, idle_s=0.02, first_s=0.01, max_s=0.25, poll_s=0.002)
 
 
 def test_reading_parks_after_the_grace_without_records() -> None:
     p = Pacer(PACING, now=0.0)
     assert not p.should_park(0.05) and p.wake(0.05) == PACING.poll_s
-    p.records(0.05)  # records push the grace on
-    assert not p.should_park(0.14)
-    assert p.should_park(0.16)
-    p.park(0.16)
+    assert p.should_park(0.1)
+    p.park(0.1)
     assert p.parked and not p.should_park(1.0)
+
+
+def test_once_records_came_a_burst_ends_after_the_idle_time_not_the_grace() -> None:
+    # assigned and caught up, the consumer fetches in a loop: the grace after each burst was
+    # most of the worker's Kafka client CPU (a 100 ms spin per burst)
+    p = Pacer(PACING, now=0.0)
+    p.records(0.05)
+    assert not p.should_park(0.06)
+    p.records(0.06)  # the burst goes on
+    assert not p.should_park(0.079)
+    assert p.should_park(0.08)
+    p.park(0.08)
+    p.unpark(0.5)  # re-assigned: its first records get the whole grace again
+    assert not p.should_park(0.55) and p.should_park(0.61)
 
 
 def test_a_parked_partition_probes_less_often_up_to_the_cap() -> None:
@@ -34,7 +47,7 @@ def test_a_parked_partition_probes_less_often_up_to_the_cap() -> None:
     p.unpark(now)
     assert not p.parked and p.interval == PACING.max_s
     p.records(now)
-    assert p.interval == PACING.first_s and not p.should_park(now + 0.05)
+    assert p.interval == PACING.first_s and not p.should_park(now + 0.01)
 
 
 def test_consumer_config_batches_fetches_and_commits_nothing() -> None:
