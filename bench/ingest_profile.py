@@ -24,7 +24,7 @@ from bench.harness import words
 # match one frame; the leaf-most matching frame decides.
 PARTS = {
     "decode": words("connectors/codec.py"),
-    "blob writes": words("worldmm/blobs.py"),
+    "blob writes": words("worldmm/blobs.py, worldmm/media/"),
     "window state": words("worldmm/memory/windows.py, apps/dataflows/window_step.py"),
     "store writes": words("worldmm/store/, psycopg/, psycopg_pool/, psycopg_binary/"),
     "cache calls": words("worldmm/graph/cache, redis/"),
@@ -36,7 +36,10 @@ PARTS = {
         "apps/dataflows/ingest.py, apps/dataflows/metrics.py, bench/ingest_worker.py"
     ),
     "metrics": words("prometheus_client/"),
-    "Kafka input (Python side)": words("confluent_kafka/, bytewax/connectors/kafka"),
+    "Kafka input (Python side)": words(
+        "confluent_kafka/, bytewax/connectors/kafka, apps/dataflows/kafka_source.py,"
+        " apps/dataflows/input_gaps.py"
+    ),
     "Bytewax": words("bytewax/"),
 }
 # Leaf frames that are a thread blocked, not running: py-spy's idle detection misses some
