@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from tests.unit.memory import test_construct_db as built
@@ -102,3 +103,32 @@ def test_the_backfill_estimates_what_was_written_before_importance(deps, user_id
     assert {s.importance_source for s in segs} == {"estimate"}
     for scale in (180, 600, 3600):
         assert by_scale[scale][0].importance == pytest.approx(third.importance)
+
+
+def test_the_novelty_reads_the_recent_windows_vectors_without_parsing_text(
+    deps, user_id, monkeypatch
+) -> None:
+    # every 30 s window reads its 20 predecessors' vectors: parsing their text form was a
+    # CPU cost of the ingest worker (~170 µs each), the binary form is a copy
+    from pgvector import Vector
+
+    from worldmm.store.recall import recent_embeddings
+
+    talk = [(f"I met Lucia at the door {k}.", f"Lucia said hello {k}") for k in range(3)]
+    asyncio.run(ingest_caption_windows(deps, user_id, _windows(talk)))
+    end = T10 + timedelta(minutes=10)
+    with deps.db.connection() as conn:
+        as_text = conn.execute(
+            "SELECT embedding FROM segment_embeddings WHERE user_id = %s AND scale_seconds = 30"
+            " ORDER BY window_end DESC",
+            (user_id,),
+        ).fetchall()
+        parsed = []
+        from_text = Vector.from_text.__func__
+        monkeypatch.setattr(
+            Vector, "from_text", classmethod(lambda cls, v: parsed.append(v) or from_text(cls, v))
+        )
+        recent = recent_embeddings(conn, user_id, 30, end, 20)
+    assert parsed == []
+    assert recent.dtype == np.float32 and recent.shape == (3, deps.embedder.dim)
+    assert np.array_equal(recent, np.stack([r[0].to_numpy() for r in as_text]))
