@@ -83,7 +83,8 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
 
     def _out(self, events: list[WindowEvent], forced_before: int) -> list[WindowEvent]:
         assert self.state is not None
-        SESSION_ENDS_FORCED.inc(self.state.forced_ends - forced_before)
+        if self.state.forced_ends > forced_before:  # rare: not a metric call per batch
+            SESSION_ENDS_FORCED.inc(self.state.forced_ends - forced_before)
         return [self._with_bytes(e) for e in _without_paused(events)]
 
     def _with_bytes(self, event: WindowEvent) -> WindowEvent:
