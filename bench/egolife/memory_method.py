@@ -206,15 +206,20 @@ async def option_evidence(
     choices: Sequence[str],
     as_of: datetime,
     first: Sequence[SegmentHit],
+    *,
+    live: bool = False,
 ) -> list[SegmentHit]:
     """What the API's answerer reads for a multiple-choice question: the retriever's hits
     for the question (``first``), then one search per option (the question with that
-    option, as :func:`worldmm.agent.loop.option_rounds` looks), each segment once."""
+    option, as :func:`worldmm.agent.loop.option_rounds` looks), each segment once.
+    ``live``: each option is searched as a live question at ``as_of`` (no ``as_of``)."""
     from worldmm.agent.choices import look_per_option, merge_hits
 
     base = EpisodicOptions.from_settings(deps.settings)
 
     async def search(text: str) -> list[SegmentHit]:
+        if live:
+            return await search_live(deps, user_id, text, question, as_of)
         run = await run_lanes(deps, user_id, text, as_of, base, time_text=question)
         return (await finish(deps, run, base)).hits
 

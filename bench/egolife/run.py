@@ -203,11 +203,11 @@ def run_worldmm(
     questions: Sequence[Question],
     progress: Progress,
     console: Console,
-) -> tuple[dict[str, list[list[SegmentHit]]], list[list[SegmentHit]], dict]:
+) -> tuple[dict[str, list[list[SegmentHit]]], dict[str, list[list[SegmentHit]]], dict]:
     """Ingest the windows not stored yet, then every question through the memory's
-    variants; their hits, what the API's answerer reads per question (the retriever's hits
-    and one search per option; empty without ``worldmm``), and the ingest and question
-    figures."""
+    variants; their hits, what the API's answerer reads per question for ``worldmm`` and
+    ``worldmm-live`` (the retriever's hits and one search per option), and the ingest and
+    question figures."""
     from bench.egolife import memory_method as mm
 
     info: dict = {"user_id": cfg.user_id}
@@ -245,14 +245,16 @@ def run_worldmm(
             full_s.append(seconds)
         return out, full_s
 
-    async def read_every(first: list[list[SegmentHit]]) -> list[list[SegmentHit]]:
-        out = []
-        for i in steps(progress, "look per option (worldmm)", range(len(questions))):
+    async def read_every(name: str) -> list[list[SegmentHit]]:
+        out, first = [], hits[name]
+        for i in steps(progress, f"look per option ({name})", range(len(questions))):
             q, texts = questions[i], [t for _, t in offered(questions[i])]
             if len(texts) < 2:
                 out.append(first[i])
                 continue
-            look = mm.option_evidence(rdeps, cfg.user_id, q.question, texts, q.query_time, first[i])
+            look = mm.option_evidence(
+                rdeps, cfg.user_id, q.question, texts, q.query_time, first[i], live=name == LIVE
+            )
             out.append(await look)
         return out
 
@@ -261,7 +263,8 @@ def run_worldmm(
     ms = harness.summary(full_s, digits=1, scale=1000)
     info.update(query_ms=ms.get("mean"), query_ms_p50=ms.get("p50"), query_ms_p95=ms.get("p95"))
     info["questions_s"] = round(time.perf_counter() - started, 1)
-    reading = asyncio.run(read_every(hits["worldmm"])) if "worldmm" in hits else []
+    # worldmm and worldmm-live answer from what the API's answerer reads (its option look)
+    reading = {n: asyncio.run(read_every(n)) for n in ("worldmm", LIVE) if n in hits}
     return hits, reading, info
 
 
@@ -416,7 +419,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         raise BenchError("nothing to run: no windows or no questions for these days")
 
     evidence: dict[str, list[list[SegmentHit]]] = {}
-    reading: list[list[SegmentHit]] = []
+    reading: dict[str, list[list[SegmentHit]]] = {}
     # The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md).
     episodic = {
         k: v
@@ -457,8 +460,9 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         for m, per_q in base.items():
             evidence[m] = [window_hits(windows, r) for r in per_q]
         answered = {m: v for m, v in evidence.items() if m in cfg.methods}
-        if reading:  # worldmm answers as the API does; its top 3 alone kept for comparison
-            answered |= {"worldmm": reading, TOP3_ONLY: evidence["worldmm"]}
+        answered |= reading  # worldmm(-live) answer as the API does
+        if "worldmm" in reading:  # its top 3 alone kept for comparison
+            answered[TOP3_ONLY] = evidence["worldmm"]
         answer_started = time.perf_counter()
         answers = asyncio.run(answer_all(roles, questions, answered, progress))
         extra["answer_s"] = round(time.perf_counter() - answer_started, 1)
