@@ -33,7 +33,9 @@ caller), never dropped silently.
 
 A privacy pause (:class:`Pause`, from ``pause``/``resume`` control records) drops every
 capture of its span: those that came before the pause record, still in open windows, and
-those after. A window left with no capture because of a pause closes as ``paused`` (the
+those after. The resume travels on the control topic, which may be read after captures past
+it, so a capture after an open pause's start waits (bounded) until the resume decides it.
+A window left with no capture because of a pause closes as ``paused`` (the
 segment that says so); a resume or the session's end ends the pause, and every window of its
 span is then opened so it closes as ``paused`` even when the glasses sent nothing. Dropped
 captures are reported as :class:`PausedItem`, never silently.
@@ -284,6 +286,9 @@ class UserWindows:
     pauses: list[tuple[int, int]] = field(default_factory=list)
     paused_since: int | None = None
     paused_windows: set[int] = field(default_factory=set)  # base starts a pause touched
+    # Captures from after the open pause's start: the resume (another topic) may be read after
+    # captures it lets through, so their fate waits for it (bounded by ``max_held``).
+    pause_held: list[Item] = field(default_factory=list)
     # Input after the oldest pending end, held until that end applies (insertion order).
     held: dict[str, Item | Pause] = field(default_factory=dict)
     forced_ends: int = 0  # ends applied early because ``held`` reached its cap
@@ -308,6 +313,7 @@ class UserWindows:
             pauses=list(self.pauses),
             paused_since=self.paused_since,
             paused_windows=set(self.paused_windows),
+            pause_held=list(self.pause_held),
             held=dict(self.held),
             forced_ends=self.forced_ends,
         )
@@ -379,6 +385,14 @@ class UserWindows:
             self.session_id = item.session_id
             self.session_first_s = now
         out: list[WindowEvent] = []
+        if self.paused_since is not None and item.ts_ms >= self.paused_since:
+            # After the open pause's start: kept or dropped once its resume is read. Its
+            # progress waits too, so its windows do not close before they can take it.
+            self.last_seen_s[item.kind] = now
+            self.pause_held.append(item)
+            if len(self.pause_held) <= self.config.max_held:
+                return []
+            return [PausedItem(self.user_id, self.pause_held.pop(0))]  # no resume in time
         if self._in_pause(item):
             # progress still counts: time moves on through a pause, so its windows close
             self.progress_ms[item.kind] = max(self.progress_ms.get(item.kind, 0), item.end_ms)
@@ -431,7 +445,12 @@ class UserWindows:
             if base >= self.closed_until_ms:
                 self.open_base.setdefault(base, {})
                 self.paused_windows.add(base)
-        return []
+        # the captures that waited: those inside the span go, those after it are kept
+        held, self.pause_held = self.pause_held, []
+        out: list[WindowEvent] = []
+        for item in sorted(held, key=lambda i: i.ts_ms):
+            out += self._add(item, self.last_input_s or 0.0)
+        return out
 
     def _forget_old_pauses(self) -> None:
         """Closed pauses wholly before the closed windows can catch no capture any more."""

@@ -18,8 +18,9 @@ T0 = 1_767_225_600_000  # a 10 min boundary
 
 def _state() -> UserWindows:
     """A state with every field set: two closed windows, an open one, a late capture, a
-    privacy pause that ended and one still open, a session end still waiting for its
-    captures and the next session's input held behind it."""
+    privacy pause that ended and one still open with a capture waiting for its resume, a
+    session end still waiting for its captures and the next session's input held behind
+    it."""
     w = UserWindows("u1", WindowConfig(allowed_lateness_s=5.0))
     frames = [Item("frames", f"f{k}", "s1", T0 + k * 1000, T0 + k * 1000, k) for k in range(70)]
     audio = [Item("audio", f"a{k}", "s1", T0 + k * 5000, T0 + (k + 1) * 5000, k) for k in range(14)]
@@ -27,6 +28,8 @@ def _state() -> UserWindows:
     w.ingest([Item("frames", "late", "s1", T0 + 500, T0 + 500, None)], now=100.5)
     pauses = [Pause("s1", T0 + 66_000), Pause("s1", T0 + 68_000, resume=True)]
     w.ingest([*pauses, Pause("s1", T0 + 69_500)], now=100.7)
+    # a capture after the open pause's start waits for its resume
+    w.ingest([Item("frames", "f_after", "s1", T0 + 69_800, T0 + 69_800, 70)], now=100.8)
     w.ingest([SessionEnd("s1", T0 + 200_000, (("frames", T0 + 200_000),))], now=101.0)
     # the next session's audio, read before this one's last frames: held behind the end
     w.ingest([Item("audio", "next", "s2", T0 + 300_000, T0 + 305_000, None)], now=101.5)

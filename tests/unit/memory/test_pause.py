@@ -89,5 +89,28 @@ def test_repeated_and_stray_records_change_nothing_and_the_state_survives_a_snap
     copy = state.copy()
     assert copy.paused_since == HOUR0 + 10 * S
     out = copy.ingest([audio(HOUR0 + 12 * S), frame(HOUR0 + 5 * S)], clock.advance(1))
-    assert [p.item.ts_ms for p in of(out, PausedItem)] == [HOUR0 + 12 * S]
-    assert state.open_base == {}  # the copy is independent
+    # after the open pause's start: waits for the resume (it may have been read late)
+    assert not of(out, PausedItem) and [i.ts_ms for i in copy.pause_held] == [HOUR0 + 12 * S]
+    assert state.open_base == {} and state.pause_held == []  # the copy is independent
+
+
+def test_captures_read_before_their_resume_are_kept() -> None:
+    """Frames and control records come from different topics: captures past the resume can
+    be read before the resume record. They wait for it and are kept, not dropped."""
+    clock, state = FakeClock(), UserWindows("u")
+    out = stream(state, clock, HOUR0, HOUR0 + 30 * S)
+    out += state.ingest([Pause("s1", HOUR0 + 30 * S)], clock.advance(0))
+    out += stream(state, clock, HOUR0 + 30 * S, HOUR0 + 90 * S)  # resume not read yet
+    assert not [p for p in of(out, PausedItem) if p.item.ts_ms >= HOUR0 + 60 * S]
+    out += state.ingest([Pause("s1", HOUR0 + 60 * S, resume=True)], clock.advance(0))
+    out += state.ingest([SessionEnd("s1", HOUR0 + 90 * S)], clock.advance(10))
+    out += state.tick(clock.advance(60))
+    dropped = of(out, PausedItem)
+    assert dropped and all(HOUR0 + 30 * S <= p.item.ts_ms < HOUR0 + 60 * S for p in dropped)
+    by_start = windows(out)
+    assert by_start[HOUR0 + 30 * S].paused and by_start[HOUR0 + 30 * S].items == ()
+    after = by_start[HOUR0 + 60 * S]
+    assert not after.paused and after.items
+    assert {i.ts_ms for i in after.items if i.kind == "frames"} == {
+        HOUR0 + t * S for t in range(60, 90, 5)
+    }
