@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
-
 from bench.egolife import answer_cv
 from bench.egolife.data import Question
-from worldmm.llm.offline.weighing import Weighing
+from tests.fixtures.weighings import weighing
 
 DAY1 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 PAIRS = [(look, base) for look in answer_cv.LOOK_GRID for base in answer_cv.BASE_GRID]
@@ -54,14 +52,6 @@ def test_the_weights_are_chosen_without_the_held_out_fold():
 
 
 def test_each_base_weight_picks_from_one_weighing():
-    weighing = Weighing(
-        support=np.array([0.9, 0.5]),
-        base=np.array([0.8, 0.1]),
-        contribution=np.zeros((2, 1)),
-        lexical=np.ones((2, 1)),
-        timed=False,
-        none_options=(),
-    )
-    got = answer_cv.grid_letters(weighing, ["A", "B"], None, 0.5)
+    got = answer_cv.grid_letters(weighing([0.9, 0.5], base=[0.8, 0.1]), ["A", "B"], None, 0.5)
     assert got == {(0.5, 0.0): "A", (0.5, 0.5): "A", (0.5, 1.0): "B", (0.5, 2.0): "B"}
     assert set(answer_cv.grid_letters(None, ["A", "B"], "B", 1.0).values()) == {"B"}

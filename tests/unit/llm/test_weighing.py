@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from worldmm.llm.offline import weighing
+from tests.fixtures.weighings import weighing
+from worldmm.llm.offline import weighing as weighing_mod
 from worldmm.llm.offline.choice_time import time_scores
 from worldmm.llm.offline.evidence import Unit
 from worldmm.llm.passages import render_choices
@@ -16,7 +17,7 @@ def test_a_window_supports_an_option_whose_words_are_in_any_of_its_units():
     units = [Unit("Tasha came in.", "S1", "seen"), Unit("We lifted it.", "S1", "seen")]
     units.append(Unit("Shure left.", "S2", "seen"))
     terms = [{"tasha", "came"}, {"lift"}, {"shure", "left"}]
-    cov, refs = weighing.window_coverage(
+    cov, refs = weighing_mod.window_coverage(
         [{"tasha": 1.0, "lift": 1.0}, {"shure": 1.0}], units, terms
     )
     assert refs == ["S1", "S2"]
@@ -24,42 +25,30 @@ def test_a_window_supports_an_option_whose_words_are_in_any_of_its_units():
 
 
 def test_base_rate_is_the_weighted_share_of_an_options_words_and_idf_follows_it():
-    rates = weighing.base_rates([{"shure": 2.0, "guitar": 2.0}, {}], {"shure": 0.8, "guitar": 0.1})
+    shares = {"shure": 0.8, "guitar": 0.1}
+    rates = weighing_mod.base_rates([{"shure": 2.0, "guitar": 2.0}, {}], shares)
     assert np.allclose(rates, [0.45, 0.0])  # an option with no weighed word: no base rate
     notes = [OptionNote(word_shares={"Shure's": 0.8}), OptionNote(word_shares={"guitars": 0.1})]
-    assert weighing.term_shares(notes) == {"shure": 0.8, "guitar": 0.1}
-    idf = weighing.word_idf(notes, {"guitar": 9.0, "tea": 1.0})
+    assert weighing_mod.term_shares(notes) == {"shure": 0.8, "guitar": 0.1}
+    idf = weighing_mod.word_idf(notes, {"guitar": 9.0, "tea": 1.0})
     assert idf["tea"] == 1.0 and idf["shure"] < idf["guitar"] < 9.0
 
 
 def test_scores_subtract_the_weighted_base_rate():
-    w = weighing.Weighing(
-        support=np.array([0.9, 0.5]),
-        base=np.array([0.8, 0.1]),
-        contribution=np.zeros((2, 1)),
-        lexical=np.ones((2, 1)),
-        timed=False,
-        none_options=(),
-    )
+    w = weighing([0.9, 0.5], base=[0.8, 0.1])
     assert np.allclose(w.scores(0.0), [0.9, 0.5])
     assert np.allclose(w.scores(1.0), [0.1, 0.4])
 
 
 def test_a_none_option_wins_exactly_when_no_other_option_is_named():
-    def with_lexical(named: bool) -> np.ndarray:
-        return weighing.Weighing(
-            support=np.array([0.2, 0.1, 0.0]),
-            base=np.zeros(3),
-            contribution=np.zeros((3, 1)),
-            lexical=np.array([[0.5 if named else 0.0], [0.0], [0.0]]),
-            timed=False,
-            none_options=(2,),
-        ).scores()
+    def scores(named: bool) -> np.ndarray:
+        return weighing([0.2, 0.1, 0.0], named=[0.5 if named else 0.0, 0, 0], none_options=(2,))
 
-    assert int(np.argmax(with_lexical(True))) == 0
-    assert int(np.argmax(with_lexical(False))) == 2
-    assert weighing.is_none_option("None of the above.") and weighing.is_none_option("neither")
-    assert not weighing.is_none_option("None left in the fridge")
+    assert int(np.argmax(scores(True).scores())) == 0
+    assert int(np.argmax(scores(False).scores())) == 2
+    assert weighing_mod.is_none_option("None of the above.")
+    assert weighing_mod.is_none_option("neither")
+    assert not weighing_mod.is_none_option("None left in the fridge")
 
 
 def test_time_options_score_by_the_attended_moments():
