@@ -41,7 +41,7 @@ from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
 
 BASE_RATE_WEIGHT = 1.0  # chosen by cross-validation (bench.egolife: answerer folds)
-SHARE_FLOOR = 1e-4  # a word the memory never holds still has a finite IDF
+SHARE_FLOOR = 1e-4  # smoothing: finite IDF for a word never held, positive for one always held
 _NONE_OPTION = re.compile(
     r"^\s*(?:none|neither|nobody|no one|nothing)(?:\s+of\s+(?:the|these|them)"
     r"(?:\s+(?:above|options|choices))?)?\W*$",
@@ -81,11 +81,12 @@ def is_none_option(choice: str) -> bool:
 
 def word_idf(notes: Sequence[OptionNote], terms_of: dict[str, float]) -> dict[str, float]:
     """``terms_of`` (IDF over the evidence) with every option word the notes know replaced
-    by its IDF over the memory: ln(1 + (1 - s) / s) of its share s."""
+    by its IDF over the memory, BM25's in shares: ln(1 + (1 - s + f) / (s + f)) of its share
+    s, f = :data:`SHARE_FLOOR` (so a word in every segment still weighs a little)."""
     out = dict(terms_of)
     for term, share in term_shares(notes).items():
-        s = min(max(share, SHARE_FLOOR), 1.0)
-        out[term] = math.log(1 + (1 - s) / s)
+        s = min(max(share, 0.0), 1.0)
+        out[term] = math.log(1 + (1 - s + SHARE_FLOOR) / (s + SHARE_FLOOR))
     return out
 
 
