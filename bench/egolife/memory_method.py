@@ -205,14 +205,13 @@ async def option_evidence(
     question: str,
     choices: Sequence[str],
     as_of: datetime,
-    first: Sequence[SegmentHit],
     *,
     live: bool = False,
 ) -> list[SegmentHit]:
-    """What the API's answerer reads for a multiple-choice question: the retriever's hits
-    for the question (``first``), then one search per option (the question with that
-    option, as :func:`worldmm.agent.loop.option_rounds` looks), each segment once.
-    ``live``: each option is searched as a live question at ``as_of`` (no ``as_of``)."""
+    """What the API's answerer looks up for a multiple-choice question besides its own
+    search: one search per option (the question with that option, as
+    :func:`worldmm.agent.loop.option_rounds` looks), each segment once. ``live``: each
+    option is searched as a live question at ``as_of`` (no ``as_of``)."""
     from worldmm.agent.choices import look_per_option, merge_hits
 
     base = EpisodicOptions.from_settings(deps.settings)
@@ -223,4 +222,4 @@ async def option_evidence(
         run = await run_lanes(deps, user_id, text, as_of, base, time_text=question)
         return (await finish(deps, run, base)).hits
 
-    return merge_hits([first, *await look_per_option(search, question, list(choices))])
+    return merge_hits(await look_per_option(search, question, list(choices)))

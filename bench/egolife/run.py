@@ -11,6 +11,7 @@ from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
+from zoneinfo import ZoneInfo
 
 import typer
 from pydantic import BeforeValidator, Field
@@ -19,10 +20,13 @@ from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench import harness
 from bench.egolife import data, truth
+from bench.egolife.answer_cv import LOOK_GRID, Picks, accuracy, cross_validate, grid_letters
 from bench.egolife.data import DataError, Question, Window
 from bench.egolife.memory_method import LIVE, VARIANTS, ranked
 from bench.egolife.truth import QuestionScore, Ranked
 from bench.harness import StrList
+from worldmm.llm.schemas import OptionNote
+from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit
 
 if TYPE_CHECKING:
@@ -205,9 +209,9 @@ def run_worldmm(
     console: Console,
 ) -> tuple[dict[str, list[list[SegmentHit]]], dict[str, list[list[SegmentHit]]], dict]:
     """Ingest the windows not stored yet, then every question through the memory's
-    variants; their hits, what the API's answerer reads per question for ``worldmm`` and
-    ``worldmm-live`` (the retriever's hits and one search per option), and the ingest and
-    question figures."""
+    variants; their hits, what the API's answerer looks up per question for ``worldmm`` and
+    ``worldmm-live`` besides those (one search per option), and the ingest and question
+    figures."""
     from bench.egolife import memory_method as mm
 
     info: dict = {"user_id": cfg.user_id}
@@ -245,15 +249,15 @@ def run_worldmm(
             full_s.append(seconds)
         return out, full_s
 
-    async def read_every(name: str) -> list[list[SegmentHit]]:
-        out, first = [], hits[name]
+    async def look_every(name: str) -> list[list[SegmentHit]]:
+        out: list[list[SegmentHit]] = []
         for i in steps(progress, f"look per option ({name})", range(len(questions))):
             q, texts = questions[i], [t for _, t in offered(questions[i])]
             if len(texts) < 2:
-                out.append(first[i])
+                out.append([])
                 continue
             look = mm.option_evidence(
-                rdeps, cfg.user_id, q.question, texts, q.query_time, first[i], live=name == LIVE
+                rdeps, cfg.user_id, q.question, texts, q.query_time, live=name == LIVE
             )
             out.append(await look)
         return out
@@ -264,8 +268,8 @@ def run_worldmm(
     info.update(query_ms=ms.get("mean"), query_ms_p50=ms.get("p50"), query_ms_p95=ms.get("p95"))
     info["questions_s"] = round(time.perf_counter() - started, 1)
     # worldmm and worldmm-live answer from what the API's answerer reads (its option look)
-    reading = {n: asyncio.run(read_every(n)) for n in ("worldmm", LIVE) if n in hits}
-    return hits, reading, info
+    looked = {n: asyncio.run(look_every(n)) for n in ("worldmm", LIVE) if n in hits}
+    return hits, looked, info
 
 
 # --- answers ------------------------------------------------------------------------------
@@ -281,36 +285,77 @@ async def answer_all(
     questions: Sequence[Question],
     evidence: dict[str, list[list[SegmentHit]]],
     progress: Progress,
-) -> dict[str, list[str | None]]:
-    """Each method's chosen letter per question: the same offline answerer reads each
-    method's top hits; ``random`` picks uniformly (seeded)."""
+    notes: Sequence[list[OptionNote] | None],
+    looked: dict[str, list[list[SegmentHit]]],
+) -> tuple[dict[str, list[str | None]], Picks]:
+    """Each method's chosen letter per question: the same answerer reads each method's top
+    hits (and, for a method in ``looked``, what the options' own searches found), told the
+    question's time and what the memory says about each option (``notes``, per question);
+    ``random`` picks uniformly (seeded). With the offline answerer, also the letter each
+    pair of weights of the cross-validation grid picks (:mod:`bench.egolife.answer_cv`)."""
     from worldmm.agent.choices import answer_choices
     from worldmm.providers.errors import ModelCallError
 
     out: dict[str, list[str | None]] = {}
+    grid: Picks = {}
     for method, per_q in evidence.items():
         letters: list[str | None] = []
+        looks = looked.get(method) or [[] for _ in questions]
         for i in steps(progress, f"answer {method}", range(len(questions))):
-            choices = offered(questions[i])
+            q, choices = questions[i], offered(questions[i])
             texts = [t for _, t in choices]
+            asked = Asked(q.query_time, ZoneInfo("UTC"))
             try:
-                got = await answer_choices(roles, questions[i].question, texts, per_q[i])
+                got = await answer_choices(
+                    roles, q.question, texts, per_q[i], looked=looks[i], asked=asked, notes=notes[i]
+                )
                 letters.append(choices[got.index][0])
             except (ValueError, ModelCallError):
                 letters.append(None)
+            if hasattr(roles, "weigh_choices"):
+                row = await weigh_grid(roles, q, per_q[i], looks[i], asked, notes[i], letters[-1])
+                grid.setdefault(method, []).append(row)
         out[method] = letters
     rng = random.Random(RANDOM_SEED)
     out["random"] = [rng.choice(offered(q))[0] if offered(q) else None for q in questions]
+    return out, grid
+
+
+async def weigh_grid(roles, q: Question, hits, look, asked, note, fallback) -> dict:
+    """The letter every pair of weights picks for one question (one weighing per look
+    weight; a method that does not look weighs once)."""
+    from worldmm.agent.passages import hit_passages
+
+    keys, texts = zip(*offered(q), strict=True)
+    row: dict = {}
+    for lw in LOOK_GRID if look else (1.0,):
+        passages = hit_passages(hits, (), look, lw)
+        weighing = await roles.weigh_choices(
+            q.question, passages, list(texts), asked=asked, notes=note
+        )
+        for w in LOOK_GRID if not look else (lw,):
+            row |= grid_letters(weighing, list(keys), fallback, w)
+    return row
+
+
+async def all_notes(
+    deps: Deps | None, user_id: str, questions: Sequence[Question]
+) -> list[list[OptionNote] | None]:
+    """What the memory says about each question's options (as the API's answerer is told);
+    None for every question when no memory was run (the base rate is then unknown)."""
+    if deps is None:
+        return [None] * len(questions)
+    from worldmm.agent.option_notes import option_notes
+
+    out: list[list[OptionNote] | None] = []
+    for q in questions:
+        texts = [t for _, t in offered(q)]
+        asked = Asked(q.query_time, ZoneInfo("UTC"))
+        out.append(await option_notes(deps, user_id, texts, asked) if texts else None)
     return out
 
 
 # --- scoring and the report -------------------------------------------------------------
-
-
-def accuracy(questions: Sequence[Question], letters: Sequence[str | None]) -> float:
-    judged = [(q.answer, a) for q, a in zip(questions, letters, strict=True) if q.answer]
-    right = sum(1 for want, got in judged if got == want.strip().upper())
-    return right / len(judged) if judged else 0.0
 
 
 def question_rows(
@@ -419,7 +464,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         raise BenchError("nothing to run: no windows or no questions for these days")
 
     evidence: dict[str, list[list[SegmentHit]]] = {}
-    reading: dict[str, list[list[SegmentHit]]] = {}
+    looked: dict[str, list[list[SegmentHit]]] = {}
     # The retriever's parameters as run (chosen on days 1-3; see docs/benchmarks/egolife.md).
     episodic = {
         k: v
@@ -446,7 +491,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         memory_deps(settings, console) if memory else nullcontext() as deps,
     ):
         if deps is not None:
-            evidence, reading, extra["worldmm"] = run_worldmm(
+            evidence, looked, extra["worldmm"] = run_worldmm(
                 cfg, deps, windows, questions, progress, console
             )
             roles, embedder = deps.roles, (lambda: deps.embedder)
@@ -460,14 +505,16 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         for m, per_q in base.items():
             evidence[m] = [window_hits(windows, r) for r in per_q]
         answered = {m: v for m, v in evidence.items() if m in cfg.methods}
-        answered |= reading  # worldmm(-live) answer as the API does
-        if "worldmm" in reading:  # its top 3 alone kept for comparison
+        if "worldmm" in looked:  # its top 3 alone kept for comparison
             answered[TOP3_ONLY] = evidence["worldmm"]
         answer_started = time.perf_counter()
-        answers = asyncio.run(answer_all(roles, questions, answered, progress))
+        notes = asyncio.run(all_notes(deps, cfg.user_id, questions))
+        answers, grid = asyncio.run(answer_all(roles, questions, answered, progress, notes, looked))
         extra["answer_s"] = round(time.perf_counter() - answer_started, 1)
         if TOP3_ONLY in answers:
             extra["worldmm"]["accuracy_top3_only"] = accuracy(questions, answers.pop(TOP3_ONLY))
+        if grid:
+            extra["answerer_cv"] = cross_validate(questions, grid)
     if "random" not in cfg.methods:
         answers.pop("random", None)
     rankings = {

@@ -2,7 +2,9 @@
 
 The choices say where to look: :func:`look_per_option` searches once per option (the
 question with that option), so every option brings the evidence that would support it, and
-:func:`answer_choices` then picks the option the evidence supports best, among all of it.
+:func:`answer_choices` then picks the option the evidence supports best, among all of it:
+every option is weighed against the same pooled evidence, by the units that answer the
+question, against how common the option is in the memory anyway.
 The agent does both when a question comes with choices; a benchmark calls them on one
 method's searches. The response role does the choosing: the offline provider scores each
 choice against the evidence text, an LLM gets the lettered choices in its prompt and returns
@@ -18,10 +20,15 @@ from pydantic import BaseModel, Field
 
 from worldmm.agent.passages import hit_passages
 from worldmm.llm.roles import ModelRoles
+from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.models import MAX_CHOICES, Letter, choice_letter, choice_texts
 from worldmm.providers.errors import ParseError
+
+# A window only an option's own search found bears less on the question than one found for
+# the question itself (chosen by cross-validation, docs/benchmarks/egolife.md).
+OPTION_LOOK_WEIGHT = 0.5
 
 
 class ChoiceAnswer(BaseModel):
@@ -39,15 +46,20 @@ async def answer_choices(
     choices: list[str],
     hits: list[SegmentHit],
     *,
+    looked: Sequence[SegmentHit] = (),
     facts: Sequence[TripleHit] = (),
     asked: Asked | None = None,
+    notes: list[OptionNote] | None = None,
+    look_weight: float = OPTION_LOOK_WEIGHT,
 ) -> ChoiceAnswer:
-    """Pick one of ``choices`` from ``hits`` (and semantic ``facts``, if any) with the
-    response role (told when the question is asked, if known). Raises ValueError on bad
-    choices, ModelCallError when the model fails."""
+    """Pick one of ``choices`` from ``hits`` (found for the question), ``looked`` (found by
+    the options' own searches, :func:`look_per_option`, weighing ``look_weight``) and
+    semantic ``facts``, if any, with the response role (told when the question is asked, if
+    known, and what the memory says about each option, :mod:`worldmm.agent.option_notes`).
+    Raises ValueError on bad choices, ModelCallError when the model fails."""
     texts = choice_texts(choices)
-    passages = hit_passages(hits, facts)
-    reply = await roles.respond(question, passages, texts, asked=asked)
+    passages = hit_passages(hits, facts, looked, look_weight)
+    reply = await roles.respond(question, passages, texts, asked=asked, notes=notes)
     index = reply.choice_index
     if index is None or not 0 <= index < len(texts):
         raise ParseError(

@@ -5,9 +5,11 @@ unparsable step is asked again once; a second failure (or any other model failur
 search and the response role answers from what was found so far. After ``max_rounds``
 searches the answer is forced. The response role always sees every round, as passages (what
 was said and seen, when), never the agent's own search log. With choices it first looks
-once per option (an episodic search for the question with that option, kept as a round),
+once per option (an episodic search for the question with that option, kept as a round; a
+window only those looks found weighs less, ``OPTION_LOOK_WEIGHT``),
 then answers through :func:`worldmm.agent.choices.answer_choices`, the same functions a
-benchmark calls.
+benchmark calls, told what the memory says about each option
+(:mod:`worldmm.agent.option_notes`).
 
 A question is read at one moment on the wearer's clock (:class:`~worldmm.localtime.Asked`):
 its ``as_of``, or the injected clock's now when it is asked live. Every round searches as of
@@ -24,10 +26,11 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from worldmm.agent.choices import answer_choices, look_per_option, option_query
+from worldmm.agent.option_notes import option_notes
 from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.roles import ModelRoles
-from worldmm.llm.schemas import AgentAction, AgentRound
+from worldmm.llm.schemas import AgentAction, AgentRound, OptionNote
 from worldmm.llm.usage import for_user
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
@@ -67,9 +70,11 @@ async def run_agent(
     choices: list[str] | None = None,
     max_rounds: int = 5,
     asked: Asked | None = None,
+    notes: list[OptionNote] | None = None,
 ) -> AgentResult:
     """The loop over ``retrievers`` (one per memory); ``asked``: when and on whose clock
-    the question is read, told to both roles (None: not known to them)."""
+    the question is read, told to both roles (None: not known to them); ``notes``: what the
+    memory says about each choice, for the answerer."""
     if choices:
         choice_texts(choices)  # bad choices fail before any search
     rounds: list[RoundRecord] = []
@@ -107,14 +112,18 @@ async def run_agent(
             )
         )
     if choices:
-        rounds += await option_rounds(retrievers, question, choices)
+        own = list(rounds)
+        looks = await option_rounds(retrievers, question, choices)
+        rounds += looks
         chosen = await answer_choices(
             roles,
             question,
             choices,
-            [h for r in rounds for h in r.results if isinstance(h, SegmentHit)],
+            [h for r in own for h in r.results if isinstance(h, SegmentHit)],
+            looked=[h for r in looks for h in r.results if isinstance(h, SegmentHit)],
             facts=[h for r in rounds for h in r.results if isinstance(h, TripleHit)],
             asked=asked,
+            notes=notes,
         )
         return AgentResult.assemble(chosen.answer, rounds, roles.label, stopped, chosen)
     reply = await roles.respond(question, round_passages(rounds), None, asked=asked)
@@ -178,6 +187,7 @@ async def answer_question(
     memory that existed at that moment. The result says the moment and the zone. Its model
     calls are the user's usage."""
     asked = await question_time(deps, user_id, as_of, tz)
+    notes = await option_notes(deps, user_id, choice_texts(choices), asked) if choices else None
     retrievers: dict[MemoryType, Retriever] = {
         memory: functools.partial(_bound, fn, deps, user_id, asked)
         for memory, fn in searches.items()
@@ -190,6 +200,7 @@ async def answer_question(
             choices=choices,
             max_rounds=deps.settings.agent_max_rounds,
             asked=asked,
+            notes=notes,
         )
     return result.model_copy(update={"asked_at": asked.at, "timezone": asked.zone_name})
 

@@ -46,11 +46,21 @@ def frame_passage(hit: FrameHit, n: int, query: str) -> Passage:
     )
 
 
-def hit_passages(segments: Iterable[SegmentHit], facts: Iterable[TripleHit] = ()) -> list[Passage]:
-    """Segments first (each id once, first kept), then facts (each id once)."""
+def hit_passages(
+    segments: Iterable[SegmentHit],
+    facts: Iterable[TripleHit] = (),
+    looked: Iterable[SegmentHit] = (),
+    look_weight: float = 1.0,
+) -> list[Passage]:
+    """Segments first (each id once, first kept), then the segments only an option's own
+    search found (``looked``, weighing ``look_weight``), then facts (each id once)."""
     out: dict[str, Passage] = {}
     for hit in segments:
         out.setdefault(f"S{hit.segment_id}", segment_passage(hit))
+    for hit in looked:
+        ref = f"S{hit.segment_id}"
+        if ref not in out:
+            out[ref] = segment_passage(hit).model_copy(update={"weight": look_weight})
     for fact in facts:
         out.setdefault(f"F{fact.triple_id}", fact_passage(fact))
     return list(out.values())

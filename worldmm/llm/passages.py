@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 
-from worldmm.llm.schemas import Passage
+from worldmm.llm.schemas import OptionNote, Passage
 from worldmm.localtime import Asked, in_zone
 from worldmm.models import choice_letter
 
@@ -60,5 +60,20 @@ def render_passages(passages: Sequence[Passage], tz: tzinfo = UTC) -> str:
     return "\n".join(passage_block(p, tz) for p in passages) or NOTHING
 
 
-def render_choices(choices: Sequence[str]) -> str:
-    return "Choices:\n" + "\n".join(f"{choice_letter(i)}. {c}" for i, c in enumerate(choices))
+def render_choices(choices: Sequence[str], notes: Sequence[OptionNote] | None = None) -> str:
+    """The lettered choices; an option that names a time is followed by the time it means
+    ("About four hours ago (2–6 h before the question)"), so the passages' times can be
+    compared with it directly."""
+    lines = []
+    for i, c in enumerate(choices):
+        note = notes[i] if notes and i < len(notes) else None
+        when = f" ({hours_label(*note.hours_before)})" if note and note.hours_before else ""
+        lines.append(f"{choice_letter(i)}. {c}{when}")
+    return "Choices:\n" + "\n".join(lines)
+
+
+def hours_label(near: float, far: float) -> str:
+    """'2–6 h before the question'; under an hour in minutes ('10–30 min ...')."""
+    if far < 1:
+        return f"{round(near * 60)}–{round(far * 60)} min before the question"
+    return f"{near:.3g}–{far:.3g} h before the question"

@@ -219,10 +219,13 @@ class RemoteRoles:
         choices: list[str] | None,
         *,
         asked: Asked | None = None,
+        notes: list[s.OptionNote] | None = None,
     ) -> s.Response:
         """With choices, the letter comes back in the JSON (or leads the answer text); a
         reply naming no valid letter is a ParseError, like any unusable reply. Passage
-        times are on the wearer's clock, as is the question's time the prompt gives."""
+        times are on the wearer's clock, as is the question's time the prompt gives; an
+        option that names a time is shown with the hours before the question it means (the
+        notes' word shares are the offline answerer's statistics, not shown)."""
         reply = await self._ask(
             "response",
             s.ResponseReply,
@@ -230,7 +233,7 @@ class RemoteRoles:
             question=question,
             asked=asked_label(asked),
             context=render_passages(passages, asked.tz if asked else UTC),
-            choices=render_choices(choices) if choices else "",
+            choices=render_choices(choices, notes) if choices else "",
         )
         known = {p.ref for p in passages}
         # Unknown ids (hallucinated) are dropped, as in rerank.

@@ -9,6 +9,7 @@ from worldmm.llm.schemas import (
     AgentAction,
     AgentRound,
     ConsolidationDecision,
+    OptionNote,
     Passage,
     Response,
     SemanticExtraction,
@@ -67,10 +68,13 @@ class ModelRoles(Protocol):
         choices: list[str] | None,
         *,
         asked: Asked | None = None,
+        notes: list[OptionNote] | None = None,
     ) -> Response:
         """The answer, short answer first; ``choices`` are plain option texts, lettered A, B, ...
         by position, and the reply's ``choice_index`` is set exactly when they are given.
-        Times in the answer are said on the wearer's clock of ``asked`` (UTC when None)."""
+        Times in the answer are said on the wearer's clock of ``asked`` (UTC when None).
+        ``notes``: one per choice, what the wearer's memory says about it (how common its
+        words are; the time it names), for the answerer to weigh the evidence against."""
         ...
 
 

@@ -191,6 +191,20 @@ class Passage(BaseModel):
     text: str = ""  # the caption, summary, fact or frame description
     context: str = ""  # the coarser summary a drill-down came from
     segment_id: int | None = None
+    # how much the retrieval says it bears on the question: 1 when found for the question
+    # itself, less when only a multiple-choice option's own search found it
+    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+
+
+class OptionNote(BaseModel):
+    """What the wearer's memory says about one multiple-choice option before any passage is
+    read: how common each of its words is (``word_shares``: the share of the memory's
+    segments holding it, by lower-case word; words the memory never indexes are left out),
+    and, when the option names a time ("about four hours ago"), that time as hours before
+    the question (``hours_before``: nearest, farthest)."""
+
+    word_shares: dict[str, float] = Field(default_factory=dict)
+    hours_before: tuple[float, float] | None = None
 
 
 class Response(BaseModel):

@@ -179,6 +179,19 @@ def query_lexemes(conn: psycopg.Connection, text: str) -> list[str]:
     return [r[0] for r in rows if len(r[0]) > 1]
 
 
+def word_lexemes(conn: psycopg.Connection, words: Sequence[str]) -> dict[str, list[str]]:
+    """Each word's lexemes in PostgreSQL's english configuration (a stop word has none)."""
+    rows = conn.execute(
+        "SELECT w, lexeme FROM unnest(%s::text[]) AS w,"
+        " unnest(to_tsvector('english'::regconfig, w))",
+        (list(words),),
+    ).fetchall()
+    out: dict[str, list[str]] = {w: [] for w in words}
+    for word, lexeme in rows:
+        out[word].append(lexeme)
+    return out
+
+
 def segment_count_stamp(conn: psycopg.Connection, user_id: str) -> tuple[int, int]:
     """(count, highest id) of the user's segments: the term statistics' freshness stamp."""
     row = conn.execute(

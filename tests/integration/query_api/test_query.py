@@ -138,13 +138,13 @@ class FlakyRoles:
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
-    async def respond(self, question, context, choices, *, asked=None):
+    async def respond(self, question, context, choices, *, asked=None, notes=None):
         if self.fail > 0:
             self.fail -= 1
             raise ModelCallError(
                 "upstream returned 503 after 3 retries", role="response", status=503
             )
-        return await self._inner.respond(question, context, choices, asked=asked)
+        return await self._inner.respond(question, context, choices, asked=asked, notes=notes)
 
 
 def test_failing_model_is_502_and_the_service_stays_up(api_settings, api_deps, make_user):

@@ -263,3 +263,21 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
         assert [sid for sid, _ in got] == [sid for sid, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-7)
     assert memory.seg_ids["late"] in [sid for sid, _ in got]  # the last round was "now"
+
+
+def test_option_notes_read_word_shares_from_the_store_and_times_at_the_question(
+    deps, memory, user_id
+):
+    from zoneinfo import ZoneInfo
+
+    from worldmm.agent.option_notes import option_notes
+    from worldmm.localtime import Asked
+
+    asked = Asked(at(7200), ZoneInfo("UTC"))
+    choices = ["Kate", "Alex's book", "the zebra", "About an hour ago"]
+    kate, alex, zebra, hour = run(option_notes(deps, user_id, choices, asked))
+    # Kate is in three of the four segments (the 3 min summary too), Alex in two
+    assert kate.word_shares == {"kate": 0.75}
+    assert alex.word_shares == {"alex's": 0.5, "book": 0.25}
+    assert zebra.word_shares == {} and zebra.hours_before is None  # "the" has no lexeme
+    assert hour.hours_before == (0.0, 2.0)  # an hour ago, an hour either side

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from worldmm.encoder.base import EncoderUnavailable
-from worldmm.llm.schemas import AgentAction, AgentRound, Passage, Response
+from worldmm.llm.schemas import AgentAction, AgentRound, OptionNote, Passage, Response
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval.reader import MemoryReader
 from worldmm.providers.errors import ModelCallError, ParseError
@@ -59,6 +59,7 @@ class ScriptedRoles:
     respond_calls: list[tuple[str, list[Passage], list[str] | None]] = field(default_factory=list)
     asked_seen: list[Asked | None] = field(default_factory=list)  # agent steps, then answers
     choose: int = 0  # the option index respond picks when given choices
+    notes_seen: list[list[OptionNote] | None] = field(default_factory=list)  # per answer
     rerank_calls: list[tuple[str, list[tuple[str, str]], int]] = field(default_factory=list)
 
     async def ner(self, text: str) -> list[str]:
@@ -92,9 +93,11 @@ class ScriptedRoles:
         choices: list[str] | None,
         *,
         asked: Asked | None = None,
+        notes: list[OptionNote] | None = None,
     ) -> Response:
         self.respond_calls.append((question, passages, choices))
         self.asked_seen.append(asked)
+        self.notes_seen.append(notes)
         return Response(
             answer=f"answer to {question!r} from {len(passages)} passages",
             choice_index=self.choose if choices else None,

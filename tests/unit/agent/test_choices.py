@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from worldmm.agent.choices import answer_choices
+from worldmm.agent.option_notes import hours_before
 from worldmm.agent.passages import hit_passages
 from worldmm.llm.offline import OfflineRoles
+from worldmm.llm.schemas import OptionNote
+from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit
 from worldmm.models import choice_texts
 
@@ -146,3 +150,68 @@ def test_bad_choices_are_refused_with_a_message(choices, message):
 
 def test_labels_are_dropped_only_when_they_match_the_position():
     assert choice_texts(["A. tea", "(B) coffee", "D: water"]) == ["tea", "coffee", "D: water"]
+
+
+WHO = "Who helped me carry the whiteboard upstairs?"
+HOUSEMATES = ["Shure", "Tasha", "Alice", "Lucia"]
+
+
+def test_only_the_option_the_question_evidence_supports_wins(roles):
+    # Every option is named somewhere in the pooled evidence (as each option's own search
+    # brings a window naming it), but only one window is about the whiteboard.
+    hits = [
+        hit(1, "Shure and Alice were chopping onions in the kitchen. Shure laughed."),
+        hit(2, "Lucia sang while Alice washed the dishes; Lucia waved at Shure."),
+        hit(3, "Tasha and I carried the whiteboard up the stairs to the second floor."),
+        hit(4, "Alice and Lucia watched a movie; Shure brought popcorn."),
+    ]
+    chosen = ask(roles, WHO, HOUSEMATES, hits)
+    assert chosen.text == "Tasha" and chosen.evidence_segment_ids[0] == 3
+
+
+def test_a_name_in_every_window_does_not_win_by_frequency(roles):
+    # Shure is named in every window, each about the whiteboard; Katrina only where it was
+    # carried. By how often it is found Shure wins; against how common each name is in the
+    # memory (the notes the agent gives the answerer), Katrina does.
+    hits = [
+        hit(1, "Shure and I talked about where the whiteboard should go."),
+        hit(2, "Katrina and I carried the whiteboard upstairs while Shure held the door."),
+        hit(3, "Shure wiped the whiteboard clean upstairs."),
+        hit(4, "Shure ordered takeout for everyone."),
+    ]
+    choices = ["Shure", "Katrina", "Alice"]
+    notes = [
+        OptionNote(word_shares={"shure": 0.9}),
+        OptionNote(word_shares={"katrina": 0.1}),
+        OptionNote(word_shares={"alice": 0.3}),
+    ]
+    assert ask(roles, WHO, choices, hits).text == "Shure"  # without the memory's shares
+    chosen = asyncio.run(answer_choices(roles, WHO, choices, hits, notes=notes))
+    assert chosen.text == "Katrina" and chosen.evidence_segment_ids[0] == 2
+
+
+def test_time_options_are_answered_by_when_the_evidence_happened(roles):
+    asked = Asked(T0 + timedelta(hours=4, minutes=30), ZoneInfo("UTC"))
+    hits = [hit(5, "I watered the basil plants on the balcony."), hit(40, "I read a book.")]
+    choices = ["About an hour ago", "About four hours ago", "About eight hours ago"]
+    notes = [OptionNote(hours_before=hours_before(c, asked)) for c in choices]
+    chosen = asyncio.run(
+        answer_choices(
+            roles, "When did I water the plants?", choices, hits, asked=asked, notes=notes
+        )
+    )
+    assert chosen.text == "About four hours ago" and chosen.evidence_segment_ids[0] == 5
+    assert "when it happened" in chosen.answer
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        (["I parked the car on level two."], "Level 2"),
+        (["I bought bread at the bakery."], "None of the above"),
+    ],
+)
+def test_none_of_the_above_wins_only_when_no_option_is_found(roles, texts, expected):
+    hits = [hit(i, t) for i, t in enumerate(texts)]
+    choices = ["Level 1", "Level 2", "None of the above"]
+    assert ask(roles, "Where did I park the car?", choices, hits).text == expected

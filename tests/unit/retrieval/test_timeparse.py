@@ -38,6 +38,21 @@ RANGES = [
     ("What did I do yesterday at 3 pm?", at(14, 14, 30), at(14, 15, 30)),
     ("What did I order yesterday morning", at(14, 5), at(14, 12)),
     ("What happened last week?", at(6, 0), at(13, 0)),
+    # compound and spoken forms (the phrasing of EgoLife's time options)
+    ("About eleven hours ago", AS_OF - timedelta(hours=16.5), AS_OF - timedelta(hours=5.5)),
+    ("Half a day ago", AS_OF - timedelta(hours=18), AS_OF - timedelta(hours=6)),
+    ("Half an hour ago", AS_OF - timedelta(minutes=45), AS_OF - timedelta(minutes=15)),
+    ("1 day 6 hours ago", AS_OF - timedelta(hours=45), AS_OF - timedelta(hours=15)),
+    ("The afternoon before yesterday", at(13, 12), at(13, 18)),
+    ("The night before yesterday", at(13, 18), at(14, 5)),
+    ("Three days ago at noon", at(12, 11), at(12, 14)),
+    ("Three days ago at night", at(12, 18), at(13, 5)),
+    ("yesterday night", at(14, 18), at(15, 5)),
+    (
+        "What did I see 90 minutes ago?",
+        AS_OF - timedelta(minutes=135),
+        AS_OF - timedelta(minutes=45),
+    ),
 ]
 
 

@@ -15,13 +15,16 @@ import numpy as np
 
 from worldmm.embed.base import TextEmbedder
 from worldmm.llm.offline import answers, routing, semantic, text
+from worldmm.llm.offline.evidence import evidence_units
 from worldmm.llm.offline.memo import MemoEmbedder
 from worldmm.llm.offline.ranking import mmr_select, near_duplicates, relevance
 from worldmm.llm.offline.vision import SceneCues, scene_cues
+from worldmm.llm.offline.weighing import Weighing, weigh
 from worldmm.llm.schemas import (
     AgentAction,
     AgentRound,
     ConsolidationDecision,
+    OptionNote,
     Passage,
     Response,
     SemanticExtraction,
@@ -160,7 +163,26 @@ class OfflineRoles:
         choices: list[str] | None,
         *,
         asked: Asked | None = None,
+        notes: list[OptionNote] | None = None,
     ) -> Response:
         return await asyncio.to_thread(
-            answers.answer, self._answer_embedder, question, passages, choices, asked
+            answers.answer, self._answer_embedder, question, passages, choices, asked, notes
+        )
+
+    async def weigh_choices(
+        self,
+        question: str,
+        passages: list[Passage],
+        choices: list[str],
+        *,
+        asked: Asked | None = None,
+        notes: list[OptionNote] | None = None,
+    ) -> Weighing | None:
+        """What :meth:`respond` picks from, for any base-rate weight (the benchmark's
+        cross-validation of that weight); None when the passages hold no evidence unit."""
+        units = evidence_units(passages)
+        if not units:
+            return None
+        return await asyncio.to_thread(
+            weigh, self._answer_embedder, question, units, choices, notes, asked
         )

@@ -3,8 +3,8 @@
 Free-form: the unit (a line said, a text read, a sentence seen) most relevant to the question,
 cut to what follows the question's last word in it when that reads as an answer ("on the
 kitchen table" from "I put the mug on the kitchen table"). Multiple choice: every choice
-scored against every unit (see :mod:`worldmm.llm.offline.scoring`); the answer names the
-letter, the choice and the unit it rests on most. Times are said on the wearer's clock,
+weighed against the pooled evidence (see :mod:`worldmm.llm.offline.weighing`); the answer
+names the letter, the choice and the unit it rests on most. Times are said on the wearer's clock,
 relative to the question when it is near ("yesterday at 15:02"); without the question's time,
 as a UTC date and time.
 """
@@ -20,8 +20,9 @@ import numpy as np
 from worldmm.embed.base import TextEmbedder
 from worldmm.llm.offline import scoring
 from worldmm.llm.offline.evidence import Unit, evidence_units
+from worldmm.llm.offline.weighing import weigh
 from worldmm.llm.passages import clock, span
-from worldmm.llm.schemas import Passage, Response
+from worldmm.llm.schemas import OptionNote, Passage, Response
 from worldmm.localtime import Asked
 from worldmm.models import choice_letter
 
@@ -125,7 +126,12 @@ def answer_choice(
     passages: Sequence[Passage],
     choices: Sequence[str],
     asked: Asked | None = None,
+    notes: Sequence[OptionNote] | None = None,
 ) -> Response:
+    """The option the evidence supports best for the question (:mod:`weighing`), with the
+    units it rests on most."""
+    if notes is not None and len(notes) != len(choices):
+        raise ValueError(f"{len(notes)} option notes for {len(choices)} choices")
     units = evidence_units(passages)
     if not units:
         # Nothing to weigh: the choice closest in meaning to the question, said to be a guess.
@@ -137,19 +143,9 @@ def answer_choice(
             choice_index=best,
             guess=True,
         )
-    n = len(choices)
-    vectors = _vectors(embedder, [question, *choices, *(u.text for u in units)])
-    q, c_vecs, u_vecs = vectors[0], vectors[1 : 1 + n], vectors[1 + n :]
-    u_terms = [set(scoring.terms(u.text)) for u in units]
-    q_terms = set(scoring.terms(question))
-    idf_of = scoring.idf([*u_terms, q_terms])
-    rel = scoring.relevance(q_terms, u_terms, idf_of, u_vecs @ q)
-    rel += scoring.source_bonus(question, [u.source for u in units])
-    att = scoring.attention(rel, np.asarray([u.weight for u in units]))
-    weights = scoring.choice_weights([set(scoring.terms(c)) for c in choices], q_terms, idf_of)
-    lexical, dense = scoring.support(weights, u_terms, c_vecs @ u_vecs.T)
-    best = scoring.best_index((lexical + dense) @ att)
-    contribution = att * (lexical[best] + dense[best])
+    weighed = weigh(embedder, question, units, choices, notes, asked)
+    best = scoring.best_index(weighed.scores())
+    contribution = weighed.contribution[best]
     order = [int(i) for i in np.lexsort((np.arange(len(units)), -contribution))]
     top = order[0]
     cited = [
@@ -157,7 +153,12 @@ def answer_choice(
         for i in order[:MAX_CITED]
         if contribution[i] > 0 and contribution[i] >= SUPPORT_SHARE * contribution[top]
     ]
-    how = "" if lexical[best, top] > 0 else "the closest match by meaning: "
+    if weighed.timed:
+        how = "when it happened: "
+    elif weighed.lexical[best, top] > 0:
+        how = ""
+    else:
+        how = "the closest match by meaning: "
     return Response(
         answer=f"{choice_letter(best)}. {choices[best]} — {how}{attribution(units[top], asked)}: "
         f'"{_quote(units[top])}".',
@@ -172,7 +173,8 @@ def answer(
     passages: Sequence[Passage],
     choices: Sequence[str] | None,
     asked: Asked | None = None,
+    notes: Sequence[OptionNote] | None = None,
 ) -> Response:
     if choices:
-        return answer_choice(embedder, question, passages, choices, asked)
+        return answer_choice(embedder, question, passages, choices, asked, notes)
     return answer_free(embedder, question, passages, asked)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
@@ -76,6 +76,8 @@ def passage_units(p: Passage) -> list[Unit]:
     units = _said_units(p)
     units += [_caption_unit(p, s, "seen", 1.0) for s in sentences(p.text)]
     units += [_caption_unit(p, s, "context", CONTEXT_WEIGHT) for s in sentences(p.context)]
+    if p.weight != 1.0:
+        units = [replace(u, weight=u.weight * p.weight) for u in units]
     return units
 
 

@@ -38,6 +38,7 @@ DAY_PARTS: dict[str, tuple[int, int]] = {
 }
 JUST_NOW = timedelta(hours=1)  # "just now" in conversation reaches back an hour or so
 CLOCK_SLACK = timedelta(minutes=30)  # "at 3 pm": half an hour either side
+MINUTE, HOUR = timedelta(minutes=1), timedelta(hours=1)
 POINT_HALF_WINDOW = timedelta(seconds=15)  # one ISO time: the 30 s around it
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 NUMBERS = {
@@ -53,10 +54,12 @@ NUMBERS = {
     "eight": 8,
     "nine": 9,
     "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
     "couple of": 2,
     "few": 3,
 }
-_NUM = r"(\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
+_NUM = r"(\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple of|few)"
 
 
 @dataclass(frozen=True)
@@ -94,13 +97,19 @@ _JUST_NOW = re.compile(
     r"\bjust\s+now\b|\ba\s+(moment|minute|second)\s+ago\b|\bmoments\s+ago\b|\bright\s+now\b"
 )
 _AGO = re.compile(rf"\b{_NUM}\s+(minute|hour|day|week)s?\s+ago\b")
-_DAY_BEFORE_YESTERDAY = re.compile(r"\b(the\s+)?day\s+before\s+yesterday\b")
+_DAYS_HOURS_AGO = re.compile(rf"\b{_NUM}\s+days?\s+(?:and\s+)?{_NUM}\s+hours?\s+ago\b")
+_HALF_AGO = re.compile(r"\bhalf\s+an?\s+(hour|day)\s+ago\b")
+_DAY_BEFORE_YESTERDAY = re.compile(
+    r"\b(the\s+)?(day|morning|noon|afternoon|evening|night)\s+before\s+yesterday\b"
+)
 _YESTERDAY = re.compile(r"\byesterday\b")
 _LAST_NIGHT = re.compile(r"\blast\s+night\b")
 _TONIGHT = re.compile(r"\btonight\b")
 _TODAY = re.compile(r"\b(today|earlier\s+today|so\s+far\s+today)\b")
 _THIS_PART = re.compile(r"\bthis\s+(morning|afternoon|evening|noon|lunchtime)\b")
-_PART = re.compile(r"\b(in\s+the\s+|at\s+|around\s+)?(morning|noon|lunchtime|afternoon|evening)\b")
+_PART = re.compile(
+    r"\b(in\s+the\s+|at\s+|around\s+)?(morning|noon|lunchtime|afternoon|evening|night)\b"
+)
 _ON_DAY = re.compile(r"\b(on\s+)?day\s*(\d{1,3})\b")
 _WEEKDAY = re.compile(rf"\b(last\s+|on\s+)?({'|'.join(WEEKDAYS)})\b")
 _THIS_WEEK = re.compile(r"\bthis\s+week\b")
@@ -215,23 +224,31 @@ def _parse(
         return TimeConstraint(*explicit, prior, (*phrases, m.group(0)))  # named: kept as is
     if m := _JUST_NOW.search(text):
         return done(now - JUST_NOW, None, m.group(0))
+    if (m := _DAYS_HOURS_AGO.search(text)) and None not in (
+        days := _number(m.group(1)),
+        hours := _number(m.group(2)),
+    ):
+        return done(*_ago(now, timedelta(hours=24 * days + hours), HOUR), m.group(0))
+    if m := _HALF_AGO.search(text):
+        half = timedelta(minutes=30) if m.group(1) == "hour" else timedelta(hours=12)
+        return done(*_ago(now, half, MINUTE if m.group(1) == "hour" else HOUR), m.group(0))
     if m := _AGO.search(text):
         n = _number(m.group(1))
         if n is not None:
             unit = {
-                "minute": timedelta(minutes=1),
-                "hour": timedelta(hours=1),
+                "minute": MINUTE,
+                "hour": HOUR,
                 "day": timedelta(days=1),
                 "week": timedelta(weeks=1),
             }[m.group(2)]
+            if m.group(2) == "day" and (part := _PART.search(text)):  # "3 days ago at noon"
+                start, end = _part_range(today - unit * n, part.group(2), tz)
+                return done(start, end, f"{m.group(0)} {part.group(0)}")
             if m.group(2) in ("day", "week"):  # calendar days on the wearer's clock
                 first = today - (unit * n)
                 span = 1 if m.group(2) == "day" else 7
                 return done(*_day_range(first, span, tz), m.group(0))
-            # "two hours ago" is loose: one unit or half the distance either side
-            slack = max(unit, unit * n / 2)
-            ago = now - unit * n
-            return done(ago - slack, min(now, ago + slack), m.group(0))
+            return done(*_ago(now, unit * n, unit), m.group(0))
 
     # A day, then a part of that day or a clock time within it.
     day: date | None = None
@@ -242,6 +259,8 @@ def _parse(
     if m := _TONIGHT.search(text):
         return done(*_part_range(today, "night", tz), m.group(0))
     if m := _DAY_BEFORE_YESTERDAY.search(text):
+        if m.group(2) != "day":  # "the afternoon before yesterday"
+            return done(*_part_range(today - timedelta(days=2), m.group(2), tz), m.group(0))
         day, day_phrase = today - timedelta(days=2), m.group(0)
     elif m := _YESTERDAY.search(text):
         day, day_phrase = today - timedelta(days=1), m.group(0)
@@ -278,6 +297,12 @@ def _parse(
         at = _wall(day, _hours(clock), tz)
         return done(at - CLOCK_SLACK, at + CLOCK_SLACK, f"{day_phrase} {m.group(0)}".strip())
     return done(*_day_range(day, 1, tz), day_phrase)
+
+
+def _ago(now: datetime, back: timedelta, unit: timedelta) -> tuple[datetime, datetime]:
+    """ "two hours ago" is loose: one ``unit`` or half the distance either side."""
+    slack = max(unit, back / 2)
+    return now - back - slack, min(now, now - back + slack)
 
 
 def _hours(clock: time) -> float:
