@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from worldmm.redact import redact
 from worldmm.settings import Settings
 from worldmm.stack import kafka, postgres, redis_server
-from worldmm.stack.process import StackError
+from worldmm.stack.process import StackError, pid_alive
 
 STATE_FILE = "stack.json"
 
@@ -93,15 +93,21 @@ def down(settings: Settings, only: Collection[str] | None = None) -> dict[str, b
 _ENV_NAMES = {"kafka": "KAFKA_BROKERS", "postgres": "DATABASE_URL", "redis": "REDIS_URL"}
 
 
+_MARKERS = {"kafka": kafka.MARKER, "postgres": postgres.MARKER, "redis": redis_server.MARKER}
+
+
 def _embedded(settings: Settings, name: str, field: str) -> str:
-    try:
-        return str(_read_state(settings)[name][field])
-    except KeyError:
-        raise StackError(
-            f"no {name} configured and the embedded stack is not running "
-            f"(state dir {settings.resolved_state_dir}): run `worldmm up` or set "
-            f"WORLDMM_{_ENV_NAMES[name]}"
-        ) from None
+    """The running embedded server's ``field``; a record whose process is gone (the machine
+    restarted, the server was killed) counts as not running, so callers start it again."""
+    record = _read_state(settings).get(name) or {}
+    pid = record.get("pid")
+    if field in record and isinstance(pid, int) and pid_alive(pid, _MARKERS[name]):
+        return str(record[field])
+    raise StackError(
+        f"no {name} configured and the embedded stack is not running "
+        f"(state dir {settings.resolved_state_dir}): run `worldmm up` or set "
+        f"WORLDMM_{_ENV_NAMES[name]}"
+    )
 
 
 def kafka_brokers(settings: Settings) -> str:
