@@ -3,8 +3,8 @@
 A memory of 720 windows under 120 three-minute parents, with a few housemates in most windows
 and rarer things in few, some named by the parents' summaries; questions of one to three of
 them, asked now or as of a past moment, with or without a time range. With caps far below the
-housemates' links, every ranking the bound proves must equal the full read's, and the lane's
-result (bounded reads, then the full one where they prove nothing) always does.
+housemates' links, every ranking the bound proves must equal the full read's; the lane reads
+once, and never every link of an entity, however far the proof falls short.
 """
 
 from __future__ import annotations
@@ -129,11 +129,47 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
                 if capped is not None:
                     proven[kind] += 1
                     assert capped == exact, (asked, filters, k, cap)
+            # the lane reads once: the exact ranking where proven, else the best of its read
             lane = entity_rank.ranked_windows(conn, user_id, weights, 20, filters)
-            assert lane == entity_rank.exact_ranking(conn, user_id, weights, 20, filters)
+            exact = entity_rank.exact_ranking(conn, user_id, weights, 20, filters)
+            cap = entity_rank.link_cap(20)
+            if entity_rank.capped_ranking(conn, user_id, weights, 20, filters, cap) is not None:
+                assert lane == exact
+            else:
+                assert len(lane) == len(exact) and lane[0].score >= exact[-1].score
     # the bound is not idle: most rankings are proven, also with several entities asked
     assert proven["one"] > 0.8 * asked_of["one"], (proven, asked_of)
     assert proven["more"] > 0.4 * asked_of["more"], (proven, asked_of)
+
+
+def test_the_lane_reads_once_and_never_every_link(db, built, user_id, monkeypatch) -> None:
+    """With caps far below the housemates' links, many rankings are not proven: the lane
+    still answers from its one bounded read, the best windows it reached."""
+
+    def read_everything(*_a, **_k):
+        raise AssertionError("the lane read every link of an entity")
+
+    monkeypatch.setattr(entity_links, "linked_segments", read_everything)
+    monkeypatch.setattr(entity_rank, "LINK_CAP_MIN", 8)
+    reads = []
+    newest = entity_links.newest_links
+    monkeypatch.setattr(
+        entity_links, "newest_links", lambda *a, **k: reads.append(a[3]) or newest(*a, **k)
+    )
+    rng = random.Random(5)
+    unproven = 0
+    with db.connection() as conn:
+        for _ in range(40):
+            asked, filters = _question(rng, built)
+            weights = _weights(conn, user_id, asked, filters.as_of)
+            reads.clear()
+            lane = entity_rank.ranked_windows(conn, user_id, weights, 2, filters)
+            assert reads == [8]  # one bounded read
+            ranked, exact = entity_rank.bounded_ranking(conn, user_id, weights, 2, filters, 8)
+            assert lane == ranked
+            unproven += not exact
+            assert all(c.scale == 30 and c.score > 0 for c in lane)
+    assert unproven > 0  # the path where the proof falls short was taken
 
 
 def test_a_housemate_alone_reads_only_its_newest_windows(db, built, user_id) -> None:

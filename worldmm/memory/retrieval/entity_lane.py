@@ -12,9 +12,9 @@ things were, read from the knowledge graph's entities rather than from the words
   windows that existed at ``as_of`` (however the question's range narrows the windows), so a
   person in every window (a housemate) counts little and the two named people together
   outrank either alone.
-- Reads (:mod:`entity_rank`): each entity's windows newest first up to a cap, with a proof
-  that the top ``k`` are those of reading every window, else a larger cap, then all: the
-  work follows what is returned, not how many windows share a housemate.
+- Reads (:mod:`entity_rank`): each entity's windows newest first up to a cap, once; the
+  ranking is exact where a proof shows it, else the best of what was read: the work follows
+  what is returned, not how many windows share a housemate.
 
 Text search sees words; this lane sees who and what, across aliases, speakers and the
 window's neighbourhood ("who did I move the whiteboard with": the window with the whiteboard

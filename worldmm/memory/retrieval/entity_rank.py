@@ -24,8 +24,12 @@ window's end, and its neighbourhood names no other asked entity (that would have
 Its score is at most that of holding the capped entities it holds while near all the others.
 So the ``k``-th window read is the exact ranking's ``k``-th when each such bound is below its
 score, or equal to it with the window newer than the smallest boundary among those held
-(:func:`proven`). Otherwise the lane reads with a larger cap, then everything
-(:func:`ranked_windows`).
+(:func:`proven`). Otherwise the lane keeps the ranking of what it read (:func:`ranked_windows`):
+the best windows among each entity's newest links, scored exactly. Reading more to prove it
+(a cap eight times larger, then every link) was what the lane did before; with two or more
+common entities asked the proof almost never holds, so that made every such question read a
+common entity's whole history, 0.5 s at four weeks of memory (docs/benchmarks/query.md).
+:func:`exact_ranking` stays as the reference the tests compare with.
 """
 
 from __future__ import annotations
@@ -48,7 +52,6 @@ AROUND_WEIGHT = 0.5  # an entity in the window's 3 min neighbourhood, not in the
 # window names an entity in one or a few triples, and one link in five is of a coarser scale).
 LINK_CAP_MIN = 256
 LINK_CAP_PER_RESULT = 4
-CAP_GROWTH = 8  # the second, larger read when the first proves nothing
 MAX_CAPPED = 8  # capped entities whose combinations the proof enumerates (2^n - 1 bounds)
 
 Span = tuple[datetime, datetime]
@@ -211,6 +214,20 @@ def capped_ranking(
 ) -> list[Candidate] | None:
     """The top ``k`` windows for ``weights`` (entity id -> weight) from reads bounded by
     ``cap`` links per entity and side, or None when the bound does not prove them."""
+    ranked, exact = bounded_ranking(conn, user_id, weights, k, filters, cap)
+    return ranked if exact else None
+
+
+def bounded_ranking(
+    conn: psycopg.Connection,
+    user_id: str,
+    weights: Mapping[int, float],
+    k: int,
+    filters: Filters,
+    cap: int,
+) -> tuple[list[Candidate], bool]:
+    """The top ``k`` windows among those the bounded read reached (``cap`` links per entity
+    and side), and whether they are proven to be the exact ranking's."""
     rows = entity_links.newest_links(conn, user_id, sorted(weights), cap, filters)
     known = Known(boundaries(rows, cap))
     known.add(((r.entity_id, r.segment_id, r.valid_from) for r in rows), complete=False)
@@ -221,9 +238,10 @@ def capped_ranking(
         known.spans |= spans
         known.windows |= entity_links.windows_of(conn, user_id, known.unread(), filters)
     ranked = score_windows(known.links(), weights)
-    if not all(known.certain(known.windows[c.segment_id]) for c in ranked):
-        return None
-    return ranked[:k] if proven(ranked, k, weights, known.bounds) else None
+    exact = all(known.certain(known.windows[c.segment_id]) for c in ranked) and proven(
+        ranked, k, weights, known.bounds
+    )
+    return ranked[:k], exact
 
 
 def exact_ranking(
@@ -246,10 +264,8 @@ def ranked_windows(
     k: int,
     filters: Filters,
 ) -> list[Candidate]:
-    """The top ``k`` windows: bounded reads first, every link only if they prove nothing."""
+    """The top ``k`` windows from one bounded read: exact when proven, else the best among
+    each entity's newest links (the work stays bounded however long the memory)."""
     if not weights or k <= 0:
         return []
-    for cap in (link_cap(k), link_cap(k) * CAP_GROWTH):
-        if (ranked := capped_ranking(conn, user_id, weights, k, filters, cap)) is not None:
-            return ranked
-    return exact_ranking(conn, user_id, weights, k, filters)
+    return bounded_ranking(conn, user_id, weights, k, filters, link_cap(k))[0]
