@@ -24,6 +24,13 @@ from worldmm.store.segment_search import Filters
 
 pytestmark = pytest.mark.integration
 
+
+def _proven(*args):
+    """The bounded ranking where the bound proves it exact, else None."""
+    ranked, exact = entity_rank.bounded_ranking(*args)
+    return ranked if exact else None
+
+
 T0 = datetime(2025, 6, 2, 8, 0, tzinfo=UTC)
 PARENTS = 120
 # how often each entity is in a 30 s window: housemates, common things, rare things
@@ -124,7 +131,7 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
             kind = "one" if len(asked) == 1 else "more"
             for k, cap in ((1, 4), (5, 8), (20, 32), (5, 64)):
                 exact = entity_rank.exact_ranking(conn, user_id, weights, k, filters)
-                capped = entity_rank.capped_ranking(conn, user_id, weights, k, filters, cap)
+                capped = _proven(conn, user_id, weights, k, filters, cap)
                 asked_of[kind] += 1
                 if capped is not None:
                     proven[kind] += 1
@@ -133,7 +140,7 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
             lane = entity_rank.ranked_windows(conn, user_id, weights, 20, filters)
             exact = entity_rank.exact_ranking(conn, user_id, weights, 20, filters)
             cap = entity_rank.link_cap(20)
-            if entity_rank.capped_ranking(conn, user_id, weights, 20, filters, cap) is not None:
+            if _proven(conn, user_id, weights, 20, filters, cap) is not None:
                 assert lane == exact
             else:
                 assert len(lane) == len(exact) and lane[0].score >= exact[-1].score
@@ -179,7 +186,7 @@ def test_a_housemate_alone_reads_only_its_newest_windows(db, built, user_id) -> 
     with db.connection() as conn:
         weights = _weights(conn, user_id, {housemate: 1.0}, None)
         rows = entity_links.newest_links(conn, user_id, [housemate], 12, Filters())
-        got = entity_rank.capped_ranking(conn, user_id, weights, 5, Filters(), 12)
+        got = _proven(conn, user_id, weights, 5, Filters(), 12)
         exact = entity_rank.exact_ranking(conn, user_id, weights, 5, Filters())
     assert len(rows) == 24  # 12 as subject, 12 as object, of ~430 windows
     assert got is not None and got == exact
@@ -231,7 +238,7 @@ def test_a_window_near_an_older_link_of_a_capped_entity_is_read_again(
         weights = _weights(conn, user_id, {a: 0.7, b: 1.0}, None)
         assert weights[a] < weights[b] < 2 * weights[a]
         exact = entity_rank.exact_ranking(conn, user_id, weights, 3, Filters())
-        got = entity_rank.capped_ranking(conn, user_id, weights, 3, Filters(), 4)
+        got = _proven(conn, user_id, weights, 3, Filters(), 4)
     # c2 holds B near A, c5 and c4 hold A near B: all above B's own windows, near nothing
     assert [c.segment_id for c in exact] == [kids[2], kids[5], kids[4]]
     assert got == exact

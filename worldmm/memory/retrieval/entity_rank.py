@@ -7,7 +7,7 @@ neighbourhood (its parent's and siblings' links); ties go to the newer window. A
 the match strength times BM25's IDF over the 30 s windows that existed at ``as_of``
 (:func:`entity_weights`, document frequencies counted in the entity indexes).
 
-Bounded read (:func:`capped_ranking`). A common entity (a housemate, "table") is linked by
+Bounded read (:func:`bounded_ranking`). A common entity (a housemate, "table") is linked by
 1,000-2,500 episodic triples a week, and reading them all made the lane grow with the
 memory. Each entity's links (as subject and as object, every scale) are read newest first,
 at most ``cap`` per side; an entity whose read stopped there is *capped*, and its links at or
@@ -202,20 +202,6 @@ def proven(
             if best == kth.score and not kth.end > min(bounds[e] for e in held):
                 return False
     return True
-
-
-def capped_ranking(
-    conn: psycopg.Connection,
-    user_id: str,
-    weights: Mapping[int, float],
-    k: int,
-    filters: Filters,
-    cap: int,
-) -> list[Candidate] | None:
-    """The top ``k`` windows for ``weights`` (entity id -> weight) from reads bounded by
-    ``cap`` links per entity and side, or None when the bound does not prove them."""
-    ranked, exact = bounded_ranking(conn, user_id, weights, k, filters, cap)
-    return ranked if exact else None
 
 
 def bounded_ranking(
