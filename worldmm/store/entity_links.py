@@ -194,34 +194,3 @@ def windows_of(
         )
         for r in rows
     }
-
-
-def linked_segments(
-    conn: psycopg.Connection,
-    user_id: str,
-    entity_ids: Sequence[int],
-    filters: Filters = Filters(),
-) -> list[EntityLinks]:
-    """Every complete segment (any scale) that links one of ``entity_ids`` through its
-    episodic triples, with the ones it links, filtered like the other lanes' reads: the
-    whole read, which grows with how many windows share an entity (the entity lane reads
-    newest first up to a cap, and this only where the cap proves nothing)."""
-    if not entity_ids:
-        return []
-    # Two reads, not one join: joined, the planner hashed the user's whole segments table
-    # (a week: 24,360 rows) to meet the ~1,000 triples of a common entity. The segments are
-    # then read by id, through the (user_id, id) key, whatever the memory's size.
-    found = conn.execute(
-        "SELECT t.segment_id, array_agg(DISTINCT x.e) FROM triples t"
-        " CROSS JOIN LATERAL (VALUES (t.subject_entity_id), (t.object_entity_id)) AS x(e)"
-        " WHERE t.user_id = %(u)s AND t.memory_type = 'episodic'"
-        " AND (t.subject_entity_id = ANY(%(ents)s) OR t.object_entity_id = ANY(%(ents)s))"
-        " AND x.e = ANY(%(ents)s) GROUP BY t.segment_id",
-        {"u": user_id, "ents": list(entity_ids)},
-    ).fetchall()
-    held = {int(r[0]): frozenset(int(e) for e in r[1]) for r in found}
-    windows = windows_of(conn, user_id, sorted(held), filters)
-    return [
-        EntityLinks(w.segment_id, w.scale, w.start, w.end, w.parent_id, held[w.segment_id])
-        for w in windows.values()
-    ]

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from tests.fixtures import entity_exact as ref
 from tests.fixtures.store import make_segment
 from worldmm.memory.retrieval import entity_rank
 from worldmm.store import entities, entity_links, segments, triples, users
@@ -23,12 +24,6 @@ from worldmm.store.models import TripleWrite
 from worldmm.store.segment_search import Filters
 
 pytestmark = pytest.mark.integration
-
-
-def _proven(*args):
-    """The bounded ranking where the bound proves it exact, else None."""
-    ranked, exact = entity_rank.bounded_ranking(*args)
-    return ranked if exact else None
 
 
 T0 = datetime(2025, 6, 2, 8, 0, tzinfo=UTC)
@@ -130,17 +125,17 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
             weights = _weights(conn, user_id, asked, filters.as_of)
             kind = "one" if len(asked) == 1 else "more"
             for k, cap in ((1, 4), (5, 8), (20, 32), (5, 64)):
-                exact = entity_rank.exact_ranking(conn, user_id, weights, k, filters)
-                capped = _proven(conn, user_id, weights, k, filters, cap)
+                exact = ref.exact_ranking(conn, user_id, weights, k, filters)
+                capped = ref.proven(conn, user_id, weights, k, filters, cap)
                 asked_of[kind] += 1
                 if capped is not None:
                     proven[kind] += 1
                     assert capped == exact, (asked, filters, k, cap)
             # the lane reads once: the exact ranking where proven, else the best of its read
             lane = entity_rank.ranked_windows(conn, user_id, weights, 20, filters)
-            exact = entity_rank.exact_ranking(conn, user_id, weights, 20, filters)
+            exact = ref.exact_ranking(conn, user_id, weights, 20, filters)
             cap = entity_rank.link_cap(20)
-            if _proven(conn, user_id, weights, 20, filters, cap) is not None:
+            if ref.proven(conn, user_id, weights, 20, filters, cap) is not None:
                 assert lane == exact
             else:
                 assert len(lane) == len(exact) and lane[0].score >= exact[-1].score
@@ -153,10 +148,6 @@ def test_the_lane_reads_once_and_never_every_link(db, built, user_id, monkeypatc
     """With caps far below the housemates' links, many rankings are not proven: the lane
     still answers from its one bounded read, the best windows it reached."""
 
-    def read_everything(*_a, **_k):
-        raise AssertionError("the lane read every link of an entity")
-
-    monkeypatch.setattr(entity_links, "linked_segments", read_everything)
     monkeypatch.setattr(entity_rank, "LINK_CAP_MIN", 8)
     reads = []
     newest = entity_links.newest_links
@@ -186,8 +177,8 @@ def test_a_housemate_alone_reads_only_its_newest_windows(db, built, user_id) -> 
     with db.connection() as conn:
         weights = _weights(conn, user_id, {housemate: 1.0}, None)
         rows = entity_links.newest_links(conn, user_id, [housemate], 12, Filters())
-        got = _proven(conn, user_id, weights, 5, Filters(), 12)
-        exact = entity_rank.exact_ranking(conn, user_id, weights, 5, Filters())
+        got = ref.proven(conn, user_id, weights, 5, Filters(), 12)
+        exact = ref.exact_ranking(conn, user_id, weights, 5, Filters())
     assert len(rows) == 24  # 12 as subject, 12 as object, of ~430 windows
     assert got is not None and got == exact
     assert [c.end for c in got] == sorted((c.end for c in got), reverse=True)
@@ -237,8 +228,8 @@ def test_a_window_near_an_older_link_of_a_capped_entity_is_read_again(
     with db.connection() as conn:
         weights = _weights(conn, user_id, {a: 0.7, b: 1.0}, None)
         assert weights[a] < weights[b] < 2 * weights[a]
-        exact = entity_rank.exact_ranking(conn, user_id, weights, 3, Filters())
-        got = _proven(conn, user_id, weights, 3, Filters(), 4)
+        exact = ref.exact_ranking(conn, user_id, weights, 3, Filters())
+        got = ref.proven(conn, user_id, weights, 3, Filters(), 4)
     # c2 holds B near A, c5 and c4 hold A near B: all above B's own windows, near nothing
     assert [c.segment_id for c in exact] == [kids[2], kids[5], kids[4]]
     assert got == exact

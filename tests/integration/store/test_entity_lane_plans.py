@@ -16,6 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from tests.fixtures import entity_exact as ref
 from worldmm.memory.retrieval import entity_rank
 from worldmm.store import entities, entity_links, plans, segment_search
 from worldmm.store.db import Database
@@ -24,12 +25,6 @@ from worldmm.store.segment_search import Filters
 from .conftest import DIM, T0
 
 pytestmark = pytest.mark.integration
-
-
-def _proven(*args):
-    """The bounded ranking where the bound proves it exact, else None."""
-    ranked, exact = entity_rank.bounded_ranking(*args)
-    return ranked if exact else None
 
 
 WINDOWS = 12_000
@@ -79,7 +74,7 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
         try:
             with db.connection() as c:
                 with plans.recording() as log:
-                    links = entity_links.linked_segments(c, user_id, [entity], Filters(as_of))
+                    links = ref.linked_segments(c, user_id, [entity], Filters(as_of))
                 # read when the memory changed (at most once a minute), not per question
                 stats = segment_search.term_stats(c, user_id)
                 # what the lane reads per question: the count, and a read bounded by the cap
@@ -87,10 +82,10 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
                     df = entity_links.window_counts(c, user_id, [entity], as_of)
                     weights = entity_rank.entity_weights({entity: 1.0}, 8_640, df)
                     cap = entity_rank.link_cap(K)
-                    ranked = _proven(c, user_id, weights, K, Filters(as_of), cap)
+                    ranked = ref.proven(c, user_id, weights, K, Filters(as_of), cap)
                     day = (as_of - timedelta(days=1), as_of)
                     again = entity_links.links_within(c, user_id, [entity], [day], Filters(as_of))
-                exact = entity_rank.exact_ranking(c, user_id, weights, K, Filters(as_of))
+                exact = ref.exact_ranking(c, user_id, weights, K, Filters(as_of))
         finally:
             db.close()
         # three days: 8,640 windows had ended (the memory runs 4.2 days), every 12th linked

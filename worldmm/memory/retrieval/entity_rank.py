@@ -29,7 +29,7 @@ the best windows among each entity's newest links, scored exactly. Reading more 
 (a cap eight times larger, then every link) was what the lane did before; with two or more
 common entities asked the proof almost never holds, so that made every such question read a
 common entity's whole history, 0.5 s at four weeks of memory (docs/benchmarks/query.md).
-:func:`exact_ranking` stays as the reference the tests compare with.
+The full read the tests compare with is ``tests/fixtures/entity_exact.py``.
 """
 
 from __future__ import annotations
@@ -228,19 +228,6 @@ def bounded_ranking(
         ranked, k, weights, known.bounds
     )
     return ranked[:k], exact
-
-
-def exact_ranking(
-    conn: psycopg.Connection,
-    user_id: str,
-    weights: Mapping[int, float],
-    k: int,
-    filters: Filters,
-) -> list[Candidate]:
-    """The top ``k`` windows from every link of the entities (the reference, and the
-    fallback where no bounded read proves its result)."""
-    links = entity_links.linked_segments(conn, user_id, sorted(weights), filters)
-    return score_windows(links, weights)[:k]
 
 
 def ranked_windows(
