@@ -72,6 +72,20 @@ def fetch_count(conn: psycopg.Connection, query: Any, params: Any = None) -> int
     return int(row[0]) if row else 0
 
 
+def segments_by_id(
+    conn: psycopg.Connection, user_id: str, columns: str, ids: Sequence[int]
+) -> dict[int, tuple]:
+    """``columns`` of each of this user's segments among ``ids``, by id (none read when
+    ``ids`` is empty)."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT id, {columns} FROM segments WHERE user_id = %s AND id = ANY(%s)",  # noqa: S608
+        (user_id, list(ids)),
+    ).fetchall()
+    return {int(r[0]): tuple(r[1:]) for r in rows}
+
+
 def fetch_models(
     conn: psycopg.Connection, model: type[M], query: Any, params: Any = None
 ) -> list[M]:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import NamedTuple, TypeVar
 
 import psycopg
+from pydantic import BaseModel
 
 from worldmm.store._sql import fetch_models, user_filter
 from worldmm.store.models import AudioChunkRecord, AudioChunkRow, FrameRecord, FrameRow
@@ -42,27 +43,29 @@ class MediaRef(NamedTuple):
     length: int
 
 
-def insert_frame(conn: psycopg.Connection, frame: FrameRow) -> int:
-    """Record a frame; idempotent on (user, blob_key). Returns the row id. A replay that
-    finds the frame on time clears its late flag (late only if it was late every time)."""
+def _insert_capture(
+    conn: psycopg.Connection, table: str, row_type: type[BaseModel], capture: BaseModel
+) -> int:
+    """Record one capture in ``table``, the fields of ``row_type`` its columns (a record
+    subclass passed in adds none); idempotent on (user, blob_key), and a replay that finds it
+    on time clears its late flag (late only if it was late every time). Returns the row id."""
+    values = {name: getattr(capture, name) for name in row_type.model_fields}
     row = conn.execute(
-        "INSERT INTO frames (user_id, session_id, captured_at, seq, blob_key, content_type, late)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s)"
-        " ON CONFLICT ON CONSTRAINT frames_blob_key DO UPDATE SET"
-        " late = frames.late AND EXCLUDED.late"
+        f"INSERT INTO {table} ({', '.join(values)})"  # noqa: S608 - fixed table, model fields
+        f" VALUES ({', '.join(['%s'] * len(values))})"
+        f" ON CONFLICT ON CONSTRAINT {table}_blob_key DO UPDATE SET"
+        f" late = {table}.late AND EXCLUDED.late"
         " RETURNING id",
-        (
-            frame.user_id,
-            frame.session_id,
-            frame.captured_at,
-            frame.seq,
-            frame.blob_key,
-            frame.content_type,
-            frame.late,
-        ),
+        tuple(values.values()),
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def insert_frame(conn: psycopg.Connection, frame: FrameRow) -> int:
+    """Record a frame; idempotent on (user, blob_key). Returns the row id. A replay that
+    finds the frame on time clears its late flag (late only if it was late every time)."""
+    return _insert_capture(conn, "frames", FrameRow, frame)
 
 
 class FrameBatchRow(NamedTuple):
@@ -191,26 +194,9 @@ def list_frames(
 
 
 def insert_audio_chunk(conn: psycopg.Connection, chunk: AudioChunkRow) -> int:
-    """Record an audio chunk; idempotent on (user, blob_key). Returns the row id."""
-    row = conn.execute(
-        "INSERT INTO audio_chunks (user_id, session_id, started_at, duration_ms, sample_rate,"
-        " codec, blob_key, late) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-        " ON CONFLICT ON CONSTRAINT audio_chunks_blob_key DO UPDATE SET"
-        " late = audio_chunks.late AND EXCLUDED.late"
-        " RETURNING id",
-        (
-            chunk.user_id,
-            chunk.session_id,
-            chunk.started_at,
-            chunk.duration_ms,
-            chunk.sample_rate,
-            chunk.codec,
-            chunk.blob_key,
-            chunk.late,
-        ),
-    ).fetchone()
-    assert row is not None
-    return int(row[0])
+    """Record an audio chunk; idempotent on (user, blob_key), late as for a frame. Returns
+    the row id."""
+    return _insert_capture(conn, "audio_chunks", AudioChunkRow, chunk)
 
 
 def list_audio_chunks(

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, vec_cast
+from worldmm.store._sql import as_vector, segments_by_id, vec_cast
 
 
 class SegmentPrior(NamedTuple):
@@ -51,13 +51,11 @@ def segment_priors(
     conn: psycopg.Connection, user_id: str, segment_ids: Sequence[int]
 ) -> dict[int, SegmentPrior]:
     """Importance and recall count of the user's segments among ``segment_ids``."""
-    if not segment_ids:
-        return {}
-    rows = conn.execute(
-        "SELECT id, importance, recall_count FROM segments WHERE user_id = %s AND id = ANY(%s)",
-        (user_id, list(segment_ids)),
-    ).fetchall()
-    return {int(r[0]): SegmentPrior(None if r[1] is None else float(r[1]), int(r[2])) for r in rows}
+    rows = segments_by_id(conn, user_id, "importance, recall_count", segment_ids)
+    return {
+        i: SegmentPrior(None if importance is None else float(importance), int(count))
+        for i, (importance, count) in rows.items()
+    }
 
 
 def nearest_note(

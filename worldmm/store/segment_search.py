@@ -24,7 +24,7 @@ from psycopg import sql
 
 from worldmm.models import BASE_SCALE
 from worldmm.store import knn
-from worldmm.store._sql import as_vector, fetch_count, vec_cast
+from worldmm.store._sql import as_vector, fetch_count, segments_by_id, vec_cast
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -486,13 +486,7 @@ def segment_windows(
     conn: psycopg.Connection, user_id: str, ids: Sequence[int]
 ) -> dict[int, tuple[datetime, datetime]]:
     """(window start, window end) of each of this user's segments among ``ids``."""
-    if not ids:
-        return {}
-    rows = conn.execute(
-        "SELECT id, window_start, window_end FROM segments WHERE user_id = %s AND id = ANY(%s)",
-        (user_id, list(ids)),
-    ).fetchall()
-    return {int(r[0]): (r[1], r[2]) for r in rows}
+    return segments_by_id(conn, user_id, "window_start, window_end", ids)
 
 
 def first_segment_start(conn: psycopg.Connection, user_id: str) -> datetime | None:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,20 @@ def produce_session(settings: Settings, user: str, frames_dir: Path, session: st
             audio=plan.audio,
         )
     return stats.frames
+
+
+def fed_settings(
+    settings: Settings, users: Sequence[str], frames_dir: Path, **extra: Any
+) -> Settings:
+    """:func:`cheap` settings (``extra`` on top) whose topics exist and hold the session in
+    ``frames_dir`` for each of ``users``, one after the other."""
+    from connectors.topics import create_topics
+
+    settings = cheap(settings, **extra)
+    create_topics(settings.kafka_brokers, settings)
+    for user in users:
+        produce_session(settings, user, frames_dir)
+    return settings
 
 
 def base_count(minutes: float) -> int:

@@ -14,9 +14,8 @@ import pytest
 
 from tests.integration.ingest.helpers import (
     base_count,
-    cheap,
     complete_bases,
-    produce_session,
+    fed_settings,
     session_frames,
     wait_for,
     worldmm,
@@ -39,11 +38,7 @@ def cpu_seconds(pid: int) -> float:
 def test_an_idle_flow_and_its_broker_use_little_cpu(stack, settings, user_id, tmp_path) -> None:
     import psycopg
 
-    from connectors.topics import create_topics
-
-    settings = cheap(settings)
-    create_topics(settings.kafka_brokers, settings)
-    produce_session(settings, user_id, session_frames(tmp_path / "session", 1))
+    settings = fed_settings(settings, [user_id], session_frames(tmp_path / "session", 1))
     proc = worldmm(["dataflow", "--no-recovery"], settings, tmp_path / "dataflow.log")
     try:
 

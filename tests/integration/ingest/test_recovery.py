@@ -13,9 +13,9 @@ import pytest
 from tests.integration.ingest.helpers import (
     START,
     base_count,
-    cheap,
     complete_bases,
     duplicates,
+    fed_settings,
     memory_rows,
     produce_session,
     session_frames,
@@ -55,19 +55,13 @@ def _clean_run(settings) -> None:
 def test_kill_and_resume_builds_the_same_memory_as_a_clean_run(
     settings, user_id, tmp_path, monkeypatch
 ) -> None:
-    from connectors.topics import create_topics
-
     frames = session_frames(tmp_path / "session", MINUTES)
-    clean = cheap(settings)
-    killed = cheap(settings, topic_prefix=settings.topic_prefix + "k.")
     other = f"{user_id}-other"
     victim = f"{user_id}-killed"
-    for s in (clean, killed):
-        create_topics(s.kafka_brokers, s)
-    produce_session(clean, user_id, frames)
+    clean = fed_settings(settings, [user_id], frames)
     # replay --user must not touch this one (shorter: it only has to exist)
     produce_session(clean, other, session_frames(tmp_path / "other", 1))
-    produce_session(killed, victim, frames)
+    killed = fed_settings(settings, [victim], frames, topic_prefix=settings.topic_prefix + "k.")
 
     _clean_run(clean)
     expected = memory_rows(clean.database_url, user_id)

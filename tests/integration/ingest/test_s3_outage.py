@@ -11,13 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.fixtures.s3 import S3Server, s3_server
-from tests.integration.ingest.helpers import (
-    cheap,
-    produce_session,
-    segment_states,
-    session_frames,
-    set_env,
-)
+from tests.integration.ingest.helpers import fed_settings, segment_states, session_frames, set_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -37,18 +31,22 @@ def test_s3_outage_mid_stream_goes_to_the_dlq_and_retrigger_rebuilds(
     from apps.dataflows.ingest import build_flow
     from connectors import kafka_io
     from connectors.dlq import parse_dlq_record
-    from connectors.topics import create_topics, topic_names
+    from connectors.topics import topic_names
     from worldmm.blobs import S3BlobStore
     from worldmm.deps import build_deps
     from worldmm.media.window import read_capture
     from worldmm.store.frames import MediaRef
 
     bucket = s3.bucket("worldmm-outage")
-    settings = cheap(settings, blob_s3_uri=f"s3://{bucket}/blobs", blob_s3_endpoint_url=s3.url)
-    create_topics(settings.kafka_brokers, settings)
     frames_dir = session_frames(tmp_path / "session", 2)
     jpegs = {p.read_bytes() for p in frames_dir.iterdir()}
-    produce_session(settings, user_id, frames_dir)
+    settings = fed_settings(
+        settings,
+        [user_id],
+        frames_dir,
+        blob_s3_uri=f"s3://{bucket}/blobs",
+        blob_s3_endpoint_url=s3.url,
+    )
 
     class OutageMidStream(S3BlobStore):
         """S3 hangs from the second window's container to the third's (the timing is the

@@ -8,13 +8,7 @@ import zlib
 
 import pytest
 
-from tests.integration.ingest.helpers import (
-    cheap,
-    memory_rows,
-    produce_session,
-    session_frames,
-    worldmm,
-)
+from tests.integration.ingest.helpers import fed_settings, memory_rows, session_frames, worldmm
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -52,16 +46,18 @@ def test_two_processes_build_what_one_process_builds(settings, user_id, tmp_path
 
     from apps.dataflows.ingest import build_flow
     from connectors import kafka_io
-    from connectors.topics import create_topics, topic_names
+    from connectors.topics import topic_names
 
     frames = session_frames(tmp_path / "session", 1)
-    one = cheap(settings, topic_partitions=PARTITIONS)
-    two = cheap(settings, topic_partitions=PARTITIONS, topic_prefix=settings.topic_prefix + "c.")
     singles, clustered = _users(f"{user_id}-a", 3), _users(f"{user_id}-b", 3)
-    for s, users in ((one, singles), (two, clustered)):
-        create_topics(s.kafka_brokers, s)
-        for u in users:
-            produce_session(s, u, frames)
+    one = fed_settings(settings, singles, frames, topic_partitions=PARTITIONS)
+    two = fed_settings(
+        settings,
+        clustered,
+        frames,
+        topic_partitions=PARTITIONS,
+        topic_prefix=settings.topic_prefix + "c.",
+    )
     records = kafka_io.consume_all(two.kafka_brokers, topic_names(two)["frames"])
     assert len({r.partition for r in records}) == 3  # the users are spread over partitions
 

@@ -165,9 +165,12 @@ class OfflineRoles:
         asked: Asked | None = None,
         notes: list[OptionNote] | None = None,
     ) -> Response:
-        return await asyncio.to_thread(
-            answers.answer, self._answer_embedder, question, passages, choices, asked, notes
-        )
+        embedder = self._answer_embedder
+        if choices:
+            return await asyncio.to_thread(
+                answers.answer_choice, embedder, question, passages, choices, asked, notes
+            )
+        return await asyncio.to_thread(answers.answer_free, embedder, question, passages, asked)
 
     async def weigh_choices(
         self,

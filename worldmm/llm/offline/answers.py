@@ -165,16 +165,3 @@ def answer_choice(
         choice_index=best,
         evidence=list(dict.fromkeys(cited or [units[top].ref])),
     )
-
-
-def answer(
-    embedder: TextEmbedder,
-    question: str,
-    passages: Sequence[Passage],
-    choices: Sequence[str] | None,
-    asked: Asked | None = None,
-    notes: Sequence[OptionNote] | None = None,
-) -> Response:
-    if choices:
-        return answer_choice(embedder, question, passages, choices, asked, notes)
-    return answer_free(embedder, question, passages, asked)
