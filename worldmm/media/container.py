@@ -28,7 +28,7 @@ import json
 import struct
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 MAGIC = b"WMC1"
 _HEAD = struct.Struct("<4sI")
@@ -41,33 +41,33 @@ class ContainerError(ValueError):
 
 
 @dataclass(frozen=True)
-class Capture:
-    """One frame or audio chunk going into a container."""
+class _CaptureInfo:
+    """What a container says of one capture besides its bytes."""
 
     key: str  # logical blob key of the capture
     kind: str  # "frames" | "audio"
     ts_ms: int
     end_ms: int
-    data: bytes
+    _: KW_ONLY  # the optional fields by keyword: a subclass's own fields follow them
     seq: int | None = None
     sample_rate: int | None = None
     content_type: str = "image/jpeg"
 
 
 @dataclass(frozen=True)
-class Entry:
+class Capture(_CaptureInfo):
+    """One frame or audio chunk going into a container."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Entry(_CaptureInfo):
     """Where one capture lies inside a container."""
 
-    key: str
-    kind: str
-    ts_ms: int
-    end_ms: int
     offset: int
     length: int
     crc32: int
-    seq: int | None = None
-    sample_rate: int | None = None
-    content_type: str = "image/jpeg"
 
 
 @dataclass(frozen=True)

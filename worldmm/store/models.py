@@ -163,6 +163,16 @@ class GraphTriple(BaseModel):
 # --- frames and audio ----------------------------------------------------------------------
 
 
+class _Stored(BaseModel):
+    """What a capture's row adds to it once written."""
+
+    id: int
+    # the window container holding the capture, and where (None: stored alone under blob_key)
+    media_key: str | None = None
+    media_offset: int | None = None
+    media_length: int | None = None
+
+
 class FrameRow(BaseModel):
     """A stored frame (its bytes are in the blob store under blob_key)."""
 
@@ -175,12 +185,8 @@ class FrameRow(BaseModel):
     late: bool = False
 
 
-class FrameRecord(FrameRow):
-    id: int
-    # the window container holding the frame, and where (None: stored alone under blob_key)
-    media_key: str | None = None
-    media_offset: int | None = None
-    media_length: int | None = None
+class FrameRecord(_Stored, FrameRow):
+    """A frame's row as read back."""
 
 
 class AudioChunkRow(BaseModel):
@@ -194,11 +200,8 @@ class AudioChunkRow(BaseModel):
     late: bool = False
 
 
-class AudioChunkRecord(AudioChunkRow):
-    id: int
-    media_key: str | None = None
-    media_offset: int | None = None
-    media_length: int | None = None
+class AudioChunkRecord(_Stored, AudioChunkRow):
+    """An audio chunk's row as read back."""
 
 
 # --- forgetting ----------------------------------------------------------------------------
