@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench import harness
-from bench.egolife import data, truth
+from bench.egolife import data, folds, truth
 from bench.egolife.answer_cv import LOOK_GRID, Picks, accuracy, cross_validate, grid_letters
 from bench.egolife.data import DataError, Question, Window
 from bench.egolife.memory_method import LIVE, VARIANTS, ranked
@@ -397,12 +397,10 @@ def summarise(questions: Sequence[Question], rows: Sequence[dict], method: str) 
             agg["accuracy"] = accuracy([questions[i] for i in idx], [c["answer"] for c in cells])
         return agg
 
-    by_type: dict[str, list[int]] = {}
-    for i, q in enumerate(questions):
-        by_type.setdefault(q.type, []).append(i)
+    by_type = folds.folds(questions, "type").items()  # sorted by type
     return {
         "overall": block(list(range(len(questions)))),
-        "by_type": {t: block(v) for t, v in sorted(by_type.items())},
+        "by_type": {t: block(v) for t, v in by_type},
     }
 
 
