@@ -13,6 +13,7 @@ import secrets
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -23,7 +24,7 @@ import httpx
 from pydantic import Field
 
 from bench import harness
-from bench.child import Child, child_env
+from bench.child import Child, child_env, http_ok
 from bench.harness import Echo
 from bench.query import MemoryOptions
 from worldmm.settings import Settings
@@ -54,10 +55,7 @@ class Tally:
     """Latencies (ms) and error counts of one route."""
 
     ms: list[float] = field(default_factory=list)
-    errors: dict[str, int] = field(default_factory=dict)
-
-    def error(self, what: str) -> None:
-        self.errors[what] = self.errors.get(what, 0) + 1
+    errors: Counter[str] = field(default_factory=Counter)
 
     def summary(self, seconds: float) -> dict[str, Any]:
         return {
@@ -114,12 +112,12 @@ async def drive(
                         status = (await client.post(path, json=payload)).status_code
                 except httpx.HTTPError as exc:
                     if counted:
-                        tallies[route].error(type(exc).__name__)
+                        tallies[route].errors[type(exc).__name__] += 1
                 else:
                     if counted and 200 <= status < 300:
                         tallies[route].ms.append(1000 * (time.perf_counter() - t))
                     elif counted:
-                        tallies[route].error(str(status))
+                        tallies[route].errors[str(status)] += 1
                 i += 1
         finally:
             for p in pools:
@@ -144,19 +142,10 @@ def start_servers(settings: Settings, n: int, admin_key: str, log_dir: Path) -> 
         cmd = [sys.executable, "-m", "apps.cli", "serve", "--host", "127.0.0.1"]
         cmd += ["--port", url.rsplit(":", 1)[1]]
         servers.append(Child(url, cmd, log_dir / f"serve-{i}.log", env).start())
-    for server in servers:
-        wait_until(
-            lambda s=server: _ready(s), timeout_s=180, what=f"worldmm serve at {server.name}"
-        )
+    for s in servers:
+        ready = lambda s=s: s.check() or http_ok(f"{s.name}/readyz")  # noqa: E731
+        wait_until(ready, timeout_s=180, what=f"worldmm serve at {s.name}")
     return servers
-
-
-def _ready(server: Child) -> bool:
-    server.check()
-    try:
-        return httpx.get(f"{server.name}/readyz", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
@@ -228,13 +217,7 @@ def run(opts: ApiLoadOptions, settings: Settings, echo: Echo) -> dict[str, Any]:
 def main(opts: ApiLoadOptions) -> dict[str, Any]:
     """Throughput, p50/p95/p99 and errors per route (ask, segments, semantic, visual) with N
     concurrent clients against `worldmm serve` processes on loopback."""
-    from worldmm.settings import load_settings
-
-    echo = harness.stamped_echo()
-    with harness.stack_or_start(load_settings(), echo) as settings:
-        result = run(opts, settings, echo)
-    harness.write_report(result, opts.out)
-    return result
+    return harness.report_on_stack(opts.out, lambda settings, echo: run(opts, settings, echo))
 
 
 if __name__ == "__main__":

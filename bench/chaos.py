@@ -189,14 +189,10 @@ def _prepare(settings: Settings) -> None:
 
 
 def _create_users(api_url: str, admin_key: str, users: list[str]) -> dict[str, str]:
-    keys = {}
-    with httpx.Client(base_url=api_url, timeout=30.0) as client:
-        for u in users:
-            auth = {"Authorization": f"Bearer {admin_key}"}
-            r = client.post("/v1/users", json={"user_id": u}, headers=auth)
-            r.raise_for_status()
-            keys[u] = r.json()["api_key"]
-    return keys
+    auth = {"Authorization": f"Bearer {admin_key}"}
+    with httpx.Client(base_url=api_url, timeout=30.0, headers=auth) as client:
+        created = [client.post("/v1/users", json={"user_id": u}) for u in users]
+    return {u: r.raise_for_status().json()["api_key"] for u, r in zip(users, created, strict=True)}
 
 
 def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime, echo: Echo):

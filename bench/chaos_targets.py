@@ -15,22 +15,13 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import httpx
-
-from bench.child import Child, child_env, children
+from bench.child import Child, child_env, children, http_ok
 from worldmm.settings import Settings
 from worldmm.stack import StackError, kafka, postgres, redis_server
 from worldmm.stack.process import free_port, pid_alive, read_pid, wait_until
 
 TARGETS = ("worker", "kafka", "postgres", "redis", "encoder")
 SERVERS = {"kafka": kafka, "postgres": postgres, "redis": redis_server}
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _kill_wait(pids: Sequence[int], marker: str | None) -> None:
@@ -88,7 +79,7 @@ class ChaosStack:
             self.children[name] = Child(name, [py, "-m", *args], log, env).start()
         wait_until(lambda: self.probe("encoder"), timeout_s=120, what="encoder service")
         for url in self.api_urls:
-            wait_until(lambda u=url: _http_ok(f"{u}/healthz"), timeout_s=180, what="query API")
+            wait_until(lambda u=url: http_ok(f"{u}/healthz"), timeout_s=180, what="query API")
         return self.settings
 
     @property
@@ -135,7 +126,7 @@ class ChaosStack:
         assert s is not None
         probes = {
             "worker": lambda: self.worker is not None and self.worker.alive(),
-            "encoder": lambda: _http_ok(f"{s.gpu_worker_url}/healthz"),
+            "encoder": lambda: http_ok(f"{s.gpu_worker_url}/healthz"),
             "kafka": lambda: kafka.probe(s.kafka_brokers or "", 1.0)[0],
             "redis": lambda: redis_server.probe(s.redis_url or "")[0],
             "postgres": lambda: postgres.probe(s.database_url or "")[0],

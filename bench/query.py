@@ -1,11 +1,7 @@
-"""Query benchmark: retrieval latency over a synthetic week of one user's memory.
-
-A :class:`~bench.query_synth.SyntheticMemory` is bulk-loaded, then ``search`` is timed per
-memory type with the graphs warm, cold and (episodic) as of a past time, with stand-in models
-(no model time); then the time-masked graph builds and how soon a new segment is visible
-(:mod:`bench.query_timed`). The method and figures are docs/benchmarks/query.md.
-
-    worldmm bench query --out query.json   # = python -m bench.query ...
+"""Query benchmark: retrieval latency over a synthetic week of one user's memory, bulk-loaded
+(:mod:`bench.query_synth`), ``search`` timed per memory type warm, cold and as of a past time
+with stand-in models, then the time-masked graph builds and how soon a new segment is visible
+(:mod:`bench.query_timed`); docs/benchmarks/query.md.
 """
 
 from __future__ import annotations
@@ -367,6 +363,7 @@ def run_benchmark(
             **{k: getattr(settings, k) for k in top_k},
         },
         "users": opts.users,
+        "episodic_lane_weights": settings.episodic_lane_weight_map(),
         "loadavg": {"start": harness.loadavg()},
     }
     loadavg = result["loadavg"]
@@ -468,16 +465,11 @@ def run_benchmark(
 def main(opts: QueryOptions) -> dict[str, Any]:
     """Retrieval latency (p50/p95; warm, cold and as of a past time) over a synthetic week
     of one user's memory, time-masked graph builds and bulk-load rows/s; no model time."""
-    from worldmm.settings import load_settings
-
-    echo = harness.stamped_echo()
     if opts.lanes:  # the cold child processes inherit it through the environment
         os.environ["WORLDMM_EPISODIC_LANE_WEIGHTS"] = opts.lanes
     cfg = SynthConfig(hours=hours_of(opts.days), seed=opts.seed)
-    with harness.stack_or_start(load_settings(), echo, keep=opts.keep) as settings:
-        result = run_benchmark(settings, cfg, opts, echo)
-        result["episodic_lane_weights"] = settings.episodic_lane_weight_map()
-    harness.write_report(result, opts.out)
+    measure = lambda settings, echo: run_benchmark(settings, cfg, opts, echo)  # noqa: E731
+    result = harness.report_on_stack(opts.out, measure, keep=opts.keep)
     if result["plan_problems"]:  # correct but slow, and slower with every day of memory
         raise SystemExit(f"query plans read a memory whole: {result['plan_problems']}")
     return result

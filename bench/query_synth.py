@@ -1,14 +1,8 @@
-"""Synthetic memory of one user for the query benchmark: pure, seeded, numpy only.
-
-Segments at every scale laid out by the ingest's own window hierarchy, a few hundred entities
-with aliases, episodic triples drawn from a per-10-minute context (a place, a few people, some
-objects), semantic facts of which some were replaced, one clip vector and a few frame rows per
-30 s segment. Text vectors are random unit vectors with a cluster structure, not a model's
-(docs/benchmarks/query.md, "What is loaded"). Queries come from the same generator, so every
-search finds seeds as it would in use.
-
-Every random draw comes from ``numpy.random.default_rng([seed, stream, index])``, so a block's
-output does not depend on which other blocks were generated.
+"""Synthetic memory of one user for the query benchmark: pure, seeded, numpy only
+(docs/benchmarks/query.md, "What is loaded"). Segments at every scale, entities with aliases,
+episodic triples from a per-10-minute context, semantic facts (some replaced), clip and frame
+rows; text vectors are clustered random unit vectors. Queries come from the same generator.
+Every draw uses ``default_rng([seed, stream, index])``: a block does not depend on the others.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""The offline answerer's two weights chosen by cross-validation over question folds, in the
-same run as every method's answers: how much an option's base rate in the memory counts
-against its support (:data:`worldmm.llm.offline.weighing.BASE_RATE_WEIGHT`), and how much a
-window only an option's own search found weighs (:data:`worldmm.agent.choices.
-OPTION_LOOK_WEIGHT`; it matters only for ``worldmm``, the one method that looks per option).
-
-Each method's evidence is weighed once per question and look weight; every base weight then
-picks from the same weighing. Per fold (by the day a question is asked, and by its type),
-the pair is chosen on the other folds by ``worldmm``'s accuracy (ties: the pair nearest to
-neutral, a smaller base weight and a larger look weight first) and every method is scored
-on the held-out fold with it. Every question is held out once per scheme. Fewer knobs: the
-same is done with each weight frozen at its neutral value (base 0, look 1); a weight whose
-freezing does not lower the held-out accuracy does not earn its place.
+"""The offline answerer's two weights (base rate, ``BASE_RATE_WEIGHT``; option look,
+``OPTION_LOOK_WEIGHT``) chosen by cross-validation over question folds in the same run as the
+answers: each evidence is weighed once per look weight, the pair is picked on the other folds by
+``worldmm``'s accuracy (ties: nearest neutral) and scored held out; a weight whose freezing at
+neutral does not lower held-out accuracy does not earn its place (docs/benchmarks/egolife.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """EgoLife data as the benchmark sees it: 30 s windows with absolute times, and questions.
 
-Pure parsing, no models and no store. The dataset names days (DAY1..DAY7), not dates, so a
-fixed calendar maps DAY1 to :data:`BASE_DATE` (UTC) and each later day to the next date.
-Times are ``HHMMSS`` plus optional hundredths; some files carry hundredths above 99, so every
-comparison is made at whole seconds (the hundredths are dropped).
-
-Every window sits on the 30 s grid of the day (which is the epoch grid, as days start at UTC
-midnight): a clip that starts mid-window (the first clip of a recording) is placed in the grid
-cell that holds its start, exactly where live ingest would put its frames.
+Pure parsing. DAY1 is :data:`BASE_DATE` (UTC), each later day the next date. Times are
+``HHMMSS`` plus hundredths (some above 99), so comparisons are at whole seconds. A window sits
+on the day's 30 s grid, in the cell holding its start, where live ingest would put its frames.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo
 
 import typer
@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench import harness
-from bench.egolife import data, truth
+from bench.egolife import data, folds, truth
 from bench.egolife.answer_cv import LOOK_GRID, Picks, accuracy, cross_validate, grid_letters
 from bench.egolife.data import DataError, Question, Window
 from bench.egolife.memory_method import LIVE, VARIANTS, ranked
@@ -44,7 +44,6 @@ TOP3_ONLY = "worldmm-top3-only"  # worldmm's answer from its top 3 alone (report
 DEFAULT_USER = "egolife-A1_JAKE"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INGEST_MEMO_TEXTS = 100_000  # 384-d float32: about 150 MB
-T = TypeVar("T")
 
 
 class BenchError(ValueError):
@@ -126,14 +125,6 @@ class BenchConfig(EgoLifeData):
 # --- the methods ------------------------------------------------------------------------
 
 
-def steps(progress: Progress, label: str, items: Sequence[T]) -> Iterator[T]:
-    """``items``, one progress step each."""
-    task = progress.add_task(label, total=len(items))
-    for item in items:
-        yield item
-        progress.advance(task)
-
-
 def window_hits(windows: Sequence[Window], ranking: Sequence[Ranked]) -> list[SegmentHit]:
     """A baseline's ranked windows as evidence for the answerer (same text it searched)."""
     by_start = {w.start: w for w in windows}
@@ -174,7 +165,7 @@ def run_baselines(
         asked = time.perf_counter()
         rankings[name] = [
             index.search(q.query_text, q.query_time, cfg.top_k)
-            for q in steps(progress, f"ask {name}", questions)
+            for q in progress.track(questions, description=f"ask {name}")
         ]
         per_q = (time.perf_counter() - asked) / max(1, len(questions))
         timings[name] = {"index_s": round(asked - started, 2), "query_ms": round(1000 * per_q, 2)}
@@ -240,7 +231,7 @@ def run_worldmm(
     async def ask_every() -> tuple[dict[str, list[list[SegmentHit]]], list[float]]:
         out: dict[str, list[list[SegmentHit]]] = {n: [] for n in names}
         full_s: list[float] = []
-        for q in steps(progress, "ask worldmm (+ variants)", questions):
+        for q in progress.track(questions, description="ask worldmm (+ variants)"):
             hits, seconds = await mm.search_variants(
                 rdeps, cfg.user_id, q.query_text, q.question, q.query_time, names
             )
@@ -251,7 +242,7 @@ def run_worldmm(
 
     async def look_every(name: str) -> list[list[SegmentHit]]:
         out: list[list[SegmentHit]] = []
-        for i in steps(progress, f"look per option ({name})", range(len(questions))):
+        for i in progress.track(range(len(questions)), description=f"look per option ({name})"):
             q, texts = questions[i], [t for _, t in offered(questions[i])]
             if len(texts) < 2:
                 out.append([])
@@ -301,7 +292,7 @@ async def answer_all(
     for method, per_q in evidence.items():
         letters: list[str | None] = []
         looks = looked.get(method) or [[] for _ in questions]
-        for i in steps(progress, f"answer {method}", range(len(questions))):
+        for i in progress.track(range(len(questions)), description=f"answer {method}"):
             q, choices = questions[i], offered(questions[i])
             texts = [t for _, t in choices]
             asked = Asked(q.query_time, ZoneInfo("UTC"))
@@ -406,12 +397,10 @@ def summarise(questions: Sequence[Question], rows: Sequence[dict], method: str) 
             agg["accuracy"] = accuracy([questions[i] for i in idx], [c["answer"] for c in cells])
         return agg
 
-    by_type: dict[str, list[int]] = {}
-    for i, q in enumerate(questions):
-        by_type.setdefault(q.type, []).append(i)
+    by_type = folds.folds(questions, "type").items()  # sorted by type
     return {
         "overall": block(list(range(len(questions)))),
-        "by_type": {t: block(v) for t, v in sorted(by_type.items())},
+        "by_type": {t: block(v) for t, v in by_type},
     }
 
 

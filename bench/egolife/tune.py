@@ -195,8 +195,8 @@ def held_out_fixed(scorer: Scorer, questions: Sequence[Question], p: Params) -> 
     """Fixed parameters (nothing fitted) per fold: what the settings as shipped score."""
     out: dict = {}
     for scheme in folds.SCHEMES:
-        parts = folds.folds(questions, scheme)
-        out[scheme] = {name: _rounded(scorer.aggregate(p, idx)) for name, idx in parts.items()}
+        parts = folds.folds(questions, scheme).items()
+        out[scheme] = {name: _rounded(scorer.aggregate(p, idx)) for name, idx in parts}
     return out
 
 
@@ -264,12 +264,10 @@ async def lane_runs(deps, user_id: str, questions: Sequence[Question]) -> list[L
         weights=dict.fromkeys(ALL_LANES, 1.0),
         prior=PriorParams(0.0, 1.0, 0.0, 1.0, 0.0, 0.0),
     )
-    runs = []
-    for q in questions:
-        runs.append(
-            await run_lanes(deps, user_id, q.query_text, q.query_time, every, time_text=q.question)
-        )
-    return runs
+    return [
+        await run_lanes(deps, user_id, q.query_text, q.query_time, every, time_text=q.question)
+        for q in questions
+    ]
 
 
 def tune(deps, user_id: str, questions: Sequence[Question], ablate: Sequence[str] = ()) -> dict:

@@ -41,9 +41,7 @@ def test_segments_ask_for_one_hour_inside_the_memory():
 
 def test_summary_counts_errors_and_percentiles():
     t = Tally(ms=[float(x) for x in range(1, 101)])
-    t.error("500")
-    t.error("500")
-    t.error("ReadTimeout")
+    t.errors.update(["500", "500", "ReadTimeout"])
     s = t.summary(10.0)
     assert (s["requests"], s["ok"], s["errors"]) == (103, 100, 3)
     assert s["errors_by_kind"] == {"500": 2, "ReadTimeout": 1}
