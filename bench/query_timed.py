@@ -15,6 +15,7 @@ from bench.query_synth import Query
 from worldmm.graph.timed import build_timed, extend
 from worldmm.graph.timed_io import dumps_timed, loads_timed
 from worldmm.graph.types import entity_node
+from worldmm.memory.retrieval.lanes import TERM_STATS_CHECK_S
 from worldmm.models import SCALES
 
 
@@ -90,9 +91,10 @@ def measure_new_segments(
     db: Any, deps: Any, stub: Any, user_id: str, end: datetime, dim: int, n: int
 ) -> dict[str, Any]:
     """Write a new 30 s segment (3 triples about a new entity) after the memory's end, then
-    time the next episodic search; the segment must be among the 30 s graph's ranking of a
-    query about its entity (checked after the timed search, from the same graph). The rows
-    are deleted at the end, so a later ``--reuse`` run finds the memory as loaded."""
+    time the next episodic search, asked once the term statistics are due a check; the
+    segment must be among the 30 s graph's ranking of a query about its entity (checked after
+    the timed search, from the same graph). The rows are deleted at the end, so a later
+    ``--reuse`` run finds the memory as loaded."""
     from worldmm.memory.retrieval.graph_lane import rank_scale
     from worldmm.store import entities, segments, triples
     from worldmm.store.models import SegmentWrite, TripleWrite
@@ -131,6 +133,9 @@ def measure_new_segments(
         text, query_vec = f"where is the {name}", np.asarray(vec, np.float32)
         stub.teach(text, [name], {text: query_vec, name: query_vec})
         asked = [Query("episodic", text, [name], {})]
+        # A live question comes a while after the last window was written: the lanes' term
+        # statistics are then old enough to be checked and brought up to date, as here.
+        time.sleep(TERM_STATS_CHECK_S)
         times += asyncio.run(timed_searches(deps, user_id, asked, [None], fresh=False))[0]
         ranked = rank_scale(deps, user_id, 30, 10, query_vec, {entity_node(name): 1.0}, None)
         visible.append(sid in [s for s, _ in ranked])

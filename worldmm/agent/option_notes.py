@@ -46,7 +46,7 @@ def word_shares(deps: Deps, user_id: str, words: Sequence[str]) -> dict[str, flo
     """Share of the user's segments holding each word (by its rarest lexeme); words with no
     lexeme (stop words) or none stored are left out."""
     with deps.db.connection() as conn:
-        stats = TERM_STATS.get(conn, id(deps.db), user_id)
+        stats = TERM_STATS.get(conn, deps.db, user_id)
         lexemes = ss.word_lexemes(conn, words)
     if stats.docs <= 0:
         return {}

@@ -22,7 +22,6 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from worldmm.models import BASE_SCALE
 from worldmm.store import knn
 from worldmm.store._sql import as_vector, fetch_count, segments_by_id, vec_cast
 
@@ -43,23 +42,6 @@ class SegmentText(NamedTuple):
     user_id: str
     caption: str | None
     transcript: str | None
-
-
-class TermStats(NamedTuple):
-    """Document frequencies of a user's segment lexemes and mean lexeme counts per scale;
-    and the end times (epoch seconds, ascending) of the complete 30 s windows, which the
-    entity lane's IDF counts at ``as_of``."""
-
-    docs: int
-    df: dict[str, int]
-    mean_length: dict[int, float]
-    base_ends: np.ndarray
-
-    def windows_at(self, as_of: datetime | None) -> int:
-        """How many complete 30 s windows had ended by ``as_of`` (None: all of them)."""
-        if as_of is None:
-            return len(self.base_ends)
-        return int(np.searchsorted(self.base_ends, as_of.timestamp(), side="right"))
 
 
 def search_text(caption: str | None, transcript: str | None) -> str:
@@ -190,41 +172,6 @@ def word_lexemes(conn: psycopg.Connection, words: Sequence[str]) -> dict[str, li
     for word, lexeme in rows:
         out[word].append(lexeme)
     return out
-
-
-def segment_count_stamp(conn: psycopg.Connection, user_id: str) -> tuple[int, int]:
-    """(count, highest id) of the user's segments: the term statistics' freshness stamp."""
-    row = conn.execute(
-        "SELECT count(*), coalesce(max(id), 0) FROM segments WHERE user_id = %s", (user_id,)
-    ).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
-
-
-def term_stats(conn: psycopg.Connection, user_id: str, after_id: int = 0) -> TermStats:
-    """Document frequency of every lexeme over the user's complete segments with id above
-    ``after_id`` (0: all of them), and their mean lexeme count per scale."""
-    docs_sql = (
-        "SELECT search_tsv FROM segments WHERE processing_status = 'complete'"
-        f" AND user_id = {sql.Literal(user_id).as_string(conn)}"
-        f" AND id > {int(after_id):d}"
-    )
-    df = {
-        word: int(ndoc)
-        for word, ndoc in conn.execute("SELECT word, ndoc FROM ts_stat(%s)", (docs_sql,))
-    }
-    rows = conn.execute(
-        "SELECT scale_seconds, count(*), avg(length(search_tsv)) FROM segments"
-        " WHERE user_id = %s AND processing_status = 'complete' AND id > %s GROUP BY 1",
-        (user_id, after_id),
-    ).fetchall()
-    docs = sum(int(n) for _s, n, _m in rows)
-    mean = {int(s): float(m or 0.0) for s, _n, m in rows}
-    ends = conn.execute(
-        "SELECT extract(epoch FROM window_end)::float8 FROM segments WHERE user_id = %s"
-        " AND processing_status = 'complete' AND scale_seconds = %s AND id > %s ORDER BY 1",
-        (user_id, BASE_SCALE, after_id),
-    ).fetchall()
-    return TermStats(docs, df, mean, np.array([r[0] for r in ends], dtype=np.float64))
 
 
 def _tsquery_literal(lexeme: str) -> str:

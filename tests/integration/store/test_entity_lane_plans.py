@@ -18,9 +18,10 @@ import pytest
 
 from tests.fixtures import entity_exact as ref
 from worldmm.memory.retrieval import entity_rank
-from worldmm.store import entities, entity_links, plans, segment_search
+from worldmm.store import entities, entity_links, plans
 from worldmm.store.db import Database
 from worldmm.store.segment_search import Filters
+from worldmm.store.term_stats import read_all
 
 from .conftest import DIM, T0
 
@@ -76,7 +77,7 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
                 with plans.recording() as log:
                     links = ref.linked_segments(c, user_id, [entity], Filters(as_of))
                 # read when the memory changed (at most once a minute), not per question
-                stats = segment_search.term_stats(c, user_id)
+                stats = read_all(c, user_id)[0]
                 # what the lane reads per question: the count, and a read bounded by the cap
                 with plans.recording() as bounded:
                     df = entity_links.window_counts(c, user_id, [entity], as_of)

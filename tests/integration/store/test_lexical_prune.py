@@ -12,6 +12,7 @@ from worldmm.memory.retrieval.lanes import weighted_terms
 from worldmm.store import segment_search as ss
 from worldmm.store.models import SegmentWrite
 from worldmm.store.segments import upsert_segment
+from worldmm.store.term_stats import read_all
 
 from .conftest import T0
 
@@ -46,7 +47,7 @@ def _speech_memory(conn, user_id: str, rng: random.Random) -> None:
 def test_pruned_search_equals_the_full_one(conn, user_id, monkeypatch) -> None:
     rng = random.Random(7)
     _speech_memory(conn, user_id, rng)
-    stats = ss.term_stats(conn, user_id)
+    stats = read_all(conn, user_id)[0]
     ran: list[tuple[int, int]] = []  # (lexemes selecting candidates, lexemes in the query)
     real_run = ss._LexicalQuery.run
 
@@ -85,7 +86,7 @@ def test_capped_search_equals_the_exact_one(conn, user_id, monkeypatch) -> None:
     while the first query selects no more than the cap (or the rarest lexeme's segments)."""
     rng = random.Random(11)
     _speech_memory(conn, user_id, rng)
-    stats = ss.term_stats(conn, user_id)
+    stats = read_all(conn, user_id)[0]
     calls: list[tuple[int, int]] = []  # (segments the selecting lexemes hold, sets ORed in)
     real_run = ss._LexicalQuery.run
 
@@ -181,7 +182,7 @@ def test_the_full_text_index_is_keyed_by_user(conn, user_id, other_user) -> None
             )
             if uid == user_id and i % 4 == 0:
                 mine.append(sid)
-    stats = ss.term_stats(conn, user_id)
+    stats = read_all(conn, user_id)[0]
     terms = weighted_terms(ss.query_lexemes(conn, "where is the kettle"), stats)
     rows = ss.lexical_search(conn, user_id, terms, stats.mean_length, 50)
     assert sorted(r.segment_id for r in rows) == sorted(mine)

@@ -96,7 +96,7 @@ def entity_lane(
     with deps.db.connection() as conn:
         # N of the IDF: the lexical lane's per-user statistics hold the window ends (a count
         # over the store read the user's whole segments table on every question)
-        total = TERM_STATS.get(conn, id(deps.db), user_id).windows_at(as_of)
+        total = TERM_STATS.get(conn, deps.db, user_id).windows_at(as_of)
         df = entity_links.window_counts(conn, user_id, sorted(strengths), as_of)
         weights = entity_weights(strengths, total, df)
         return ranked_windows(conn, user_id, weights, k, filters)

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
@@ -27,16 +27,22 @@ import numpy as np
 from worldmm.localtime import in_zone
 from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.store import segment_search as ss
+from worldmm.store import term_stats as ts
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
+    from worldmm.store.db import Database
 
 log = logging.getLogger(__name__)
 
 LEXICAL, DENSE, GRAPH, ENTITY = "lexical", "dense", "graph", "entity"
-# Term statistics are a corpus statistic: a minute-old copy ranks as well as a fresh one, and
-# recomputing them after every 30 s window of a live session would cost a scan each time.
-TERM_STATS_MAX_AGE_S = 60.0
+# Term statistics are a corpus statistic, but a live question's own words may be in the
+# window written a moment ago: a copy is checked for new segments (two index reads) when it is
+# this old, and what changed is counted (:mod:`worldmm.store.term_stats`).
+TERM_STATS_CHECK_S = 2.0
+# Edits to counted segments (a retriggered or deleted window) only show in a whole recount,
+# made this often, in the background while the kept copy serves.
+TERM_STATS_RECOUNT_S = 1800.0
 TERM_STATS_USERS = 256
 MAX_QUERY_TERMS = 32
 
@@ -53,40 +59,78 @@ def _candidates(rows: Sequence[ss.LaneRow]) -> list[Candidate]:
     return [Candidate(r.segment_id, r.scale, r.start, r.end, r.score) for r in rows]
 
 
-class TermStatsMemo:
-    """Per user, the lexeme document frequencies the lexical lane weighs terms by, kept in
-    process and refreshed when the user's segments changed and the copy is a minute old."""
+@dataclass
+class _Kept:
+    stats: ts.TermStats
+    covered: ts.Coverage
+    checked: float  # when the store was last asked what changed
+    counted: float  # when every segment was last counted
+    recounting: bool = False
 
-    def __init__(self, max_users: int = TERM_STATS_USERS) -> None:
+
+def _in_thread(job: Callable[[], None]) -> None:
+    threading.Thread(target=job, name="term-stats-recount", daemon=True).start()
+
+
+class TermStatsMemo:
+    """Per user (and database), the term statistics the lexical and entity lanes weigh by,
+    kept in process: counted whole once, then brought up to date with the segments completed
+    since (a question need not pay a count over its whole memory), and recounted whole in the
+    background every ``TERM_STATS_RECOUNT_S``. ``spawn`` runs that recount (tests run it at
+    once)."""
+
+    def __init__(
+        self,
+        max_users: int = TERM_STATS_USERS,
+        spawn: Callable[[Callable[[], None]], None] = _in_thread,
+    ) -> None:
         self._lock = threading.Lock()
         self._max = max_users
-        self._entries: OrderedDict[tuple[int, str], tuple[tuple[int, int], float, ss.TermStats]]
-        self._entries = OrderedDict()
+        self._spawn = spawn
+        self._entries: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
 
-    def get(self, conn, db_key: int, user_id: str) -> ss.TermStats:
-        # A copy younger than the max age is served without asking the store anything; an
-        # older one is checked against the segments' stamp (a count over the user's segments,
-        # which grows with the memory) and recomputed only when they changed.
-        key = (db_key, user_id)
+    def get(self, conn, db: Database, user_id: str) -> ts.TermStats:
+        key = (id(db), user_id)
         now = time.monotonic()
         with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None and now - hit[1] < TERM_STATS_MAX_AGE_S:
+            kept = self._entries.get(key)
+            if kept is not None:
                 self._entries.move_to_end(key)
-                return hit[2]
-        stamp = ss.segment_count_stamp(conn, user_id)
-        if hit is not None and hit[0] == stamp:
+                if now - kept.checked < TERM_STATS_CHECK_S:
+                    return kept.stats
+        covered = ts.coverage(conn, user_id)
+        if kept is None or covered.upto < kept.covered.upto:  # new, or its segments deleted
+            stats = ts.read_since(conn, user_id, ts.NOTHING, covered)
+            self._put(key, _Kept(stats, covered, now, now))
+            return stats
+        stats = kept.stats
+        if covered != kept.covered:
+            stats = ts.merge(stats, ts.read_since(conn, user_id, kept.covered, covered))
+        recount = now - kept.counted >= TERM_STATS_RECOUNT_S and not kept.recounting
+        self._put(key, _Kept(stats, covered, now, kept.counted, kept.recounting or recount))
+        if recount:
+            self._spawn(lambda: self._recount(db, key, user_id))
+        return stats
+
+    def _recount(self, db: Database, key: tuple[int, str], user_id: str) -> None:
+        started = time.monotonic()
+        try:
+            with db.connection() as conn:
+                stats, covered = ts.read_all(conn, user_id)
+        except Exception as exc:  # the kept copy serves on; the next check tries again
+            log.warning("retrieval.term_stats_recount_failed user=%s error=%s", user_id, exc)
             with self._lock:
-                self._entries[key] = (stamp, now, hit[2])
-                self._entries.move_to_end(key)
-            return hit[2]
-        stats = ss.term_stats(conn, user_id)
+                if (kept := self._entries.get(key)) is not None:
+                    kept.recounting = False
+            return
+        self._put(key, _Kept(stats, covered, started, started))
+
+    def _put(self, key: tuple[int, str], kept: _Kept) -> None:
         with self._lock:
-            self._entries[key] = (stamp, now, stats)
+            self._entries[key] = kept
             self._entries.move_to_end(key)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
-        return stats
 
 
 TERM_STATS = TermStatsMemo()
@@ -97,7 +141,7 @@ def idf(docs: int, df: int) -> float:
     return float(np.log(1.0 + (docs - df + 0.5) / (df + 0.5)))
 
 
-def weighted_terms(lexemes: Sequence[str], stats: ss.TermStats) -> list[tuple[str, float]]:
+def weighted_terms(lexemes: Sequence[str], stats: ts.TermStats) -> list[tuple[str, float]]:
     """The query's lexemes with their IDF; unknown lexemes (in no segment) are dropped, and
     at most ``MAX_QUERY_TERMS`` of the rarest are kept."""
     terms = [
@@ -126,7 +170,7 @@ def text_lane(
     with deps.db.connection() as conn:
         if lane == DENSE:
             return _candidates(ss.dense_search(conn, user_id, vector, k, filters))
-        stats = TERM_STATS.get(conn, id(deps.db), user_id)
+        stats = TERM_STATS.get(conn, deps.db, user_id)
         terms = weighted_terms(ss.query_lexemes(conn, query), stats)
         rows = ss.lexical_search(
             conn,
