@@ -7,7 +7,7 @@ neighbourhood (its parent's and siblings' links); ties go to the newer window. A
 the match strength times BM25's IDF over the 30 s windows that existed at ``as_of``
 (:func:`entity_weights`, document frequencies counted in the entity indexes).
 
-Bounded read (:func:`bounded_ranking`). A common entity (a housemate, "table") is linked by
+Bounded read (:func:`bounded_read`). A common entity (a housemate, "table") is linked by
 1,000-2,500 episodic triples a week, and reading them all made the lane grow with the
 memory. Each entity's links (as subject and as object, every scale) are read newest first,
 at most ``cap`` per side; an entity whose read stopped there is *capped*, and its links at or
@@ -17,19 +17,16 @@ neighbourhood when its parent started at or after them (children lie inside thei
 window, as construction links them). Every other window read (one holding a rarer entity
 further back, one near a boundary) has its parent's window read again for the capped
 entities: a range read of each one's index over that window, a few entries. Then every
-window read is scored exactly.
+window read is scored exactly, and the lane returns the best ``k`` of them
+(:func:`ranked_windows`): the best windows among each entity's newest links.
 
-A window never read holds only capped entities, each with a boundary at or after the
-window's end, and its neighbourhood names no other asked entity (that would have been read).
-Its score is at most that of holding the capped entities it holds while near all the others.
-So the ``k``-th window read is the exact ranking's ``k``-th when each such bound is below its
-score, or equal to it with the window newer than the smallest boundary among those held
-(:func:`proven`). Otherwise the lane keeps the ranking of what it read (:func:`ranked_windows`):
-the best windows among each entity's newest links, scored exactly. Reading more to prove it
-(a cap eight times larger, then every link) was what the lane did before; with two or more
-common entities asked the proof almost never holds, so that made every such question read a
-common entity's whole history, 0.5 s at four weeks of memory (docs/benchmarks/query.md).
-The full read the tests compare with is ``tests/fixtures/entity_exact.py``.
+That is the exact ranking's top ``k`` whenever a bound proves no window left unread can
+outrank the ``k``-th (a window never read holds only capped entities; its score is at most
+that of holding them while near all the others). The lane does not check the proof: reading
+more until it held (a cap eight times larger, then every link) was what it did before, and
+with two or more common entities asked the proof almost never holds, so every such question
+read a common entity's whole history, 0.5 s at four weeks (docs/benchmarks/query.md). The
+proof and the full read the tests compare with are in ``tests/fixtures/entity_exact.py``.
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from itertools import combinations
 
 import numpy as np
 import psycopg
@@ -52,7 +48,6 @@ AROUND_WEIGHT = 0.5  # an entity in the window's 3 min neighbourhood, not in the
 # window names an entity in one or a few triples, and one link in five is of a coarser scale).
 LINK_CAP_MIN = 256
 LINK_CAP_PER_RESULT = 4
-MAX_CAPPED = 8  # capped entities whose combinations the proof enumerates (2^n - 1 bounds)
 
 Span = tuple[datetime, datetime]
 
@@ -181,39 +176,15 @@ def _parent_span(w: LinkedWindow) -> Span | None:
     return (w.parent_start, w.parent_end)
 
 
-def proven(
-    ranked: Sequence[Candidate],
-    k: int,
-    weights: Mapping[int, float],
-    bounds: Mapping[int, datetime],
-) -> bool:
-    """Whether no window left unread can rank above the ``k``-th of ``ranked`` (module doc)."""
-    if not bounds:
-        return True
-    if len(ranked) < k or len(bounds) > MAX_CAPPED:
-        return False
-    kth = ranked[k - 1]
-    capped = sorted(bounds)
-    for n in range(1, len(capped) + 1):
-        for held in combinations(capped, n):
-            best = window_score(held, capped, weights)
-            if best > kth.score:
-                return False
-            if best == kth.score and not kth.end > min(bounds[e] for e in held):
-                return False
-    return True
-
-
-def bounded_ranking(
+def bounded_read(
     conn: psycopg.Connection,
     user_id: str,
     weights: Mapping[int, float],
-    k: int,
     filters: Filters,
     cap: int,
-) -> tuple[list[Candidate], bool]:
-    """The top ``k`` windows among those the bounded read reached (``cap`` links per entity
-    and side), and whether they are proven to be the exact ranking's."""
+) -> tuple[list[Candidate], Known]:
+    """Every window the bounded read reached (``cap`` links per entity and side), ranked,
+    and what the read saw (what a proof of exactness needs; the lane does not prove it)."""
     rows = entity_links.newest_links(conn, user_id, sorted(weights), cap, filters)
     known = Known(boundaries(rows, cap))
     known.add(((r.entity_id, r.segment_id, r.valid_from) for r in rows), complete=False)
@@ -223,11 +194,7 @@ def bounded_ranking(
         known.add(entity_links.links_within(conn, user_id, capped, spans, filters), complete=True)
         known.spans |= spans
         known.windows |= entity_links.windows_of(conn, user_id, known.unread(), filters)
-    ranked = score_windows(known.links(), weights)
-    exact = all(known.certain(known.windows[c.segment_id]) for c in ranked) and proven(
-        ranked, k, weights, known.bounds
-    )
-    return ranked[:k], exact
+    return score_windows(known.links(), weights), known
 
 
 def ranked_windows(
@@ -237,8 +204,8 @@ def ranked_windows(
     k: int,
     filters: Filters,
 ) -> list[Candidate]:
-    """The top ``k`` windows from one bounded read: exact when proven, else the best among
-    each entity's newest links (the work stays bounded however long the memory)."""
+    """The top ``k`` windows from one bounded read: the best among each entity's newest links
+    (the work stays bounded however long the memory; exact where the module's proof holds)."""
     if not weights or k <= 0:
         return []
-    return bounded_ranking(conn, user_id, weights, k, filters, link_cap(k))[0]
+    return bounded_read(conn, user_id, weights, filters, link_cap(k))[0][:k]
