@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,22 +106,6 @@ def flush(
         raise DeliveryError([f"{left} message(s) still queued after {timeout:.0f}s"])
     if tracker is not None:
         tracker.raise_if_failed()
-
-
-def produce_and_flush(
-    producer: Producer,
-    topic: str,
-    records: Iterable[tuple[bytes | None, bytes | None, Headers | None]],
-    timeout: float = 30.0,
-) -> int:
-    """Produce every (key, value, headers) to ``topic`` and wait for all acks; return the count."""
-    tracker = DeliveryTracker()
-    count = 0
-    for key, value, headers in records:
-        produce(producer, topic, key, value, headers, on_delivery=tracker)
-        count += 1
-    flush(producer, tracker, timeout)
-    return count
 
 
 @dataclass(frozen=True)

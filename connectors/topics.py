@@ -40,12 +40,3 @@ def create_topics(brokers: str, settings: Settings, timeout_s: float = 30.0) -> 
                 else:
                     raise
     return outcome
-
-
-def partition_counts(brokers: str, settings: Settings, timeout_s: float = 10.0) -> dict[str, int]:
-    meta = AdminClient({"bootstrap.servers": brokers}).list_topics(timeout=timeout_s)
-    return {
-        name: len(meta.topics[name].partitions)
-        for name in topic_names(settings).values()
-        if name in meta.topics
-    }

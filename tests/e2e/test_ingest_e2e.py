@@ -66,10 +66,11 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
     # malformed input beside the session: it must land on the DLQ topic, not stop the flow
     from connectors import codec, kafka_io
     from connectors.topics import topic_names
+    from tests.fixtures.kafka import produce_and_flush
 
     topics = topic_names(settings)
     bad_key, _v, bad_headers = codec.encode_frame(user_id, "s1", start, 99_999, b"x")
-    kafka_io.produce_and_flush(
+    produce_and_flush(
         kafka_io.make_producer(settings.kafka_brokers),
         topics["frames"],
         [(bad_key, b"not a jpeg", bad_headers), (bad_key, b"\xff\xd8", [])],

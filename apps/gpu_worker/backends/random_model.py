@@ -7,7 +7,6 @@ The embeddings such a model produces are meaningless; only shapes and speed are 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 SPECIAL_TOKENS = (
@@ -122,12 +121,3 @@ def build_random_model(size: RandomSize, *, seed: int = 0, device: str = "cpu", 
     if dtype is not None:
         model = model.to(dtype)
     return model.eval(), tokenizer
-
-
-def save_random_model(size: RandomSize, directory: Path, *, seed: int = 0) -> Path:
-    """Write a random model plus its tokenizer to ``directory`` (loadable offline)."""
-    model, tokenizer = build_random_model(size, seed=seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory

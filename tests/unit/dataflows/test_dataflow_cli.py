@@ -12,11 +12,12 @@ def test_dataflow_command_runs_to_the_end_with_recovery(settings, tmp_path, monk
     from apps.cli import app
     from connectors import codec, kafka_io
     from connectors.topics import create_topics, topic_names
+    from tests.fixtures.kafka import produce_and_flush
 
     create_topics(settings.kafka_brokers, settings)
     # only malformed input: the flow must route it to the DLQ and never load a model
     key, _v, headers = codec.encode_frame("cli-user", "s1", codec.from_epoch_ms(0), 0, b"x")
-    kafka_io.produce_and_flush(
+    produce_and_flush(
         kafka_io.make_producer(settings.kafka_brokers),
         topic_names(settings)["frames"],
         [(key, b"not a jpeg", headers)],

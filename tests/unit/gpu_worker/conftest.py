@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.gpu_worker.backends.random_model import save_random_model
 from apps.gpu_worker.backends.vlm2vec import Vlm2VecBackend
+from tests.fixtures.random_model import save_random_model
 
 
 @pytest.fixture(scope="session")
