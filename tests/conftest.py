@@ -6,6 +6,7 @@ Tests isolate by user id (every read is user-scoped) and by topic prefix, not by
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -20,6 +21,12 @@ from worldmm.settings import Settings, load_settings
 # Models load from wheels only; a hub lookup must fail fast rather than hang.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Anything that resolves the state dir without being given one (a CLI run, a bench's
+# stack-or-start) must find an empty one, never the developer's running stack in ./.worldmm.
+if "WORLDMM_STATE_DIR" not in os.environ:
+    _STATE = tempfile.mkdtemp(prefix="worldmm-test-state-")
+    os.environ["WORLDMM_STATE_DIR"] = _STATE
+    atexit.register(shutil.rmtree, _STATE, True)
 
 
 class TestStack:
