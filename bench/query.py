@@ -126,6 +126,20 @@ class Timed:
         return timed
 
 
+def stage_seconds() -> Counter[str]:
+    """Seconds spent so far in each episodic search stage (the process's
+    ``worldmm_retrieval_stage_seconds``)."""
+    from prometheus_client import REGISTRY
+
+    out: Counter[str] = Counter()
+    for metric in REGISTRY.collect():
+        if metric.name == "worldmm_retrieval_stage_seconds":
+            for sample in metric.samples:
+                if sample.name.endswith("_sum"):
+                    out[sample.labels["stage"]] += sample.value
+    return out
+
+
 @dataclass
 class Retrieval:
     """The searches the benchmark times over one user's memory."""
@@ -149,6 +163,7 @@ class Retrieval:
         the mean hits and the mean milliseconds per timed step; ``other`` is the rest (graph
         build from fetched rows, PageRank, ranking, Python and thread hand-offs)."""
         self.steps.take()
+        before = stage_seconds()
         when = as_of or [None] * len(queries)
         searches = timed_searches(self.deps, self.user_id, queries, when, fresh)
         times, hits = asyncio.run(searches)
@@ -157,6 +172,9 @@ class Retrieval:
         per_step = {k: round(1000 * v / n, 2) for k, v in sorted(spent.items())}
         per_step["other"] = round(sum(times) / n - sum(per_step.values()), 2)
         where = {"cache": cache, "mean_hits": float(np.mean(hits or [0]))}
+        stages = {k: round(1000 * v / n, 2) for k, v in (stage_seconds() - before).items()}
+        if stages:  # episodic: where the search's time went (the lanes overlap)
+            where["mean_ms_per_stage"] = stages
         return summary(times), {**where, "mean_ms_per_step": per_step}
 
     def measure(self) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -111,6 +111,16 @@ RECALLS_WRITTEN = Counter(
 RECALLS_DROPPED = Counter(
     "worldmm_recalls_dropped_total", "Recalls dropped because the recall queue was full."
 )
+# --- retrieval (worldmm.memory.retrieval) ---------------------------------------------------
+_SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+RETRIEVAL_STAGE = Histogram(
+    "worldmm_retrieval_stage_seconds",
+    "Wall time of one stage of an episodic search: prepare (the question's time, entities and "
+    "embedding), each lane (lexical, dense, graph, entity; they run at once, so their sum "
+    "exceeds the search), drill_down (fusion and the children's lanes), hits (their text).",
+    ["stage"],
+    buckets=_SEARCH_BUCKETS,
+)
 # --- privacy (worldmm.privacy) -------------------------------------------------------------
 RETENTION_DELETED = Counter(
     "worldmm_retention_deleted_total",

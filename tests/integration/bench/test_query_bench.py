@@ -58,6 +58,10 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             stats = report["retrieval_ms"][memory_type][phase]
             assert stats["n"] == n and 0 < stats["p50"] <= stats["p95"] <= stats["max"]
             assert report["retrieval"][memory_type][phase]["mean_hits"] > 0
+    # where a warm episodic search's time went: each stage that ran, none that did not
+    stages = report["retrieval"]["episodic"]["warm"]["mean_ms_per_stage"]
+    assert set(stages) == {"prepare", "lexical", "dense", "graph", "drill_down", "hits"}
+    assert all(ms > 0 for ms in stages.values())
     # warm finds every graph in the process's memo (Redis is not asked); cold is a new
     # process: every graph comes from Redis (numpy buffers), none is rebuilt
     assert report["retrieval"]["episodic"]["warm"]["cache"] == {"hits": 0, "misses": 0}

@@ -55,6 +55,7 @@ from worldmm.memory.retrieval.lanes import DENSE, ENTITY, GRAPH, LEXICAL, TimeRa
 from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
 from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
 from worldmm.memory.retrieval.when import question_time
+from worldmm.metrics import RETRIEVAL_STAGE
 from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
 
@@ -149,22 +150,23 @@ async def run_lanes(
     ``as_of`` the question is read at the injected clock's now, and sees memory as it was
     then, exactly as with ``as_of``."""
     time_text = query if time_text is None else time_text
-    asked = await question_time(deps, user_id, as_of, tz)
-    as_of = asked.at
-    first_day = None
-    if _MENTIONS_DAY_N.search(time_text):
-        first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id, asked.tz)
-    constraint = parse_time(time_text, as_of, asked.tz, first_day=first_day)
-    graph, entity = GRAPH in options.lanes, ENTITY in options.lanes
-    entities = await query_entities(deps, query) if graph or entity else []
-    vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
-    seeds = Seeds()
-    if graph and len(vectors) > 1:
-        seeds.scores = await asyncio.to_thread(entity_seed_scores, deps, user_id, vectors[1:])
-    if entity and len(vectors) > 1:
-        seeds.matches = await asyncio.to_thread(
-            resolve_entities, deps, user_id, entities, vectors[1:]
-        )
+    with RETRIEVAL_STAGE.labels("prepare").time():
+        asked = await question_time(deps, user_id, as_of, tz)
+        as_of = asked.at
+        first_day = None
+        if _MENTIONS_DAY_N.search(time_text):
+            first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id, asked.tz)
+        constraint = parse_time(time_text, as_of, asked.tz, first_day=first_day)
+        graph, entity = GRAPH in options.lanes, ENTITY in options.lanes
+        entities = await query_entities(deps, query) if graph or entity else []
+        vectors = await asyncio.to_thread(deps.embedder.embed, [query, *entities])
+        seeds = Seeds()
+        if graph and len(vectors) > 1:
+            seeds.scores = await asyncio.to_thread(entity_seed_scores, deps, user_id, vectors[1:])
+        if entity and len(vectors) > 1:
+            seeds.matches = await asyncio.to_thread(
+                resolve_entities, deps, user_id, entities, vectors[1:]
+            )
     time_range = TimeRange(constraint.start, constraint.end)
     found = await _lanes(deps, user_id, query, vectors[0], seeds, as_of, time_range, options)
     if constraint.has_range and not any(found.values()):
@@ -213,18 +215,34 @@ async def _lanes(
     jobs = {}
     for lane in [x for x in TEXT_LANES if x in options.lanes]:
         jobs[lane] = asyncio.to_thread(
-            lane_mod.text_lane, deps, lane, user_id, query, vector, k, as_of, time_range
+            _timed,
+            lane,
+            lane_mod.text_lane,
+            deps,
+            lane,
+            user_id,
+            query,
+            vector,
+            k,
+            as_of,
+            time_range,
         )
     if GRAPH in options.lanes:
         jobs[GRAPH] = asyncio.to_thread(
-            _graph, deps, user_id, vector, seeds.scores, k, as_of, time_range
+            _timed, GRAPH, _graph, deps, user_id, vector, seeds.scores, k, as_of, time_range
         )
     if ENTITY in options.lanes:
         jobs[ENTITY] = asyncio.to_thread(
-            entity_lane, deps, user_id, seeds.matches, k, as_of, time_range
+            _timed, ENTITY, entity_lane, deps, user_id, seeds.matches, k, as_of, time_range
         )
     results = await asyncio.gather(*jobs.values())
     return dict(zip(jobs, results, strict=True))
+
+
+def _timed(stage: str, fn, *args):
+    """``fn(*args)``, its wall time recorded as the search stage ``stage``."""
+    with RETRIEVAL_STAGE.labels(stage).time():
+        return fn(*args)
 
 
 def _graph(deps, user_id, vector, entity_scores, k, as_of, time_range) -> list[Candidate]:
@@ -346,8 +364,8 @@ def select(deps: Deps, run: LaneRun, options: EpisodicOptions) -> list[Pick]:
 
 async def finish(deps: Deps, run: LaneRun, options: EpisodicOptions) -> RetrievalResult:
     """Fusion, drill-down and (optionally) the rerank model over one question's lanes."""
-    picks = await asyncio.to_thread(select, deps, run, options)
-    hits = await asyncio.to_thread(to_hits, deps, run.user_id, picks)
+    picks = await asyncio.to_thread(_timed, "drill_down", select, deps, run, options)
+    hits = await asyncio.to_thread(_timed, "hits", to_hits, deps, run.user_id, picks)
     if options.llm_rerank:
         hits = await rerank(deps, run.query, hits, options.keep)
     return RetrievalResult(
