@@ -90,25 +90,51 @@ def _window_time(filters: Filters) -> str:
     return where
 
 
-def window_counts(
-    conn: psycopg.Connection, user_id: str, entity_ids: Sequence[int], as_of: datetime | None
-) -> dict[int, int]:
-    """How many 30 s windows ended by ``as_of`` name each entity in an episodic triple: the
-    entity lane's document frequencies, counted in the entities' indexes."""
+def base_links_top(conn: psycopg.Connection, user_id: str) -> int:
+    """The highest id of the user's 30 s episodic triples (0 without any)."""
+    row = conn.execute(
+        "SELECT coalesce(max(id), 0) FROM triples WHERE user_id = %s"
+        " AND memory_type = 'episodic' AND scale_seconds = %s",
+        (user_id, BASE_SCALE),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def base_links(
+    conn: psycopg.Connection, user_id: str, entity_ids: Sequence[int]
+) -> list[tuple[int, int, float]]:
+    """(entity, segment, window end in epoch seconds) of every 30 s window whose episodic
+    triples name one of ``entity_ids``, read from the entities' indexes."""
     if not entity_ids:
-        return {}
-    time = f" AND t.scale_seconds = {BASE_SCALE:d}" + _window_time(Filters(as_of))
-    side = (
-        "SELECT t.{column} AS e, t.segment_id FROM triples t WHERE t.user_id = %(u)s"
-        " AND t.{column} = ANY(%(ents)s) AND t.memory_type = 'episodic'" + time
+        return []
+    side = _entity_side(
+        "{column}", f" AND t.scale_seconds = {BASE_SCALE:d} AND t.segment_id IS NOT NULL"
     )
     rows = conn.execute(
-        f"SELECT x.e, count(DISTINCT x.segment_id) FROM ({side.format(column='subject_entity_id')}"
-        f" UNION ALL {side.format(column='object_entity_id')}) AS x GROUP BY x.e",
-        {"u": user_id, "ents": sorted(set(entity_ids)), "as_of": as_of},
+        "SELECT DISTINCT q.e, l.segment_id, extract(epoch FROM l.valid_from)::float8"
+        " FROM unnest(%(ents)s::bigint[]) AS q(e) CROSS JOIN LATERAL ("
+        + side.format(column="subject_entity_id")
+        + " UNION ALL "
+        + side.format(column="object_entity_id")
+        + ") AS l",
+        {"u": user_id, "ents": sorted(set(entity_ids))},
     ).fetchall()
-    counts = {int(e): int(n) for e, n in rows}
-    return {e: counts.get(e, 0) for e in entity_ids}
+    return [(int(e), int(seg), float(at)) for e, seg, at in rows]
+
+
+def base_links_since(
+    conn: psycopg.Connection, user_id: str, after_id: int, upto_id: int
+) -> list[tuple[int, int | None, int, float]]:
+    """(subject, object, segment, window end in epoch seconds) of the user's 30 s episodic
+    triples with an id in ``(after_id, upto_id]``: those written since a read."""
+    rows = conn.execute(
+        "SELECT subject_entity_id, object_entity_id, segment_id,"
+        " extract(epoch FROM valid_from)::float8 FROM triples WHERE user_id = %s"
+        " AND memory_type = 'episodic' AND scale_seconds = %s AND id > %s AND id <= %s"
+        " AND segment_id IS NOT NULL",
+        (user_id, BASE_SCALE, after_id, upto_id),
+    ).fetchall()
+    return [(int(s), int(o) if o is not None else None, int(g), float(t)) for s, o, g, t in rows]
 
 
 def newest_links(

@@ -97,7 +97,7 @@ def _weights(conn, user_id: str, asked: dict[int, float], as_of) -> dict[int, fl
         " AND window_end <= coalesce(%s::timestamptz, 'infinity')",
         (user_id, as_of),
     ).fetchone()
-    df = entity_links.window_counts(conn, user_id, list(asked), as_of)
+    df = ref.window_counts(conn, user_id, list(asked), as_of)
     return entity_rank.entity_weights(asked, int(total), df)
 
 
@@ -233,3 +233,52 @@ def test_a_window_near_an_older_link_of_a_capped_entity_is_read_again(
     # c2 holds B near A, c5 and c4 hold A near B: all above B's own windows, near nothing
     assert [c.segment_id for c in exact] == [kids[2], kids[5], kids[4]]
     assert got == exact
+
+
+def test_kept_window_counts_equal_the_store_count(db, built, user_id, settings, monkeypatch):
+    """The lane's document frequencies, kept in process and brought up to date with the
+    triples written since, equal a count in the store: first read, after new windows, and
+    after the newest triples are deleted (read again)."""
+    from worldmm.memory.retrieval import entity_df
+
+    clock = [0.0]
+    monkeypatch.setattr(entity_df.time, "monotonic", lambda: clock[0])
+    whole: list[list[int]] = []
+    real = entity_links.base_links
+    monkeypatch.setattr(
+        entity_links, "base_links", lambda c, u, ids: whole.append(list(ids)) or real(c, u, ids)
+    )
+    memo = entity_df.EntityWindowsMemo()
+    ends, asked = built.ends, built.entities
+    vec = np.ones(settings.text_embed_dim, np.float32)
+
+    def same(conn) -> None:
+        for as_of in (None, ends[-1], ends[len(ends) // 2], ends[3], ends[-1] + timedelta(hours=1)):
+            kept = memo.counts(conn, db, user_id, asked, as_of)
+            assert kept == ref.window_counts(conn, user_id, asked, as_of)
+
+    with db.connection() as conn:
+        assert memo.counts(conn, db, user_id, asked[:3], None)
+        same(conn)  # the rest read when first asked
+        assert whole == [asked[:3], asked[3:]]
+        with db.transaction() as tx:  # new windows naming a housemate and a rare thing
+            for i in range(12):
+                at = ends[-1] + timedelta(seconds=30 * i)
+                kid = make_segment(tx, user_id, at, 30, processing_status="complete")
+                named = [asked[0], asked[-1]] if i % 3 == 0 else [asked[0]]
+                facts = [
+                    TripleWrite(subject_entity_id=e, predicate="uses", object_entity_id=asked[1],
+                                embedding=vec)
+                    for e in named
+                ]  # fmt: skip
+                triples.insert_triples(tx, user_id, kid, "episodic", facts)
+        clock[0] += entity_df.TERM_STATS_CHECK_S
+        same(conn)
+        assert len(whole) == 2  # only the new triples were read
+        with db.transaction() as tx:  # the newest windows forgotten: the top id goes down
+            tx.execute(
+                "DELETE FROM segments WHERE user_id = %s AND window_end > %s", (user_id, ends[-1])
+            )
+        clock[0] += entity_df.TERM_STATS_CHECK_S
+        same(conn)
+        assert len(whole) == 3  # read again

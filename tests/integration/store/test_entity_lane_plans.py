@@ -80,7 +80,7 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
                 stats = read_all(c, user_id)[0]
                 # what the lane reads per question: the count, and a read bounded by the cap
                 with plans.recording() as bounded:
-                    df = entity_links.window_counts(c, user_id, [entity], as_of)
+                    df = ref.window_counts(c, user_id, [entity], as_of)
                     weights = entity_rank.entity_weights({entity: 1.0}, 8_640, df)
                     cap = entity_rank.link_cap(K)
                     ranked = ref.proven(c, user_id, weights, K, Filters(as_of), cap)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from worldmm.memory.retrieval.entity_df import ENTITY_WINDOWS
 from worldmm.memory.retrieval.entity_rank import entity_weights, ranked_windows
 from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.memory.retrieval.lanes import TERM_STATS
@@ -97,6 +98,6 @@ def entity_lane(
         # N of the IDF: the lexical lane's per-user statistics hold the window ends (a count
         # over the store read the user's whole segments table on every question)
         total = TERM_STATS.get(conn, deps.db, user_id).windows_at(as_of)
-        df = entity_links.window_counts(conn, user_id, sorted(strengths), as_of)
+        df = ENTITY_WINDOWS.counts(conn, deps.db, user_id, sorted(strengths), as_of)
         weights = entity_weights(strengths, total, df)
         return ranked_windows(conn, user_id, weights, k, filters)
