@@ -468,21 +468,6 @@ def decode(
 # --- audio helpers for consumers -----------------------------------------------------------
 
 
-def pcm16_mono(msg: AudioMessage) -> bytes:
-    """The chunk as raw PCM16 LE mono at ``msg.sample_rate`` (channels averaged)."""
-    if msg.content_type == PCM16:
-        return msg.data
-    with wave.open(io.BytesIO(msg.data), "rb") as w:
-        channels = w.getnchannels()
-        raw = w.readframes(w.getnframes())
-    if channels == 1:
-        return raw
-    import numpy as np
-
-    samples = np.frombuffer(raw, dtype="<i2").reshape(-1, channels).astype(np.int32)
-    return samples.mean(axis=1).astype("<i2").tobytes()
-
-
 def wav_bytes(pcm: bytes, sample_rate: int, channels: int = 1) -> bytes:
     """Wrap raw PCM16 LE in a WAV container."""
     buf = io.BytesIO()

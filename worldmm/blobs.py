@@ -106,11 +106,6 @@ def user_prefixes(user_id: str) -> list[str]:
     return [f"{kind}/{user}/" for kind in (*KINDS, MEDIA)]
 
 
-def session_prefixes(user_id: str, session_id: str) -> list[str]:
-    user, session = _safe_id(user_id, "user id"), _safe_id(session_id, "session id")
-    return [f"{kind}/{user}/{session}/" for kind in KINDS]
-
-
 @runtime_checkable
 class BlobStore(Protocol):
     def put(self, key: str, data: bytes) -> bool:

@@ -23,13 +23,13 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
     from connectors.gateway import GlassesProducer, plan_recording, run_gateway
     from connectors.synthetic import DEFAULT_SCRIPT, generate_session
     from connectors.topics import create_topics
+    from tests.fixtures.store_reads import get_visual_embedding
     from worldmm.blobs import LocalBlobStore
     from worldmm.media.window import read_capture
     from worldmm.store.db import Database
     from worldmm.store.frames import MediaRef, list_audio_chunks, list_frames
     from worldmm.store.segments import list_segments
     from worldmm.store.triples import list_semantic, triples_for_segments
-    from worldmm.store.visual import get_visual_embedding
 
     # The offline captioner and encoder read text from fewer frames here (their OCR is most of
     # the CPU); the pipeline still samples and passes 16 frames per window.

@@ -66,11 +66,6 @@ class OfflineVisualEmbedder:
         colours = np.stack([query_colour_vector(q) for q in queries])
         return self._finish(text_vecs, colours)
 
-    def clip_text(self, frames: Sequence[Image.Image]) -> str:
-        """The OCR'd text the embedding of a clip is built from (for inspection and docs)."""
-        with self._lock:
-            return self._clip_text(frames)
-
     # --- parts ----------------------------------------------------------------------------
     def _finish(self, text_vecs: np.ndarray, colours: np.ndarray) -> np.ndarray:
         wt, wc = self._weights

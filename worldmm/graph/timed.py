@@ -17,7 +17,7 @@ of weight 3, so the graph seen at time ``T`` (the units with ``t_from <= T``) ha
 weights a graph built from the rows visible at ``T`` has. Semantic units are one per triple
 and also carry the time the triple was soft-deleted (``t_to``).
 
-Visibility mirrors :func:`worldmm.store.triples.triples_for_graph` (the SQL) exactly:
+Visibility mirrors :func:`worldmm.store.triples._as_of_clause` (the SQL) exactly:
 
 - episodic: a row exists at ``T`` when ``valid_from <= T`` (its segment's window end);
   without ``as_of`` every row exists;

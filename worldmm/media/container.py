@@ -173,8 +173,3 @@ def payload(data: bytes, entry: Entry, *, verify: bool = True) -> bytes:
     if verify and zlib.crc32(out) != entry.crc32:
         raise ContainerError(f"entry {entry.key!r} fails its CRC check")
     return out
-
-
-def unpack(data: bytes) -> dict[str, bytes]:
-    """Every capture of a container by key (CRC-checked)."""
-    return {e.key: payload(data, e) for e in read_index(data)}

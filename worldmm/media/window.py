@@ -24,12 +24,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from worldmm.blobs import (
-    BlobNotFound,
-    BlobStore,
-    window_media_key,
-    window_media_prefix,
-)
+from worldmm.blobs import BlobNotFound, BlobStore, window_media_key
 from worldmm.media.container import Capture, build, payload, read_index
 from worldmm.store.frames import MediaRef, stored_media
 
@@ -195,8 +190,3 @@ def read_capture(blobs: BlobStore, blob_key: str, ref: MediaRef | None) -> bytes
     if ref is None:
         return blobs.get(blob_key)
     return blobs.get_range(ref.key, ref.offset, ref.length)
-
-
-def delete_window_media(blobs: BlobStore, user_id: str, window_start_ms: int) -> int:
-    """Delete every container written for one window (its rows stay); returns how many."""
-    return blobs.delete_prefix(window_media_prefix(user_id, window_start_ms))

@@ -7,8 +7,6 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from worldmm.store._sql import fetch_dicts
-
 
 def insert_consolidation_audit(
     conn: psycopg.Connection,
@@ -26,15 +24,3 @@ def insert_consolidation_audit(
     ).fetchone()
     assert row is not None
     return int(row[0])
-
-
-def list_consolidation_audit(
-    conn: psycopg.Connection, user_id: str, limit: int = 100
-) -> list[dict[str, Any]]:
-    """The user's most recent audit records, newest first."""
-    return fetch_dicts(
-        conn,
-        "SELECT id, segment_id, inputs, decision, outputs, created_at FROM consolidation_audit"
-        " WHERE user_id = %s ORDER BY id DESC LIMIT %s",
-        (user_id, limit),
-    )

@@ -7,14 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import (
-    as_vector,
-    fetch_dicts,
-    fetch_models,
-    fetch_one_dict,
-    knn_dicts,
-    vec_cast,
-)
+from worldmm.store._sql import as_vector, fetch_dicts, fetch_one_dict, knn_dicts, vec_cast
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import EntityRow
 
@@ -119,22 +112,3 @@ def insert_canonical_entity(
     """Create a canonical entity named ``name``. Idempotent on (user, lower(name)): if that
     surface form exists already, its canonical entity is returned instead."""
     return insert_surfaces(conn, user_id, [(name, embedding, None)])[0]
-
-
-def insert_alias(
-    conn: psycopg.Connection,
-    user_id: str,
-    surface: str,
-    canonical_id: int,
-    embedding: Sequence[float] | np.ndarray,
-) -> EntityRow:
-    """Record ``surface`` as an alias of this user's canonical entity ``canonical_id`` and
-    return the canonical entity. Idempotent on (user, lower(surface)): an existing surface
-    keeps its mapping and its canonical entity is returned."""
-    return insert_surfaces(conn, user_id, [(surface, embedding, canonical_id)])[0]
-
-
-def list_aliases(conn: psycopg.Connection, user_id: str, canonical_id: int) -> list[EntityRow]:
-    where = "user_id = %s AND canonical_entity_id = %s ORDER BY id"
-    query = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE {where}"
-    return fetch_models(conn, EntityRow, query, (user_id, canonical_id))

@@ -142,24 +142,6 @@ class TripleRow(BaseModel):
         return [self.subject_name, self.predicate, self.object_name]
 
 
-class GraphTriple(BaseModel):
-    """What a graph builder needs of one triple (episodic ones carry their segment's window)."""
-
-    id: int
-    subject_entity_id: int
-    subject_name: str
-    predicate: str
-    object_entity_id: int | None = None
-    object_name: str
-    object_is_literal: bool
-    segment_id: int | None = None
-    scale_seconds: int | None = None
-    window_start: AwareDatetime | None = None
-    window_end: AwareDatetime | None = None
-    valid_from: AwareDatetime | None = None
-    invalidated_at: AwareDatetime | None = None
-
-
 # --- frames and audio ----------------------------------------------------------------------
 
 

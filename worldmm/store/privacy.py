@@ -75,13 +75,6 @@ def delete_media_rows(
 # --- pauses ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Pause:
-    session_id: str
-    started_at: datetime
-    ended_at: datetime | None
-
-
 def record_pause(
     conn: psycopg.Connection, user_id: str, session_id: str, started_at: datetime
 ) -> None:
@@ -102,22 +95,6 @@ def end_pauses(conn: psycopg.Connection, user_id: str, session_id: str, at: date
         " AND ended_at IS NULL AND started_at <= %s",
         (at, user_id, session_id, at),
     ).rowcount
-
-
-def list_pauses(
-    conn: psycopg.Connection,
-    user_id: str,
-    start: datetime | None = None,
-    end: datetime | None = None,
-) -> list[Pause]:
-    """Pauses overlapping [start, end), oldest first (an open one overlaps everything after)."""
-    rows = conn.execute(
-        "SELECT session_id, started_at, ended_at FROM privacy_pauses WHERE user_id = %s"
-        " AND (%s::timestamptz IS NULL OR ended_at IS NULL OR ended_at > %s)"
-        " AND (%s::timestamptz IS NULL OR started_at < %s) ORDER BY started_at",
-        (user_id, start, start, end, end),
-    ).fetchall()
-    return [Pause(*r) for r in rows]
 
 
 def latest_session(conn: psycopg.Connection, user_id: str) -> str | None:

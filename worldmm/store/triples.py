@@ -18,7 +18,7 @@ from psycopg.rows import tuple_row
 from worldmm.models import TripleType
 from worldmm.store._sql import as_vector, fetch_dicts, fetch_models, knn_dicts, vec_cast
 from worldmm.store.errors import NotFoundError
-from worldmm.store.models import GraphTriple, TripleRow, TripleWrite
+from worldmm.store.models import TripleRow, TripleWrite
 
 _TRIPLE_SELECT = (
     "SELECT t.id, t.user_id, t.memory_type, t.segment_id, t.scale_seconds,"
@@ -304,32 +304,6 @@ def _visible(memory_type: TripleType, scale: int | None, as_of: datetime | None)
     if scale is not None:
         where.append("t.scale_seconds = %(scale)s")
     return where
-
-
-def triples_for_graph(
-    conn: psycopg.Connection,
-    user_id: str,
-    memory_type: TripleType,
-    scale: int | None = None,
-    as_of: datetime | None = None,
-) -> list[GraphTriple]:
-    """Every triple a graph of this memory (and scale) holds at ``as_of`` (default: now):
-    episodic with their segment's window, semantic only while active."""
-    memory_type = _memory_type(memory_type)
-    where = _visible(memory_type, scale, as_of)
-    return fetch_models(
-        conn,
-        GraphTriple,
-        "SELECT t.id, t.subject_entity_id,"
-        " COALESCE(s.canonical_name, s.surface_form) AS subject_name, t.predicate,"
-        " t.object_entity_id,"
-        " COALESCE(o.canonical_name, o.surface_form, t.object_literal) AS object_name,"
-        " t.object_entity_id IS NULL AS object_is_literal, t.segment_id, t.scale_seconds,"
-        " g.window_start, g.window_end, t.valid_from, t.invalidated_at"
-        f" FROM triples t {_TRIPLE_JOINS} LEFT JOIN segments g ON g.id = t.segment_id"
-        f" WHERE {' AND '.join(where)} ORDER BY t.id",
-        {"u": user_id, "scale": scale, "as_of": as_of},
-    )
 
 
 def graph_rows(

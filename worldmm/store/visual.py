@@ -92,16 +92,3 @@ def search_visual(
     query = visual_query(as_of, start, end)
     rows = knn.nearest(conn, query, user_id, as_vector(embedding), k, exact_rows=exact_rows)
     return [(SegmentRow.model_validate(r), 1.0 - float(r["distance"])) for r in rows]
-
-
-def get_visual_embedding(
-    conn: psycopg.Connection, user_id: str, segment_id: int
-) -> np.ndarray | None:
-    row = conn.execute(
-        "SELECT embedding FROM visual_embeddings WHERE user_id = %s AND segment_id = %s",
-        (user_id, segment_id),
-    ).fetchone()
-    if row is None:
-        return None
-    value = row[0]
-    return value.to_numpy() if hasattr(value, "to_numpy") else np.asarray(value)

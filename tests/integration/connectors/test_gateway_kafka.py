@@ -13,6 +13,7 @@ from connectors.gateway import GlassesProducer, plan_recording, run_gateway
 from connectors.kafka_io import consume_all
 from connectors.synthetic import espeak_available, generate_session
 from connectors.topics import create_topics, topic_names
+from tests.fixtures.media import pcm16_mono
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +77,7 @@ def test_cli_sends_a_synthetic_session(settings, topics, user_id, one_minute):
     assert [c.ts for c in chunks] == [start + timedelta(seconds=5 * i) for i in range(12)]
     assert sum(c.duration_ms for c in chunks) == 60_000
     assert {(c.sample_rate, c.content_type) for c in chunks} == {(16000, "audio/wav")}
-    pcm = b"".join(codec.pcm16_mono(c) for c in chunks)
+    pcm = b"".join(pcm16_mono(c) for c in chunks)
     with open(one_minute.audio_wav, "rb") as fh:
         assert pcm == fh.read()[44:]  # the chunks reassemble the original track exactly
 

@@ -46,11 +46,11 @@ def test_faces_blurred_and_a_pause_stores_nothing(settings, user_id) -> None:
     from connectors.codec import wav_bytes
     from connectors.gateway import AudioItem, FrameItem, GlassesProducer, run_gateway
     from connectors.topics import create_topics
+    from tests.fixtures.store_reads import list_pauses
     from worldmm.deps import build_deps
     from worldmm.llm.offline import OfflineRoles
     from worldmm.store.db import Database
     from worldmm.store.frames import list_audio_chunks, list_frames
-    from worldmm.store.privacy import list_pauses
     from worldmm.store.segments import list_segments
 
     settings = cheap(settings, face_blur=True, admin_api_key=SecretStr(ADMIN_KEY))

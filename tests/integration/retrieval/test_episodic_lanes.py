@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
-from tests.fixtures.store import make_segment
+from tests.fixtures.store import insert_alias, make_segment
 from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.embed.local import MiniLMEmbedder
@@ -271,7 +271,7 @@ def household(db, user_id, embedder) -> Memory:
         for nick, name in (("Kat", "Katrina"), ("Shu", "Shure")):
             canonical = entities.find_entity_by_surface(conn, user_id, name)
             assert canonical is not None
-            entities.insert_alias(conn, user_id, nick, canonical.id, embedder.embed([nick])[0])
+            insert_alias(conn, user_id, nick, canonical.id, embedder.embed([nick])[0])
     backfill_segment_embeddings(db, embedder, user_id=user_id)
     return m
 

@@ -8,6 +8,7 @@ import logging
 import pytest
 import redis
 
+from tests.fixtures.store_reads import triples_for_graph
 from tests.integration.retrieval.memory import Memory, at
 from tests.unit.agent.fakes import HashEmbedder, ScriptedRoles, search
 from worldmm.agent import answer_question
@@ -19,7 +20,6 @@ from worldmm.memory.retrieval import (
     search_visual,
 )
 from worldmm.models import SCALES
-from worldmm.store import triples
 
 pytestmark = pytest.mark.integration
 
@@ -253,10 +253,7 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
     for when in (at(30), at(60), at(3630), at(7229), at(7230), None):
         facts = fact_seeds(deps, user, qvec, 30, when)
         with memory.db.connection() as conn:  # the rows the store says exist at that time
-            rows = [
-                from_triple_row(r)
-                for r in triples.triples_for_graph(conn, user, "episodic", 30, when)
-            ]
+            rows = [from_triple_row(r) for r in triples_for_graph(conn, user, "episodic", 30, when)]
         seeds = merge_scores(names, fact_seed_scores(facts))
         want = oracle.rank("episodic", rows, None, seeds, 10, fact_segment_scores(facts))
         got = rank_scale(deps, user, 30, 10, qvec, names, when)

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from tests.fixtures.store import make_segment
+from tests.fixtures.store_reads import triples_for_graph
 from worldmm.store import entities, segments, triples, visual
 from worldmm.store.models import TripleWrite
 
@@ -29,7 +30,7 @@ def test_segments_and_episodic_triples_exist_once_their_window_ends(conn, user_i
     t = T0 + 60 * S  # the late window has started but not ended
     assert [s.id for s in segments.list_segments(conn, user_id, as_of=t)] == [early]
     assert [s.id for s in segments.list_segments(conn, user_id, as_of=T0 + 90 * S)] == [early, late]
-    graph = triples.triples_for_graph(conn, user_id, "episodic", as_of=t)
+    graph = triples_for_graph(conn, user_id, "episodic", as_of=t)
     assert [g.segment_id for g in graph] == [early]
     assert graph[0].window_end == T0 + 30 * S
     both = [early, late]
@@ -79,7 +80,7 @@ def test_semantic_validity_window(conn, user_id) -> None:
             conn, user_id, unit_vector(DIM, 2), -1, 5, as_of=at
         )
         assert [t.id for t, _ in sims] == want
-        graph = triples.triples_for_graph(conn, user_id, "semantic", as_of=at)
+        graph = triples_for_graph(conn, user_id, "semantic", as_of=at)
         assert [g.id for g in graph] == want
 
 
@@ -119,7 +120,7 @@ def test_fingerprint_changes_on_insert_invalidate_and_forget(conn, user_id) -> N
     assert all(a != b for a, b in zip(seen, seen[1:], strict=False)), seen
     assert len(set(seen[:3])) == 3
     assert triples.triples_fingerprint(conn, user_id, "episodic", scale=30) == "0:0:0"
-    graph = triples.triples_for_graph(conn, user_id, "semantic")
+    graph = triples_for_graph(conn, user_id, "semantic")
     assert graph == []
 
 

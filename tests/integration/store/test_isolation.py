@@ -5,7 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.fixtures.store import make_segment
+from tests.fixtures.store import insert_alias, make_segment
+from tests.fixtures.store_reads import get_visual_embedding, triples_for_graph
 from worldmm.store import entities, segments, triples, visual
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import TripleWrite
@@ -52,9 +53,7 @@ def test_vector_search_never_crosses_users(conn, user_id, other_user) -> None:
         assert [t.id for t, _ in sims] == [ids["semantic"]]
         clips = visual.search_visual(conn, user, unit_vector(VDIM, 3), 50)
         assert [(s.id, round(score, 3)) for s, score in clips] == [(ids["seg"], 1.0)]
-        assert {g.id for g in triples.triples_for_graph(conn, user, "episodic")} == {
-            ids["episodic"]
-        }
+        assert {g.id for g in triples_for_graph(conn, user, "episodic")} == {ids["episodic"]}
         assert entities.find_entity_by_surface(conn, user, "alice").id == ids["entity"]
         assert [s.id for s in segments.list_segments(conn, user)] == [ids["seg"]]
 
@@ -64,7 +63,7 @@ def test_reads_by_id_are_user_scoped(conn, user_id, other_user) -> None:
     assert segments.get_segment(conn, user_id, theirs["seg"]) is None
     assert triples.get_triples(conn, user_id, [theirs["episodic"]]) == []
     assert triples.triples_for_segments(conn, user_id, [theirs["seg"]]) == []
-    assert visual.get_visual_embedding(conn, user_id, theirs["seg"]) is None
+    assert get_visual_embedding(conn, user_id, theirs["seg"]) is None
 
 
 def test_cannot_reference_another_users_rows(conn, user_id, other_user) -> None:
@@ -83,7 +82,7 @@ def test_cannot_reference_another_users_rows(conn, user_id, other_user) -> None:
     with pytest.raises(NotFoundError):
         visual.upsert_visual_embedding(conn, user_id, theirs["seg"], unit_vector(VDIM, 3))
     with pytest.raises(NotFoundError):
-        entities.insert_alias(conn, user_id, "Caz", theirs["entity"], unit_vector(DIM, 2))
+        insert_alias(conn, user_id, "Caz", theirs["entity"], unit_vector(DIM, 2))
     assert segments.link_children(conn, user_id, theirs["seg"], [mine]) == 0
     # acting as the other user, my segment cannot be linked under their parent either
     assert segments.link_children(conn, other_user, theirs["seg"], [mine]) == 0

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.fixtures.store import make_segment
+from tests.fixtures.store import insert_alias, make_segment
 from worldmm.store import audit, entities, frames, purge, segments, triples, visual
 from worldmm.store.models import AudioChunkRow, FrameRow
 from worldmm.store.users import create_user, upsert_session
@@ -26,7 +26,7 @@ def _populate(conn, user: str) -> dict:
     parent = make_segment(conn, user, T0, scale=180)
     segments.link_children(conn, user, parent, [seg_a])
     alice = entities.insert_canonical_entity(conn, user, "Alice", unit_vector(DIM, 1))
-    entities.insert_alias(conn, user, "Al", alice.id, unit_vector(DIM, 1))
+    insert_alias(conn, user, "Al", alice.id, unit_vector(DIM, 1))
     bob = entities.insert_canonical_entity(conn, user, "Bob", unit_vector(DIM, 2))
     insert_one(conn, user, seg_a, "episodic", triple(alice.id, "meets", 3, object_entity_id=bob.id))
     ep_b = insert_one(

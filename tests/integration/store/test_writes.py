@@ -7,7 +7,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from tests.fixtures.store import make_segment
+from tests.fixtures.store import insert_alias, make_segment
+from tests.fixtures.store_reads import list_aliases
 from worldmm.store import entities, frames, segments, triples
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentWrite, TripleWrite
@@ -161,7 +162,7 @@ def test_a_fact_given_twice_in_one_call_is_written_once(conn, user_id) -> None:
     seg = make_segment(conn, user_id, T0, scale=600)
     other = make_segment(conn, user_id, T0 + timedelta(seconds=600), scale=600)
     alice = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
-    entities.insert_alias(conn, user_id, "Ali", alice.id, unit_vector(DIM, 2))
+    insert_alias(conn, user_id, "Ali", alice.id, unit_vector(DIM, 2))
     (ali,) = conn.execute(
         "SELECT id FROM entities WHERE user_id = %s AND surface_form = 'Ali'", (user_id,)
     ).fetchone()
@@ -195,16 +196,16 @@ def test_entities_idempotent_and_alias_resolution(conn, user_id) -> None:
     kat = entities.insert_canonical_entity(conn, user_id, "Katrina", unit_vector(DIM, 1))
     again = entities.insert_canonical_entity(conn, user_id, "katrina ", unit_vector(DIM, 9))
     assert again.id == kat.id and kat.is_canonical and kat.name == "Katrina"
-    alias = entities.insert_alias(conn, user_id, "Kate", kat.id, unit_vector(DIM, 2))
+    alias = insert_alias(conn, user_id, "Kate", kat.id, unit_vector(DIM, 2))
     assert alias.id == kat.id
-    assert entities.insert_alias(conn, user_id, "KATE", kat.id, unit_vector(DIM, 2)).id == kat.id
+    assert insert_alias(conn, user_id, "KATE", kat.id, unit_vector(DIM, 2)).id == kat.id
     # inserting an alias's surface as a new canonical returns the canonical it maps to
     assert entities.insert_canonical_entity(conn, user_id, "kate", unit_vector(DIM, 3)).id == kat.id
     assert _count(conn, "entities", user_id) == 2
     found = entities.find_entity_by_surface(conn, user_id, "kAtE")
     assert found is not None and found.id == kat.id and found.canonical_name == "Katrina"
     assert entities.find_entity_by_surface(conn, user_id, "Bob") is None
-    assert [a.surface_form for a in entities.list_aliases(conn, user_id, kat.id)] == ["Kate"]
+    assert [a.surface_form for a in list_aliases(conn, user_id, kat.id)] == ["Kate"]
     # a triple naming the alias id points at the canonical entity
     seg = make_segment(conn, user_id, T0)
     kate_row = conn.execute(
@@ -231,7 +232,7 @@ def test_nearest_canonical_entities_threshold(conn, user_id) -> None:
     base = unit_vector(DIM, 1)
     kat = entities.insert_canonical_entity(conn, user_id, "Katrina", base)
     entities.insert_canonical_entity(conn, user_id, "Paris", unit_vector(DIM, 2))
-    entities.insert_alias(conn, user_id, "Kate", kat.id, base)  # aliases are never candidates
+    insert_alias(conn, user_id, "Kate", kat.id, base)  # aliases are never candidates
     hits = entities.nearest_canonical_entities(conn, user_id, base, min_cosine=0.6, k=5)
     assert [(e.id, round(c, 4)) for e, c in hits] == [(kat.id, 1.0)]
     # random 384-d vectors are nearly orthogonal: a low threshold admits both, in order

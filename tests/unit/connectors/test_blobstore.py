@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tests.fixtures.blobs import session_prefixes
 from worldmm.blobs import (
     BlobKeyError,
     BlobNotFound,
@@ -18,7 +19,6 @@ from worldmm.blobs import (
     build_blob_store,
     frame_key,
     parse_s3_uri,
-    session_prefixes,
     user_prefixes,
     window_media_key,
     window_media_prefix,

@@ -22,6 +22,7 @@ from connectors.codec import (
     encode_control,
     encode_frame,
 )
+from tests.fixtures.media import pcm16_mono
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 TS = NOW - timedelta(minutes=5, microseconds=123_456)
@@ -89,7 +90,7 @@ def test_audio_round_trip(ctype):
     )
     assert msg.end - msg.ts == timedelta(milliseconds=100)
     assert codec.encode(msg) == rec
-    assert len(codec.pcm16_mono(msg)) == 3200
+    assert len(pcm16_mono(msg)) == 3200
     assert codec.wav_info(codec.as_wav(msg)) == (16000, 1, 1600)
 
 
@@ -107,7 +108,7 @@ def test_stereo_wav_downmixed():
         "audio",
         encode_audio("u1", "s1", TS, wav(n=10, channels=2), duration_ms=1, sample_rate=16000),
     )
-    assert len(codec.pcm16_mono(msg)) == 20
+    assert len(pcm16_mono(msg)) == 20
 
 
 @pytest.mark.parametrize("event", ["session_start", "session_end", "pause", "resume"])

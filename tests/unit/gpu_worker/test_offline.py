@@ -5,6 +5,7 @@ import asyncio
 import numpy as np
 import pytest
 
+from tests.fixtures.offline_encoder import clip_text
 from tests.unit.gpu_worker.images import sign, solid, to_jpeg
 from worldmm.encoder import EncoderRejected, InProcessOfflineEncoder, OfflineVisualEmbedder
 from worldmm.encoder.offline import CORE_DIM
@@ -36,8 +37,8 @@ def _best(embedder, clip_vectors, query: str) -> str:
 
 
 def test_reads_the_text_in_the_frames(embedder, clips):
-    assert "COFFEE SHOP" in embedder.clip_text(clips["coffee"]).upper()
-    assert embedder.clip_text(clips["red"]) == ""
+    assert "COFFEE SHOP" in clip_text(embedder, clips["coffee"]).upper()
+    assert clip_text(embedder, clips["red"]) == ""
 
 
 def test_vectors_are_unit_and_of_the_configured_dim(embedder, clip_vectors):

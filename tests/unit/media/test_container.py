@@ -10,6 +10,7 @@ import wave
 import pytest
 from PIL import Image
 
+from tests.fixtures.blobs import unpack
 from worldmm.media.container import (
     Capture,
     ContainerError,
@@ -17,7 +18,6 @@ from worldmm.media.container import (
     index_length,
     payload,
     read_index,
-    unpack,
 )
 
 T0 = 1_767_225_600_000

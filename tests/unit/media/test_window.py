@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.fixtures.blobs import delete_window_media
 from worldmm.blobs import BlobNotFound, LocalBlobStore, audio_key, frame_key
 from worldmm.media.container import Capture
 from worldmm.media.spool import WindowSpool
 from worldmm.media.window import (
     MediaStoreFailed,
-    delete_window_media,
     read_capture,
     read_captures,
     store_window,

@@ -145,9 +145,9 @@ def _segment(deps, user_id, scale, start):
 
 
 def test_base_window_writes_everything_and_degrades_without_encoder(deps, user_id) -> None:
+    from tests.fixtures.store_reads import get_visual_embedding
     from worldmm.store.frames import list_frames
     from worldmm.store.triples import triples_for_segments
-    from worldmm.store.visual import get_visual_embedding
 
     out = asyncio.run(process_window(deps, _jpeg_window(deps, user_id, T10)))
     assert out.status == "complete" and out.counts["sampled"] == 16 and out.counts["frames"] == 20
@@ -198,7 +198,7 @@ def test_entity_resolution_exact_alias_confirmed_or_new(deps, user_id) -> None:
 
 
 def test_semantic_consolidation_soft_deletes_with_provenance(deps, user_id) -> None:
-    from worldmm.store.audit import list_consolidation_audit
+    from tests.fixtures.store_reads import list_consolidation_audit
     from worldmm.store.triples import list_semantic
 
     old = Triple(subject="Lucia", predicate="likes", object="sweet desserts")
