@@ -219,19 +219,6 @@ def rotate_key(
     return issued
 
 
-def rotate_api_key(conn: psycopg.Connection, user_id: str) -> str:
-    """Revoke every active key of the user and issue one new key (the one-key API)."""
-    if not _lock_user(conn, user_id):
-        raise NotFoundError(f"no user {user_id!r}")
-    issued = _insert_key(conn, user_id, None)
-    conn.execute(
-        "UPDATE api_keys SET revoked_at = now(), replaced_by = %s"
-        " WHERE user_id = %s AND revoked_at IS NULL AND id <> %s",
-        (issued.row.id, user_id, issued.row.id),
-    )
-    return issued.key
-
-
 def ensure_user(conn: psycopg.Connection, user_id: str) -> None:
     """Create the user without a key if missing (ingest sees users before any admin does)."""
     conn.execute("INSERT INTO users (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (user_id,))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.store import rotate_api_key
 from worldmm.store.errors import AlreadyExistsError, NotFoundError
 from worldmm.store.users import (
     create_user,
     ensure_user,
-    rotate_api_key,
     upsert_session,
     user_exists,
     verify_api_key,
