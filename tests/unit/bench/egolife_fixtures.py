@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from bench.egolife.data import Question
+
+DAY1 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 
 
 def clip(video: str, lines: list[tuple[int, int, str, str]]) -> dict:
@@ -92,3 +97,17 @@ def write_questions(root: Path) -> Path:
         )
     )
     return path
+
+
+def asked_question(i: int, day: int, kind: str) -> Question:
+    """Question ``i`` of type ``kind``, asked on ``day`` at 9 + ``i`` h (its target then)."""
+    asked = DAY1 + timedelta(days=day - 1, hours=i)
+    return Question(
+        id=f"q{i}",
+        type=kind,
+        question=f"Question {i}?",
+        choices={"A": "yes", "B": "no"},
+        answer="A",
+        query_time=asked,
+        targets=[asked],
+    )

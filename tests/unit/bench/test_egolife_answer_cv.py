@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from bench.egolife import answer_cv
-from bench.egolife.data import Question
 from tests.fixtures.weighings import weighing
+from tests.unit.bench.egolife_fixtures import asked_question
 
-DAY1 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 PAIRS = [(look, base) for look in answer_cv.LOOK_GRID for base in answer_cv.BASE_GRID]
-
-
-def question(i: int, day: int, kind: str) -> Question:
-    asked = DAY1 + timedelta(days=day - 1, hours=i)
-    return Question(
-        id=f"q{i}",
-        type=kind,
-        question=f"Question {i}?",
-        choices={"A": "yes", "B": "no"},
-        answer="A",
-        query_time=asked,
-        targets=[asked],
-    )
 
 
 def test_the_weights_are_chosen_without_the_held_out_fold():
     # Day 1's questions are right only at base weight 0, day 2's only at 2 (any look weight):
     # each day fold, held out, gets the other day's weight and scores 0 there.
-    qs = [question(i, 1 + i % 2, "EventRecall" if i < 4 else "TaskMaster") for i in range(8)]
+    qs = [asked_question(i, 1 + i % 2, "EventRecall" if i < 4 else "TaskMaster") for i in range(8)]
     right_at = {1: 0.0, 2: 2.0}
     picks = {
         "worldmm": [
