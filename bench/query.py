@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import os
 import time
 import uuid
@@ -357,7 +358,7 @@ def run_benchmark(
     ``settings.database_url`` must point at a migrated database."""
     from bench.query_synth import make_queries
     from worldmm.blobs import build_blob_store
-    from worldmm.deps import Deps
+    from worldmm.deps import API_POOL_SIZE, Deps
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.store.db import Database
     from worldmm.store.plans import RecordingCursor
@@ -385,7 +386,8 @@ def run_benchmark(
         "loadavg": {"start": harness.loadavg()},
     }
     loadavg = result["loadavg"]
-    db = Database(settings.database_url, max_size=2, cursor_factory=RecordingCursor)
+    # the query API's pool: with fewer connections than lanes, a lane waited for one
+    db = Database(settings.database_url, max_size=API_POOL_SIZE, cursor_factory=RecordingCursor)
     inner_cache = make_cache(settings.redis_url)
     loaded: list[str] = []
     try:
@@ -409,6 +411,11 @@ def run_benchmark(
         loadavg["after_load"] = harness.loadavg()
         end = cfg.start + timedelta(hours=cfg.hours)
         qs = make_queries(memory, opts.queries, seed=cfg.seed)
+        # A server does not hold the generated memory: its millions of objects made the
+        # collector's full passes cost up to 200 ms inside the timed searches.
+        del memory
+        gc.collect()
+        gc.freeze()
         stub = StubModels([q for group in qs.values() for q in group], cfg.text_dim, cfg.visual_dim)
         steps = Steps()
         deps = Deps(

@@ -104,6 +104,10 @@ class Deps:
                 close()
 
 
+# The query API's connections: a search runs its lanes at once, each on its own connection.
+API_POOL_SIZE = 8
+
+
 def pool_size(concurrency: int) -> int:
     """Database connections for ``concurrency`` windows in flight: a window holds one only
     for its short store calls (never across a model call), and PostgreSQL allows 100
@@ -119,7 +123,7 @@ def _open_database(settings: Settings, role: Role) -> Database:
     if role == "api":
         # a short pool wait: while PostgreSQL is down a request gets 503 + Retry-After
         # instead of hanging for the pool's default 30 s
-        return Database(url, max_size=8, timeout_s=5.0, name="worldmm-query")
+        return Database(url, max_size=API_POOL_SIZE, timeout_s=5.0, name="worldmm-query")
     return Database(url, max_size=pool_size(settings.llm_concurrency), name="worldmm-ingest")
 
 
