@@ -1,14 +1,11 @@
-"""The corpus statistics of one user's segments that the lexical and entity lanes weigh by:
-each lexeme's document frequency, the mean lexeme count per scale, and the end times of the
-complete 30 s windows.
+"""The corpus statistics the lexical and entity lanes weigh by: each lexeme's document
+frequency over a user's segments, the mean lexeme count per scale, the 30 s window ends.
 
-Counting them reads every segment of the user (``ts_stat`` over ~100k segments a month: half
-a second at four weeks, two at twelve), while a live wearer's memory grows by a few segments
-every 30 s. So they are read once, then kept up to date by counting only what changed: every
-read records its :class:`Coverage` (the highest id it saw, and the segments below it that
-were still pending then), and :func:`read_since` counts the segments completed since, which
-:func:`merge` adds. Edits that change an already counted segment (a retriggered window, a
-deleted one) are not seen that way; the caller recounts everything now and then.
+Counting them reads every segment (``ts_stat``: 0.5 s at four weeks, 2 at twelve) while a
+live memory grows every 30 s; so they are counted once, and each read records its
+:class:`Coverage` (the highest id seen, and the pending ids below it) so that
+:func:`read_since` counts only the segments completed since, which :func:`merge` adds. Edits
+to a counted segment (a retriggered or deleted window) need a whole recount now and then.
 """
 
 from __future__ import annotations

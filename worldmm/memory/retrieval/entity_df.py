@@ -1,13 +1,11 @@
 """The entity lane's document frequencies: how many 30 s windows ended by ``as_of`` name each
-asked entity, kept in process per user.
+asked entity, kept in process per user (counted in the store on every question, a housemate's
+count read every window naming them: 8 ms at four weeks, growing with the memory).
 
-Counted in the store, a housemate's count read every window naming them (2,500 a week, 8 ms
-at four weeks and growing with the memory) on every question. Here each asked entity's
-windows (segment -> window end) are read once; then, when the copy is over
-``lanes.TERM_STATS_CHECK_S`` old, only the 30 s triples written since (by id, one index
-range) are added, and a count at ``as_of`` is a binary search. Triples deleted or re-pointed
-since a read are only seen when the user's copy is read again, every
-``lanes.TERM_STATS_RECOUNT_S`` (or at once when the highest id went down: a purge).
+Each asked entity's windows (segment -> window end) are read once; a copy over
+``TERM_STATS_CHECK_S`` old adds the 30 s triples written since (by id, one index range); a
+count is a binary search. Deleted or re-pointed triples show when the user's copy is read
+again, every ``TERM_STATS_RECOUNT_S`` (at once when the highest id went down: a purge).
 """
 
 from __future__ import annotations

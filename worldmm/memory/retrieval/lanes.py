@@ -36,12 +36,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEXICAL, DENSE, GRAPH, ENTITY = "lexical", "dense", "graph", "entity"
-# Term statistics are a corpus statistic, but a live question's own words may be in the
-# window written a moment ago: a copy is checked for new segments (two index reads) when it is
-# this old, and what changed is counted (:mod:`worldmm.store.term_stats`).
+# A live question's words may be in the window written a moment ago: a copy this old is
+# checked for new segments (two index reads), and what changed is counted.
 TERM_STATS_CHECK_S = 2.0
-# Edits to counted segments (a retriggered or deleted window) only show in a whole recount,
-# made this often, in the background while the kept copy serves.
+# Edits to counted segments show in a whole recount, made this often in the background.
 TERM_STATS_RECOUNT_S = 1800.0
 TERM_STATS_USERS = 256
 MAX_QUERY_TERMS = 32
