@@ -411,8 +411,8 @@ def run_benchmark(
         loadavg["after_load"] = harness.loadavg()
         end = cfg.start + timedelta(hours=cfg.hours)
         qs = make_queries(memory, opts.queries, seed=cfg.seed)
-        # A server does not hold the generated memory: its millions of objects made the
-        # collector's full passes cost up to 200 ms inside the timed searches.
+        # A server does not hold the generated memory (millions of objects the collector's
+        # full passes would walk inside the timed searches).
         del memory
         gc.collect()
         gc.freeze()
