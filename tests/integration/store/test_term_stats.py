@@ -9,10 +9,9 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+from tests.fixtures.store import make_segment
 from worldmm.memory.retrieval import lanes
 from worldmm.store import term_stats as ts
-from worldmm.store.models import SegmentWrite
-from worldmm.store.segments import upsert_segment
 
 from .conftest import T0
 
@@ -22,18 +21,9 @@ WORDS = ("kettle", "garden", "violin", "ladder", "compass", "lantern", "pepper",
 
 
 def _write(conn, user_id: str, i: int, rng: random.Random, status: str = "complete") -> None:
-    scale = 180 if i % 6 == 0 else 30
-    upsert_segment(
-        conn,
-        SegmentWrite(
-            user_id=user_id,
-            scale_seconds=scale,
-            window_start=T0 + timedelta(seconds=30 * i),
-            window_end=T0 + timedelta(seconds=30 * i + scale),
-            caption=" ".join(rng.choices(WORDS, k=rng.randint(1, 9))),
-            processing_status=status,
-        ),
-    )
+    caption = " ".join(rng.choices(WORDS, k=rng.randint(1, 9)))
+    start, scale = T0 + timedelta(seconds=30 * i), 180 if i % 6 == 0 else 30
+    make_segment(conn, user_id, start, scale, caption=caption, processing_status=status)
 
 
 def _same(a: ts.TermStats, b: ts.TermStats) -> None:

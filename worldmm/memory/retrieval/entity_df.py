@@ -24,6 +24,7 @@ from worldmm.memory.retrieval.lanes import (
     TERM_STATS_CHECK_S,
     TERM_STATS_RECOUNT_S,
     TERM_STATS_USERS,
+    keep_recent,
 )
 from worldmm.store import entity_links
 
@@ -108,10 +109,7 @@ class EntityWindowsMemo:
         top = entity_links.base_links_top(conn, user_id)  # before any row is read
         fresh = _UserWindows(upto=top, checked=now, read=now)
         with self._lock:
-            self._users[key] = fresh
-            self._users.move_to_end(key)
-            while len(self._users) > self._max:
-                self._users.popitem(last=False)
+            keep_recent(self._users, key, fresh, self._max)
         return fresh
 
 

@@ -125,10 +125,15 @@ class TermStatsMemo:
 
     def _put(self, key: tuple[int, str], kept: _Kept) -> None:
         with self._lock:
-            self._entries[key] = kept
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            keep_recent(self._entries, key, kept, self._max)
+
+
+def keep_recent(entries: OrderedDict, key, value, limit: int) -> None:
+    """Store ``value`` as the most recent entry; the least recent leave past ``limit``."""
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > limit:
+        entries.popitem(last=False)
 
 
 TERM_STATS = TermStatsMemo()
