@@ -25,19 +25,16 @@ from pydantic import Field
 
 from bench import harness
 from bench.child import Child, child_env, http_ok
-from bench.harness import Echo
+from bench.harness import Echo, words
 from bench.query import MemoryOptions
 from worldmm.settings import Settings
 from worldmm.stack.process import free_port, wait_until
 
 ROUTES = ("ask", "segments", "semantic", "visual")
-QUESTIONS = (
-    "Where did I leave the red cup?",
-    "Who did I meet in the kitchen this morning?",
-    "What was I reading on the sofa?",
-    "When did I last drive to work?",
-    "What did Kate hand me?",
-    "Which shop did I visit after lunch?",
+QUESTIONS = words(
+    "Where did I leave the red cup?, Who did I meet in the kitchen this morning?,"
+    " What was I reading on the sofa?, When did I last drive to work?, What did Kate hand me?,"
+    " Which shop did I visit after lunch?"
 )
 
 
@@ -97,27 +94,21 @@ async def drive(
 
     async def one(c: int) -> None:
         pools = [httpx.AsyncClient(base_url=u, headers=headers, timeout=opts.timeout) for u in urls]
+        route = ROUTES[c % len(ROUTES)]  # one route per client: a slow one starves no other
+        i = c
         try:
-            i = c
-            route = ROUTES[c % len(ROUTES)]  # one route per client: a slow one starves no other
             while time.perf_counter() < t_end:
                 method, path, payload = request_for(route, user, i, hours, start)
-                client = pools[i % len(pools)]
+                sent = {"params" if method == "GET" else "json": payload}
                 t = time.perf_counter()
-                counted = t >= t_measure
                 try:
-                    if method == "GET":
-                        status = (await client.get(path, params=payload)).status_code
-                    else:
-                        status = (await client.post(path, json=payload)).status_code
+                    status = (await pools[i % len(pools)].request(method, path, **sent)).status_code
                 except httpx.HTTPError as exc:
-                    if counted:
-                        tallies[route].errors[type(exc).__name__] += 1
-                else:
-                    if counted and 200 <= status < 300:
-                        tallies[route].ms.append(1000 * (time.perf_counter() - t))
-                    elif counted:
-                        tallies[route].errors[str(status)] += 1
+                    status = type(exc).__name__
+                if t >= t_measure and status in range(200, 300):
+                    tallies[route].ms.append(1000 * (time.perf_counter() - t))
+                elif t >= t_measure:
+                    tallies[route].errors[str(status)] += 1
                 i += 1
         finally:
             for p in pools:
@@ -138,10 +129,10 @@ def start_servers(settings: Settings, n: int, admin_key: str, log_dir: Path) -> 
     )
     servers = []
     for i in range(n):
-        url = f"http://127.0.0.1:{free_port()}"
-        cmd = [sys.executable, "-m", "apps.cli", "serve", "--host", "127.0.0.1"]
-        cmd += ["--port", url.rsplit(":", 1)[1]]
-        servers.append(Child(url, cmd, log_dir / f"serve-{i}.log", env).start())
+        port = str(free_port())
+        cmd = [sys.executable, "-m", "apps.cli", "serve", "--host", "127.0.0.1", "--port", port]
+        url, log = f"http://127.0.0.1:{port}", log_dir / f"serve-{i}.log"
+        servers.append(Child(url, cmd, log, env).start())
     for s in servers:
         ready = lambda s=s: s.check() or http_ok(f"{s.name}/readyz")  # noqa: E731
         wait_until(ready, timeout_s=180, what=f"worldmm serve at {s.name}")

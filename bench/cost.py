@@ -11,8 +11,7 @@ import functools
 import io
 import tempfile
 import threading
-from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,14 +22,12 @@ from PIL import Image
 from pydantic import Field, SecretStr
 
 from bench import harness
-from bench.egolife import data
-from bench.egolife.run import EgoLifeData
+from bench.egolife.data import DataError, EgoLifeData, Window, load_windows
 from bench.harness import words
 from worldmm.llm.prices import PriceTable, prices_for
 from worldmm.settings import Settings
 
 GOAL_TOKENS_PER_QUESTION = 10_000
-_SUMMED = "rounds, tokens, cost, prompt_tokens, completion_tokens"  # summarised per question
 AUDIO_RATE, AUDIO_CHUNK_S = 16_000, 5
 
 
@@ -47,11 +44,6 @@ class CostConfig(EgoLifeData):
     agent_searches: int = Field(2, ge=0, le=5, description="Searches the agent makes per question.")
     seed: int = Field(0, description="Frame generator seed.")
 
-    @property
-    def size(self) -> tuple[int, int]:
-        w, _, h = self.frame_size.partition("x")
-        return int(w), int(h)
-
 
 # --- counting what the provider would bill ------------------------------------------------
 
@@ -64,6 +56,10 @@ class Billed:
     images: int
     image_tokens: int
     completion_tokens: int
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.text_tokens + self.image_tokens
 
 
 class TokenCounter:
@@ -79,7 +75,7 @@ class TokenCounter:
         self.billed: list[Billed] = []
         self._lock = threading.Lock()
 
-    def tokens(self, text: str, encoding: str = "o200k_base") -> int:
+    def tokens(self, text: str, encoding: str) -> int:
         return len(self._encoding(encoding).encode_ordinary(text))
 
     def __call__(self, body: dict[str, Any], content: str) -> dict[str, int]:
@@ -88,12 +84,12 @@ class TokenCounter:
         price = self.prices.price_of(body["model"])
         if price is None:
             raise ValueError(f"model {body['model']!r} is not in the price table")
-        text = images = image_tokens = 0
+        text = self.prices.reply_overhead_tokens
+        images = image_tokens = 0
         for message in body["messages"]:
             parts = message["content"]
-            parts = [{"type": "text", "text": parts}] if isinstance(parts, str) else parts
             text += self.prices.message_overhead_tokens
-            for part in parts:
+            for part in [{"type": "text", "text": parts}] if isinstance(parts, str) else parts:
                 if part["type"] == "text":
                     text += self.tokens(part["text"], price.tokenizer)
                 elif price.image is not None:
@@ -102,12 +98,11 @@ class TokenCounter:
                     w, h = Image.open(io.BytesIO(jpeg)).size
                     images += 1
                     image_tokens += price.image.tokens(w, h, url.get("detail", "auto"))
-        text += self.prices.reply_overhead_tokens
         completion = self.tokens(content, price.tokenizer) + self.reasoning
+        billed = Billed(role_of(body) or "?", body["model"], text, images, image_tokens, completion)
         with self._lock:
-            role = role_of(body) or "?"
-            self.billed.append(Billed(role, body["model"], text, images, image_tokens, completion))
-        return {"prompt_tokens": text + image_tokens, "completion_tokens": completion}
+            self.billed.append(billed)
+        return {"prompt_tokens": billed.prompt_tokens, "completion_tokens": completion}
 
 
 class CountingBlobs:
@@ -151,19 +146,12 @@ def frames(size: tuple[int, int], seed: int, n: int = 8) -> list[bytes]:
     return out
 
 
-def silence() -> bytes:
-    """One audio chunk: ``AUDIO_CHUNK_S`` of 16-bit mono WAV (the ASR is recorded anyway)."""
-    from connectors import codec
-
-    return codec.wav_bytes(b"\x00\x00" * AUDIO_RATE * AUDIO_CHUNK_S, AUDIO_RATE)
-
-
-def stream(user: str, t0: datetime, minutes: int, jpegs: list[bytes]) -> list:
-    """The wearer's records: a frame a second, a 5 s audio chunk every 5 s, a session end."""
+def stream(user: str, t0: datetime, minutes: int, jpegs: list[bytes], wav: bytes) -> list:
+    """The wearer's records: a frame a second, a 5 s audio chunk (``wav``) every 5 s, a
+    session end."""
     from apps.dataflows.ingest import RawRecord
     from connectors import codec
 
-    wav = silence()
     out = []
     for k in range(minutes * 60):
         ts = t0 + timedelta(seconds=k)
@@ -183,7 +171,7 @@ class RecordedTranscriber:
     name = "recorded"
 
     def __init__(self, transcripts: list[str]) -> None:
-        self._next: Iterator[str] = iter(transcripts)
+        self._next = iter(transcripts)
         self._lock = threading.Lock()
 
     def transcribe(self, audio: bytes, *, content_type: str, sample_rate: int) -> str:
@@ -191,11 +179,11 @@ class RecordedTranscriber:
             return next(self._next, "")
 
 
-def one_hour(windows: list[data.Window], minutes: int) -> list[data.Window]:
+def one_hour(windows: list[Window], minutes: int) -> list[Window]:
     """The first ``minutes`` of the clock hour with the most EgoLife windows."""
     hours = Counter(w.start.replace(minute=0, second=0) for w in windows)
     if not hours:
-        raise data.DataError("no EgoLife windows for these days")
+        raise DataError("no EgoLife windows for these days")
     best = min(hours, key=lambda h: (-hours[h], h))
     return [w for w in windows if w.start.replace(minute=0, second=0) == best][: 2 * minutes]
 
@@ -216,9 +204,8 @@ def storage(db: Any, user: str) -> dict[str, Any]:
             " table_schema = current_schema() AND udt_name IN ('vector', 'halfvec')"
         ).fetchall()
         for table in user_tables(conn):
-            n, nbytes = conn.execute(
-                sql.SQL(count).format(sql.Identifier(table)), (user,)
-            ).fetchone()
+            query = sql.SQL(count).format(sql.Identifier(table))
+            n, nbytes = conn.execute(query, (user,)).fetchone()
             if n:
                 out["tables"][table] = {"rows": n, "bytes": int(nbytes)}
         for table, column in vectors:
@@ -229,43 +216,42 @@ def storage(db: Any, user: str) -> dict[str, Any]:
     return out
 
 
-def usage_by_role(db: Any, user: str) -> list[tuple]:
-    """(role, model, dispatch, calls, prompt, completion, cached) as recorded."""
+def model_figures(
+    db: Any, user: str, billed: list[Billed], prices: PriceTable, k: float
+) -> tuple[dict, bool]:
+    """Per role: calls and tokens as recorded (``llm_usage``), the text / image split as
+    counted, the cost, every figure times ``k``; and whether what was recorded is exactly
+    what was counted."""
     with db.connection() as conn:
-        return conn.execute(
+        rows = conn.execute(
             "SELECT role, model, dispatch, sum(calls)::bigint, sum(prompt_tokens)::bigint,"
             " sum(completion_tokens)::bigint, sum(cached_tokens)::bigint FROM llm_usage"
-            " WHERE user_id = %s"
-            " GROUP BY 1, 2, 3 ORDER BY 1",
+            " WHERE user_id = %s GROUP BY 1, 2, 3 ORDER BY 1",
             (user,),
         ).fetchall()
-
-
-def model_figures(rows: list[tuple], billed: list[Billed], prices: PriceTable, k: float) -> dict:
-    """Per role: calls and tokens as recorded, the text / image split as counted, the cost;
-    every figure times ``k``."""
-    split: dict[str, Counter] = defaultdict(Counter)
+    split: dict[str, Counter] = {}
     for b in billed:
-        split[b.role].update(
+        split.setdefault(b.role, Counter()).update(
             text_tokens=b.text_tokens, images=b.images, image_tokens=b.image_tokens
         )
     roles: dict[str, dict] = {}
     for role, model, dispatch, calls, prompt, completion, cached in rows:
         cost = prices.cost(model, prompt, cached, completion, dispatch) or 0.0
-        figures = {"calls": calls, "prompt_tokens": prompt, **split[role]}
+        figures = {"calls": calls, "prompt_tokens": prompt, **split.get(role, {})}
         figures |= {"completion_tokens": completion, "cost": cost}
         roles[role] = {"model": model, **{n: round(v * k, 6) for n, v in figures.items()}}
-    keys = ("calls", "prompt_tokens", "image_tokens", "completion_tokens", "cost")
+    keys = words("calls, prompt_tokens, image_tokens, completion_tokens, cost")
     total = {n: round(sum(r.get(n, 0) for r in roles.values()), 6) for n in keys}
     total["cost_with_batch_api"] = round(total["cost"] * (1 - prices.batch_discount), 6)
-    return {"by_role": roles, "total": total}
+    recorded = sum(r[4] + r[5] for r in rows)
+    counted = sum(b.prompt_tokens + b.completion_tokens for b in billed)
+    return {"by_role": roles, "total": total}, recorded == counted
 
 
-def remote(settings: Settings, base_url: str) -> Settings:
+def remote(settings: Settings, base_url: str, **update: Any) -> Settings:
     """``settings`` with the OpenAI-compatible fake as the provider; all else as given."""
-    key = SecretStr("fake-key")
-    update = {"llm_provider": "compatible", "llm_base_url": base_url, "openai_api_key": key}
-    return settings.model_copy(update=update)
+    update |= {"llm_provider": "compatible", "llm_base_url": base_url}
+    return settings.model_copy(update=update | {"openai_api_key": SecretStr("fake-key")})
 
 
 def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: harness.Echo):
@@ -274,26 +260,30 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
 
     from apps.dataflows.ingest import build_flow
     from bench.ingest_sim import SimulatedEncoder
+    from connectors import codec
     from tests.fakes.openai_server import FakeOpenAI
     from tests.fakes.protocol import ProtocolResponder
     from worldmm.deps import build_deps
     from worldmm.store.purge import purge_user
 
-    windows = one_hour(data.load_windows(cfg.sync_dir, cfg.days), cfg.minutes)
+    windows = one_hour(load_windows(cfg.sync_dir, cfg.days), cfg.minutes)
     counter = TokenCounter(prices, cfg.reasoning_tokens)
     responder = ProtocolResponder(captions=[w.caption for w in windows], usage=counter)
     user = f"bench-cost-{datetime.now(UTC):%Y%m%d%H%M%S}"
     t0 = (datetime.now(UTC) - timedelta(hours=2)).replace(minute=0, second=0, microsecond=0)
-    jpegs = frames(cfg.size, cfg.seed)
-    records = stream(user, t0, cfg.minutes, jpegs)
+    width, _, height = cfg.frame_size.partition("x")
+    jpegs = frames((int(width), int(height)), cfg.seed)
+    # one audio chunk: silence (the ASR answers with the recorded transcripts anyway)
+    wav = codec.wav_bytes(b"\x00\x00" * AUDIO_RATE * AUDIO_CHUNK_S, AUDIO_RATE)
+    records = stream(user, t0, cfg.minutes, jpegs, wav)
     # what the captures weigh, however the blob store packs them (one object per window)
     captured = {
         "frames": sum(len(jpegs[i % len(jpegs)]) for i in range(cfg.minutes * 60)),
-        "audio": sum(r.kind == "audio" for r in records) * len(silence()),
+        "audio": sum(r.kind == "audio" for r in records) * len(wav),
     }
     outcomes: list = []
     with FakeOpenAI(responder) as fake, tempfile.TemporaryDirectory() as tmp:
-        s = remote(settings, fake.base_url).model_copy(update={"blob_dir": Path(tmp)})
+        s = remote(settings, fake.base_url, blob_dir=Path(tmp))
         deps = build_deps(
             s,
             role="ingest",
@@ -303,33 +293,30 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
         deps.blobs = blobs = CountingBlobs(deps.blobs)
         try:
             echo(f"wearer-hour: {cfg.minutes} min of {user} through the ingest flow")
-            flow = build_flow(
-                s,
-                source=TestingSource(records),
-                dlq_sink=TestingSink([]),
-                report_sink=TestingSink(outcomes),
-                deps_factory=lambda _s: deps,
-                tail=False,
+            sinks = {"dlq_sink": TestingSink([]), "report_sink": TestingSink(outcomes)}
+            source = TestingSource(records)
+            run_main(
+                build_flow(s, source=source, deps_factory=lambda _s: deps, tail=False, **sinks)
             )
-            run_main(flow)
             deps.usage.flush()
-            rows, stored = usage_by_role(deps.db, user), storage(deps.db, user)
+            k = 60 / cfg.minutes
+            model, recorded_is_counted = model_figures(deps.db, user, counter.billed, prices, k)
+            stored = storage(deps.db, user)
         finally:
             with deps.db.transaction() as conn:
                 purge_user(conn, user)
             deps.close()
-    k = 60 / cfg.minutes
-    windows_done = Counter(str(o.scale_s) for o in outcomes if o.status == "complete")
-    recorded = sum(r[4] + r[5] for r in rows)
-    counted = sum(b.text_tokens + b.image_tokens + b.completion_tokens for b in counter.billed)
     requests = {name: n * k for name, n in sorted(blobs.calls.items())}
+    tables = {t: {n: v * k for n, v in f.items()} for t, f in stored["tables"].items()}
     return {
         "minutes_run": cfg.minutes,
         "scaled_to_an_hour_by": k,
-        "windows_complete": dict(windows_done),
+        "windows_complete": dict(
+            Counter(str(o.scale_s) for o in outcomes if o.status == "complete")
+        ),
         "windows_failed": sum(1 for o in outcomes if o.status == "failed"),
-        "model": model_figures(rows, counter.billed, prices, k),
-        "recorded_usage_equals_counted": recorded == counted,
+        "model": model,
+        "recorded_usage_equals_counted": recorded_is_counted,
         "blob_store": {
             "requests": requests,
             "requests_total": sum(requests.values()),
@@ -337,7 +324,7 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
             "captured_bytes": {kind: n * k for kind, n in captured.items()},
         },
         "database": {
-            "tables": {t: {n: v * k for n, v in f.items()} for t, f in stored["tables"].items()},
+            "tables": tables,
             "row_bytes": stored["row_bytes"] * k,
             "vector_bytes": stored["vector_bytes"] * k,
         },
@@ -355,6 +342,7 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
     from tests.fakes.openai_server import FakeOpenAI
     from tests.fakes.protocol import ProtocolResponder
     from worldmm.agent import answer_question
+    from worldmm.agent.loop import OPTION_LOOKUP
     from worldmm.deps import build_deps
     from worldmm.llm.roles import build_roles
     from worldmm.llm.usage import NullUsage
@@ -366,10 +354,7 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
     deps = build_deps(settings.model_copy(update={"llm_provider": "offline"}), role="ingest")
     rows = []
     try:
-        todo = mm.missing_hours(windows, mm.stored_base_starts(deps, cfg.user_id))
-        echo(f"questions: memory of {cfg.user_id}, {len(todo)} of {len(windows)} windows to add")
-        if todo:
-            asyncio.run(mm.ingest_windows(deps, cfg.user_id, todo))
+        mm.build_memory(deps, cfg.user_id, windows, True, echo)
         with FakeOpenAI(responder) as fake:
             s = remote(settings, fake.base_url)
             roles = build_roles(s, deps.embedder, NullUsage())  # the counter has every call
@@ -380,45 +365,33 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
                 ask = answer_question(
                     qdeps, cfg.user_id, q.question, choices=choices, as_of=q.query_time
                 )
-                result = asyncio.run(ask)
+                # the per-option look-ups of a multiple-choice question are rounds of the
+                # result too (their segments are evidence), but no model call asked for them
+                notes = [r.note or "" for r in asyncio.run(ask).rounds]
                 billed = counter.billed[first:]
-                rows.append(question_row(q.id, agent_rounds(result), billed, prices))
+                prompt = sum(b.prompt_tokens for b in billed)
+                completion = sum(b.completion_tokens for b in billed)
+                costs = [
+                    prices.cost(b.model, b.prompt_tokens, 0, b.completion_tokens) for b in billed
+                ]
+                rows.append(
+                    {
+                        "id": q.id,
+                        "rounds": sum(not n.startswith(OPTION_LOOKUP) for n in notes),
+                        "calls": dict(Counter(b.role for b in billed)),
+                        "prompt_tokens": prompt,
+                        "completion_tokens": completion,
+                        "tokens": prompt + completion,
+                        "cost": round(sum(c or 0.0 for c in costs), 6),
+                    }
+                )
     finally:
         deps.close()
-    return rows
-
-
-def agent_rounds(result: Any) -> int:
-    """The agent's own searches: the per-option look-ups for a multiple-choice question are
-    rounds of the result too (their segments are evidence), but no model call asked for them."""
-    from worldmm.agent.loop import OPTION_LOOKUP
-
-    return sum(1 for r in result.rounds if not (r.note or "").startswith(OPTION_LOOKUP))
-
-
-def question_row(qid: str, rounds: int, billed: list[Billed], prices: PriceTable) -> dict:
-    prompt = sum(b.text_tokens + b.image_tokens for b in billed)
-    completion = sum(b.completion_tokens for b in billed)
-    cost = sum(
-        prices.cost(b.model, b.text_tokens + b.image_tokens, 0, b.completion_tokens) or 0.0
-        for b in billed
-    )
-    return {
-        "id": qid,
-        "rounds": rounds,
-        "calls": dict(Counter(b.role for b in billed)),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "tokens": prompt + completion,
-        "cost": round(cost, 6),
-    }
-
-
-def question_figures(rows: list[dict]) -> dict:
+    summed = words("rounds, tokens, cost, prompt_tokens, completion_tokens")
     tokens = [r["tokens"] for r in rows]
     return {
         "n": len(rows),
-        **{k: harness.summary([r[k] for r in rows]) for k in words(_SUMMED)},
+        **{k: harness.summary([r[k] for r in rows]) for k in summed},
         "calls": harness.summary([sum(r["calls"].values()) for r in rows]),
         "goal_tokens": GOAL_TOKENS_PER_QUESTION,
         "within_goal": sum(t <= GOAL_TOKENS_PER_QUESTION for t in tokens) / max(1, len(tokens)),
@@ -430,7 +403,7 @@ def run_benchmark(cfg: CostConfig, settings: Settings, echo: harness.Echo) -> di
     """The report, over ``settings``' PostgreSQL (migrated)."""
     run, prices = harness.Run(), prices_for(settings)
     hour = wearer_hour(cfg, settings, prices, echo)
-    asked = question_figures(questions(cfg, settings, prices, echo))
+    asked = questions(cfg, settings, prices, echo)
     table = settings.llm_prices_file or "worldmm/llm/prices.json"
     models = {"construction": settings.llm_construction_model, "agent": settings.llm_agent_model}
     return run.stamp(

@@ -18,7 +18,7 @@ from PIL import Image, ImageDraw, ImageFont
 from pydantic import Field
 
 from bench import harness
-from bench.harness import Echo, IntList, percentile
+from bench.harness import Echo, IntList, percentile, words
 
 
 class GpuOptions(harness.Options):
@@ -39,13 +39,9 @@ class GpuOptions(harness.Options):
     max_wait_ms: float = 5.0  # the service's batching wait
 
 
-QUERIES = (
-    "the coffee shop sign",
-    "a red car in the street",
-    "where did I leave my phone",
-    "reading a book at the kitchen table",
-    "the green door",
-    "people walking in the park",
+QUERIES = words(
+    "the coffee shop sign, a red car in the street, where did I leave my phone,"
+    " reading a book at the kitchen table, the green door, people walking in the park"
 )
 
 
@@ -86,22 +82,18 @@ def build_backend(opts: GpuOptions):
     return load_backend(opts.backend, device=device, **kwargs)
 
 
-async def _round(client, path: str, payloads: list[dict]) -> list[float]:
+async def _rounds(client, path: str, rounds: list[list[dict]]) -> tuple[list[float], float]:
+    """Each round's requests at once, rounds one after another: latencies and seconds."""
+
     async def one(payload: dict) -> float:
         started = time.perf_counter()
-        response = await client.post(path, **payload)
-        response.raise_for_status()
+        (await client.post(path, **payload)).raise_for_status()
         return time.perf_counter() - started
 
-    return await asyncio.gather(*[one(p) for p in payloads])
-
-
-async def _timed_rounds(client, path: str, rounds: list[list[dict]]) -> tuple[list[float], float]:
-    """Each round's requests at once, rounds one after another: latencies and seconds."""
     latencies: list[float] = []
     started = time.perf_counter()
     for payloads in rounds:
-        latencies += await _round(client, path, payloads)
+        latencies += await asyncio.gather(*[one(p) for p in payloads])
     return latencies, time.perf_counter() - started
 
 
@@ -119,10 +111,10 @@ async def _measure(url: str, batch: int, rounds: int, text_rounds: int, clips: l
     # Drop idle connections before uvicorn does (5 s): reusing one it just closed is a ReadError.
     limits = httpx.Limits(max_connections=batch * 2, keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
-        await _round(client, "/encode-video", videos[:1])  # warm-up: first-use model loading
-        await _round(client, "/encode-text", texts[:1])
-        video_lat, video_s = await _timed_rounds(client, "/encode-video", video_rounds)
-        text_lat, text_s = await _timed_rounds(client, "/encode-text", [texts] * text_rounds)
+        await _rounds(client, "/encode-video", [videos[:1]])  # warm-up: first-use model loading
+        await _rounds(client, "/encode-text", [texts[:1]])
+        video_lat, video_s = await _rounds(client, "/encode-video", video_rounds)
+        text_lat, text_s = await _rounds(client, "/encode-text", [texts] * text_rounds)
     return {
         "clips_per_s": round(len(video_lat) / video_s, 3),
         "texts_per_s": round(len(text_lat) / text_s, 3),

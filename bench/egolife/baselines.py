@@ -22,31 +22,31 @@ from bench.egolife.data import WINDOW_S, Window, day_of
 from bench.egolife.truth import Ranked
 from worldmm.embed.base import TextEmbedder
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
 EMBED_CHUNK = 256
+Progress = Callable[[int], None]
 
 
 def tokenize(text: str) -> list[str]:
-    return _TOKEN_RE.findall(text.lower())
+    return re.findall(r"[a-z0-9]+", text.lower())
 
 
-class _WindowSearch:
+class WindowSearch:
+    """The windows, time-sorted; a subclass scores them all (``scores``) for a query."""
+
     def __init__(self, windows: Sequence[Window]) -> None:
         self.windows = sorted(windows, key=lambda w: w.start)
         self._ends = [w.end.timestamp() for w in self.windows]
 
-    def visible(self, as_of: datetime | None) -> int:
-        """How many windows (a prefix) had closed by ``as_of``."""
-        if as_of is None:
-            return len(self.windows)
-        return bisect.bisect_right(self._ends, as_of.timestamp())
+    def scores(self, query: str) -> np.ndarray | None:
+        raise NotImplementedError
 
-    def _top(self, scores: np.ndarray, as_of: datetime | None, k: int) -> list[Ranked]:
-        n = self.visible(as_of)
-        if n == 0 or k <= 0:
+    def search(self, query: str, as_of: datetime | None, k: int) -> list[Ranked]:
+        """The top ``k`` windows closed by ``as_of`` (all when None), best first."""
+        n = len(self._ends) if as_of is None else bisect.bisect_right(self._ends, as_of.timestamp())
+        scores = self.scores(query) if n and k > 0 else None
+        if scores is None:
             return []
-        head = np.asarray(scores[:n], dtype=np.float64)
-        k = min(k, n)
+        head, k = np.asarray(scores[:n], dtype=np.float64), min(k, n)
         # stable order among equal scores: the earlier window first
         idx = np.argpartition(-head, k - 1)[:k] if k < n else np.arange(n)
         idx = sorted(idx.tolist(), key=lambda i: (-head[i], i))
@@ -56,82 +56,64 @@ class _WindowSearch:
         ]
 
 
-class Bm25Search(_WindowSearch):
+class Bm25Search(WindowSearch):
     """Okapi BM25 over each window's caption + transcript (IDF over all windows: a corpus
     statistic, not content, so it does not leak future text into a past query's ranking)."""
 
-    name = "bm25"
-
     def __init__(self, windows: Sequence[Window]) -> None:
         super().__init__(windows)
-        corpus = [tokenize(w.text) or ["<empty>"] for w in self.windows]
-        self._bm25 = BM25Okapi(corpus)
+        self._bm25 = BM25Okapi([tokenize(w.text) or ["<empty>"] for w in self.windows])
 
-    def search(self, query: str, as_of: datetime | None, k: int) -> list[Ranked]:
+    def scores(self, query: str) -> np.ndarray | None:
         terms = tokenize(query)
-        if not terms:
-            return []
-        return self._top(self._bm25.get_scores(terms), as_of, k)
+        return self._bm25.get_scores(terms) if terms else None
 
 
 def embed_texts(
-    texts: Sequence[str],
-    embedder: TextEmbedder,
-    on_progress: Callable[[int], None] | None = None,
-    cache_dir: Path | None = None,
+    texts: Sequence[str], embedder: TextEmbedder, step: Progress | None, cache_dir: Path | None
 ) -> np.ndarray:
     """Embed ``texts`` in chunks; with ``cache_dir``, reuse a matrix saved for exactly these
     texts and this embedder (the key hashes both), since a week of windows takes minutes."""
+    step = step or (lambda _n: None)
     path = None
     if cache_dir is not None:
         digest = hashlib.sha256(embedder.name.encode())
         for t in texts:
             digest.update(t.encode() + b"\0")
         path = cache_dir / f"dense-{digest.hexdigest()[:24]}.npy"
-        if path.exists():
-            matrix = np.load(path)
-            if matrix.shape == (len(texts), embedder.dim):
-                if on_progress:
-                    on_progress(len(texts))
-                return matrix
-    parts = []
+        if path.exists() and (matrix := np.load(path)).shape == (len(texts), embedder.dim):
+            step(len(texts))
+            return matrix
+    parts = [np.zeros((0, embedder.dim), dtype=np.float32)]
     for i in range(0, len(texts), EMBED_CHUNK):
-        chunk = list(texts[i : i + EMBED_CHUNK])
-        parts.append(embedder.embed(chunk))
-        if on_progress:
-            on_progress(len(chunk))
-    matrix = np.vstack(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+        parts.append(embedder.embed(list(texts[i : i + EMBED_CHUNK])))
+        step(len(parts[-1]))
+    matrix = np.vstack(parts)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, matrix)
+        np.save(tmp := path.with_suffix(".tmp.npy"), matrix)
         tmp.replace(path)
     return matrix
 
 
-class DenseSearch(_WindowSearch):
+class DenseSearch(WindowSearch):
     """Cosine between the query and each window's text, both embedded by ``embedder``."""
-
-    name = "dense"
 
     def __init__(
         self,
         windows: Sequence[Window],
         embedder: TextEmbedder,
-        on_progress: Callable[[int], None] | None = None,
+        on_progress: Progress | None = None,
         cache_dir: Path | None = None,
     ) -> None:
         super().__init__(windows)
         self._embedder = embedder
         # one cached matrix per day, so a longer run reuses the days a shorter one embedded
+        days = groupby(self.windows, key=lambda w: day_of(w.start))
         parts = [
-            embed_texts([w.text for w in day], embedder, on_progress, cache_dir)
-            for _day, day in groupby(self.windows, key=lambda w: day_of(w.start))
+            embed_texts([w.text for w in d], embedder, on_progress, cache_dir) for _, d in days
         ]
-        self._matrix = np.vstack(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+        self._matrix = np.vstack([np.zeros((0, embedder.dim), dtype=np.float32), *parts])
 
-    def search(self, query: str, as_of: datetime | None, k: int) -> list[Ranked]:
-        return self.search_vector(self._embedder.embed([query])[0], as_of, k)
-
-    def search_vector(self, vector: np.ndarray, as_of: datetime | None, k: int) -> list[Ranked]:
-        return self._top(self._matrix @ vector, as_of, k)
+    def scores(self, query: str) -> np.ndarray:
+        return self._matrix @ self._embedder.embed([query])[0]

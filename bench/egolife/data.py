@@ -1,8 +1,9 @@
-"""EgoLife data as the benchmark sees it: 30 s windows with absolute times, and questions.
+"""EgoLife data as the benchmark sees it: 30 s windows with absolute times, and questions;
+:class:`EgoLifeData`, the options that select them.
 
-Pure parsing. DAY1 is :data:`BASE_DATE` (UTC), each later day the next date. Times are
-``HHMMSS`` plus hundredths (some above 99), so comparisons are at whole seconds. A window sits
-on the day's 30 s grid, in the cell holding its start, where live ingest would put its frames.
+DAY1 is :data:`BASE_DATE` (UTC), each later day the next date. Times are ``HHMMSS`` plus
+hundredths (some above 99), so comparisons are at whole seconds. A window sits on the day's
+30 s grid, in the cell holding its start, where live ingest would put its frames.
 """
 
 from __future__ import annotations
@@ -12,17 +13,22 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, Field
+
+from bench import harness
 
 BASE_DATE = date(2025, 1, 1)  # DAY1
 WINDOW_S = 30
-CHOICE_KEYS = ("choice_a", "choice_b", "choice_c", "choice_d")
+DEFAULT_USER = "egolife-A1_JAKE"
+DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "egolife"  # beside the repo
 
 _DAY_RE = re.compile(r"^\s*day\s*(\d+)\s*$", re.IGNORECASE)
 # "11153417DAY1_11181201": the first point uses the question's date, the others name theirs
 _POINT_SEP_RE = re.compile(r"DAY(\d+)_", re.IGNORECASE)
 _VIDEO_RE = re.compile(r"^DAY(\d+)_.*_(\d{6})\d*\.\w+$", re.IGNORECASE)
+_SYNC_RE = re.compile(r"_DAY(\d+)_(\d+)\.json$", re.IGNORECASE)
 
 
 class DataError(ValueError):
@@ -75,26 +81,21 @@ def parse_day(label: str) -> int:
     return int(m.group(1))
 
 
-def clock_seconds(code: str | int) -> int:
-    """Seconds since midnight of ``HHMMSS`` or ``HHMMSSFF`` (hundredths dropped).
-
-    An ``int`` is taken as ``HHMMSS`` (the sync files' line times, leading zeros lost)."""
-    if isinstance(code, int):
-        digits = f"{code:06d}"
-    else:
-        digits = str(code).strip()
-        if not digits.isdigit() or len(digits) < 6:
-            raise DataError(f"expected HHMMSS[FF], got {code!r}")
+def clock_seconds(code: str) -> int:
+    """Seconds since midnight of ``HHMMSS`` or ``HHMMSSFF`` (hundredths dropped)."""
+    digits = str(code).strip()
+    if not digits.isdigit() or len(digits) < 6:
+        raise DataError(f"expected HHMMSS[FF], got {code!r}")
     hh, mm, ss = int(digits[0:2]), int(digits[2:4]), int(digits[4:6])
     if hh > 23 or mm > 59 or ss > 59:
         raise DataError(f"not a time of day: {code!r}")
     return hh * 3600 + mm * 60 + ss
 
 
-def at(day: int, seconds: int) -> datetime:
-    """The absolute UTC moment ``seconds`` after midnight of ``DAY{day}``."""
+def at(day: int, code: str) -> datetime:
+    """The absolute UTC moment of clock time ``code`` on ``DAY{day}``."""
     midnight = datetime.combine(BASE_DATE + timedelta(days=day - 1), time(0), tzinfo=UTC)
-    return midnight + timedelta(seconds=seconds)
+    return midnight + timedelta(seconds=clock_seconds(code))
 
 
 def day_of(moment: datetime) -> int:
@@ -110,15 +111,12 @@ def floor_window(moment: datetime) -> datetime:
 def parse_days(spec: str) -> set[int]:
     """``"1-7"``, ``"2"``, ``"1,3,5-6"`` → a set of day numbers."""
     days: set[int] = set()
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in filter(None, (p.strip() for p in spec.split(","))):
         lo, _, hi = part.partition("-")
         try:
             first, last = int(lo), int(hi or lo)
         except ValueError:
-            raise DataError(f"bad day range {part!r} in {spec!r}") from None
+            first, last = 0, 0
         if first < 1 or last < first:
             raise DataError(f"bad day range {part!r} in {spec!r}")
         days.update(range(first, last + 1))
@@ -133,33 +131,22 @@ def parse_days(spec: str) -> set[int]:
 def parse_clip(clip: dict) -> Window:
     """One sync-file clip → its window (caption lines and transcript lines kept in order)."""
     try:
-        video = str(clip["video_file"])
-        lines = clip["data"]
+        video, lines = str(clip["video_file"]), clip["data"]
     except (KeyError, TypeError):
         raise DataError(f"clip without video_file/data: {str(clip)[:120]}") from None
     m = _VIDEO_RE.match(Path(video).name)
     if not m:
         raise DataError(f"cannot read day and start from video_file {video!r}")
-    start = floor_window(at(int(m.group(1)), clock_seconds(m.group(2))))
-    captions, transcripts = [], []
+    start = floor_window(at(int(m.group(1)), m.group(2)))
+    texts: dict[str, list[str]] = {"caption": [], "transcript": []}
     for line in lines:
-        text = " ".join(str(line.get("text", "")).split())
-        if not text:
-            continue
-        kind = line.get("type")
-        if kind == "caption":
-            captions.append(text)
-        elif kind == "transcript":
-            transcripts.append(text)
-        else:
-            raise DataError(f"{video}: unknown line type {kind!r}")
-    return Window(
-        start=start,
-        end=start + timedelta(seconds=WINDOW_S),
-        caption=" ".join(captions),
-        transcript="\n".join(transcripts),
-        source=video,
-    )
+        if text := " ".join(str(line.get("text", "")).split()):
+            if line.get("type") not in texts:
+                raise DataError(f"{video}: unknown line type {line.get('type')!r}")
+            texts[line["type"]].append(text)
+    end = start + timedelta(seconds=WINDOW_S)
+    caption, transcript = " ".join(texts["caption"]), "\n".join(texts["transcript"])
+    return Window(start=start, end=end, caption=caption, transcript=transcript, source=video)
 
 
 def _json_list(path: Path, of: str) -> list:
@@ -172,29 +159,21 @@ def _json_list(path: Path, of: str) -> list:
     return items
 
 
-def parse_sync_file(path: Path) -> list[Window]:
-    return [parse_clip(c) for c in _json_list(path, "clips")]
-
-
-def sync_files(sync_dir: Path, days: Iterable[int] | None = None) -> list[Path]:
-    """The sync files of ``days`` (all if None), in time order."""
-    wanted = set(days) if days is not None else None
-    picked = []
-    for path in sorted(sync_dir.glob("*_DAY*_*.json")):
-        m = re.search(r"_DAY(\d+)_(\d+)\.json$", path.name, re.IGNORECASE)
-        if m and (wanted is None or int(m.group(1)) in wanted):
-            picked.append((int(m.group(1)), m.group(2), path))
-    return [p for *_, p in sorted(picked)]
-
-
 def load_windows(sync_dir: Path, days: Iterable[int] | None = None) -> list[Window]:
-    """All windows of the chosen days, sorted, one per grid cell (a repeated cell is an error:
-    two clips claiming the same 30 s would make the ground truth ambiguous)."""
+    """All windows of the chosen days (all if None), sorted, one per grid cell (a repeated
+    cell is an error: two clips claiming the same 30 s would make the ground truth
+    ambiguous)."""
     if not sync_dir.is_dir():
         raise DataError(f"sync dir not found: {sync_dir}")
+    wanted = set(days) if days is not None else None
+    files = []
+    for path in sync_dir.glob("*_DAY*_*.json"):
+        m = _SYNC_RE.search(path.name)
+        if m and (wanted is None or int(m.group(1)) in wanted):
+            files.append((int(m.group(1)), m.group(2), path))
     windows: dict[datetime, Window] = {}
-    for path in sync_files(sync_dir, days):
-        for w in parse_sync_file(path):
+    for *_, path in sorted(files):
+        for w in map(parse_clip, _json_list(path, "clips")):
             if w.start in windows:
                 raise DataError(
                     f"{path.name}: two clips in the window {w.start.isoformat()} "
@@ -205,14 +184,6 @@ def load_windows(sync_dir: Path, days: Iterable[int] | None = None) -> list[Wind
 
 
 # --- questions --------------------------------------------------------------------------
-
-
-def parse_moment(field: dict) -> datetime:
-    """``{"date": "DAY3", "time": "11210217"}`` → an absolute moment."""
-    try:
-        return at(parse_day(field["date"]), clock_seconds(field["time"]))
-    except (KeyError, TypeError):
-        raise DataError(f"expected {{date, time}}, got {field!r}") from None
 
 
 def parse_target_time(field: dict) -> list[datetime]:
@@ -227,25 +198,28 @@ def parse_target_time(field: dict) -> list[datetime]:
         codes = field["time_list"]
         if not isinstance(codes, list) or not codes:
             raise DataError(f"empty or malformed time_list: {field!r}")
-        return [at(day, clock_seconds(str(c))) for c in codes]
+        return [at(day, str(c)) for c in codes]
     if "time" not in field:
         raise DataError(f"target_time without time or time_list: {field!r}")
     parts = _POINT_SEP_RE.split(str(field["time"]))
-    points = [at(day, clock_seconds(parts[0]))]
+    points = [at(day, parts[0])]
     for i in range(1, len(parts), 2):
-        points.append(at(int(parts[i]), clock_seconds(parts[i + 1])))
+        points.append(at(int(parts[i]), parts[i + 1]))
     return points
 
 
 def parse_question(raw: dict) -> Question:
     try:
+        asked = raw["query_time"]
+        if not isinstance(asked, dict) or not {"date", "time"} <= asked.keys():
+            raise DataError(f"expected {{date, time}}, got {asked!r}")
         return Question(
             id=str(raw["ID"]),
             type=str(raw.get("type") or "unknown"),
             question=str(raw["question"]),
-            choices={k[-1].upper(): str(raw[k]) for k in CHOICE_KEYS if raw.get(k)},
+            choices={c.upper(): str(raw[f"choice_{c}"]) for c in "abcd" if raw.get(f"choice_{c}")},
             answer=raw.get("answer"),
-            query_time=parse_moment(raw["query_time"]),
+            query_time=at(parse_day(asked["date"]), asked["time"]),
             targets=parse_target_time(raw["target_time"]),
         )
     except KeyError as exc:
@@ -263,5 +237,42 @@ def select_questions(
 ) -> list[Question]:
     """Questions whose query day and every target day were ingested (all if ``days`` is
     None), in file order, at most ``limit``."""
-    picked = [q for q in questions if days is None or q.days <= days]
-    return picked[:limit] if limit is not None else picked
+    return [q for q in questions if days is None or q.days <= days][:limit]
+
+
+# --- the options that select them -----------------------------------------------------
+
+
+def _days(spec: object) -> object:
+    return sorted(parse_days(spec)) if isinstance(spec, str) else spec
+
+
+class EgoLifeData(harness.Options):
+    """What the EgoLife benchmarks read: the sync files, the questions, the days, the user."""
+
+    sync_dir: Path = Field(
+        default_factory=lambda: DATA_DIR / "sync",
+        description="Folder of A1_JAKE_DAY*_*.json sync files"
+        " (default: ../shared/data/egolife/sync beside the checkout).",
+    )
+    questions: Path = Field(
+        default_factory=lambda: DATA_DIR / "questions_dev.json",
+        description="EgoLifeQA-format question file"
+        " (default: ../shared/data/egolife/questions_dev.json beside the checkout).",
+    )
+    days: Annotated[list[int] | None, BeforeValidator(_days)] = Field(
+        None,
+        description="Days to ingest and questions to keep, e.g. 1-7, 1,3 or 2"
+        " (default: every day in --sync-dir).",
+    )
+    user_id: str = Field(DEFAULT_USER, description="Memory user id the week is ingested as.")
+    limit_questions: int | None = Field(
+        None, ge=1, description="Use only the first N selected questions (a smoke run)."
+    )
+
+    def selection(self) -> tuple[list[Window], set[int], list[Question]]:
+        """The windows of the chosen days, those days, and the questions asked on them."""
+        windows = load_windows(self.sync_dir, self.days)
+        days = set(self.days) if self.days else {day_of(w.start) for w in windows}
+        asked = load_questions(self.questions)
+        return windows, days, select_questions(asked, days, self.limit_questions)

@@ -49,19 +49,13 @@ def union(intervals: Iterable[Interval]) -> list[Interval]:
     return out
 
 
-def length(intervals: Sequence[Interval]) -> float:
-    return sum(e - s for s, e in union(intervals))
-
-
 def intersection_length(a: Sequence[Interval], b: Sequence[Interval]) -> float:
     """|A ∩ B| of two interval sets (each unioned first), by a merge sweep."""
     ua, ub = union(a), union(b)
     i = j = 0
     total = 0.0
     while i < len(ua) and j < len(ub):
-        s, e = max(ua[i][0], ub[j][0]), min(ua[i][1], ub[j][1])
-        if e > s:
-            total += e - s
+        total += max(0.0, min(ua[i][1], ub[j][1]) - max(ua[i][0], ub[j][0]))
         if ua[i][1] < ub[j][1]:
             i += 1
         else:
@@ -71,27 +65,21 @@ def intersection_length(a: Sequence[Interval], b: Sequence[Interval]) -> float:
 
 def iou(retrieved: Sequence[Interval], truth: Sequence[Interval]) -> float:
     inter = intersection_length(retrieved, truth)
-    both = length(retrieved) + length(truth) - inter
+    both = sum(e - s for s, e in union([*retrieved, *truth]))
     return inter / both if both > 0 else 0.0
-
-
-def overlaps(interval: Interval, truth: Sequence[Interval]) -> bool:
-    return intersection_length([interval], truth) > 0
 
 
 def truth_intervals(targets: Iterable[datetime]) -> list[Interval]:
     """G: the union of the 30 s windows that contain the target points (whole seconds)."""
-    cells = []
-    for t in targets:
-        start = floor_window(t).timestamp()
-        cells.append((start, start + WINDOW_S))
-    return union(cells)
+    starts = [floor_window(t).timestamp() for t in targets]
+    return union((s, s + WINDOW_S) for s in starts)
 
 
-def hit_at(
-    ranked: Sequence[Ranked], truth: Sequence[Interval], k: int, max_scale: int = HIT_MAX_SCALE_S
-) -> bool:
-    return any(r.scale <= max_scale and overlaps(r.interval, truth) for r in ranked[:k])
+def hit_at(ranked: Sequence[Ranked], truth: Sequence[Interval], k: int) -> bool:
+    return any(
+        r.scale <= HIT_MAX_SCALE_S and intersection_length([r.interval], truth) > 0
+        for r in ranked[:k]
+    )
 
 
 def score(ranked: Sequence[Ranked], truth: Sequence[Interval]) -> QuestionScore:
@@ -103,13 +91,11 @@ def score(ranked: Sequence[Ranked], truth: Sequence[Interval]) -> QuestionScore:
 
 
 def aggregate(scores: Sequence[QuestionScore]) -> dict[str, float]:
-    """Means over questions: ``{"hit@1", "hit@3", "tiou", "n"}``."""
-    n = len(scores)
-    if n == 0:
-        return {"hit@1": 0.0, "hit@3": 0.0, "tiou": 0.0, "n": 0}
+    """Means over questions: ``{"hit@1", "hit@3", "tiou", "n"}`` (0 for no questions)."""
+    n = max(1, len(scores))
     return {
         "hit@1": sum(s.hit1 for s in scores) / n,
         "hit@3": sum(s.hit3 for s in scores) / n,
         "tiou": sum(s.tiou for s in scores) / n,
-        "n": n,
+        "n": len(scores),
     }

@@ -1,4 +1,5 @@
-"""Cross-validation folds of the EgoLife questions: by day and by type, each a partition."""
+"""Cross-validation over EgoLife question folds (by day and by type, each a partition): the
+retriever's knobs and the answerer's weights, each chosen without the held-out fold."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bench.egolife import folds
+from bench.egolife import tune
 from bench.egolife.data import Question
+from tests.fixtures.weighings import weighing
+from tests.unit.bench.egolife_fixtures import asked_question
 
 DAY1 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 TYPES = ("EventRecall", "RelationMap", "EntityLog", "TaskMaster", "HabitInsight")
@@ -33,23 +36,23 @@ def questions(n: int = 37) -> list[Question]:
     return out
 
 
-@pytest.mark.parametrize("scheme", folds.SCHEMES)
+@pytest.mark.parametrize("scheme", tune.SCHEMES)
 def test_every_question_is_in_exactly_one_fold(scheme):
     qs = questions()
-    parts = folds.folds(qs, scheme)
+    parts = tune.folds(qs, scheme)
     placed = [i for idx in parts.values() for i in idx]
     assert sorted(placed) == list(range(len(qs)))  # none left out, none twice
     for name, idx in parts.items():
-        assert {folds.fold_of(qs[i], scheme) for i in idx} == {name}
+        assert {tune.SCHEMES[scheme](qs[i]) for i in idx} == {name}
         assert idx == sorted(idx)  # file order kept inside a fold
 
 
-@pytest.mark.parametrize("scheme", folds.SCHEMES)
+@pytest.mark.parametrize("scheme", tune.SCHEMES)
 def test_splits_hold_each_question_out_once_and_never_train_on_it(scheme):
     qs = questions()
     held_count = dict.fromkeys(range(len(qs)), 0)
     names = []
-    for name, train, held in folds.splits(qs, scheme):
+    for name, train, held in tune.splits(qs, scheme):
         names.append(name)
         assert held and train
         assert not set(train) & set(held)  # a held-out question is never fitted on
@@ -57,25 +60,24 @@ def test_splits_hold_each_question_out_once_and_never_train_on_it(scheme):
         for i in held:
             held_count[i] += 1
     assert set(held_count.values()) == {1}
-    assert names == list(folds.folds(qs, scheme))
+    assert names == list(tune.folds(qs, scheme))
 
 
 def test_day_folds_are_the_days_asked_in_natural_order():
     qs = questions()
-    names = list(folds.folds(qs, "day"))
+    names = list(tune.folds(qs, "day"))
     assert names == [f"day{d}" for d in range(1, 12)]
-    assert set(folds.folds(qs, "type")) == set(TYPES)
+    assert set(tune.folds(qs, "type")) == set(TYPES)
 
 
 def test_one_fold_only_means_no_split_to_train_on():
     qs = [q for q in questions() if q.type == "EventRecall"]
-    ((name, train, held),) = folds.splits(qs, "type")
+    ((name, train, held),) = tune.splits(qs, "type")
     assert (name, train, held) == ("EventRecall", [], list(range(len(qs))))
 
 
 def test_tuning_keeps_only_questions_asked_of_a_fully_stored_memory():
     from bench.egolife.data import Window
-    from bench.egolife.tune import asked_while_stored
 
     def window(t: datetime) -> Window:
         return Window(
@@ -89,11 +91,11 @@ def test_tuning_keeps_only_questions_asked_of_a_fully_stored_memory():
     late = qs[2].model_copy(update={"query_time": DAY1 + timedelta(minutes=70)})
     asked = [early, on_the_hour, late]
     everything = {w.start for w in windows}
-    assert asked_while_stored(asked, windows, everything) == asked
+    assert tune.asked_while_stored(asked, windows, everything) == asked
     # 10:20 is missing: the 10:00 hour is not fully stored, so only questions by 10:00 stay
     partial = everything - {windows[4].start}
-    assert asked_while_stored(asked, windows, partial) == [early, on_the_hour]
-    assert asked_while_stored(asked, windows, set()) == []
+    assert tune.asked_while_stored(asked, windows, partial) == [early, on_the_hour]
+    assert tune.asked_while_stored(asked, windows, set()) == []
 
 
 class _Scorer:
@@ -115,15 +117,48 @@ class _Scorer:
 
 
 def test_the_ablation_reports_whether_a_prior_helps_held_out_folds():
-    from bench.egolife.tune import KNOBS, ablation
-
     qs = questions()
     start = {
-        k: (v.neutral if isinstance(v.neutral, float) else v.grid[0]) for k, v in KNOBS.items()
+        k: (v.neutral if isinstance(v.neutral, float) else v.grid[0]) for k, v in tune.KNOBS.items()
     }
-    helpful = ablation(_Scorer("importance_weight", 1.0), qs, start, ["importance_weight"])
+    helpful = tune.ablation(_Scorer("importance_weight", 1.0), qs, start, ["importance_weight"])
     assert helpful["importance_weight"]["helps"] is True
     assert helpful["all"]["objective"] == pytest.approx(1.5)  # hit@3 1 + tIoU 0.5, held out
     assert helpful["importance_weight"]["objective_without"] == 0.0
-    useless = ablation(_Scorer("rrf_k", 30.0), qs, start, ["importance_weight"])
+    useless = tune.ablation(_Scorer("rrf_k", 30.0), qs, start, ["importance_weight"])
     assert useless["importance_weight"]["helps"] is False  # frozen at 0, nothing lost
+
+
+PAIRS = [(look, base) for look in tune.LOOK_GRID for base in tune.BASE_GRID]
+
+
+def test_the_weights_are_chosen_without_the_held_out_fold():
+    # Day 1's questions are right only at base weight 0, day 2's only at 2 (any look weight):
+    # each day fold, held out, gets the other day's weight and scores 0 there.
+    qs = [asked_question(i, 1 + i % 2, "EventRecall" if i < 4 else "TaskMaster") for i in range(8)]
+    right_at = {1: 0.0, 2: 2.0}
+    picks = {
+        "worldmm": [
+            {p: "A" if p[1] == right_at[q.query_time.day] else "B" for p in PAIRS} for q in qs
+        ],
+        "lane-lexical": [dict.fromkeys(PAIRS, "A") for _ in qs],
+    }
+    cv = tune.answer_cv(qs, picks)
+    assert cv["chosen_by"] == "worldmm"
+    both = cv["both"]
+    assert both["day"]["folds"]["day1"]["pair"] == "look=1,base=2"  # fitted on day 2
+    assert both["day"]["folds"]["day2"]["pair"] == "look=1,base=0"
+    assert both["day"]["pooled"] == {"worldmm": 0.0, "lane-lexical": 1.0}
+    assert both["day"]["spread"] == {"mean": 0.0, "sd": 0.0, "min": 0.0, "max": 0.0}
+    # each type fold holds both days: a tie on the other fold goes to the neutral pair
+    assert {f["pair"] for f in both["type"]["folds"].values()} == {"look=1,base=0"}
+    assert both["type"]["pooled"]["worldmm"] == 0.5
+    assert both["objective"] == 0.25
+    assert cv["base_at_0"]["day"]["pooled"]["worldmm"] == 0.5  # one knob frozen
+    assert cv["chosen"] == "look=1,base=0" and cv["in_sample"]["look=1,base=2"]["worldmm"] == 0.5
+
+
+def test_each_base_weight_picks_from_one_weighing():
+    got = tune.grid_letters(weighing([0.9, 0.5], base=[0.8, 0.1]), ["A", "B"], None, 0.5)
+    assert got == {(0.5, 0.0): "A", (0.5, 0.5): "A", (0.5, 1.0): "B", (0.5, 2.0): "B"}
+    assert set(tune.grid_letters(None, ["A", "B"], "B", 1.0).values()) == {"B"}
