@@ -45,9 +45,6 @@ class CostConfig(EgoLifeData):
     seed: int = Field(0, description="Frame generator seed.")
 
 
-# --- counting what the provider would bill ------------------------------------------------
-
-
 @dataclass
 class Billed:
     role: str
@@ -127,9 +124,6 @@ class CountingBlobs:
             return attr(*args, **kwargs)
 
         return counted
-
-
-# --- a wearer-hour ----------------------------------------------------------------------------
 
 
 def frames(size: tuple[int, int], seed: int, n: int = 8) -> list[bytes]:
@@ -307,13 +301,12 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
                 purge_user(conn, user)
             deps.close()
     requests = {name: n * k for name, n in sorted(blobs.calls.items())}
+    complete = Counter(str(o.scale_s) for o in outcomes if o.status == "complete")
     tables = {t: {n: v * k for n, v in f.items()} for t, f in stored["tables"].items()}
     return {
         "minutes_run": cfg.minutes,
         "scaled_to_an_hour_by": k,
-        "windows_complete": dict(
-            Counter(str(o.scale_s) for o in outcomes if o.status == "complete")
-        ),
+        "windows_complete": dict(complete),
         "windows_failed": sum(1 for o in outcomes if o.status == "failed"),
         "model": model,
         "recorded_usage_equals_counted": recorded_is_counted,
@@ -329,9 +322,6 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
             "vector_bytes": stored["vector_bytes"] * k,
         },
     }
-
-
-# --- a question ---------------------------------------------------------------------------------
 
 
 def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: harness.Echo):
@@ -354,7 +344,7 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
     deps = build_deps(settings.model_copy(update={"llm_provider": "offline"}), role="ingest")
     rows = []
     try:
-        mm.build_memory(deps, cfg.user_id, windows, True, echo)
+        asyncio.run(mm.build_memory(deps, cfg.user_id, windows, True, echo))
         with FakeOpenAI(responder) as fake:
             s = remote(settings, fake.base_url)
             roles = build_roles(s, deps.embedder, NullUsage())  # the counter has every call

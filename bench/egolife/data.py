@@ -70,9 +70,6 @@ class Question(BaseModel):
         return {day_of(t) for t in [self.query_time, *self.targets]}
 
 
-# --- calendar ---------------------------------------------------------------------------
-
-
 def parse_day(label: str) -> int:
     """``"DAY3"`` / ``"Day3"`` / ``"day 3"`` → 3."""
     m = _DAY_RE.match(str(label))
@@ -123,9 +120,6 @@ def parse_days(spec: str) -> set[int]:
     if not days:
         raise DataError(f"no days in {spec!r}")
     return days
-
-
-# --- sync files -> windows --------------------------------------------------------------
 
 
 def parse_clip(clip: dict) -> Window:
@@ -183,9 +177,6 @@ def load_windows(sync_dir: Path, days: Iterable[int] | None = None) -> list[Wind
     return [windows[k] for k in sorted(windows)]
 
 
-# --- questions --------------------------------------------------------------------------
-
-
 def parse_target_time(field: dict) -> list[datetime]:
     """Every evidence point of a ``target_time``, in the three shapes the data uses:
     a point, ``time_list``, or several points in one string (``"11153417DAY1_11181201"``).
@@ -238,9 +229,6 @@ def select_questions(
     """Questions whose query day and every target day were ingested (all if ``days`` is
     None), in file order, at most ``limit``."""
     return [q for q in questions if days is None or q.days <= days][:limit]
-
-
-# --- the options that select them -----------------------------------------------------
 
 
 def _days(spec: object) -> object:

@@ -2,13 +2,12 @@
 
 Ingest goes through :func:`worldmm.memory.construct_captions.ingest_caption_windows` (the same
 NER, triples, entity resolution, merges and consolidation as live ingest; only the captioner is
-skipped). It is called one clock hour at a time: coarse windows (3 min / 10 min / 1 h) never
-straddle an hour, so this equals one call over the whole week and gives a progress step per hour.
+skipped), one clock hour at a time: coarse windows (3 min / 10 min / 1 h) never straddle an
+hour, so this equals one call over the whole week and gives a progress step per hour.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -73,44 +72,7 @@ def missing_hours(windows: Sequence[Window], stored: set[datetime]) -> list[Wind
     return [w for w in windows if hour_key(w) in todo]
 
 
-async def ingest_windows(
-    deps: Deps,
-    user_id: str,
-    windows: Sequence[Window],
-    speech_in_caption: bool = True,
-    on_hour: Callable[[int], None] = lambda _n: None,
-) -> dict:
-    """Ingest ``windows`` hour by hour; ``on_hour(n)`` after each hour's n windows. Returns
-    the seconds, the windows, their outcomes by scale and status, and the first failures.
-    A live captioner is given the window's transcript and reports what was said, so by
-    default (``speech_in_caption``) the caption text carries the transcript lines too."""
-    from worldmm.memory.construct_captions import ingest_caption_windows
-
-    outcomes: Counter[str] = Counter()
-    errors: list[str] = []
-    n, started = 0, time.perf_counter()
-    for _hour, group in groupby(sorted(windows, key=lambda w: w.start), key=hour_key):
-        batch = [
-            (w.start, w.end, w.text if speech_in_caption else w.caption, w.transcript)
-            for w in group
-        ]
-        for out in await ingest_caption_windows(deps, user_id, batch):
-            outcomes[f"{out.scale_s}:{out.status}"] += 1
-            if out.error and len(errors) < 5:
-                errors.append(f"{out.key}: {out.error}")
-        n += len(batch)
-        on_hour(len(batch))
-    seconds = time.perf_counter() - started
-    return {
-        "seconds": round(seconds, 2),
-        "windows": n,
-        "windows_per_s": round(n / seconds, 3) if seconds else None,
-        "outcomes": dict(outcomes),
-        "errors": errors,
-    }
-
-
-def build_memory(
+async def build_memory(
     deps: Deps,
     user_id: str,
     windows: Sequence[Window],
@@ -120,8 +82,11 @@ def build_memory(
     speech_in_caption: bool = True,
 ) -> dict:
     """The user's memory of ``windows``: with ``reuse`` only the hours not fully stored are
-    ingested, else the user's memory is purged and every window ingested (a task on the rich
-    ``progress``). The ingest figures."""
+    ingested, else the user's memory is purged and every window ingested, hour by hour (a
+    task on the rich ``progress``). Returns the seconds, the windows, their outcomes by scale
+    and status, and the first failures. A live captioner is given the window's transcript
+    and reports what was said, so by default the caption text carries those lines too."""
+    from worldmm.memory.construct_captions import ingest_caption_windows
     from worldmm.store.purge import purge_user
 
     stored = stored_base_starts(deps, user_id)
@@ -137,11 +102,29 @@ def build_memory(
     done = {"reused_windows": len(windows) - len(todo)}
     if not todo:
         return done | {"windows": 0}
-    step = lambda _n: None  # noqa: E731
-    if progress is not None:
-        task = progress.add_task("ingest (caption-level)", total=len(todo))
-        step = lambda n: progress.advance(task, n)  # noqa: E731
-    return done | asyncio.run(ingest_windows(deps, user_id, todo, speech_in_caption, step))
+    task = progress.add_task("ingest (caption-level)", total=len(todo)) if progress else None
+    outcomes: Counter[str] = Counter()
+    errors: list[str] = []
+    started = time.perf_counter()
+    for _hour, group in groupby(sorted(todo, key=lambda w: w.start), key=hour_key):
+        batch = [
+            (w.start, w.end, w.text if speech_in_caption else w.caption, w.transcript)
+            for w in group
+        ]
+        for out in await ingest_caption_windows(deps, user_id, batch):
+            outcomes[f"{out.scale_s}:{out.status}"] += 1
+            if out.error and len(errors) < 5:
+                errors.append(f"{out.key}: {out.error}")
+        if progress:
+            progress.advance(task, len(batch))
+    seconds = time.perf_counter() - started
+    return done | {
+        "seconds": round(seconds, 2),
+        "windows": len(todo),
+        "windows_per_s": round(len(todo) / seconds, 3) if seconds else None,
+        "outcomes": dict(outcomes),
+        "errors": errors,
+    }
 
 
 def memory_counts(deps: Deps, user_id: str) -> dict:

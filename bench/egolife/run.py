@@ -1,5 +1,5 @@
-"""`worldmm bench egolife` (= ``python -m bench.egolife``): load, ingest, ask every question of
-every method, score, write JSON + plot (docs/benchmarks/egolife.md)."""
+"""`worldmm bench egolife` (= ``python -m bench.egolife.run``): load, ingest, ask every
+question of every method, score, write JSON + plot (docs/benchmarks/egolife.md)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from bench.egolife.data import DataError, EgoLifeData, Question, Window
 from bench.egolife.truth import QuestionScore, Ranked
 from bench.egolife.tune import LOOK_GRID, Picks, accuracy, answer_cv, folds, grid_letters
 from bench.harness import StrList
+from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit
 
@@ -79,9 +80,6 @@ def offered(q: Question) -> list[tuple[str, str]]:
 
 def asked(q: Question) -> Asked:
     return Asked(q.query_time, ZoneInfo("UTC"))
-
-
-# --- the methods ------------------------------------------------------------------------
 
 
 def run_baselines(
@@ -150,11 +148,20 @@ def memory_deps(settings: Settings, echo: harness.Echo) -> Iterator[Deps]:
 
 
 async def run_worldmm(
-    cfg: BenchConfig, deps: Deps, questions: Sequence[Question], progress: Progress
+    cfg: BenchConfig,
+    deps: Deps,
+    windows: Sequence[Window],
+    questions: Sequence[Question],
+    progress: Progress,
+    echo: harness.Echo,
 ) -> tuple[Hits, Hits, dict]:
-    """Every question through the memory's variants: their hits, what the API's answerer
-    looks up per question for ``worldmm`` and ``worldmm-live`` besides those (one search per
-    option), and the question figures."""
+    """The memory of ``windows`` built, then every question through its variants: their
+    hits, what the API's answerer looks up per question for ``worldmm`` and ``worldmm-live``
+    besides those (one search per option), and the ingest and question figures."""
+    ingest = await mm.build_memory(
+        deps, cfg.user_id, windows, cfg.reuse, echo, progress, cfg.speech_in_caption
+    )
+    info = {"user_id": cfg.user_id, "ingest": ingest, "rows": mm.memory_counts(deps, cfg.user_id)}
     rdeps = mm.retrieval_deps(deps)
     names = [m for m in MEMORY_METHODS if m in cfg.methods]
     hits: Hits = {n: [] for n in names}
@@ -168,11 +175,7 @@ async def run_worldmm(
             hits[n].append(found[n])
         full_s.append(seconds)
     ms = harness.summary(full_s, digits=1, scale=1000)
-    info = {
-        "query_ms": ms.get("mean"),
-        "query_ms_p50": ms.get("p50"),
-        "query_ms_p95": ms.get("p95"),
-    }
+    info |= {f"query_ms{k}": ms.get(s) for k, s in (("", "mean"), ("_p50", "p50"), ("_p95", "p95"))}
     info["questions_s"] = round(time.perf_counter() - started, 1)
     # worldmm and worldmm-live answer from what the API's answerer reads (its option look)
     looked: Hits = {}
@@ -180,14 +183,9 @@ async def run_worldmm(
         looked[name] = []
         for q in progress.track(questions, description=f"look per option ({name})"):
             texts = [t for _, t in offered(q)]
-            look = mm.option_evidence(
-                rdeps, cfg.user_id, q.question, texts, q.query_time, live=name == mm.LIVE
-            )
-            looked[name].append(await look if len(texts) > 1 else [])
+            args = (rdeps, cfg.user_id, q.question, texts, q.query_time, name == mm.LIVE)
+            looked[name].append(await mm.option_evidence(*args) if len(texts) > 1 else [])
     return hits, looked, info
-
-
-# --- answers ------------------------------------------------------------------------------
 
 
 async def answer_all(
@@ -203,13 +201,11 @@ async def answer_all(
     from worldmm.agent.passages import hit_passages
     from worldmm.providers.errors import ModelCallError
 
-    notes = [
-        await option_notes(deps, cfg.user_id, texts, asked(q))
-        if deps is not None and texts
-        else None
-        for q in questions
-        for texts in [[t for _, t in offered(q)]]
-    ]
+    notes: list[list[OptionNote] | None] = []
+    for q in questions:
+        texts = [t for _, t in offered(q)]
+        known = deps is not None and texts
+        notes.append(await option_notes(deps, cfg.user_id, texts, asked(q)) if known else None)
     out: dict[str, list[str | None]] = {}
     grid: Picks = {}
     for method, per_q in evidence.items():
@@ -239,9 +235,6 @@ async def answer_all(
     rng = random.Random(0)
     out["random"] = [rng.choice(offered(q))[0] if offered(q) else None for q in questions]
     return out, grid
-
-
-# --- scoring and the report -------------------------------------------------------------
 
 
 def question_rows(
@@ -327,19 +320,8 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         memory_deps(settings, console.print) if memory else nullcontext() as deps,
     ):
         if deps is not None:
-            ingest = mm.build_memory(
-                deps,
-                cfg.user_id,
-                windows,
-                cfg.reuse,
-                console.print,
-                progress,
-                cfg.speech_in_caption,
-            )
-            info = {"user_id": cfg.user_id, "ingest": ingest}
-            info["rows"] = mm.memory_counts(deps, cfg.user_id)
-            evidence, looked, figures = asyncio.run(run_worldmm(cfg, deps, questions, progress))
-            extra["worldmm"] = info | figures
+            built = run_worldmm(cfg, deps, windows, questions, progress, console.print)
+            evidence, looked, extra["worldmm"] = asyncio.run(built)
             roles, embedder = deps.roles, (lambda: deps.embedder)
         else:
             from worldmm.embed import build_embedder

@@ -34,8 +34,6 @@ from worldmm.llm.offline.weighing import Weighing
 from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, run_lanes, select
 from worldmm.memory.retrieval.fusion import PriorParams, apply_prior
 
-# --- folds ------------------------------------------------------------------------------
-
 SCHEMES: dict[str, Callable[[Question], str]] = {
     "day": lambda q: f"day{day_of(q.query_time)}",  # the day it is asked
     "type": lambda q: q.type,
@@ -74,8 +72,7 @@ def _rounded(agg: dict) -> dict:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in agg.items()}
 
 
-# --- the answerer's weights -------------------------------------------------------------
-
+# The answerer's weight grids (the base rate's, the option look's); chosen by worldmm's answers
 BASE_GRID = (0.0, 0.5, 1.0, 2.0)
 LOOK_GRID = (1.0, 0.5, 0.25)
 CHOOSE_BY = "worldmm"
@@ -156,14 +153,11 @@ def answer_cv(questions: Sequence[Question], picks: Picks) -> dict:
     }
 
 
-# --- the retriever's knobs --------------------------------------------------------------
-
 Params = dict[str, float]
 
 
 class Knob(NamedTuple):
-    """A tunable value's grid, and what it is when removed (a number, or the knob it is then
-    tied to)."""
+    """A value's grid, and what it is when removed (a number, or the knob it is tied to)."""
 
     grid: tuple[float, ...]
     neutral: float | str
@@ -226,16 +220,15 @@ class Scorer:
 
     def scores(self, p: Params, idx: Sequence[int]) -> list[QuestionScore]:
         memo = self._memo.setdefault(tuple(sorted(p.items())), {})
-        weights = {
-            "lexical": p["lexical"],
-            "dense": 1.0,
-            "graph": p["graph"],
-            "entity": p["entity"],
-        }
         opts = replace(
             self.base,
             prior=PriorParams(*(p[k] for k in PRIOR_KNOBS), 0.0),
-            weights=weights,
+            weights={
+                "lexical": p["lexical"],
+                "dense": 1.0,
+                "graph": p["graph"],
+                "entity": p["entity"],
+            },
             rrf_k=p["rrf_k"],
             drill_parents=int(p["drill_parents"]),
             drill_keep=int(p["drill_keep"]),
@@ -292,11 +285,8 @@ def cross_validate(
         out[scheme] = {
             "folds": per_fold,
             "pooled": _rounded(truth.aggregate(pooled)),
-            "spread": {
-                "hit@3": spread([f["hit@3"] for f in per_fold.values()]),
-                "tiou": spread([f["tiou"] for f in per_fold.values()]),
-                "objective": spread([objective(f) for f in per_fold.values()]),
-            },
+            "spread": {k: spread([f[k] for f in per_fold.values()]) for k in ("hit@3", "tiou")}
+            | {"objective": spread([objective(f) for f in per_fold.values()])},
         }
     out["objective"] = round(statistics.fmean(objective(out[s]["pooled"]) for s in SCHEMES), 4)
     return out

@@ -1,5 +1,0 @@
-"""`python -m bench.egolife ...`: the same command as `worldmm bench egolife ...`."""
-
-from bench.egolife.run import main
-
-main()
