@@ -366,8 +366,6 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     return report
 
 
-# --- what is shown -------------------------------------------------------------------------
-
 _PALETTE = "#1f77b4 #9ecae1 #6baed6 #4292c6 #3182bd #2171b5 #08519c #17becf #ff7f0e #2ca02c #7f7f7f"
 COLOURS = dict(zip(METHODS, _PALETTE.split(), strict=True))  # the memory's in blues
 
