@@ -220,15 +220,13 @@ def test_every_role_on_a_real_frame_and_speech(roles):
     from worldmm.asr.local import LocalWhisperTranscriber
 
     require_espeak()
+    # A sentence Whisper tiny.en hears exactly with greedy decoding: one it mishears ("Lucia
+    # wants to buy strawberries" came out "strawberry net", "survive strong") falls back to
+    # sampling at higher temperatures, and then the words change from run to run.
     transcript = LocalWhisperTranscriber().transcribe(
-        # Whisper tiny.en hears this espeak sentence with "strawberr" at 130 and 150 wpm on
-        # espeak-ng 1.51; "Lucia wants to buy strawberries…" came out "You should want to
-        # survive strong every night…" there
-        make_speech_wav("Lucia said she wants to buy strawberries at the market.")
+        make_speech_wav("Meet me at the market at noon.", words_per_minute=130)
     )
-    # Whisper tiny.en on espeak varies with the machine ("strawberry net", "survive strong"):
-    # the ASR step is checked on the word it always hears, the roles on the full sentence
-    assert "market" in transcript.text.lower()
+    assert {"market", "noon"} <= set(transcript.text.lower().replace(".", "").split())
     said = f"{transcript.text} Lucia wants to buy strawberries."
     frames = [make_frame_jpeg("MARKET"), make_frame_jpeg("FRUIT", color=(40, 150, 60))]
     caption = run(roles.caption(frames, said))
