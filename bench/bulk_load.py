@@ -1,9 +1,7 @@
-"""Bulk-load :class:`SyntheticMemory` into PostgreSQL with binary COPY, timed per table.
-
-Identity ids are assigned by the database, so tables load parents first and read the new ids
-back (entities, then segments from the hour down, so children can point at parents), and the
-``replaced_by`` links of semantic triples are set with one UPDATE after their COPY. The time
-spent generating rows is measured apart from the COPY time.
+"""Bulk-load :class:`SyntheticMemory` into PostgreSQL with binary COPY, timed per table (row
+generation timed apart). The database assigns the ids, so parents load first and their ids are
+read back (entities, then segments from the hour down); semantic ``replaced_by`` links are set
+by one UPDATE after their COPY.
 """
 
 from __future__ import annotations
@@ -43,18 +41,15 @@ _TRIPLE_COLUMNS = words(
 Rows = Iterable[Sequence[Any]]
 
 
-# A spilled HNSW build is much slower than one in memory. Since the episodic triples lost
-# their index (migration 0018, 2.7 GB of the four-week rebuild) the largest graph is a
-# partition of clip vectors: one wearer's twelve weeks are about 1.5 GB of vectors, inside the
-# library's 6 GB budget; several wearers hashed to one partition (`--users`) can outgrow it,
-# so a benchmark machine may give a rebuild up to half its available memory.
+# A spilled HNSW build is much slower than one in memory. One wearer's twelve weeks of clip
+# vectors (the largest index since migration 0018) fit the library's 6 GB budget; several
+# wearers hashed to one partition (`--users`) can outgrow it.
 BUILD_MEM_CEILING = 16 << 30
 
 
 def build_memory_cap(meminfo: str = "/proc/meminfo") -> int:
-    """maintenance_work_mem cap for the index rebuild: half of this machine's available
-    memory, between the library's default cap and 16 GiB (the default where unknown). The
-    embedded server shares this machine; a remote one is sized by its own settings."""
+    """maintenance_work_mem cap for the index rebuild: half of this machine's available memory
+    (the embedded server shares it), between the library's cap and 16 GiB."""
     try:
         with open(meminfo) as f:
             kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
@@ -71,8 +66,8 @@ def _chunked(total: int, size: int, make: Callable[[int, int], np.ndarray]) -> I
 @dataclass
 class LoadReport:
     """Rows and COPY seconds per table (generation excluded), and the seconds of each other
-    step: id read-backs and the replaced_by UPDATE (``fixup``), the index rebuild, the commit,
-    VACUUM ANALYZE, generating rows, and the wall time of the whole load."""
+    step: id read-backs and the replaced_by UPDATE (``fixup``), index rebuild, commit, VACUUM
+    ANALYZE, generation, and the whole load's wall time."""
 
     rows: Counter[str] = field(default_factory=Counter)
     copy_s: Counter[str] = field(default_factory=Counter)
@@ -97,7 +92,7 @@ class LoadReport:
             per_table[table] = {
                 "rows": n,
                 "s": round(s, 3),
-                "rows_per_s": round(n / s) if s > 0 else None,
+                "rows_per_s": round(n / s) if s else None,
             }
         return {
             "total_rows": self.total_rows,
@@ -108,8 +103,7 @@ class LoadReport:
 
 
 class Loader:
-    """Loads one user's synthetic memory over one connection (the caller owns the
-    transaction), adding its figures to ``report``."""
+    """Loads one user's memory over one connection (the caller's transaction) into ``report``."""
 
     def __init__(
         self, conn: psycopg.Connection, memory: SyntheticMemory, user_id: str, report: LoadReport
@@ -152,8 +146,6 @@ class Loader:
         self.segment_text()
         self.copy("triples", _TRIPLE_COLUMNS, self._episodic_rows)
         self.semantic()
-
-    # --- the tables -----------------------------------------------------------------------
 
     def users_and_sessions(self) -> None:
         t = time.perf_counter()
@@ -229,8 +221,8 @@ class Loader:
         self.copy("visual_embeddings", columns, rows)
 
     def segment_text(self) -> None:
-        """One text vector per segment of every scale: the dense lane's rows. Seeded random
-        unit vectors: what matters for latency is how many the HNSW index holds."""
+        """The dense lane's rows: one seeded random unit vector per segment (latency depends on
+        how many the HNSW index holds, not on what they mean)."""
         segs, dim = self.mem.segments, self.mem.cfg.text_dim
         rng = np.random.default_rng(self.mem.cfg.seed + 104729)
 
@@ -310,14 +302,10 @@ def load_memories(
     *,
     drop_indexes: bool = True,
 ) -> LoadReport:
-    """Load several users' memories in one transaction on ``conn`` (autocommit off), with
-    one rebuild of the vector indexes for all of them (``drop_indexes``: that locks the tables
-    for the whole load, so only on a benchmark database), then VACUUM ANALYZE. The report
-    sums the users' rows and times.
-
-    Identity values follow COPY order within one session, which the semantic read-back
-    relies on (ids above the user's previous highest, in order).
-    """
+    """Load several users' memories in one transaction on ``conn`` (autocommit off), with one
+    rebuild of the vector indexes for all (``drop_indexes`` locks the tables for the whole
+    load: a benchmark database only), then VACUUM ANALYZE; the report sums them. The semantic
+    read-back relies on identity values following COPY order within one session."""
     if not memories:
         raise ValueError("no memories to load")
     started = time.perf_counter()
@@ -338,10 +326,8 @@ def load_memories(
         t = time.perf_counter()
     seconds["commit"] = time.perf_counter() - t
     t = time.perf_counter()
-    # VACUUM, not only ANALYZE: a memory written over a week has its visibility map kept
-    # current by autovacuum; right after a bulk load it is empty, and every index-only scan
-    # visits the heap (430 ms instead of 45 ms per episodic query when the graph fingerprint
-    # was such a scan).
+    # VACUUM, not only ANALYZE: right after a bulk load the visibility map is empty (autovacuum
+    # keeps it current for a memory written over a week), so index-only scans visit the heap.
     conn.commit()
     autocommit, conn.autocommit = conn.autocommit, True
     try:

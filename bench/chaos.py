@@ -1,9 +1,6 @@
 """Chaos benchmark: wearers stream and query while every server is SIGKILLed and restarted on
 a seeded schedule (:mod:`bench.chaos_targets`), then the memory is checked against the windows
-the stream implies and a fault-free replay (:mod:`bench.chaos_checks`); the method is
-docs/benchmarks/chaos.md.
-
-    worldmm bench chaos --users 8 --minutes 10 --seed 1 --out docs/benchmarks/chaos.json
+the stream implies and a fault-free replay (:mod:`bench.chaos_checks`); docs/benchmarks/chaos.md.
 """
 
 from __future__ import annotations
@@ -73,15 +70,13 @@ class Fault:
 
 def fault_schedule(cfg: ChaosConfig) -> list[Fault]:
     """Each target ``faults_per_target`` times in a seeded random order, one fault per equal
-    slot of the stream, at a random moment in the first half of its slot (the rest leaves
-    room to restart and recover before the next)."""
+    slot of the stream, in the first half of its slot (the rest is room to recover)."""
     rng = random.Random(cfg.seed)
     order = [t for t in cfg.targets for _ in range(cfg.faults_per_target)]
     rng.shuffle(order)
-    span = cfg.stream_s - cfg.lead_s - cfg.tail_s
     if not order:
         return []
-    slot = span / len(order)
+    slot = (cfg.stream_s - cfg.lead_s - cfg.tail_s) / len(order)
     if slot < cfg.down_s[1]:  # a fault must fit its slot with room to come back
         raise ValueError(
             f"the stream is too short for {len(order)} faults: raise --minutes or lower"
@@ -94,58 +89,47 @@ def fault_schedule(cfg: ChaosConfig) -> list[Fault]:
     return out
 
 
-# --- load: queries ----------------------------------------------------------------------
-
-
 # "remember this" notes whose facts overlap and contradict, for the note users
 NOTES = ("I like tea.", "I dislike tea.", "I like coffee.", "I like tea.", "I dislike coffee.")
 
 
 class QueryLoad(threading.Thread):
-    """One request a ``interval_s`` against the API processes in turn, round-robin over users:
-    segment listings, every fifth a question; or, given only ``notes`` users, a "remember
-    this" note each time (its facts consolidated by both API processes in turn). Counts
-    statuses; 503s must carry Retry-After."""
+    """One request every ``interval_s``, to the API processes in turn, round-robin over the
+    users of ``keys``: segment listings, every fifth a question; or, with ``notes``, a
+    "remember this" note each time (each user's notes consolidated by both API processes in
+    turn). Counts statuses; 503s must carry Retry-After."""
 
     def __init__(
-        self, api_urls: list[str], keys: dict[str, str], interval_s: float, notes: dict[str, str]
+        self, api_urls: list[str], keys: dict[str, str], interval_s: float, notes: bool
     ) -> None:
         super().__init__(name="chaos-notes" if notes else "chaos-queries", daemon=True)
-        self.api_urls, self.keys, self.interval_s = api_urls, keys, interval_s
-        self.notes = notes
+        self.api_urls, self.keys, self.interval_s, self.notes = api_urls, keys, interval_s, notes
         self.statuses: Counter[str] = Counter()
         self.missing_retry_after = 0
         self.stop_event = threading.Event()
 
     def run(self) -> None:
-        users, note_users = list(self.keys), list(self.notes)
-        i = 0
+        users, i = list(self.keys), 0
         with httpx.Client(timeout=15.0) as client:
             while not self.stop_event.wait(self.interval_s):
                 client.base_url = httpx.URL(self.api_urls[i % len(self.api_urls)])
-                user = users[i % len(users)] if users else ""
-                headers = {"Authorization": f"Bearer {self.keys.get(user, '')}"}
+                user = users[(i // 2 if self.notes else i) % len(users)]
+                path, auth = f"/v1/users/{user}", {"Authorization": f"Bearer {self.keys[user]}"}
                 ask = {"question": "Who did I talk with?", "max_rounds": 1}
                 try:
-                    if note_users:
-                        who = note_users[(i // 2) % len(note_users)]  # each user, both APIs
+                    if self.notes:
                         note = {"text": NOTES[i % len(NOTES)]}
-                        auth = {"Authorization": f"Bearer {self.notes[who]}"}
-                        r = client.post(f"/v1/users/{who}/memories", json=note, headers=auth)
+                        r = client.post(f"{path}/memories", json=note, headers=auth)
                     elif i % 5 == 4:
-                        r = client.post(f"/v1/users/{user}/query", json=ask, headers=headers)
+                        r = client.post(f"{path}/query", json=ask, headers=auth)
                     else:
-                        params = {"limit": 20}
-                        r = client.get(f"/v1/users/{user}/segments", params=params, headers=headers)
+                        r = client.get(f"{path}/segments", params={"limit": 20}, headers=auth)
                     self.statuses[str(r.status_code)] += 1
                     if r.status_code == 503 and "retry-after" not in r.headers:
                         self.missing_retry_after += 1
                 except httpx.HTTPError as exc:
                     self.statuses[f"connection_error:{type(exc).__name__}"] += 1
                 i += 1
-
-
-# --- faults -----------------------------------------------------------------------------
 
 
 class FaultRunner(threading.Thread):
@@ -176,16 +160,9 @@ class FaultRunner(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
             self.error = exc
 
-
-# --- the run ----------------------------------------------------------------------------
-
-
-def _prepare(settings: Settings) -> None:
-    from connectors.topics import create_topics
-    from worldmm.store.migrate import apply_migrations
-
-    apply_migrations(settings.database_url or "", settings)
-    create_topics(settings.kafka_brokers or "", settings)
+    def check(self) -> None:
+        if self.error is not None:
+            raise RuntimeError(f"fault runner failed: {self.error!r}") from self.error
 
 
 def _create_users(api_url: str, admin_key: str, users: list[str]) -> dict[str, str]:
@@ -200,9 +177,7 @@ def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime,
     session ends; returns the fault runner."""
     from connectors.gateway import GlassesProducer
 
-    settings = stack.settings
-    assert settings is not None
-    with GlassesProducer(settings, message_timeout_ms=600_000) as producer:
+    with GlassesProducer(stack.settings, message_timeout_ms=600_000) as producer:
         for name in users:
             producer.start_session(name, "s1", t0)
         producer.flush(120)
@@ -210,8 +185,7 @@ def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime,
         runner.start()
 
         def at(k: int) -> None:
-            if runner.error is not None:
-                raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
+            runner.check()
             if k % 10 == 0:
                 echo(f"  streamed {k}/{cfg.stream_s}s")
 
@@ -227,18 +201,17 @@ def _stream(stack: ChaosStack, cfg: ChaosConfig, users: list[str], t0: datetime,
     return runner
 
 
-def _wait_drained(stack: ChaosStack, expected: set, timeout_s: float, echo: Echo) -> float:
+def _wait_drained(database_url: str, expected: set, timeout_s: float, echo: Echo) -> float:
     """Until every implied window is complete or failed (or the timeout); returns seconds."""
     from worldmm.store.db import Database
 
-    assert stack.settings is not None
     users = sorted({k[0] for k in expected})
     query = (
         "SELECT count(*) FROM segments WHERE user_id = ANY(%s)"
         " AND processing_status IN ('complete', 'failed')"
     )
     t0 = time.monotonic()
-    with Database(stack.settings.database_url or "", max_size=1) as db:
+    with Database(database_url, max_size=1) as db:
         while time.monotonic() - t0 < timeout_s:
             try:
                 with db.connection() as conn:
@@ -261,12 +234,6 @@ WORKER_LOG_EVENTS = {
     "kafka_errors": "kafka_error",
     "input_gaps_not_stored": "input_gap_not_stored",
 }
-
-
-def _fuzz_counts(fuzz_dir: Path | None) -> dict[str, Any]:
-    """The fuzz tests' counts (tests/fuzz, run with WORLDMM_FUZZ_REPORT_DIR), if given."""
-    files = sorted(fuzz_dir.glob("*.json")) if fuzz_dir else []
-    return {f.stem: json.loads(f.read_text()) for f in files}
 
 
 def _reference_run(settings: Settings) -> str:
@@ -325,45 +292,41 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
     stack = ChaosStack(root, base, cfg.model_latency_s, run_id)
     users = [f"chaos-{run_id}-u{u:02d}" for u in range(cfg.users)]
     note_users = [f"chaos-{run_id}-notes{n}" for n in range(2)]  # apart: the replay has no notes
-    queries: QueryLoad | None = None
-    note_load: QueryLoad | None = None
+    loads: list[QueryLoad] = []
     try:
         echo(f"chaos {run_id}: starting the stack under {root}")
-        settings = stack.start(_prepare)
-        keys = _create_users(stack.api_url, admin_key, users)
-        notes = _create_users(stack.api_url, admin_key, note_users)
+        settings = stack.start()
+        url = settings.database_url or ""
+        for who, notes in ((users, False), (note_users, True)):
+            keys = _create_users(stack.api_url, admin_key, who)
+            loads.append(QueryLoad(stack.api_urls, keys, cfg.query_interval_s, notes))
+            loads[-1].start()
         t0 = ten_minute_start()
-        t0_ms = int(t0.timestamp() * 1000)
-        queries = QueryLoad(stack.api_urls, keys, cfg.query_interval_s, {})
-        note_load = QueryLoad(stack.api_urls, {}, cfg.query_interval_s, notes)
-        queries.start()
-        note_load.start()
         echo(f"  streaming {cfg.users} users for {cfg.stream_s}s; faults: {fault_schedule(cfg)}")
         runner = _stream(stack, cfg, users, t0, echo)
         runner.join(timeout=300)
-        if runner.error is not None:
-            raise RuntimeError(f"fault runner failed: {runner.error!r}") from runner.error
-        expected = checks.implied_windows(users, t0_ms, cfg.stream_s * 1000)
-        drain_s = _wait_drained(stack, expected, cfg.drain_s, echo)
-        for load in (queries, note_load):
+        runner.check()
+        expected = checks.implied_windows(users, int(t0.timestamp() * 1000), cfg.stream_s * 1000)
+        drain_s = _wait_drained(url, expected, cfg.drain_s, echo)
+        for load in loads:
             load.stop_event.set()
             load.join(timeout=30)
         stack.check_children()
-        worker_starts = stack.worker.starts if stack.worker else 0
-        log = stack.worker.tail(10**8) if stack.worker else ""
-        chaos_mem = checks.fetch_memory(settings.database_url or "", users)
-        note_facts = checks.fact_integrity(settings.database_url or "", note_users)
-        lost = checks.input_lost(log, settings.database_url or "", users)
+        log = stack.worker.tail(10**8)
+        chaos_mem = checks.fetch_memory(url, users)
+        note_facts = checks.fact_integrity(url, note_users)
+        lost = checks.input_lost(log, url, users)
         dlq = checks.dlq_by_reason(settings.kafka_brokers or "", topic_names(settings)["dlq"])
         echo("  fault-free replay of the same topics into a second database")
         ref_t0 = time.monotonic()
         ref_mem = checks.fetch_memory(_reference_run(settings), users)
         ref_s = time.monotonic() - ref_t0
     finally:
-        for load in (queries, note_load):
-            if load is not None:
-                load.stop_event.set()
+        for load in loads:
+            load.stop_event.set()
         stack.stop()
+    queries, note_load = loads
+    fuzz = sorted(cfg.fuzz_dir.glob("*.json")) if cfg.fuzz_dir else []
     result = {
         "benchmark": "chaos",
         "windows": checks.window_figures(expected, chaos_mem),
@@ -371,7 +334,8 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
         "input_lost": lost,
         "duplicated_entities": int(chaos_mem.duplicated_entities),
         "duplicated_triples": int(chaos_mem.duplicated_triples),
-        "inconsistent_facts": checks.inconsistent_facts(chaos_mem),
+        # active semantic facts held more than once (consolidation should have merged them)
+        "inconsistent_facts": sum(n - 1 for n in chaos_mem.semantic_active.values() if n > 1),
         "remembered_notes": {**note_facts, "statuses": dict(note_load.statuses)},
         "against_fault_free_run": checks.compare_with_reference(chaos_mem, ref_mem),
         "visual_status_30s": dict(chaos_mem.visual),
@@ -383,9 +347,10 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
             "ok": queries.statuses.get("200", 0),
             "503_without_retry_after": queries.missing_retry_after,
         },
-        "worker_starts": worker_starts,
+        "worker_starts": stack.worker.starts,
         "worker_log": {name: log.count(event) for name, event in WORKER_LOG_EVENTS.items()},
-        "fuzz": _fuzz_counts(cfg.fuzz_dir),
+        # the fuzz tests' counts (tests/fuzz, run with WORLDMM_FUZZ_REPORT_DIR), if given
+        "fuzz": {f.stem: json.loads(f.read_text()) for f in fuzz},
         "drain_s": round(drain_s, 1),
         "reference_run_s": round(ref_s, 1),
         "settings": {

@@ -1,7 +1,6 @@
 """What the chaos benchmark checks once the stream has drained: the memory against the windows
 the stream implies, against itself (duplicates) and against a fault-free run of the same input.
-
-:func:`fetch_memory` reads one database; the comparisons are pure functions over what it returns.
+:func:`fetch_memory` reads one database; the comparisons are pure functions over its result.
 """
 
 from __future__ import annotations
@@ -22,12 +21,8 @@ WindowKey = tuple[str, int, int]  # user, scale seconds, window start (epoch ms)
 def implied_windows(users: list[str], t0_ms: int, stream_ms: int) -> set[WindowKey]:
     """Every window, at every scale, that overlaps [t0, t0 + stream): a session end flushes
     all of them, the ones cut short as partial."""
-    out: set[WindowKey] = set()
-    for t in range(t0_ms, t0_ms + stream_ms, 30_000):
-        for scale in SCALES:
-            for user in users:
-                out.add((user, scale, align(t, scale)))
-    return out
+    times = range(t0_ms, t0_ms + stream_ms, 30_000)
+    return {(user, scale, align(t, scale)) for t in times for scale in SCALES for user in users}
 
 
 @dataclass
@@ -46,9 +41,7 @@ class Memory:
 
 
 def fetch_memory(database_url: str, users: list[str]) -> Memory:
-    from worldmm.store.db import Database
-
-    with Database(database_url, max_size=1) as db, db.connection() as conn:
+    with psycopg.connect(database_url) as conn:
         return _memory(conn, users)
 
 
@@ -139,8 +132,8 @@ _INPUT_LOST = re.compile(r"input_lost topic=\S+ partition=\d+ offsets=\[\d+, \d+
 
 
 def input_lost(worker_log: str, database_url: str, users: list[str]) -> dict[str, int]:
-    """Input the worker reported lost (apps/dataflows/input_gaps.py: records and gaps from
-    its log) and the 30 s windows it marked "input may be missing" (the store's gap spans)."""
+    """Input the worker reported lost (records and gaps of its log) and the 30 s windows it
+    marked "input may be missing" (the store's gap spans; apps/dataflows/input_gaps.py)."""
     from worldmm.store.input_gaps import marked_windows
 
     with psycopg.connect(database_url) as conn:
@@ -176,16 +169,10 @@ def fact_integrity(database_url: str, users: list[str]) -> dict[str, int]:
     return {"notes": notes, "facts_active_twice": int(twice), "invalidated_twice": int(removed)}
 
 
-def inconsistent_facts(chaos: Memory) -> int:
-    """Active semantic facts held more than once (consolidation should have merged them)."""
-    return sum(n - 1 for n in chaos.semantic_active.values() if n > 1)
-
-
 def dlq_by_reason(brokers: str, topic: str, timeout_s: float = 10.0) -> dict[str, int]:
     """Every record on the DLQ topic, counted by its ``reason`` header."""
     from connectors.kafka_io import consume_all
 
-    records = consume_all(
-        brokers, topic, group=f"chaos-dlq-{uuid.uuid4().hex[:8]}", timeout=timeout_s
-    )
+    group = f"chaos-dlq-{uuid.uuid4().hex[:8]}"
+    records = consume_all(brokers, topic, group=group, timeout=timeout_s)
     return dict(Counter(r.header("reason") or "?" for r in records))

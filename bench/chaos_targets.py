@@ -1,9 +1,7 @@
-"""The servers the chaos benchmark kills: its own embedded stack (Kafka broker, PostgreSQL,
-Redis), the encoder service, the dataflow worker and one query API process.
-
-Each target is SIGKILLed (PostgreSQL: the postmaster and every backend at once, as a machine
-crash would) and started again on the same port and data dir. Only processes started here
-are signalled, by PID.
+"""The servers the chaos benchmark kills: its own embedded Kafka broker, PostgreSQL and Redis,
+the encoder service, the dataflow worker and a query API process. Each is SIGKILLed
+(PostgreSQL: the postmaster and every backend at once, as a machine crash would) and started
+again on the same port and data dir. Only processes started here are signalled, by PID.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.child import Child, child_env, children, http_ok
@@ -42,17 +40,21 @@ class ChaosStack:
         self.dirs = {name: root / name for name in SERVERS}
         self.ports: dict[str, int] = {}
         self.settings: Settings | None = None
-        self.children: dict[str, Child] = {}  # worker, encoder, api
+        self.children: dict[str, Child] = {}  # worker, encoder, api, api2
 
     @property
-    def worker(self) -> Child | None:
-        return self.children.get("worker")
+    def worker(self) -> Child:
+        return self.children["worker"]
 
-    def start(self, prepare: Callable[[Settings], None]) -> Settings:
+    def start(self) -> Settings:
+        """The servers, the database migrated and the topics made, then the child processes."""
+        from connectors.topics import create_topics
+        from worldmm.store.migrate import apply_migrations
+
         records = {name: server.start(self.dirs[name]) for name, server in SERVERS.items()}
         self.ports = {name: r["port"] for name, r in records.items()}
         self.ports.update(encoder=free_port(), api=free_port(), api2=free_port())
-        self.settings = self.base.model_copy(
+        self.settings = s = self.base.model_copy(
             update={
                 "kafka_brokers": records["kafka"]["brokers"],
                 "database_url": records["postgres"]["url"],
@@ -63,24 +65,24 @@ class ChaosStack:
                 "topic_prefix": f"chaos.{self.run_id}.",
             }
         )
-        prepare(self.settings)  # migrations, topics
-        env = child_env(self.settings)
-        py, encoder, api = sys.executable, str(self.ports["encoder"]), str(self.ports["api"])
+        apply_migrations(s.database_url or "", s)
+        create_topics(s.kafka_brokers or "", s)
         worker = ["bench.ingest_worker", "--latency-s", str(self.latency_s), "--real-encoder"]
-        worker += ["--report", str(self.root / "windows.jsonl"), "--epoch-s", "1"]
+        worker += ["--report", str(self.root / "windows.jsonl")]
         commands = {
-            "encoder": ["apps.cli", "gpu-worker", "--backend", "offline", "--port", encoder],
-            "api": ["apps.cli", "serve", "--port", api],
-            "api2": ["apps.cli", "serve", "--port", str(self.ports["api2"])],  # a second process
+            "encoder": ["apps.cli", "gpu-worker", "--backend", "offline"],
+            "api": ["apps.cli", "serve"],
+            "api2": ["apps.cli", "serve"],  # a second process
             "worker": [*worker, "--recovery-dir", str(self.root / "recovery")],
         }
         for name, args in commands.items():
-            log = self.root / f"{name}.log"
-            self.children[name] = Child(name, [py, "-m", *args], log, env).start()
+            port = ["--port", str(self.ports[name])] if name in self.ports else []
+            cmd = [sys.executable, "-m", *args, *port]
+            self.children[name] = Child(name, cmd, self.root / f"{name}.log", child_env(s)).start()
         wait_until(lambda: self.probe("encoder"), timeout_s=120, what="encoder service")
         for url in self.api_urls:
             wait_until(lambda u=url: http_ok(f"{u}/healthz"), timeout_s=180, what="query API")
-        return self.settings
+        return s
 
     @property
     def api_url(self) -> str:
@@ -96,8 +98,6 @@ class ChaosStack:
                 self.children[name].stop()
         for name in ("redis", "postgres", "kafka"):
             SERVERS[name].stop(self.dirs[name])
-
-    # -- faults ----------------------------------------------------------------------------
 
     def kill(self, target: str) -> None:
         if target in self.children:
@@ -125,7 +125,7 @@ class ChaosStack:
         s = self.settings
         assert s is not None
         probes = {
-            "worker": lambda: self.worker is not None and self.worker.alive(),
+            "worker": lambda: self.worker.alive(),
             "encoder": lambda: http_ok(f"{s.gpu_worker_url}/healthz"),
             "kafka": lambda: kafka.probe(s.kafka_brokers or "", 1.0)[0],
             "redis": lambda: redis_server.probe(s.redis_url or "")[0],

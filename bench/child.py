@@ -1,6 +1,7 @@
-"""The benchmarks' child processes (the dataflow worker, ``worldmm serve``, the encoder, the
-profiler): each in its own session, its output in a log file. Only processes started here are
-signalled, by PID (their own process group)."""
+"""The benchmarks' child processes (the dataflow worker, ``worldmm serve``, the encoder): each
+in its own session, its output in a log file. Only processes started here are signalled, by
+PID (their own process group); ``/proc`` readings of their CPU.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from bench.harness import words
+from bench.harness import REPO, words
 from worldmm.settings import Settings
 
-REPO = Path(__file__).resolve().parents[1]
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -27,16 +27,6 @@ def proc_stat(path: Path | int) -> list[str] | None:
     return text.rsplit(")", 1)[1].split()
 
 
-def http_ok(url: str) -> bool:
-    """``url`` answers 200 within two seconds."""
-    import httpx
-
-    try:
-        return httpx.get(url, timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def cpu_s(stat: list[str]) -> float:
     """User + system CPU seconds of a ``proc_stat``."""
     return (int(stat[11]) + int(stat[12])) / _CLK_TCK
@@ -48,6 +38,16 @@ def children(parent: int) -> dict[int, list[str]]:
         int(p.name): proc_stat(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit()
     }
     return {pid: stat for pid, stat in stats.items() if stat and int(stat[1]) == parent}
+
+
+def http_ok(url: str) -> bool:
+    """``url`` answers 200 within two seconds."""
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 # Settings the benchmarks' child processes get as WORLDMM_* variables.
@@ -109,16 +109,16 @@ class Child:
             raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
 
     def kill(self) -> None:
-        if self.proc is not None and self.alive():
-            os.killpg(self.proc.pid, signal.SIGKILL)  # our child's own process group
+        if self.alive():
+            os.killpg(self.pid, signal.SIGKILL)  # our child's own process group
             self.proc.wait(timeout=20)
 
-    def stop(self, timeout_s: float = 15.0) -> None:
-        """SIGINT (a clean exit), then SIGKILL to its group after ``timeout_s``."""
-        if self.proc is not None and self.alive():
+    def stop(self) -> None:
+        """SIGINT (a clean exit), then SIGKILL to its group after 15 s."""
+        if self.alive():
             self.proc.send_signal(signal.SIGINT)
             try:
-                self.proc.wait(timeout=timeout_s)
+                self.proc.wait(timeout=15.0)
             except subprocess.TimeoutExpired:
                 self.kill()
 

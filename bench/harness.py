@@ -1,15 +1,7 @@
-"""What every benchmark does around its measurement, in one place.
-
-- :func:`main` and :class:`Options`: a benchmark's options, declared once as a pydantic model,
-  become the flags of both ``worldmm bench NAME`` (bench/cli) and ``python -m bench.MODULE``;
-- :func:`stack_or_start`: the configured services, else the running embedded stack, else one
-  started for the run; on exit only the servers it started are stopped (:func:`report_on_stack`
-  runs a measurement there and writes its report);
-- :class:`Run`: the run's metadata (command, commit, machine, load average at start and end,
-  UTC start, wall time), stamped into every report;
-- :func:`summary` and :func:`percentile`: p50 / p95 / mean / max of a sample;
-- :func:`write_report`: the JSON report, written to ``--out`` and printed; :func:`pyplot`
-  and :func:`save_figure` for the figures beside it.
+"""What every benchmark does around its measurement: options declared once as a pydantic model
+(the flags of ``worldmm bench NAME`` and ``python -m bench.MODULE``: :func:`main`), the
+services (:func:`stack_or_start`), the run's metadata stamped into every report (:class:`Run`),
+summary figures, and the JSON report and figures written beside it.
 """
 
 from __future__ import annotations
@@ -50,14 +42,9 @@ def words(text: str) -> tuple[str, ...]:
 def stamped_echo() -> Echo:
     """Progress lines on stderr, prefixed with the seconds since this call."""
     t0 = time.perf_counter()
-
-    def echo(msg: str) -> None:
-        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-    return echo
-
-
-# --- figures ----------------------------------------------------------------------------
+    return lambda msg: print(
+        f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -80,9 +67,6 @@ def summary(
         return {"n": 0}
     stats = {f"p{q}": np.percentile(a, q) for q in qs} | {"mean": a.mean(), "max": a.max()}
     return {**{k + suffix: round(float(v), digits) for k, v in stats.items()}, "n": int(a.size)}
-
-
-# --- run metadata and the report ----------------------------------------------------------
 
 
 def loadavg() -> list[float]:
@@ -160,8 +144,6 @@ def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:
     return path
 
 
-# --- the services -------------------------------------------------------------------------
-
 _URL_FIELDS = {"kafka": "kafka_brokers", "postgres": "database_url", "redis": "redis_url"}
 
 
@@ -176,9 +158,8 @@ def stack_or_start(
 ) -> Iterator[Settings]:
     """``settings`` with the URL of every service in ``need`` set and the database migrated:
     the configured service, else the running embedded one, else the embedded stack is started
-    here (every server not configured). On exit the servers this call started are stopped,
-    by PID, unless ``keep``; configured ones and ones found running are never touched.
-    ``stack`` stands in for :mod:`worldmm.stack` (tests pass a fake)."""
+    here. On exit the servers this call started are stopped, by PID, unless ``keep``; others
+    are never touched. ``stack`` stands in for :mod:`worldmm.stack` (tests pass a fake)."""
     from worldmm.store.migrate import apply_migrations
 
     if stack is None:
@@ -220,23 +201,17 @@ def report_on_stack(
     return result
 
 
-# --- options, declared once ----------------------------------------------------------------
-
-
-def _split(value: Any) -> Any:
-    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
-
-
 # A comma-separated flag (``--batches 1,4,8``) as a tuple.
-Commas = BeforeValidator(_split)
-IntList = Annotated[tuple[int, ...], Commas]
-StrList = Annotated[tuple[str, ...], Commas]
+_Commas = BeforeValidator(
+    lambda v: [s.strip() for s in v.split(",") if s.strip()] if isinstance(v, str) else v
+)
+IntList = Annotated[tuple[int, ...], _Commas]
+StrList = Annotated[tuple[str, ...], _Commas]
 
 
 class Options(BaseModel):
     """A benchmark's options: every field with a description is a flag (``--field-name``,
-    the description its help) of ``worldmm bench NAME`` and ``python -m bench.MODULE``;
-    fields without one are set from Python only."""
+    the description its help); fields without one are set from Python only."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -248,15 +223,6 @@ OptionsT = TypeVar("OptionsT", bound=Options)
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
-
-
-def _problem(error: Any) -> str:
-    where = f"{_flag(str(error['loc'][0]))}: " if error["loc"] else ""
-    return where + error["msg"].removeprefix("Value error, ")
-
-
-def _is_list(annotation: Any) -> bool:
-    return any(get_origin(a) in (list, tuple) for a in (annotation, *get_args(annotation)))
 
 
 def command_line(prog: str, options: Options) -> str:
@@ -290,7 +256,7 @@ class Bench(Generic[OptionsT]):
             if not field.description:
                 continue
             kind, default = field.annotation, None if field.default_factory else field.default
-            if _is_list(kind):  # one comma-separated string, split by the model
+            if any(get_origin(a) in (list, tuple) for a in (kind, *get_args(kind))):
                 kind, default = str | None, ",".join(map(str, default)) if default else None
             if name in required or field.is_required():
                 default = ...
@@ -299,22 +265,24 @@ class Bench(Generic[OptionsT]):
             params.append(inspect.Parameter(name, _KEYWORD, default=default, annotation=flag))
 
         def run(ctx: typer.Context, **given: Any) -> Any:
-            return self._run(ctx, given)
+            try:  # a flag left out is left to the model's default
+                opts = self.options(**{k: v for k, v in given.items() if v is not None})
+            except ValidationError as exc:
+                problems = [
+                    (f"{_flag(str(e['loc'][0]))}: " if e["loc"] else "")
+                    + e["msg"].removeprefix("Value error, ")
+                    for e in exc.errors()
+                ]
+                raise typer.BadParameter("; ".join(problems)) from None
+            token = _COMMAND.set(command_line(ctx.command_path, opts))
+            try:
+                return self.body(opts)
+            finally:
+                _COMMAND.reset(token)
 
         run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         self.app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         self.app.command(help=" ".join((inspect.getdoc(body) or "").split()))(run)
-
-    def _run(self, ctx: typer.Context, given: dict[str, Any]) -> Any:
-        try:  # a flag left out is left to the model's default
-            options = self.options(**{k: v for k, v in given.items() if v is not None})
-        except ValidationError as exc:
-            raise typer.BadParameter("; ".join(map(_problem, exc.errors()))) from None
-        token = _COMMAND.set(command_line(ctx.command_path, options))
-        try:
-            return self.body(options)
-        finally:
-            _COMMAND.reset(token)
 
     def __call__(self, argv: Sequence[str] | None = None) -> Any:
         command = typer.main.get_command(self.app)

@@ -1,5 +1,4 @@
 """Ingest benchmark: how many glasses wearers one dataflow worker process keeps in real time.
-
 The real flow runs in a child (:mod:`bench.ingest_worker`) with simulated models, so its CPU is
 the pipeline's own. Levels of 1, 4, 16, ... users stream in real time, each with a fresh worker
 and topics, until one falls behind (a 30 s window missing, or p95 close → queryable over 30 s).
@@ -16,6 +15,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ from pydantic import Field
 from bench import harness
 from bench.child import Child, child_env, children, cpu_s, proc_stat
 from bench.harness import Echo, percentile
-from bench.ingest_profile import Sampler, breakdown, fold, top_frames
 from bench.ingest_sim import AUDIO_CHUNK_S, AUDIO_RATE, Wearers, small_jpeg, ten_minute_start
 from worldmm.memory.windows import BASE_S, SCALES, align, window_end
 from worldmm.settings import Settings
@@ -56,9 +55,6 @@ class BenchConfig(harness.Options):
         None, description="Parent of each level's blob dir (default: the temp dir)."
     )
     keep: bool = Field(False, description="Keep the simulated users' rows.")
-    profile: bool = Field(
-        False, description="Sample the worker with py-spy: CPU by pipeline part (beside --out)."
-    )
     realtime_s: float = 30.0  # a window must be queryable this long after it closes
     drain_s: float = 30.0  # wait past the threshold before calling a window missing
 
@@ -85,12 +81,9 @@ def expected_windows(t0_ms: int, measured_ms: int) -> list[tuple[int, int]]:
     return sorted(k for k in starts if k[1] >= t0_ms and window_end(k) <= end)
 
 
-# --- what the level's processes spend -------------------------------------------------------
-
-
 def _proc_cpu(pid: int) -> tuple[float, float]:
-    """(all threads, librdkafka's threads) CPU seconds of a live process. librdkafka names
-    its threads ``rdk:*``; against the embedded broker its consumers spin (see the doc)."""
+    """(all threads, librdkafka's ``rdk:*`` threads) CPU seconds of a live process; against the
+    embedded broker its consumers spin (see the doc)."""
     kafka = 0.0
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that ended
@@ -117,26 +110,22 @@ def _rates(before: dict, after: dict, seconds: float, n: int = 0) -> dict[str, f
 
 
 class DbServerCpu:
-    """CPU of the PostgreSQL server's processes (postmaster children: backends, writers),
-    when the server runs on this machine; None otherwise. A process that exits between two
-    readings takes its CPU with it, so :meth:`since` is a lower bound."""
+    """CPU of the PostgreSQL server's processes (the postmaster's children) when the server
+    runs on this machine, else None; a lower bound (a process that exits takes its CPU)."""
 
     def __init__(self, database_url: str) -> None:
         from worldmm.store.db import Database
 
-        self.url = database_url
-        with Database(database_url, max_size=1) as db, db.connection() as conn:
-            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-        stat = proc_stat(backend)
+        self.db = lambda: Database(database_url, max_size=1)
+        with self.db() as db, db.connection() as conn:
+            stat = proc_stat(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
         self.postmaster = int(stat[1]) if stat else None
 
     def statements_reset(self) -> bool:
-        """Start the server-side statement profile (pg_stat_statements, preloaded by the
-        embedded stack); False where the server does not have it."""
-        from worldmm.store.db import Database
-
+        """Start the statement profile (pg_stat_statements, preloaded by the embedded stack);
+        False where the server does not have it."""
         try:
-            with Database(self.url, max_size=1) as db, db.transaction() as conn:
+            with self.db() as db, db.transaction() as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
                 conn.execute("SELECT pg_stat_statements_reset()")
             return True
@@ -145,11 +134,9 @@ class DbServerCpu:
 
     def statements(self, windows: int, top: int = 10) -> list[dict] | None:
         """The statements that took most server time since the reset, per 30 s window."""
-        from worldmm.store.db import Database
-
         if not windows:
             return None
-        with Database(self.url, max_size=1) as db, db.connection() as conn:
+        with self.db() as db, db.connection() as conn:
             rows = conn.execute(
                 "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 160), calls,"
                 " total_exec_time FROM pg_stat_statements WHERE dbid = (SELECT oid FROM"
@@ -184,9 +171,6 @@ class Worker:
         self._offset = 0
         self.finished: dict[tuple[str, int, int], dict] = {}
 
-    def cpu_s(self) -> tuple[float, float]:
-        return _proc_cpu(self.child.pid)
-
     def read_reports(self) -> None:
         """Take in the windows reported since the last call (first report of a window wins)."""
         self.child.check()
@@ -203,23 +187,6 @@ class Worker:
 
     def done(self, key: tuple[str, int, int], status: str = "complete") -> bool:
         return self.finished.get(key, {}).get("status") == status
-
-
-# --- one level ------------------------------------------------------------------------------
-
-
-def _level_settings(base: Settings, cfg: BenchConfig, run_id: str, users: int, tmp: Path):
-    return base.model_copy(
-        update={
-            "topic_prefix": f"bench.ingest.{run_id}.{users}.",
-            "topic_partitions": 1,
-            "llm_concurrency": cfg.concurrency,
-            "llm_concurrency_max": cfg.concurrency_max or base.llm_concurrency_max,
-            "blob_dir": Path(tempfile.mkdtemp(prefix="blobs-", dir=cfg.blob_root or tmp)),
-            "state_dir": tmp / "state",
-            "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),
-        }
-    )
 
 
 def _clean_up(settings: Settings, users: list[str], keep: bool) -> None:
@@ -249,15 +216,24 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
     from worldmm.store.db import Database
 
     tmp = Path(tempfile.mkdtemp(prefix=f"worldmm-bench-ingest-{users}-"))
-    settings = _level_settings(base, cfg, run_id, users, tmp)
+    settings = base.model_copy(
+        update={
+            "topic_prefix": f"bench.ingest.{run_id}.{users}.",
+            "topic_partitions": 1,
+            "llm_concurrency": cfg.concurrency,
+            "llm_concurrency_max": cfg.concurrency_max or base.llm_concurrency_max,
+            "blob_dir": Path(tempfile.mkdtemp(prefix="blobs-", dir=cfg.blob_root or tmp)),
+            "state_dir": tmp / "state",
+            "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),
+        }
+    )
     names = [f"bench-{run_id}-u{u:03d}" for u in range(users)]
     create_topics(settings.kafka_brokers, settings)
     level: dict[str, Any] = {"users": users, "loadavg_start": harness.loadavg()}
     started = time.monotonic()
     db_cpu = DbServerCpu(settings.database_url)
     worker = Worker(settings, cfg.model_latency_s, tmp)
-    sampler: Sampler | None = None
-    folded: list[str] | None = None
+    cpu = lambda: _proc_cpu(worker.child.pid)  # noqa: E731
     try:
         t0 = ten_minute_start()  # event time runs at wall speed from there
         t0_ms = int(t0.timestamp() * 1000)
@@ -276,20 +252,20 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
                 wait_until(consuming, timeout_s=180, what="the worker to start", interval_s=0.25)
             level["worker_startup_s"] = round(time.monotonic() - started, 1)
             # The idle worker's own CPU rate (Kafka polling), to tell it apart from the work.
-            idle0, other_idle0, idle_t0 = worker.cpu_s(), _other_cpu(base), time.monotonic()
+            idle0, other_idle0, idle_t0 = cpu(), _other_cpu(base), time.monotonic()
             time.sleep(IDLE_SAMPLE_S)
-            idle1, idle_dt = worker.cpu_s(), time.monotonic() - idle_t0
+            idle1, idle_dt = cpu(), time.monotonic() - idle_t0
             level["idle_cpu_cores"] = round((idle1[0] - idle0[0]) / idle_dt, 3)
-            idle_other = _rates(other_idle0, _other_cpu(base), idle_dt)
-            level["idle_broker_cpu_cores"] = idle_other["broker"]
+            level["idle_broker_cpu_cores"] = _rates(other_idle0, _other_cpu(base), idle_dt)[
+                "broker"
+            ]
             idle_pipeline = (idle1[0] - idle1[1]) - (idle0[0] - idle0[1])
             level["idle_cpu_cores_without_kafka_client"] = round(idle_pipeline / idle_dt, 3)
             measured_s = cfg.windows_per_user * BASE_S
             # Enough stream after the last measured window for the watermark to pass it.
             tail_s = int(settings.allowed_lateness_s) + AUDIO_CHUNK_S + 2
-            cpu0, db0, wall0 = worker.cpu_s(), db_cpu.read(), time.time()
+            cpu0, db0, wall0 = cpu(), db_cpu.read(), time.time()
             other0, profiled = _other_cpu(base), db_cpu.statements_reset()
-            sampler = Sampler(worker.child.pid, tmp / "profile.txt") if cfg.profile else None
             echo(
                 f"  {users} users: worker up in {level['worker_startup_s']}s;"
                 f" streaming {measured_s}s (+{tail_s}s tail)"
@@ -310,24 +286,22 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         def close_wall(scale: int, start_ms: int) -> float:
             return passed_at[(start_ms + scale * 1000 - t0_ms) // 1000]
 
+        def spent() -> tuple:  # once every 30 s window is built (or the drain is over)
+            return cpu(), db_cpu.since(db0), _other_cpu(base)
+
         deadline = max(close_wall(s, st) for _, s, st in keys) + cfg.realtime_s + cfg.drain_s
-        cpu1 = db_s = None
+        at_base = None
         while time.time() < deadline:
             worker.read_reports()
-            if cpu1 is None and all(k in worker.finished for k in base_keys):
-                cpu1, db_s, other1 = worker.cpu_s(), db_cpu.since(db0), _other_cpu(base)
-                folded = sampler.stop() if sampler else None
+            if at_base is None and all(k in worker.finished for k in base_keys):
+                at_base = spent()
             if all(k in worker.finished for k in keys):
                 break
             time.sleep(0.2)
         worker.read_reports()
-        if cpu1 is None:
-            cpu1, db_s, other1 = worker.cpu_s(), db_cpu.since(db0), _other_cpu(base)
-            folded = sampler.stop() if sampler else None
+        cpu1, db_s, other1 = at_base or spent()
         measured_wall = time.time() - wall0
     finally:
-        if sampler is not None and folded is None:
-            sampler.stop()
         worker.child.stop()
 
     def latencies(scale_keys: list) -> list[float]:
@@ -352,6 +326,7 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
                 "close_to_queryable_p50_s": figures.get("p50"),
                 "close_to_queryable_max_s": figures.get("max"),
             }
+    faces = _faces(worker.finished.values())
     level |= {
         "windows_expected": len(base_keys),
         "windows_complete": n,
@@ -370,7 +345,7 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             * 3600
             / (users * measured_s)
         ),
-        **(faces := _faces(worker)),
+        **faces,
         # wearers whose every frame one core searches as fast as they arrive (FPS each)
         "wearers_per_core_blur_on": round(1000 / (cpu_ms * FPS), 1)
         if (cpu_ms := faces["face_detect_cpu_ms_per_frame"])
@@ -380,34 +355,23 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         "loadavg_end": harness.loadavg(),
         "realtime": all_done and p95 is not None and p95 <= cfg.realtime_s,
         "every_window_in_time": all_done and bool(base_lat) and max(base_lat) <= cfg.realtime_s,
-        "notes": [],
+        "notes": [f"the producer fell {lag:.1f}s behind schedule (machine busy)"]
+        if lag > 1.0
+        else [],
     }
-    if folded is not None:  # --profile: ms per window by part
-        level["cpu_breakdown"] = breakdown(fold(folded), level["cpu_ms_per_window"])
-        level["profile_top_frames"] = top_frames(folded)
-        if cfg.out:
-            kept = cfg.out.resolve().parent / f"ingest-profile-{users}.txt"
-            kept.write_text("\n".join(folded) + "\n")
-            level["notes"].append(f"py-spy samples (folded): {kept}")
     if profiled:  # server time by statement: where PostgreSQL's ms per window go
         level["db_statements"] = db_cpu.statements(n)
-    if lag > 1.0:
-        level["notes"].append(f"the producer fell {lag:.1f}s behind schedule (machine busy)")
     _clean_up(settings, names, cfg.keep)
     shutil.rmtree(tmp, ignore_errors=True)
     return level
 
 
-# --- the search -----------------------------------------------------------------------------
-
-
-def _faces(worker: Worker) -> dict[str, Any]:
+def _faces(reports: Iterable[dict]) -> dict[str, Any]:
     """Detection + blur wall ms of one searched frame (None: blurring off), frames searched
-    for faces and veiled, the share searched, and the CPU of one search (decode, detect, blur,
-    encode): what WORLDMM_FACE_BLUR_CORES limits."""
-    done = worker.finished.values()
-    blur_s, blurred = max((r.get("blur", [0, 0]) for r in done), default=[0, 0])
-    detected, veiled, cpu_s = max((r.get("faces", [0, 0, 0]) for r in done), default=[0, 0, 0])
+    and veiled, the share searched, and the CPU of one search (decode, detect, blur, encode):
+    what WORLDMM_FACE_BLUR_CORES limits. The reports carry the worker's running totals."""
+    blur_s, blurred = max((r.get("blur", [0, 0]) for r in reports), default=[0, 0])
+    detected, veiled, cpu_s = max((r.get("faces", [0, 0, 0]) for r in reports), default=[0, 0, 0])
     frames = detected + veiled
     return {
         "face_blur_ms_per_frame": round(1000 * blur_s / blurred, 1) if blurred else None,
@@ -458,7 +422,6 @@ def run_benchmark(settings: Settings, cfg: BenchConfig, echo: Echo) -> dict[str,
             "worker_idle_cpu_cores": head["idle_cpu_cores"],
             "broker_idle_cpu_cores": head.get("idle_broker_cpu_cores"),
             "object_store_requests_per_wearer_hour": head["object_store_requests_per_wearer_hour"],
-            "cpu_breakdown": head.get("cpu_breakdown"),
             "settings": {
                 **cfg.model_dump(mode="json"),
                 "windows_per_user": cfg.windows_per_user,

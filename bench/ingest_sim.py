@@ -1,6 +1,6 @@
 """Simulated models and wearers for the ingest and chaos benchmarks and the concurrency
-tests: every model call waits a fixed latency and answers cheaply (a hash embedder), so a
-process's CPU is the pipeline's own; each call's start and end go to a :class:`CallLog`.
+tests: every model call waits a fixed latency and answers cheaply, so a process's CPU is the
+pipeline's own; ``log(role, start, end)`` is told of each call (the tests measure overlap).
 """
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -28,68 +27,33 @@ PEOPLE = ("Alice", "Bob", "Carol", "Dan", "Erin", "Frank")
 PLACES = ("Kitchen", "Office", "Garden", "Cafe")
 OBJECTS = ("red mug", "laptop", "bicycle", "notebook")
 _VOCAB = (*PEOPLE, *PLACES)
+OnCall = Callable[[str, float, float], None]  # (role, start, end) in time.perf_counter()
 INGEST_ROLES = words(
     "caption, ner, episodic_triples, merge_captions, semantic_triples, consolidation,"
     " entity_confirm"
 )
 
 
-@dataclass(frozen=True)
-class Call:
-    role: str
-    start: float  # time.perf_counter()
-    end: float
-
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
-
-
-class CallLog:
-    """Start and end of every simulated call (thread-safe: ASR runs in worker threads)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.calls: list[Call] = []
-
-    def add(self, role: str, start: float, end: float) -> None:
-        with self._lock:
-            self.calls.append(Call(role, start, end))
-
-    def of(self, role: str) -> list[Call]:
-        with self._lock:
-            return [c for c in self.calls if c.role == role]
-
-
-def max_overlap(calls: Sequence[Call]) -> int:
-    """The most calls in flight at one instant (an end at t comes before a start at t)."""
-    edges = sorted([(c.start, 1) for c in calls] + [(c.end, -1) for c in calls])
-    peak = now = 0
-    for _, step in edges:
-        now += step
-        peak = max(peak, now)
-    return peak
-
-
 def _digest(data: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
-class SimulatedRoles:
-    """Every ingest role awaits ``latency_s`` (never holding a thread) and answers from
-    templates; it has no query-time roles (rerank, agent, answers)."""
-
-    label = "simulated"
-
-    def __init__(self, latency_s: float, log: CallLog | None = None) -> None:
-        self.latency_s = latency_s
-        self.log = log or CallLog()
-        self.versions = {r: f"{r}/{SIM_VERSION}" for r in INGEST_ROLES}
+class _Simulated:
+    def __init__(self, latency_s: float, log: OnCall | None = None) -> None:
+        self.latency_s, self.log = latency_s, log or (lambda *_: None)
 
     async def _wait(self, role: str) -> None:
+        """Await ``latency_s`` (never holding a thread), logged as a call of ``role``."""
         start = time.perf_counter()
         await asyncio.sleep(self.latency_s)
-        self.log.add(role, start, time.perf_counter())
+        self.log(role, start, time.perf_counter())
+
+
+class SimulatedRoles(_Simulated):
+    """Every ingest role waits and answers from templates; no query-time roles."""
+
+    label = "simulated"
+    versions = {r: f"{r}/{SIM_VERSION}" for r in INGEST_ROLES}
 
     async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
         await self._wait("caption")
@@ -135,40 +99,28 @@ class SimulatedRoles:
         return surface.lower() == candidate.lower()
 
 
-@dataclass
-class SimTranscript:
-    text: str
-
-
-class SimulatedTranscriber:
+class SimulatedTranscriber(_Simulated):
     """Speech to text that blocks its (worker) thread for ``latency_s``, as a synchronous
     HTTP call to a hosted ASR would; the pipeline calls it through ``asyncio.to_thread``."""
 
     name = "simulated-asr"
 
-    def __init__(self, latency_s: float, log: CallLog | None = None) -> None:
-        self.latency_s = latency_s
-        self.log = log or CallLog()
-
     def transcribe(self, audio_bytes: bytes, *, content_type: str, sample_rate: int):
         start = time.perf_counter()
         time.sleep(self.latency_s)
-        self.log.add("asr", start, time.perf_counter())
-        return SimTranscript(f"see you at the {PLACES[len(audio_bytes) % len(PLACES)]}")
+        self.log("asr", start, time.perf_counter())
+        return SimpleNamespace(text=f"see you at the {PLACES[len(audio_bytes) % len(PLACES)]}")
 
 
-class SimulatedEncoder:
-    """The GPU worker's clip encoder: waits ``latency_s``, returns a unit vector."""
+class SimulatedEncoder(_Simulated):
+    """The GPU worker's clip encoder: waits, returns a unit vector seeded by the input."""
 
-    def __init__(self, dim: int, latency_s: float, log: CallLog | None = None) -> None:
+    def __init__(self, dim: int, latency_s: float, log: OnCall | None = None) -> None:
+        super().__init__(latency_s, log)
         self.dim = dim
-        self.latency_s = latency_s
-        self.log = log or CallLog()
 
     async def _vector(self, role: str, data: bytes) -> np.ndarray:
-        start = time.perf_counter()
-        await asyncio.sleep(self.latency_s)
-        self.log.add(role, start, time.perf_counter())
+        await self._wait(role)
         v = np.random.default_rng(_digest(data)).standard_normal(self.dim).astype(np.float32)
         return v / np.linalg.norm(v)
 
@@ -188,24 +140,19 @@ class HashEmbedder:
         self.dim = dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        rows = [
-            np.random.default_rng(_digest(t.lower().encode())).standard_normal(self.dim)
-            for t in texts
-        ]
-        m = np.asarray(rows, dtype=np.float32)
+        digests = [_digest(t.lower().encode()) for t in texts]
+        rows = [np.random.default_rng(d).standard_normal(self.dim) for d in digests]
+        m = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
         return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
 def small_jpeg(seed: int, size: tuple[int, int] = (96, 72)) -> bytes:
     """A small frame (≈1–2 kB): two colour blocks chosen by ``seed``."""
     rng = np.random.default_rng(seed)
-    img = Image.new("RGB", size, tuple(int(x) for x in rng.integers(0, 255, 3)))
-    block = Image.new(
-        "RGB", (size[0] // 2, size[1] // 2), tuple(int(x) for x in rng.integers(0, 255, 3))
-    )
-    img.paste(block, (int(rng.integers(0, size[0] // 2)), int(rng.integers(0, size[1] // 2))))
+    colour = lambda: tuple(int(x) for x in rng.integers(0, 255, 3))  # noqa: E731
+    img, half = Image.new("RGB", size, colour()), (size[0] // 2, size[1] // 2)
+    block = Image.new("RGB", half, colour())
+    img.paste(block, (int(rng.integers(0, half[0])), int(rng.integers(0, half[1]))))
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=70)
     return buf.getvalue()
@@ -234,17 +181,6 @@ class Wearers:
         ]
         self.wav = wav_bytes(b"\x00\x00" * AUDIO_CHUNK_S * AUDIO_RATE, AUDIO_RATE)
 
-    def send_second(self, producer: Any, t0: datetime, k: int, frames: bool = True) -> None:
-        """Second ``k`` of the stream: every wearer's frame, and the audio chunk that ends at
-        ``k``; ``producer`` is a :class:`connectors.gateway.GlassesProducer`."""
-        ts = t0 + timedelta(seconds=k)
-        for u, name in enumerate(self.names):
-            if frames:
-                producer.send_frame(name, "s1", ts, self.jpegs[u][k % FRAMES_PER_USER], seq=k)
-            if k >= AUDIO_CHUNK_S and k % AUDIO_CHUNK_S == 0:
-                producer.send_audio(name, "s1", ts - timedelta(seconds=AUDIO_CHUNK_S), self.wav)
-        producer.producer.poll(0)
-
     def stream(
         self,
         producer: Any,
@@ -253,14 +189,22 @@ class Wearers:
         at: Callable[[int], None],
         frames_s: int | None = None,
     ) -> float:
-        """Seconds 0 to ``seconds`` of the stream in real time from now (frames only before
-        ``frames_s``), ``at(k)`` called when second ``k`` is due, before it is sent; returns
-        how far, at most, the producer fell behind schedule (a busy machine)."""
+        """Seconds 0 to ``seconds`` of the stream through ``producer`` (a
+        :class:`connectors.gateway.GlassesProducer`) in real time from now: every wearer's
+        frame (only before ``frames_s``) and each audio chunk as it ends. ``at(k)`` is called
+        as second ``k`` is due; returns how far the producer fell behind (a busy machine)."""
         wall0, lag = time.time(), 0.0
         for k in range(seconds + 1):
             due = wall0 + k
             time.sleep(max(0.0, due - time.time()))
             lag = max(lag, time.time() - due)
             at(k)
-            self.send_second(producer, t0, k, frames=frames_s is None or k < frames_s)
+            ts = t0 + timedelta(seconds=k)
+            for u, name in enumerate(self.names):
+                if frames_s is None or k < frames_s:
+                    producer.send_frame(name, "s1", ts, self.jpegs[u][k % FRAMES_PER_USER], seq=k)
+                if k >= AUDIO_CHUNK_S and k % AUDIO_CHUNK_S == 0:
+                    chunk_start = ts - timedelta(seconds=AUDIO_CHUNK_S)
+                    producer.send_audio(name, "s1", chunk_start, self.wav)
+            producer.producer.poll(0)
         return lag

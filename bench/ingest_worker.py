@@ -1,8 +1,6 @@
-"""The ingest and chaos benchmarks' dataflow process: the real ingest flow (Kafka in,
-PostgreSQL out, one Bytewax worker) with :mod:`bench.ingest_sim`'s models, settings from
-``WORLDMM_*``. Each finished window is appended to ``--report`` as a JSON line with the wall time
-its write committed; ``--recovery-dir`` resumes after a SIGKILL from the last snapshot;
-``--real-encoder`` calls the encoder service over HTTP (the chaos run kills it).
+"""The ingest and chaos benchmarks' dataflow process: the real ingest flow (one Bytewax
+worker) with :mod:`bench.ingest_sim`'s models, settings from ``WORLDMM_*``. Each finished
+window is appended to ``--report`` as a JSON line with the wall time its write committed.
 """
 
 from __future__ import annotations
@@ -23,25 +21,23 @@ from worldmm.memory.construct import WindowOutcome
 from worldmm.redact import configure_logging
 from worldmm.settings import Settings
 
+# The face-blurring totals each report line carries: (seconds, frames) blurred, then frames
+# searched, frames veiled and the searches' CPU seconds (what the budget limits).
+_BLUR = (("worldmm_face_blur_seconds_sum", None), ("worldmm_face_blur_seconds_count", None))
+_FACES = (
+    ("worldmm_face_blur_frames_total", "detected"),
+    ("worldmm_face_blur_frames_total", "veiled"),
+    ("worldmm_face_detect_cpu_seconds_total", None),
+)
+
 
 class _ReportPartition(StatelessSinkPartition[WindowOutcome]):
     def __init__(self, path: Path) -> None:
         self._file = path.open("a", encoding="utf-8")
 
     def write_batch(self, items: list[WindowOutcome]) -> None:
-        at = time.time()
-        face = _face_samples()
-        # face blurring so far in this process (seconds, frames): the cost per stored frame
-        blur = [face.get((f"worldmm_face_blur_seconds_{k}", None), 0) for k in ("sum", "count")]
-        # frames searched and veiled so far, and the searches' CPU seconds (the budget's)
-        faces = [
-            face.get(key, 0)
-            for key in (
-                ("worldmm_face_blur_frames_total", "detected"),
-                ("worldmm_face_blur_frames_total", "veiled"),
-                ("worldmm_face_detect_cpu_seconds_total", None),
-            )
-        ]
+        at, face = time.time(), _face_samples()
+        blur, faces = [face.get(k, 0) for k in _BLUR], [face.get(k, 0) for k in _FACES]
         for o in items:
             window = {"user": o.user_id, "scale": o.scale_s, "start_ms": o.start_ms}
             line = {**window, "status": o.status, "at": at, "blur": blur, "faces": faces}
@@ -54,9 +50,8 @@ class _ReportPartition(StatelessSinkPartition[WindowOutcome]):
 
 def _face_samples() -> dict[tuple[str, str | None], float]:
     """(sample name, outcome label) -> value of the face-blurring metrics, read from those
-    metrics alone: ``REGISTRY.get_sample_value`` collects the whole registry (the process
-    collector's /proc reads included) on every call, which cost the measured worker ~1 ms of
-    CPU per window."""
+    alone: ``REGISTRY.get_sample_value`` collects the whole registry (/proc reads included)
+    on every call, ~1 ms of the measured worker's CPU per window."""
     from worldmm import metrics
 
     wanted = (metrics.FACE_BLUR_SECONDS, metrics.FACE_BLUR_FRAMES, metrics.FACE_DETECT_CPU_SECONDS)
@@ -112,7 +107,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--latency-s", type=float, required=True, help="simulated model latency")
     p.add_argument("--report", type=Path, required=True, help="JSON lines, one per window")
     p.add_argument("--recovery-dir", type=Path, help="Bytewax recovery dir (recovery on)")
-    p.add_argument("--epoch-s", type=float, default=1.0, help="snapshot interval")
     p.add_argument("--real-encoder", action="store_true", help="the encoder service over HTTP")
     args = p.parse_args(argv)
     configure_logging(logging.WARNING)
@@ -130,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not any(args.recovery_dir.iterdir()):
             init_db_dir(args.recovery_dir, 1)
         recovery = RecoveryConfig(str(args.recovery_dir))
-        epoch = timedelta(seconds=args.epoch_s)
+        epoch = timedelta(seconds=1)  # a snapshot every second
         cli_main(flow, workers_per_process=1, epoch_interval=epoch, recovery_config=recovery)
 
 

@@ -1,7 +1,6 @@
-"""Query benchmark: retrieval latency over a synthetic week of one user's memory, bulk-loaded
-(:mod:`bench.query_synth`), ``search`` timed per memory type warm, cold and as of a past time
-with stand-in models, then the time-masked graph builds and how soon a new segment is visible
-(:mod:`bench.query_timed`); docs/benchmarks/query.md.
+"""Query benchmark: retrieval latency over synthetic weeks of one user's memory, bulk-loaded
+(:mod:`bench.query_synth`); ``search`` timed per memory type warm, cold and as of a past time
+with stand-in models, and how soon a new 30 s segment is visible; docs/benchmarks/query.md.
 """
 
 from __future__ import annotations
@@ -25,41 +24,30 @@ from bench import harness
 from bench.bulk_load import check_users, load_memories
 from bench.harness import Echo, summary
 from bench.query_synth import Query, SynthConfig, SyntheticMemory, expected_counts, hours_of
-from bench.query_timed import (
-    as_of_times,
-    measure_new_segments,
-    measure_timed_builds,
-    timed_searches,
-)
 from worldmm.graph.cache import GraphCache, GraphMemo, make_cache
 from worldmm.models import SCALES
 from worldmm.settings import Settings, parse_lane_weights
 
 MEMORY_TYPES = ("episodic", "semantic", "visual")
-# All three episodic lanes, the graph's too (its default weight is 0 with the offline
-# triples): the path a deployment with LLM-built triples runs (``--lanes`` with this value).
+# Every episodic lane, the graph's too (weight 0 with the offline triples): what a deployment
+# with LLM-built triples runs.
 ALL_LANES = "lexical:1.0,dense:1.0,graph:0.5"
 
 
 class StubModels:
     """NER, rerank, text embedder and visual encoder answering from the queries' tables.
+    Unknown texts raise: a benchmark query that reached a real model path would be a bug."""
 
-    Unknown texts raise: a benchmark query that reached a real model path would be a bug.
-    """
-
-    label = "bench-stub"
+    label = name = "bench-stub"
     versions: dict[str, str] = {}
-    name = "bench-stub"
 
     def __init__(self, queries: Sequence[Query], text_dim: int, visual_dim: int) -> None:
         self.dim, self.visual_dim = text_dim, visual_dim
         self._vectors: dict[str, np.ndarray] = {}
         self._entities: dict[str, list[str]] = {}
-        self._visual: dict[str, np.ndarray] = {}
+        self._visual = {q.text: q.visual_vector for q in queries if q.visual_vector is not None}
         for q in queries:
             self.teach(q.text, q.entities, q.vectors)
-            if q.visual_vector is not None:
-                self._visual[q.text] = q.visual_vector
 
     def teach(self, text: str, entities: list[str], vectors: dict[str, np.ndarray]) -> None:
         """What to answer for a query (also one made during the run)."""
@@ -69,18 +57,15 @@ class StubModels:
     def __getattr__(self, role: str) -> Any:
         raise AttributeError(f"the query benchmark's stand-in models have no {role!r}")
 
-    # ModelRoles (the two roles retrieval calls)
     async def ner(self, text: str) -> list[str]:
         return list(self._entities[text])
 
     async def rerank(self, query: str, candidates: list[tuple[str, str]], keep: int) -> list[str]:
         return [cid for cid, _ in candidates[:keep]]
 
-    # TextEmbedder
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.stack([self._vectors[t] for t in texts]).astype(np.float32)
 
-    # VisualEncoder (``dim`` is the text one; nothing reads the encoder's)
     async def encode_text(self, text: str) -> np.ndarray:
         return self._visual[text]
 
@@ -105,8 +90,8 @@ class Steps:
 
 
 class Timed:
-    """``inner`` (the store reader or the graph cache) with each method call timed into
-    ``steps`` as ``<name>.<method>``."""
+    """``inner`` (the store reader or the graph cache), each method call timed into ``steps``
+    as ``<name>.<method>``."""
 
     def __init__(self, inner: Any, name: str, steps: Steps) -> None:
         self._inner, self._name, self._steps = inner, name, steps
@@ -128,17 +113,40 @@ class Timed:
 
 
 def stage_seconds() -> Counter[str]:
-    """Seconds spent so far in each episodic search stage (the process's
-    ``worldmm_retrieval_stage_seconds``)."""
+    """Seconds so far in each episodic search stage (``worldmm_retrieval_stage_seconds``)."""
     from prometheus_client import REGISTRY
 
     out: Counter[str] = Counter()
     for metric in REGISTRY.collect():
         if metric.name == "worldmm_retrieval_stage_seconds":
-            for sample in metric.samples:
-                if sample.name.endswith("_sum"):
-                    out[sample.labels["stage"]] += sample.value
+            for s in metric.samples:
+                if s.name.endswith("_sum"):
+                    out[s.labels["stage"]] += s.value
     return out
+
+
+async def timed_searches(
+    deps: Any, user_id: str, queries: Sequence[Query], as_of: Sequence[datetime | None], fresh: bool
+) -> tuple[list[float], list[int]]:
+    """Milliseconds and hits of each query's search (``as_of`` one per query); with ``fresh``
+    the graph memo is emptied first, as in a process that has not served this user (graphs
+    come from Redis, or are built from PostgreSQL when no Redis is configured)."""
+    from worldmm.memory.retrieval import search
+
+    times, hits = [], []
+    for q, when in zip(queries, as_of, strict=True):
+        if fresh:
+            deps.graphs = GraphMemo(deps.settings.graph_memo_elements)
+        t = time.perf_counter()
+        result = await search(deps, q.memory_type, user_id, q.text, when)  # type: ignore[arg-type]
+        times.append(1000 * (time.perf_counter() - t))
+        hits.append(len(result.hits))
+    return times, hits
+
+
+def as_of_times(end: datetime, n: int, seed: int) -> list[datetime]:
+    """``n`` question times drawn uniformly from the memory's last week."""
+    return [end - timedelta(days=7) * float(x) for x in np.random.default_rng(seed).random(n)]
 
 
 @dataclass
@@ -155,10 +163,7 @@ class Retrieval:
     echo: Echo
 
     def phase(
-        self,
-        queries: Sequence[Query],
-        as_of: Sequence[datetime | None] | None = None,
-        fresh: bool = False,
+        self, queries: Sequence[Query], as_of: Sequence[datetime] | None = None, fresh: bool = False
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Time ``queries``: their latency summary, and the graph cache's hits and misses,
         the mean hits and the mean milliseconds per timed step; ``other`` is the rest (graph
@@ -166,8 +171,7 @@ class Retrieval:
         self.steps.take()
         before = stage_seconds()
         when = as_of or [None] * len(queries)
-        searches = timed_searches(self.deps, self.user_id, queries, when, fresh)
-        times, hits = asyncio.run(searches)
+        times, hits = asyncio.run(timed_searches(self.deps, self.user_id, queries, when, fresh))
         spent, cache = self.steps.take()
         n = max(1, len(times))
         per_step = {k: round(1000 * v / n, 2) for k, v in sorted(spent.items())}
@@ -192,8 +196,9 @@ class Retrieval:
                 "cold": self.phase(queries[: self.cold], fresh=True),
             }
             if memory_type == "episodic":
-                as_of = as_of_times(self.end, len(queries), self.seed, timedelta(days=7))
-                phases["as_of"] = self.phase(queries, as_of)
+                phases["as_of"] = self.phase(
+                    queries, as_of_times(self.end, len(queries), self.seed)
+                )
             latency[memory_type] = {k: figures for k, (figures, _) in phases.items()}
             detail[memory_type] = {k: where for k, (_, where) in phases.items()}
             p50 = ", ".join(f"{k} p50 {v.get('p50')} ms" for k, v in latency[memory_type].items())
@@ -202,21 +207,18 @@ class Retrieval:
 
     def plans(self) -> dict[str, Any]:
         """Per memory type (and episodic ``as_of``): the plan of every statement one search
-        runs, EXPLAINed with its parameters and settings, and what is wrong with it
+        runs, EXPLAINed with its parameters and settings, and its problems
         (:func:`worldmm.store.plans.check`: a memory table read whole, an index search
         without its HNSW index)."""
         from worldmm.store import plans
 
-        last_week = as_of_times(self.end, 1, self.seed, timedelta(days=7))
+        last_week = as_of_times(self.end, 1, self.seed)
         asked = [(t, t, [None]) for t in MEMORY_TYPES] + [("episodic_as_of", "episodic", last_week)]
         out: dict[str, Any] = {}
         for name, memory_type, when in asked:
             with plans.recording() as log:
-                asyncio.run(
-                    timed_searches(
-                        self.deps, self.user_id, self.queries[memory_type][:1], when, False
-                    )
-                )
+                first = self.queries[memory_type][:1]
+                asyncio.run(timed_searches(self.deps, self.user_id, first, when, False))
             with self.deps.db.connection() as conn:
                 out[name] = plans.check(conn, log)
         return out
@@ -238,7 +240,69 @@ def compare_latency(alone: dict[str, Any], shared: dict[str, Any]) -> dict[str, 
     return out
 
 
-# Rows counted for :func:`db_counts` (besides segments and episodic triples per scale).
+def measure_new_segments(
+    db: Any, deps: Any, stub: StubModels, user_id: str, end: datetime, dim: int, n: int
+) -> dict[str, Any]:
+    """Write a new 30 s segment (3 triples about a new entity) after the memory's end, then
+    time the next episodic search; it must rank the segment in the 30 s graph for a query
+    about its entity (checked after the timed search, from the same graph). The rows are
+    deleted at the end, so a later ``--reuse`` run finds the memory as loaded."""
+    from worldmm.graph.types import entity_node
+    from worldmm.memory.retrieval.graph_lane import rank_scale
+    from worldmm.memory.retrieval.lanes import TERM_STATS_CHECK_S
+    from worldmm.store import entities, segments, triples
+    from worldmm.store.models import SegmentWrite, TripleWrite
+
+    rng = np.random.default_rng(7)
+
+    def unit() -> list[float]:
+        v = rng.normal(size=dim)
+        return (v / np.linalg.norm(v)).astype(np.float32).tolist()
+
+    times, visible, written = [], [], {"segments": [], "entities": []}
+    for i in range(n):
+        start = end + timedelta(seconds=30 * i)
+        name, other = f"bench new thing {i}", f"bench new place {i}"
+        vec = unit()
+        segment = SegmentWrite(
+            user_id=user_id,
+            session_id="bench-new",
+            scale_seconds=30,
+            window_start=start,
+            window_end=start + timedelta(seconds=30),
+            caption=f"I put the {name} in the {other}.",
+            processing_status="complete",
+        )
+        with db.transaction() as conn:
+            sid = segments.upsert_segment(conn, segment)
+            a = entities.insert_canonical_entity(conn, user_id, name, vec).id
+            b = entities.insert_canonical_entity(conn, user_id, other, unit()).id
+            facts = [
+                TripleWrite(subject_entity_id=a, predicate=p, object_entity_id=b, embedding=unit())
+                for p in ("is in", "was put in", "stays in")
+            ]
+            triples.insert_triples(conn, user_id, sid, "episodic", facts)
+        written["segments"].append(sid)
+        written["entities"] += [a, b]
+        text, query_vec = f"where is the {name}", np.asarray(vec, np.float32)
+        stub.teach(text, [name], {text: query_vec, name: query_vec})
+        # A live question comes a while after the last window was written: the lanes' term
+        # statistics are then old enough to be checked and brought up to date, as here.
+        time.sleep(TERM_STATS_CHECK_S)
+        asked = [Query("episodic", text, [name], {})]
+        times += asyncio.run(timed_searches(deps, user_id, asked, [None], fresh=False))[0]
+        ranked = rank_scale(deps, user_id, 30, 10, query_vec, {entity_node(name): 1.0}, None)
+        visible.append(sid in [s for s, _ in ranked])
+    with db.transaction() as conn:  # their triples go with them (ON DELETE CASCADE)
+        for table, ids in written.items():
+            conn.execute(f"DELETE FROM {table} WHERE user_id = %s AND id = ANY(%s)", (user_id, ids))
+        conn.execute(
+            "DELETE FROM sessions WHERE user_id = %s AND session_id = 'bench-new'", (user_id,)
+        )
+    return {"ms": times, "visible": visible}
+
+
+# The rows :func:`db_counts` counts besides segments and episodic triples per scale.
 _COUNTED = {
     "semantic": "triples WHERE user_id = %s AND memory_type = 'semantic'",
     "semantic_invalidated": "triples WHERE user_id = %s AND memory_type = 'semantic'"
@@ -339,18 +403,6 @@ def _load(db: Any, memory: SyntheticMemory, user_id: str, opts: QueryOptions, ec
     }
 
 
-def _load_others(db: Any, cfg: SynthConfig, others: list[str], opts: QueryOptions) -> dict:
-    """Other wearers' memory over the same hours (other seeds), in one transaction with one
-    rebuild of the vector indexes."""
-    memories = [
-        (SyntheticMemory(dataclasses.replace(cfg, seed=cfg.seed + 1000 * i)), uid)
-        for i, uid in enumerate(others, start=1)
-    ]
-    with db.connection() as conn:
-        report = load_memories(conn, memories, drop_indexes=not opts.keep_indexes)
-    return {"user_ids": others, "load": report.as_dict()}
-
-
 def run_benchmark(
     settings: Settings, cfg: SynthConfig, opts: QueryOptions, echo: Echo = lambda _: None
 ) -> dict[str, Any]:
@@ -371,6 +423,7 @@ def run_benchmark(
     run = harness.Run()
     fields = ("frames_per_segment", "text_dim", "visual_dim")
     top_k = ("episodic_top_k", "semantic_top_k", "visual_top_k", "rerank_keep")
+    loadavg = {"start": harness.loadavg()}
     result: dict[str, Any] = {
         "benchmark": "query",
         "user_id": user_id,
@@ -383,9 +436,8 @@ def run_benchmark(
         },
         "users": opts.users,
         "episodic_lane_weights": settings.episodic_lane_weight_map(),
-        "loadavg": {"start": harness.loadavg()},
+        "loadavg": loadavg,
     }
-    loadavg = result["loadavg"]
     # the query API's pool: with fewer connections than lanes, a lane waited for one
     db = Database(settings.database_url, max_size=API_POOL_SIZE, cursor_factory=RecordingCursor)
     inner_cache = make_cache(settings.redis_url)
@@ -428,8 +480,7 @@ def run_benchmark(
             cache=Timed(inner_cache, "cache", steps),  # type: ignore[arg-type]
             graphs=GraphMemo(settings.graph_memo_elements),
         )
-        reader = MemoryReader(db)
-        deps.reader = Timed(reader, "reader", steps)  # type: ignore[assignment]
+        deps.reader = Timed(MemoryReader(db), "reader", steps)  # type: ignore[assignment]
         cold = min(opts.cold_queries, opts.queries)
         echo(f"retrieval: {opts.queries} warm and {cold} cold queries per type")
         retrieval = Retrieval(deps, steps, user_id, qs, cold, end, cfg.seed, echo)
@@ -440,12 +491,15 @@ def run_benchmark(
             result["retrieval_ms_alone"], _ = retrieval.measure()
             echo(f"loading {len(others)} other users' memory")
             loaded += others
-            result["others"] = _load_others(db, cfg, others, opts)
+            # their memory over the same hours (other seeds), with one index rebuild
+            memories = [
+                (SyntheticMemory(dataclasses.replace(cfg, seed=cfg.seed + 1000 * i)), uid)
+                for i, uid in enumerate(others, start=1)
+            ]
+            with db.connection() as conn:
+                report = load_memories(conn, memories, drop_indexes=not opts.keep_indexes)
+            result["others"] = {"user_ids": others, "load": report.as_dict()}
             loadavg["after_others"] = harness.loadavg()
-        echo("time-masked graph builds")
-        result["graph_build"] = measure_timed_builds(reader, user_id)
-        result["graph_build_ms"] = {k: v["total_ms"] for k, v in result["graph_build"].items()}
-        echo(f"  total ms: {result['graph_build_ms']}")
         result["retrieval_ms"], result["retrieval"] = retrieval.measure()
         result["plans"] = retrieval.plans()
         result["plan_problems"] = [
@@ -456,9 +510,8 @@ def run_benchmark(
         ]
         echo(f"  plans: {result['plan_problems'] or 'every search uses its indexes'}")
         if others:
-            result["others_effect"] = compare_latency(
-                result["retrieval_ms_alone"], result["retrieval_ms"]
-            )
+            alone = result["retrieval_ms_alone"]
+            result["others_effect"] = compare_latency(alone, result["retrieval_ms"])
             echo(f"  with the others' memory / alone: {result['others_effect']}")
         result["ppr"] = {"method": settings.ppr_method, "push_epsilon": settings.ppr_push_epsilon}
         if opts.new_segments > 0:
@@ -489,8 +542,8 @@ def run_benchmark(
 @harness.main(QueryOptions)
 def main(opts: QueryOptions) -> dict[str, Any]:
     """Retrieval latency (p50/p95; warm, cold and as of a past time) over a synthetic week
-    of one user's memory, time-masked graph builds and bulk-load rows/s; no model time."""
-    if opts.lanes:  # the cold child processes inherit it through the environment
+    of one user's memory, new-segment visibility and bulk-load rows/s; no model time."""
+    if opts.lanes:  # the settings are read from the environment
         os.environ["WORLDMM_EPISODIC_LANE_WEIGHTS"] = opts.lanes
     cfg = SynthConfig(hours=hours_of(opts.days), seed=opts.seed)
     measure = lambda settings, echo: run_benchmark(settings, cfg, opts, echo)  # noqa: E731

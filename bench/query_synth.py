@@ -1,8 +1,6 @@
-"""Synthetic memory of one user for the query benchmark: pure, seeded, numpy only
-(docs/benchmarks/query.md, "What is loaded"). Segments at every scale, entities with aliases,
-episodic triples from a per-10-minute context, semantic facts (some replaced), clip and frame
-rows; text vectors are clustered random unit vectors. Queries come from the same generator.
-Every draw uses ``default_rng([seed, stream, index])``: a block does not depend on the others.
+"""One user's synthetic memory for the query benchmark, and its queries: pure, seeded, numpy
+only (docs/benchmarks/query.md, "What is loaded"). Every draw uses ``default_rng([seed,
+stream, index])``, so a block does not depend on the others.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import ClassVar
 
 import numpy as np
 
@@ -24,7 +21,6 @@ EMBED_CHUNK = 4096  # rows per embedding block (fixed: blocks are seeded by thei
 # Segments per hour at each scale (3 min windows tile only the first 9 minutes of each 10).
 SEGMENTS_PER_HOUR = {30: 120, 180: 18, 600: 6, 3600: 1}
 
-# Random streams (second element of every seed).
 _S_VOCAB, _S_CONTEXT, _S_EPISODIC, _S_EMBED, _S_SEMANTIC, _S_VISUAL, _S_QUERY = range(7)
 
 
@@ -82,7 +78,7 @@ PREDICATES = (*EPISODIC_PREDICATES, *SEMANTIC_PREDICATES)
 LITERALS = (*_EPISODIC_LITERALS, *_SEMANTIC_LITERALS)  # episodic ones first
 
 
-def _rng(seed: int, stream: int, index: int = 0) -> np.random.Generator:
+def _rng(seed: int, stream: int, index: int = 0) -> np.random.Generator:  # stream: _S_*
     return np.random.default_rng([seed, stream, index])
 
 
@@ -99,8 +95,7 @@ def _noise(rng: np.random.Generator, rows: int, dim: int) -> np.ndarray:
 def _blockwise(
     start: int, stop: int, total: int, dim: int, make: Callable[[int, int, int], np.ndarray]
 ) -> np.ndarray:
-    """Rows [start, stop) of a matrix made in blocks of EMBED_CHUNK rows by
-    ``make(block, lo, hi)``: any slice gives the same rows."""
+    """Rows [start, stop) of a matrix made by ``make(block, lo, hi)`` in EMBED_CHUNK blocks."""
     out = []
     for block in range(start // EMBED_CHUNK, -(-stop // EMBED_CHUNK)):
         lo, hi = block * EMBED_CHUNK, min(total, (block + 1) * EMBED_CHUNK)
@@ -168,18 +163,16 @@ def expected_counts(cfg: SynthConfig) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Canonical entities (index 0 is the wearer, "I"), aliases, predicates and literals
-    (episodic ones first), with their text vectors."""
+    """Canonical entities (index 0 is the wearer, "I") and aliases, with the text vectors of
+    those, of PREDICATES and of LITERALS."""
 
     names: list[str]
     kinds: list[str]  # "self" | "person" | "place" | "object"
     vectors: np.ndarray  # (entities, text_dim), unit rows
     aliases: list[tuple[str, int]]  # (surface form, canonical index)
     alias_vectors: np.ndarray
-    predicate_vectors: np.ndarray  # rows of PREDICATES
-    literal_vectors: np.ndarray  # rows of LITERALS
-    predicates: ClassVar[tuple[str, ...]] = PREDICATES
-    literals: ClassVar[tuple[str, ...]] = LITERALS
+    predicate_vectors: np.ndarray
+    literal_vectors: np.ndarray
 
     @classmethod
     def build(cls, cfg: SynthConfig) -> Vocabulary:
@@ -249,8 +242,8 @@ class Segments:
 
 @dataclass(frozen=True)
 class TripleSpecs:
-    """Triples as index arrays: ``obj`` is an entity index or -1; ``literal`` a literal index
-    or -1 (exactly one of them is set); ``segment`` indexes the segments of ``scale``."""
+    """Triples as index arrays: exactly one of ``obj`` (entity) and ``literal`` is not -1;
+    ``segment`` indexes the segments of ``scale``."""
 
     scale: np.ndarray
     segment: np.ndarray
@@ -289,8 +282,8 @@ def _contexts(cfg: SynthConfig, vocab: Vocabulary, hour: int) -> list[dict[str, 
 def _segment_triples(
     rng: np.random.Generator, ctx: dict[str, np.ndarray], n: int, vocab: Vocabulary, lit: float
 ) -> list[tuple[int, int, int, int]]:
-    """``n`` distinct (subject, predicate, object, literal) of one segment from its context;
-    a share ``lit`` have a literal object."""
+    """``n`` distinct (subject, predicate, object, literal) of one segment from its context,
+    a share ``lit`` with a literal object."""
     actors = np.concatenate([[0], ctx["people"]]).astype(int)
     things = np.concatenate([ctx["place"], ctx["people"], ctx["objects"]]).astype(int)
     seen: set[tuple[int, int, int, int]] = set()
@@ -333,8 +326,8 @@ def _hour_triples(cfg: SynthConfig, vocab: Vocabulary, segs: Segments, hour: int
 
 @dataclass(frozen=True)
 class SemanticSpecs:
-    """Semantic triples on 10 min segments; ``replaced_by`` is the index (in these specs) of
-    the fact that replaced a soft-deleted one, or -1 while it is active."""
+    """Semantic triples on 10 min segments; ``replaced_by``: the index of the fact that
+    replaced a soft-deleted one, -1 while it is active."""
 
     triples: TripleSpecs
     replaced_by: np.ndarray
@@ -351,14 +344,14 @@ def _semantic(cfg: SynthConfig, vocab: Vocabulary) -> SemanticSpecs:
     n_seg = SEGMENTS_PER_HOUR[600] * cfg.hours
     subjects = np.concatenate([[0, 0, 0, 0], vocab.of_kind("person")]).astype(int)
     things = np.arange(1, len(vocab.names))
-    p0, l0 = len(EPISODIC_PREDICATES), len(_EPISODIC_LITERALS)
+    p0, l0 = len(EPISODIC_PREDICATES), len(_EPISODIC_LITERALS)  # the semantic ones follow
     seen: set[tuple[int, ...]] = set()
     rows: list[tuple[int, ...]] = []  # scale, segment, subj, pred, obj, literal
 
     def add(segment: int, subj: int, pred: int) -> None:
         while True:
             if rng.random() < 0.2:
-                obj, lit = -1, int(rng.integers(l0, len(vocab.literals)))
+                obj, lit = -1, int(rng.integers(l0, len(LITERALS)))
             else:
                 obj, lit = int(rng.choice(things)), -1
             key = (600, segment, subj, pred, obj, lit)
@@ -369,7 +362,7 @@ def _semantic(cfg: SynthConfig, vocab: Vocabulary) -> SemanticSpecs:
 
     for _ in range(n_base):
         segment, subj = int(rng.integers(n_seg)), int(rng.choice(subjects))
-        add(segment, subj, int(rng.integers(p0, len(vocab.predicates))))
+        add(segment, subj, int(rng.integers(p0, len(PREDICATES))))
     replaced_by = np.full(total, -1, dtype=np.int64)
     for j, old in enumerate(rng.choice(n_base, size=n_replaced, replace=False)):
         _, seg, subj, pred = rows[old][:4]
@@ -380,7 +373,7 @@ def _semantic(cfg: SynthConfig, vocab: Vocabulary) -> SemanticSpecs:
 
 @dataclass
 class SyntheticMemory:
-    """Everything the loader writes, with embeddings produced lazily in fixed-size blocks."""
+    """Everything the loader writes; embeddings are made lazily, in fixed-size blocks."""
 
     cfg: SynthConfig
     vocab: Vocabulary = field(init=False)
@@ -413,14 +406,13 @@ class SyntheticMemory:
 
     def triple_text(self, specs: TripleSpecs, i: int) -> tuple[str, str, str]:
         v = self.vocab
-        obj = v.names[specs.obj[i]] if specs.obj[i] >= 0 else v.literals[specs.literal[i]]
-        return v.names[specs.subj[i]], v.predicates[specs.pred[i]], obj
+        obj = v.names[specs.obj[i]] if specs.obj[i] >= 0 else LITERALS[specs.literal[i]]
+        return v.names[specs.subj[i]], PREDICATES[specs.pred[i]], obj
 
     def triple_vectors(
         self, specs: TripleSpecs, start: int, stop: int, stream: int, noise: float = 0.35
     ) -> np.ndarray:
-        """Text vectors of triples [start, stop): ``e(subject) + e(object) + ½ p(predicate)``
-        plus noise."""
+        """Text vectors of triples [start, stop): ``e(subj) + e(obj) + ½ p(pred)`` plus noise."""
         v, dim = self.vocab, self.cfg.text_dim
 
         def make(block: int, lo: int, hi: int) -> np.ndarray:

@@ -20,7 +20,6 @@ BENCHMARKS = {  # name -> module (also ``python -m <module>``)
     "egolife": "bench.egolife.run",
     "egolife-tune": "bench.egolife.tune",
     "chaos": "bench.chaos",
-    "ppr-accuracy": "bench.ppr_accuracy",
     "cost": "bench.cost",
 }
 

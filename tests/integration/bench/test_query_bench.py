@@ -83,8 +83,6 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
         ratios = report["others_effect"][memory_type]["warm"]
         assert ratios["p50_ratio"] > 0 and ratios["p95_ratio"] > 0
     assert "as_of" in report["others_effect"]["episodic"]
-    assert set(report["graph_build_ms"]) == {*(str(s) for s in SCALES), "semantic"}
-    assert all(v > 0 for v in report["graph_build_ms"].values())
     assert report["load_rows_per_s"] > 0
     assert report["rows"] == report["expected_rows"] == expected_counts(SynthConfig(hours=1))
     assert report["rows_match"] is True

@@ -16,8 +16,8 @@ from dataclasses import replace
 import openai
 import pytest
 
-from bench.ingest_sim import Call, max_overlap
 from tests.fakes.openai_server import FakeOpenAI, Reply, chat_body
+from tests.fixtures.calls import Call, max_overlap
 from worldmm.llm.dispatch import DirectDispatcher
 from worldmm.llm.request import ChatRequest
 from worldmm.retry import LLM

@@ -15,8 +15,9 @@ import pytest
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 from apps.dataflows.ingest import RawRecord, build_flow
-from bench.ingest_sim import CallLog, HashEmbedder, SimulatedRoles, max_overlap, small_jpeg
+from bench.ingest_sim import HashEmbedder, SimulatedRoles, small_jpeg
 from connectors import codec
+from tests.fixtures.calls import CallLog, max_overlap
 from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 
@@ -47,7 +48,7 @@ def _simulated_deps(settings, log: CallLog, blobs: Path, pool: int, encoder=None
     return Deps(
         settings=settings,
         db=Database(settings.database_url, max_size=pool),
-        roles=SimulatedRoles(LATENCY_S, log),
+        roles=SimulatedRoles(LATENCY_S, log.add),
         embedder=HashEmbedder(settings.text_embed_dim),
         transcriber=None,
         encoder=encoder,
@@ -120,7 +121,7 @@ async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_p
     from worldmm.memory.construct import process_window
 
     log = CallLog()
-    encoder = SimulatedEncoder(settings.visual_embed_dim, LATENCY_S, log)
+    encoder = SimulatedEncoder(settings.visual_embed_dim, LATENCY_S, log.add)
     deps = _simulated_deps(settings, log, tmp_path / "blobs", pool=2, encoder=encoder)
     try:
         outcome = await process_window(deps, frame_window(deps.blobs, user_id, START, 10))
