@@ -73,20 +73,17 @@ class StubModels:
         raise NotImplementedError("the query benchmark encodes no video")
 
 
-class Steps:
-    """Where a query's time goes: seconds per method of the wrapped store reader and graph
-    cache, and the cache's hits and misses (a cold run must hit; graphs served by the
-    process's memo never reach it). :meth:`take` hands them over and starts again."""
-
-    def __init__(self) -> None:
-        self.spent: Counter[str] = Counter()
-        self.cache: Counter[str] = Counter()
+class Steps(Counter):
+    """Where a query's time goes: seconds per method of the :class:`Timed` store reader and
+    graph cache, and the cache's ``hits`` and ``misses`` (a cold run must hit; graphs served
+    by the process's memo never reach it)."""
 
     def take(self) -> tuple[dict[str, float], dict[str, int]]:
-        out = dict(self.spent), {"hits": self.cache["hits"], "misses": self.cache["misses"]}
-        self.spent.clear()
-        self.cache.clear()
-        return out
+        """The seconds and the cache's counts so far; counting starts again."""
+        cache = {k: int(self.pop(k, 0)) for k in ("hits", "misses")}
+        spent = dict(self)
+        self.clear()
+        return spent, cache
 
 
 class Timed:
@@ -104,9 +101,9 @@ class Timed:
             try:
                 result = fn(*args, **kwargs)
             finally:
-                self._steps.spent[f"{self._name}.{method}"] += time.perf_counter() - t
+                self._steps[f"{self._name}.{method}"] += time.perf_counter() - t
             if self._name == "cache" and method == "get":
-                self._steps.cache["misses" if result.graph is None else "hits"] += 1
+                self._steps["misses" if result.graph is None else "hits"] += 1
             return result
 
         return timed
@@ -165,9 +162,9 @@ class Retrieval:
     def phase(
         self, queries: Sequence[Query], as_of: Sequence[datetime] | None = None, fresh: bool = False
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Time ``queries``: their latency summary, and the graph cache's hits and misses,
-        the mean hits and the mean milliseconds per timed step; ``other`` is the rest (graph
-        build from fetched rows, PageRank, ranking, Python and thread hand-offs)."""
+        """Time ``queries``: their latency summary; the cache's hits and misses, the mean hits,
+        mean ms per search stage and per timed step (``other``: graph build from fetched rows,
+        PageRank, ranking, Python and thread hand-offs)."""
         self.steps.take()
         before = stage_seconds()
         when = as_of or [None] * len(queries)
@@ -191,14 +188,11 @@ class Retrieval:
         for memory_type in MEMORY_TYPES:
             queries = self.queries[memory_type]
             self.phase(queries[:1])  # primes the graphs
-            phases = {
-                "warm": self.phase(queries),
-                "cold": self.phase(queries[: self.cold], fresh=True),
-            }
+            phases = {"warm": self.phase(queries)}
+            phases["cold"] = self.phase(queries[: self.cold], fresh=True)
             if memory_type == "episodic":
-                phases["as_of"] = self.phase(
-                    queries, as_of_times(self.end, len(queries), self.seed)
-                )
+                when = as_of_times(self.end, len(queries), self.seed)
+                phases["as_of"] = self.phase(queries, when)
             latency[memory_type] = {k: figures for k, (figures, _) in phases.items()}
             detail[memory_type] = {k: where for k, (_, where) in phases.items()}
             p50 = ", ".join(f"{k} p50 {v.get('p50')} ms" for k, v in latency[memory_type].items())

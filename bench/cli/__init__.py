@@ -1,9 +1,6 @@
-"""``worldmm bench <name>``: every benchmark, by name. Each declares its flags once in its own
-module (:func:`bench.harness.main`) and is imported only when it runs or is listed, so
-``worldmm --help`` stays fast.
-
-The benchmarks are part of a checkout, not of the installed package; ``apps.cli`` adds this
-group only when it finds them (see ``apps.cli.bench_group``)."""
+"""``worldmm bench <name>``: every benchmark, by name, each imported only when it runs or is
+listed (``worldmm --help`` stays fast). The benchmarks are part of a checkout, not of the
+installed package: ``apps.cli.bench_group`` adds this group only when it finds them."""
 
 from __future__ import annotations
 
