@@ -41,48 +41,44 @@ class Memory:
 
 
 def fetch_memory(database_url: str, users: list[str]) -> Memory:
-    with psycopg.connect(database_url) as conn:
-        return _memory(conn, users)
-
-
-def _memory(conn: psycopg.Connection, users: list[str]) -> Memory:
     mem = Memory()
-    rows = conn.execute(
-        "SELECT user_id, scale_seconds, (extract(epoch FROM window_start) * 1000)::bigint,"
-        " processing_status, caption, transcript, partial, visual_status"
-        " FROM segments WHERE user_id = ANY(%s)",
-        (users,),
-    ).fetchall()
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT user_id, scale_seconds, (extract(epoch FROM window_start) * 1000)::bigint,"
+            " processing_status, caption, transcript, partial, visual_status"
+            " FROM segments WHERE user_id = ANY(%s)",
+            (users,),
+        ).fetchall()
+        mem.duplicated_entities = conn.execute(
+            "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM entities"
+            " WHERE user_id = ANY(%s) AND canonical_entity_id IS NULL"
+            " GROUP BY user_id, lower(canonical_name) HAVING count(*) > 1) d",
+            (users,),
+        ).fetchone()[0]
+        mem.duplicated_triples = conn.execute(
+            "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM triples"
+            " WHERE user_id = ANY(%s) AND invalidated_at IS NULL"
+            " GROUP BY user_id, memory_type, segment_id, subject_entity_id, lower(predicate),"
+            " object_entity_id, object_literal HAVING count(*) > 1) d",
+            (users,),
+        ).fetchone()[0]
+        triples = conn.execute(
+            "SELECT t.user_id, t.memory_type, s.scale_seconds,"
+            " (extract(epoch FROM s.window_start) * 1000)::bigint,"
+            " lower(coalesce(su.canonical_name, su.surface_form)), lower(t.predicate),"
+            " lower(coalesce(ob.canonical_name, ob.surface_form, t.object_literal))"
+            " FROM triples t JOIN entities su ON su.id = t.subject_entity_id"
+            " LEFT JOIN entities ob ON ob.id = t.object_entity_id"
+            " LEFT JOIN segments s ON s.id = t.segment_id"
+            " WHERE t.user_id = ANY(%s) AND t.invalidated_at IS NULL",
+            (users,),
+        ).fetchall()
     for user, scale, start, status, caption, transcript, partial, visual in rows:
         key = (user, int(scale), int(start))
         mem.segment_rows[key] += 1
         mem.segments[key] = (status, caption, transcript, partial)
         if scale == 30:
             mem.visual[visual] += 1
-    mem.duplicated_entities = conn.execute(
-        "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM entities"
-        " WHERE user_id = ANY(%s) AND canonical_entity_id IS NULL"
-        " GROUP BY user_id, lower(canonical_name) HAVING count(*) > 1) d",
-        (users,),
-    ).fetchone()[0]
-    mem.duplicated_triples = conn.execute(
-        "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM triples"
-        " WHERE user_id = ANY(%s) AND invalidated_at IS NULL"
-        " GROUP BY user_id, memory_type, segment_id, subject_entity_id, lower(predicate),"
-        " object_entity_id, object_literal HAVING count(*) > 1) d",
-        (users,),
-    ).fetchone()[0]
-    triples = conn.execute(
-        "SELECT t.user_id, t.memory_type, s.scale_seconds,"
-        " (extract(epoch FROM s.window_start) * 1000)::bigint,"
-        " lower(coalesce(su.canonical_name, su.surface_form)), lower(t.predicate),"
-        " lower(coalesce(ob.canonical_name, ob.surface_form, t.object_literal))"
-        " FROM triples t JOIN entities su ON su.id = t.subject_entity_id"
-        " LEFT JOIN entities ob ON ob.id = t.object_entity_id"
-        " LEFT JOIN segments s ON s.id = t.segment_id"
-        " WHERE t.user_id = ANY(%s) AND t.invalidated_at IS NULL",
-        (users,),
-    ).fetchall()
     for user, kind, scale, start, subj, pred, obj in triples:
         if kind == "episodic" and scale is not None:
             key = (user, int(scale), int(start))
