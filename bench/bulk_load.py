@@ -1,8 +1,7 @@
 """Bulk-load :class:`SyntheticMemory` into PostgreSQL with binary COPY, timed per table (row
 generation timed apart). The database assigns the ids, so parents load first and their ids are
 read back (entities, then segments from the hour down); semantic ``replaced_by`` links are set
-by one UPDATE after their COPY.
-"""
+by one UPDATE after their COPY."""
 
 from __future__ import annotations
 

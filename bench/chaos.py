@@ -1,7 +1,6 @@
 """Chaos benchmark: wearers stream and query while every server is SIGKILLed and restarted on
 a seeded schedule (:mod:`bench.chaos_targets`), then the memory is checked against the windows
-the stream implies and a fault-free replay (:mod:`bench.chaos_checks`); docs/benchmarks/chaos.md.
-"""
+the stream implies and a fault-free replay (:mod:`bench.chaos_checks`); docs/benchmarks/chaos.md."""
 
 from __future__ import annotations
 

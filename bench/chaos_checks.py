@@ -1,7 +1,6 @@
 """What the chaos benchmark checks once the stream has drained: the memory against the windows
 the stream implies, against itself (duplicates) and against a fault-free run of the same input.
-:func:`fetch_memory` reads one database; the comparisons are pure functions over its result.
-"""
+:func:`fetch_memory` reads one database; the comparisons are pure functions over its result."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The servers the chaos benchmark kills: its own embedded Kafka broker, PostgreSQL and Redis,
 the encoder service, the dataflow worker and a query API process. Each is SIGKILLed
 (PostgreSQL: the postmaster and every backend at once, as a machine crash would) and started
-again on the same port and data dir. Only processes started here are signalled, by PID.
-"""
+again on the same port and data dir. Only processes started here are signalled, by PID."""
 
 from __future__ import annotations
 

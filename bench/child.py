@@ -1,7 +1,6 @@
 """The benchmarks' child processes (the dataflow worker, ``worldmm serve``, the encoder): each
 in its own session, its output in a log file. Only processes started here are signalled, by
-PID (their own process group); ``/proc`` readings of their CPU.
-"""
+PID (their own process group); ``/proc`` readings of their CPU."""
 
 from __future__ import annotations
 

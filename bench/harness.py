@@ -1,8 +1,7 @@
 """What every benchmark does around its measurement: options declared once as a pydantic model
 (the flags of ``worldmm bench NAME`` and ``python -m bench.MODULE``: :func:`main`), the
 services (:func:`stack_or_start`), the run's metadata stamped into every report (:class:`Run`),
-summary figures, and the JSON report and figures written beside it.
-"""
+summary figures, and the JSON report and figures written beside it."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 The real flow runs in a child (:mod:`bench.ingest_worker`) with simulated models, so its CPU is
 the pipeline's own. Levels of 1, 4, 16, ... users stream in real time, each with a fresh worker
 and topics, until one falls behind (a 30 s window missing, or p95 close → queryable over 30 s).
-JSON to ``--out``, a plot beside it; the method is docs/benchmarks/ingest.md.
-"""
+JSON to ``--out``, a plot beside it; the method is docs/benchmarks/ingest.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Simulated models and wearers for the ingest and chaos benchmarks and the concurrency
 tests: every model call waits a fixed latency and answers cheaply, so a process's CPU is the
-pipeline's own; ``log(role, start, end)`` is told of each call (the tests measure overlap).
-"""
+pipeline's own; ``log(role, start, end)`` is told of each call (the tests measure overlap)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The ingest and chaos benchmarks' dataflow process: the real ingest flow (one Bytewax
 worker) with :mod:`bench.ingest_sim`'s models, settings from ``WORLDMM_*``. Each finished
-window is appended to ``--report`` as a JSON line with the wall time its write committed.
-"""
+window is appended to ``--report`` as a JSON line with the wall time its write committed."""
 
 from __future__ import annotations
 

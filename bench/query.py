@@ -1,7 +1,6 @@
 """Query benchmark: retrieval latency over synthetic weeks of one user's memory, bulk-loaded
 (:mod:`bench.query_synth`); ``search`` timed per memory type warm, cold and as of a past time
-with stand-in models, and how soon a new 30 s segment is visible; docs/benchmarks/query.md.
-"""
+with stand-in models, and how soon a new 30 s segment is visible; docs/benchmarks/query.md."""
 
 from __future__ import annotations
 
@@ -217,6 +216,65 @@ class Retrieval:
                 out[name] = plans.check(conn, log)
         return out
 
+    def new_segments(self, n: int, dim: int) -> dict[str, Any]:
+        """Write a new 30 s segment (3 triples about a new entity) after the memory's end, then
+        time the next episodic search; it must rank the segment in the 30 s graph for a query
+        about its entity (checked after the timed search, from the same graph). The rows are
+        deleted at the end, so a later ``--reuse`` run finds the memory as loaded."""
+        from worldmm.graph.types import entity_node
+        from worldmm.memory.retrieval.graph_lane import rank_scale
+        from worldmm.memory.retrieval.lanes import TERM_STATS_CHECK_S
+        from worldmm.store import entities, segments, triples
+        from worldmm.store.models import SegmentWrite, TripleWrite
+
+        deps, user_id, end = self.deps, self.user_id, self.end
+        rng = np.random.default_rng(7)
+
+        def unit() -> list[float]:
+            v = rng.normal(size=dim)
+            return (v / np.linalg.norm(v)).astype(np.float32).tolist()
+
+        times, visible, written = [], [], {"segments": [], "entities": []}
+        for i in range(n):
+            start = end + timedelta(seconds=30 * i)
+            name, other = f"bench new thing {i}", f"bench new place {i}"
+            vec = unit()
+            segment = SegmentWrite(
+                user_id=user_id,
+                session_id="bench-new",
+                scale_seconds=30,
+                window_start=start,
+                window_end=start + timedelta(seconds=30),
+                caption=f"I put the {name} in the {other}.",
+                processing_status="complete",
+            )
+            with deps.db.transaction() as conn:
+                sid = segments.upsert_segment(conn, segment)
+                a = entities.insert_canonical_entity(conn, user_id, name, vec).id
+                b = entities.insert_canonical_entity(conn, user_id, other, unit()).id
+                pair = {"subject_entity_id": a, "object_entity_id": b}
+                said = ("is in", "was put in", "stays in")
+                facts = [TripleWrite(predicate=p, embedding=unit(), **pair) for p in said]
+                triples.insert_triples(conn, user_id, sid, "episodic", facts)
+            written["segments"].append(sid)
+            written["entities"] += [a, b]
+            text, query_vec = f"where is the {name}", np.asarray(vec, np.float32)
+            deps.roles.teach(text, [name], {text: query_vec, name: query_vec})
+            # A live question comes a while after the last window was written: the lanes' term
+            # statistics are then old enough to be checked and brought up to date, as here.
+            time.sleep(TERM_STATS_CHECK_S)
+            asked = [Query("episodic", text, [name], {})]
+            times += asyncio.run(timed_searches(deps, user_id, asked, [None], fresh=False))[0]
+            ranked = rank_scale(deps, user_id, 30, 10, query_vec, {entity_node(name): 1.0}, None)
+            visible.append(sid in [s for s, _ in ranked])
+        with deps.db.transaction() as conn:  # their triples go with them (ON DELETE CASCADE)
+            for table, ids in written.items():
+                delete = f"DELETE FROM {table} WHERE user_id = %s AND id = ANY(%s)"
+                conn.execute(delete, (user_id, ids))
+            where = "WHERE user_id = %s AND session_id = 'bench-new'"
+            conn.execute(f"DELETE FROM sessions {where}", (user_id,))
+        return {"ms": times, "visible": visible}
+
 
 def compare_latency(alone: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
     """Per memory and phase, p50 and p95 with the others' memory over the same alone."""
@@ -232,68 +290,6 @@ def compare_latency(alone: dict[str, Any], shared: dict[str, Any]) -> dict[str, 
             if ratios:
                 out.setdefault(memory_type, {})[phase_name] = ratios
     return out
-
-
-def measure_new_segments(
-    db: Any, deps: Any, stub: StubModels, user_id: str, end: datetime, dim: int, n: int
-) -> dict[str, Any]:
-    """Write a new 30 s segment (3 triples about a new entity) after the memory's end, then
-    time the next episodic search; it must rank the segment in the 30 s graph for a query
-    about its entity (checked after the timed search, from the same graph). The rows are
-    deleted at the end, so a later ``--reuse`` run finds the memory as loaded."""
-    from worldmm.graph.types import entity_node
-    from worldmm.memory.retrieval.graph_lane import rank_scale
-    from worldmm.memory.retrieval.lanes import TERM_STATS_CHECK_S
-    from worldmm.store import entities, segments, triples
-    from worldmm.store.models import SegmentWrite, TripleWrite
-
-    rng = np.random.default_rng(7)
-
-    def unit() -> list[float]:
-        v = rng.normal(size=dim)
-        return (v / np.linalg.norm(v)).astype(np.float32).tolist()
-
-    times, visible, written = [], [], {"segments": [], "entities": []}
-    for i in range(n):
-        start = end + timedelta(seconds=30 * i)
-        name, other = f"bench new thing {i}", f"bench new place {i}"
-        vec = unit()
-        segment = SegmentWrite(
-            user_id=user_id,
-            session_id="bench-new",
-            scale_seconds=30,
-            window_start=start,
-            window_end=start + timedelta(seconds=30),
-            caption=f"I put the {name} in the {other}.",
-            processing_status="complete",
-        )
-        with db.transaction() as conn:
-            sid = segments.upsert_segment(conn, segment)
-            a = entities.insert_canonical_entity(conn, user_id, name, vec).id
-            b = entities.insert_canonical_entity(conn, user_id, other, unit()).id
-            facts = [
-                TripleWrite(subject_entity_id=a, predicate=p, object_entity_id=b, embedding=unit())
-                for p in ("is in", "was put in", "stays in")
-            ]
-            triples.insert_triples(conn, user_id, sid, "episodic", facts)
-        written["segments"].append(sid)
-        written["entities"] += [a, b]
-        text, query_vec = f"where is the {name}", np.asarray(vec, np.float32)
-        stub.teach(text, [name], {text: query_vec, name: query_vec})
-        # A live question comes a while after the last window was written: the lanes' term
-        # statistics are then old enough to be checked and brought up to date, as here.
-        time.sleep(TERM_STATS_CHECK_S)
-        asked = [Query("episodic", text, [name], {})]
-        times += asyncio.run(timed_searches(deps, user_id, asked, [None], fresh=False))[0]
-        ranked = rank_scale(deps, user_id, 30, 10, query_vec, {entity_node(name): 1.0}, None)
-        visible.append(sid in [s for s, _ in ranked])
-    with db.transaction() as conn:  # their triples go with them (ON DELETE CASCADE)
-        for table, ids in written.items():
-            conn.execute(f"DELETE FROM {table} WHERE user_id = %s AND id = ANY(%s)", (user_id, ids))
-        conn.execute(
-            "DELETE FROM sessions WHERE user_id = %s AND session_id = 'bench-new'", (user_id,)
-        )
-    return {"ms": times, "visible": visible}
 
 
 # The rows :func:`db_counts` counts besides segments and episodic triples per scale.
@@ -509,9 +505,7 @@ def run_benchmark(
             echo(f"  with the others' memory / alone: {result['others_effect']}")
         result["ppr"] = {"method": settings.ppr_method, "push_epsilon": settings.ppr_push_epsilon}
         if opts.new_segments > 0:
-            fresh = measure_new_segments(
-                db, deps, stub, user_id, end, cfg.text_dim, opts.new_segments
-            )
+            fresh = retrieval.new_segments(opts.new_segments, cfg.text_dim)
             result["new_segment_visible_ms"] = summary(fresh["ms"])
             result["new_segment_visible"] = fresh["visible"]
             echo(f"  new 30 s segment visible: {result['new_segment_visible_ms']}")

@@ -1,7 +1,6 @@
 """One user's synthetic memory for the query benchmark, and its queries: pure, seeded, numpy
 only (docs/benchmarks/query.md, "What is loaded"). Every draw uses ``default_rng([seed,
-stream, index])``, so a block does not depend on the others.
-"""
+stream, index])``, so a block does not depend on the others."""
 
 from __future__ import annotations
 
