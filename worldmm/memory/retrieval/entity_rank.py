@@ -35,10 +35,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-import numpy as np
 import psycopg
 
 from worldmm.memory.retrieval.fusion import BASE_SCALE, Candidate
+from worldmm.memory.retrieval.lanes import idf
 from worldmm.store import entity_links
 from worldmm.store.entity_links import EntityLinks, LinkedWindow, LinkRow
 from worldmm.store.segment_search import Filters
@@ -50,11 +50,6 @@ LINK_CAP_MIN = 256
 LINK_CAP_PER_RESULT = 4
 
 Span = tuple[datetime, datetime]
-
-
-def idf(total: int, df: int) -> float:
-    """BM25's IDF, never negative."""
-    return float(np.log(1.0 + (total - df + 0.5) / (df + 0.5)))
 
 
 def entity_weights(
