@@ -15,7 +15,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -477,7 +476,9 @@ def main(cfg: BenchConfig) -> dict[str, Any]:
     """Users one dataflow worker keeps in real time (1 fps each, simulated model latency),
     CPU ms per 30 s window without model time, and window close → queryable p50/p95."""
     need = ("kafka", "postgres", "redis")
-    result = harness.report_on_stack(cfg.out, partial(run_benchmark, cfg=cfg), need=need)
+    result = harness.report_on_stack(
+        cfg.out, lambda settings, echo: run_benchmark(settings, cfg, echo), need=need
+    )
     if cfg.out:
         plot(result, cfg.out.with_suffix(".png"))
     return result

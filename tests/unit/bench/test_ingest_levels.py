@@ -32,3 +32,21 @@ def test_expected_windows_inside_the_measured_stream() -> None:
 def test_percentile() -> None:
     assert percentile([], 50) is None
     assert percentile([1.0, 2.0, 3.0], 50) == 2.0
+
+
+def test_the_command_measures_on_the_stacks_settings(monkeypatch) -> None:
+    """``worldmm bench ingest`` hands its options to the measurement as the stack's settings
+    come in (a keyword there once made every run fail before it started)."""
+    import bench.ingest as ingest
+
+    seen = {}
+
+    def measure(settings, cfg, echo) -> dict:
+        seen.update(settings=settings, cfg=cfg, echo=echo)
+        return {"levels": []}
+
+    monkeypatch.setattr(ingest, "run_benchmark", measure)
+    monkeypatch.setattr(ingest.harness, "report_on_stack", lambda out, run, **_: run("S", print))
+    cfg = ingest.BenchConfig(users_start=1, users_max=1)
+    assert ingest.main.body(cfg) == {"levels": []}
+    assert seen == {"settings": "S", "cfg": cfg, "echo": print}
