@@ -34,6 +34,8 @@ _.pix_fmt  # noqa: F821
 _.layout  # noqa: F821
 random_model.normalizer
 random_model.pre_tokenizer
+# psycopg reads a connection's prepare_threshold before each execute (worldmm/store/db.py)
+_.prepare_threshold  # noqa: F821
 # http.server calls do_GET/do_POST/do_DELETE and log_message on test handlers
 _.do_GET  # noqa: F821
 _.do_POST  # noqa: F821
