@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from worldmm.settings import ENV_PREFIX, Settings
-from worldmm.stack.process import pid_alive, read_pid
+from worldmm.stack.process import read_pid, stop_pid
 
 # The children are the same commands a user runs: the dataflow reads the topics to their
 # current end, finishes every window that end closes and exits 0; the API serves until stopped.
@@ -148,12 +148,6 @@ def stop_kept_api(settings: Settings, timeout_s: float = 15.0) -> int | None:
     pid_file = settings.resolved_state_dir / API_PID_FILE
     pid = read_pid(pid_file)
     pid_file.unlink(missing_ok=True)
-    if pid is None or not pid_alive(pid, _API_MARKER):
+    if pid is None or not stop_pid(pid, marker=_API_MARKER, timeout_s=timeout_s):
         return None
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while pid_alive(pid, _API_MARKER) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid_alive(pid, _API_MARKER):
-        os.kill(pid, signal.SIGKILL)
     return pid

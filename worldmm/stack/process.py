@@ -37,11 +37,17 @@ def pid_alive(pid: int, expect_in_cmdline: str | None = None) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return False
-    if Path(f"/proc/{pid}/stat").exists():
+    return not _exited(pid) and expect_in_cmdline in cmdline
+
+
+def _exited(pid: int) -> bool:
+    """The process is gone or a zombie (it has exited and only waits to be reaped). Its
+    command line cannot tell: an exiting process reads as empty there before it is done."""
+    try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        if state == "Z":  # a zombie has exited; it only waits to be reaped
-            return False
-    return expect_in_cmdline in cmdline
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
 
 
 def read_pid(pid_file: Path) -> int | None:
@@ -86,14 +92,16 @@ def stop_pid(pid: int, *, marker: str, sig: int = signal.SIGTERM, timeout_s: flo
     Returns False when nothing of ours was running under that PID."""
     if not pid_alive(pid, marker):
         return False
+    # Once it is known to be ours, wait on the PID alone: the marker leaves the command line
+    # while the process is still exiting (and a server may exec something else to stop).
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
     try:
-        wait_until(lambda: not pid_alive(pid, marker), timeout_s=timeout_s, what=f"pid {pid}")
+        wait_until(lambda: _exited(pid), timeout_s=timeout_s, what=f"pid {pid}")
     except StackError:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        wait_until(lambda: not pid_alive(pid, marker), timeout_s=5, what=f"pid {pid} (killed)")
+        wait_until(lambda: _exited(pid), timeout_s=5, what=f"pid {pid} (killed)")
     _reap(pid)
     return True
 
