@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, fetch_count, fetch_dicts, vec_cast
+from worldmm.store._sql import as_vector, ef_search, fetch_count, fetch_dicts, vec_cast
 
 # Vector values (rows x dimensions) an exact scan reads at most: about the cost of an HNSW
 # search here (docs/benchmarks/query.md, "Exact scan or index"). 1536-d clips: 1,300 rows;
@@ -46,7 +46,7 @@ def hnsw_settings(k: int) -> dict[str, str]:
     vectors over 5 users; no sorts, so the index is what orders the rows (module doc)."""
     return {
         "hnsw.iterative_scan": "strict_order",
-        "hnsw.ef_search": str(min(1000, max(100, 2 * k))),
+        "hnsw.ef_search": str(ef_search(k)),
         "enable_sort": "off",
     }
 
