@@ -101,9 +101,8 @@ def fetch_column(conn: psycopg.Connection, query: Any, params: Any = None) -> li
 
 
 def ef_search(k: int) -> int:
-    """The HNSW candidate list for ``k`` results: 100 at least (pgvector's 40 measured
-    recall@10 0.56 on filtered searches), twice ``k`` for deep lane searches, 1000 at most.
-    (ef = k at k = 100 measured no faster on EgoLife's week and one hit@3 fewer.)"""
+    """HNSW's candidate list for ``k`` results (ef = k at k = 100: no faster on EgoLife's
+    week, one hit@3 fewer; docs/benchmarks/query.md)."""
     return min(1000, max(100, 2 * k))
 
 
@@ -115,9 +114,7 @@ def knn_dicts(
     Every vector search here filters by user; without iterative scans an HNSW scan returns
     its first ef_search candidates and the user filter could leave fewer than k of them.
     ef_search 100 (pgvector's default is 40) measured recall@10 1.0 instead of 0.56 on
-    20k random 1536-d vectors over 5 users. SET LOCAL lasts for the surrounding transaction
-    (or savepoint) only.
-    """
+    20k random 1536-d vectors over 5 users. SET LOCAL lasts for the transaction only."""
     with conn.transaction():
         conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
         conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search(k):d}")
