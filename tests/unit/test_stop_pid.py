@@ -14,7 +14,7 @@ MARKER = "worldmm-stop-pid-test"
 # On SIGTERM it becomes another program (no marker in its command line) that runs on for a
 # moment: the same view a waiter gets of a server that is still shutting down.
 _CHILD = (
-    "import os, signal, sys, time\n"
+    "import os, signal, time\n"
     "signal.signal(signal.SIGTERM, lambda *_: os.execvp('sleep', ['sleep', '0.5']))\n"
     "print('ready', flush=True)\n"
     "time.sleep(60)\n"

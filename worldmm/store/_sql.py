@@ -98,24 +98,3 @@ def fetch_column(conn: psycopg.Connection, query: Any, params: Any = None) -> li
     with conn.cursor(row_factory=scalar_row) as cur:
         cur.execute(query, params)
         return cur.fetchall()
-
-
-def ef_search(k: int) -> int:
-    """HNSW's candidate list for ``k`` results (ef = k at k = 100: no faster on EgoLife's
-    week, one hit@3 fewer; docs/benchmarks/query.md)."""
-    return min(1000, max(100, 2 * k))
-
-
-def knn_dicts(
-    conn: psycopg.Connection, query: Any, params: Any = None, *, k: int = 10
-) -> list[dict]:
-    """Run a nearest-neighbour query with HNSW iterative scans on.
-
-    Every vector search here filters by user; without iterative scans an HNSW scan returns
-    its first ef_search candidates and the user filter could leave fewer than k of them.
-    ef_search 100 (pgvector's default is 40) measured recall@10 1.0 instead of 0.56 on
-    20k random 1536-d vectors over 5 users. SET LOCAL lasts for the transaction only."""
-    with conn.transaction():
-        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search(k):d}")
-        return fetch_dicts(conn, query, params)

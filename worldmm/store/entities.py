@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, fetch_dicts, fetch_one_dict, knn_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_dicts, fetch_one_dict, vec_cast
 from worldmm.store.errors import NotFoundError
+from worldmm.store.knn import knn_dicts
 from worldmm.store.models import EntityRow
 
 ENTITY_COLUMNS = "id, user_id, canonical_entity_id, surface_form, canonical_name, created_at"

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import psycopg
 
-from worldmm.store._sql import as_vector, ef_search, fetch_count, fetch_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_count, fetch_dicts, vec_cast
 
 # Vector values (rows x dimensions) an exact scan reads at most: about the cost of an HNSW
 # search here (docs/benchmarks/query.md, "Exact scan or index"). 1536-d clips: 1,300 rows;
@@ -38,16 +38,22 @@ def exact_row_limit(dim: int) -> int:
     return max(1, EXACT_MAX_VALUES // max(1, dim))
 
 
-def hnsw_settings(k: int) -> dict[str, str]:
-    """What an HNSW search of ``k`` rows runs under (``SET LOCAL``).
+def ef_search(k: int) -> int:
+    """HNSW's candidate list for ``k`` results: 100 at least (pgvector's 40 measured recall@10
+    0.56 on 20k filtered 1536-d vectors, 100 gave 1.0); ef = k at k = 100 was no faster on
+    EgoLife's week and lost one hit@3 (docs/benchmarks/query.md)."""
+    return min(1000, max(100, 2 * k))
 
-    Iterative scans, so the user filter cannot leave fewer than ``k`` (ef: :func:`ef_search`);
+
+def iterative_settings(k: int) -> dict[str, str]:
+    """Iterative scans, so the user filter cannot leave fewer than ``k`` results."""
+    return {"hnsw.iterative_scan": "strict_order", "hnsw.ef_search": str(ef_search(k))}
+
+
+def hnsw_settings(k: int) -> dict[str, str]:
+    """What an index search of ``k`` rows runs under (``SET LOCAL``): iterative scans, and
     no sorts, so the index is what orders the rows (module doc)."""
-    return {
-        "hnsw.iterative_scan": "strict_order",
-        "hnsw.ef_search": str(ef_search(k)),
-        "enable_sort": "off",
-    }
+    return {**iterative_settings(k), "enable_sort": "off"}
 
 
 class VectorQuery(NamedTuple):
@@ -124,6 +130,14 @@ def run(conn: psycopg.Connection, stmt: Statement) -> list[dict]:
         for name, value in stmt.settings.items():
             conn.execute("SELECT set_config(%s, %s, true)", (name, value))
         return fetch_dicts(conn, stmt.sql, stmt.params)
+
+
+def knn_dicts(
+    conn: psycopg.Connection, query: Any, params: Any = None, *, k: int = 10
+) -> list[dict]:
+    """Run a nearest-neighbour ``query`` of ``k`` rows, written by the caller, under
+    :func:`iterative_settings`."""
+    return run(conn, Statement(query, params, iterative_settings(k)))
 
 
 def nearest(

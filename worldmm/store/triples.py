@@ -16,8 +16,9 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from worldmm.models import TripleType
-from worldmm.store._sql import as_vector, fetch_dicts, fetch_models, knn_dicts, vec_cast
+from worldmm.store._sql import as_vector, fetch_dicts, fetch_models, vec_cast
 from worldmm.store.errors import NotFoundError
+from worldmm.store.knn import knn_dicts
 from worldmm.store.models import TripleRow, TripleWrite
 
 _TRIPLE_SELECT = (
