@@ -2,10 +2,10 @@
 each is read by a framework or a library by name, or is part of a wire format."""
 
 from apps.client import base
-from apps.dataflows import ingest, kafka_source
 from apps.demo import speech
-from apps.gpu_worker.backends import random_model
-from tests.fakes import protocol
+from dataflows import ingest, kafka_source
+from fakes import protocol
+from gpu_worker.backends import random_model
 from worldmm.llm import prompts
 from worldmm.store import models
 from worldmm.wire import keys, schemas
@@ -14,7 +14,7 @@ from worldmm.wire import keys, schemas
 base.__qualname__
 base.__signature__
 # Bytewax: sinks' write_batch and build(step_id, worker_index, worker_count) are its calls;
-# the module __getattr__ serves `python -m bytewax.run apps.dataflows.ingest:flow`
+# the module __getattr__ serves `python -m bytewax.run dataflows.ingest:flow`
 ingest.LogSink.build
 ingest._LogPartition.write_batch
 _.worker_index  # noqa: F821

@@ -27,8 +27,8 @@ from bench import harness
 from bench.child import Child, child_env, http_ok
 from bench.harness import Echo, words
 from bench.query import MemoryOptions
+from deploy.stack.process import free_port, wait_until
 from worldmm.settings import Settings
-from worldmm.stack.process import free_port, wait_until
 
 ROUTES = ("ask", "segments", "semantic", "visual")
 QUESTIONS = words(

@@ -19,10 +19,10 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from bench.bulk import HNSW_BUILD_MEM_MAX, copy_rows, vector_indexes_dropped
 from bench.harness import words
 from bench.query_synth import LITERALS, PREDICATES, SyntheticMemory, TripleSpecs, unit_rows
 from worldmm.models import SCALES
-from worldmm.store.bulk import HNSW_BUILD_MEM_MAX, copy_rows, vector_indexes_dropped
 from worldmm.store.users import ensure_user, user_exists
 
 VECTOR_TABLES = ("entities", "triples", "visual_embeddings", "segment_embeddings")

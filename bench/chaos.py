@@ -242,8 +242,8 @@ def _reference_run(settings: Settings) -> str:
     import psycopg
     from bytewax.testing import TestingSink, run_main
 
-    from apps.dataflows.ingest import build_flow
     from bench.ingest_worker import simulated_deps
+    from dataflows.ingest import build_flow
     from worldmm.store.migrate import apply_migrations
 
     name = "worldmm_chaos_ref"

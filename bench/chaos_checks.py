@@ -128,7 +128,7 @@ _INPUT_LOST = re.compile(r"input_lost topic=\S+ partition=\d+ offsets=\[\d+, \d+
 
 def input_lost(worker_log: str, database_url: str, users: list[str]) -> dict[str, int]:
     """Input the worker reported lost (records and gaps of its log) and the 30 s windows it
-    marked "input may be missing" (the store's gap spans; apps/dataflows/input_gaps.py)."""
+    marked "input may be missing" (the store's gap spans; dataflows/input_gaps.py)."""
     from worldmm.store.input_gaps import marked_windows
 
     with psycopg.connect(database_url) as conn:

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.child import Child, child_env, children, http_ok
+from deploy.stack import StackError, kafka, postgres, redis_server
+from deploy.stack.process import free_port, pid_alive, read_pid, wait_until
 from worldmm.settings import Settings
-from worldmm.stack import StackError, kafka, postgres, redis_server
-from worldmm.stack.process import free_port, pid_alive, read_pid, wait_until
 
 TARGETS = ("worker", "kafka", "postgres", "redis", "encoder")
 SERVERS = {"kafka": kafka, "postgres": postgres, "redis": redis_server}

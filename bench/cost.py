@@ -1,6 +1,6 @@
 """`worldmm bench cost`: what a wearer-hour and a question cost at the default settings: a
 wearer-hour through the ingest flow and EgoLife questions through the agent, against the fake
-OpenAI-compatible provider (tests/fakes), tokens counted as sent; docs/benchmarks/cost.md.
+OpenAI-compatible provider (fakes), tokens counted as sent; docs/benchmarks/cost.md.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class TokenCounter:
         return len(self._encoding(encoding).encode_ordinary(text))
 
     def __call__(self, body: dict[str, Any], content: str) -> dict[str, int]:
-        from tests.fakes.protocol import role_of
+        from fakes.protocol import role_of
 
         price = self.prices.price_of(body["model"])
         if price is None:
@@ -143,8 +143,8 @@ def frames(size: tuple[int, int], seed: int, n: int = 8) -> list[bytes]:
 def stream(user: str, t0: datetime, minutes: int, jpegs: list[bytes], wav: bytes) -> list:
     """The wearer's records: a frame a second, a 5 s audio chunk (``wav``) every 5 s, a
     session end."""
-    from apps.dataflows.ingest import RawRecord
     from connectors import codec
+    from dataflows.ingest import RawRecord
 
     out = []
     for k in range(minutes * 60):
@@ -252,11 +252,11 @@ def wearer_hour(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: h
     """One wearer's ``cfg.minutes`` through the ingest flow; figures per wearer-hour."""
     from bytewax.testing import TestingSink, TestingSource, run_main
 
-    from apps.dataflows.ingest import build_flow
     from bench.ingest_sim import SimulatedEncoder
     from connectors import codec
-    from tests.fakes.openai_server import FakeOpenAI
-    from tests.fakes.protocol import ProtocolResponder
+    from dataflows.ingest import build_flow
+    from fakes.openai_server import FakeOpenAI
+    from fakes.protocol import ProtocolResponder
     from worldmm.deps import build_deps
     from worldmm.store.purge import purge_user
 
@@ -329,8 +329,8 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
     per question."""
     from bench.egolife import memory_method as mm
     from bench.egolife.run import offered
-    from tests.fakes.openai_server import FakeOpenAI
-    from tests.fakes.protocol import ProtocolResponder
+    from fakes.openai_server import FakeOpenAI
+    from fakes.protocol import ProtocolResponder
     from worldmm.agent import answer_question
     from worldmm.agent.loop import OPTION_LOOKUP
     from worldmm.deps import build_deps
@@ -404,7 +404,7 @@ def run_benchmark(cfg: CostConfig, settings: Settings, echo: harness.Echo) -> di
             "assumptions": {
                 "frames": f"{cfg.frame_size} synthetic textured JPEGs (q85), 1 fps",
                 "captions_and_transcripts": "one EgoLife hour's, in order (recorded lengths)",
-                "text_replies": "the fake's protocol replies (tests/fakes/protocol.py)",
+                "text_replies": "the fake's protocol replies (fakes/protocol.py)",
                 "reasoning_tokens_per_call": cfg.reasoning_tokens,
                 "prompt_cache": "no cached tokens assumed",
                 "agent_searches_per_question": cfg.agent_searches,

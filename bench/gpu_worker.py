@@ -68,15 +68,15 @@ def build_backend(opts: GpuOptions):
     if opts.random_model:
         import torch
 
-        from apps.gpu_worker.backends.random_model import build_random_model
-        from apps.gpu_worker.backends.vlm2vec import Vlm2VecBackend
+        from gpu_worker.backends.random_model import build_random_model
+        from gpu_worker.backends.vlm2vec import Vlm2VecBackend
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         model, tokenizer = build_random_model(opts.random_model, device=device, dtype=dtype)
         label = f"random-{opts.random_model} (Qwen2-VL shapes)"
         return Vlm2VecBackend(model, tokenizer, label=label)
-    from apps.gpu_worker.backends import load_backend
+    from gpu_worker.backends import load_backend
 
     kwargs = opts.model_dump(include={"dim", "model_dir", "ocr_frames"})
     return load_backend(opts.backend, device=device, **kwargs)
@@ -124,8 +124,8 @@ async def _measure(url: str, batch: int, rounds: int, text_rounds: int, clips: l
 
 
 def run_benchmark(opts: GpuOptions, say: Echo) -> dict:
-    from apps.gpu_worker.app import WorkerConfig, create_app
-    from apps.gpu_worker.threaded import ThreadedServer
+    from gpu_worker.app import WorkerConfig, create_app
+    from gpu_worker.threaded import ThreadedServer
 
     run = harness.Run()
     say(f"loading backend {opts.random_model and 'random-' + opts.random_model or opts.backend}")

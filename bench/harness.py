@@ -158,11 +158,11 @@ def stack_or_start(
     """``settings`` with the URL of every service in ``need`` set and the database migrated:
     the configured service, else the running embedded one, else the embedded stack is started
     here. On exit the servers this call started are stopped, by PID, unless ``keep``; others
-    are never touched. ``stack`` stands in for :mod:`worldmm.stack` (tests pass a fake)."""
+    are never touched. ``stack`` stands in for :mod:`deploy.stack` (tests pass a fake)."""
     from worldmm.store.migrate import apply_migrations
 
     if stack is None:
-        from worldmm import stack
+        from deploy import stack
     started: list[str] = []
     try:
         urls = {_URL_FIELDS[n]: getattr(stack, _URL_FIELDS[n])(settings) for n in need}

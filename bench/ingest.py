@@ -25,9 +25,9 @@ from bench import harness
 from bench.child import Child, child_env, children, cpu_s, proc_stat
 from bench.harness import Echo, percentile
 from bench.ingest_sim import AUDIO_CHUNK_S, AUDIO_RATE, Wearers, small_jpeg, ten_minute_start
+from deploy.stack.process import wait_until
 from worldmm.memory.windows import BASE_S, SCALES, align, window_end
 from worldmm.settings import Settings
-from worldmm.stack.process import wait_until
 
 IDLE_SAMPLE_S = 4.0
 FPS = 1  # frames a second each simulated wearer sends (the gateway's default)
@@ -93,7 +93,7 @@ def _proc_cpu(pid: int) -> tuple[float, float]:
 def _other_cpu(base: Settings) -> dict[str, float | None]:
     """CPU seconds so far of the embedded broker (None: external) and of this process, which
     runs the producer (the gateway of every wearer)."""
-    from worldmm.stack.process import read_pid
+    from deploy.stack.process import read_pid
 
     broker = read_pid(base.resolved_state_dir / "kafka" / "kafka.pid")
     stat = proc_stat(broker) if broker else None

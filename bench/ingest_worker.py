@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from bytewax.recovery import RecoveryConfig, init_db_dir
     from bytewax.testing import run_main
 
-    from apps.dataflows.ingest import build_flow
+    from dataflows.ingest import build_flow
     from worldmm.settings import load_settings
 
     p = argparse.ArgumentParser(prog="python -m bench.ingest_worker")

@@ -201,7 +201,7 @@ class Retrieval:
     def plans(self) -> dict[str, Any]:
         """Per memory type (and episodic ``as_of``): the plan of every statement one search
         runs, EXPLAINed with its parameters and settings, and its problems
-        (:func:`worldmm.store.plans.check`: a memory table read whole, an index search
+        (:func:`bench.plans.check`: a memory table read whole, an index search
         without its HNSW index)."""
         from worldmm.store import plans
 
@@ -398,12 +398,12 @@ def run_benchmark(
 ) -> dict[str, Any]:
     """Generate, load, measure and (unless ``opts.keep``) purge; return the report.
     ``settings.database_url`` must point at a migrated database."""
+    from bench.plans import RecordingCursor
     from bench.query_synth import make_queries
     from worldmm.blobs import build_blob_store
     from worldmm.deps import API_POOL_SIZE, Deps
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.store.db import Database
-    from worldmm.store.plans import RecordingCursor
     from worldmm.store.purge import purge_user
 
     if not settings.database_url:

@@ -1,4 +1,4 @@
--- 0017: lost input, per wearer and time span (apps/dataflows/input_gaps.py).
+-- 0017: lost input, per wearer and time span (dataflows/input_gaps.py).
 --
 -- When the broker no longer holds records the worker's position says it would read (or had
 -- read), their offsets are known but not whose they were nor when they were captured. The

@@ -50,7 +50,7 @@ def _base_settings(state_dir: Path, **extra: object) -> Settings:
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[TestStack]:
-    from worldmm import stack as stack_mod
+    from deploy import stack as stack_mod
     from worldmm.store.migrate import apply_migrations
 
     # Not pytest's tmp dir: PostgreSQL runs as another OS user and needs to enter it.

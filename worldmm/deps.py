@@ -1,9 +1,9 @@
 """The one dependency bundle: what memory construction, retrieval, the agent, the query API
 and the benchmarks need, built in one place (:func:`build_deps`).
 
-Every part that builds one resolves PostgreSQL and Redis the same way (:mod:`worldmm.stack`:
-the configured URL, else the embedded stack's), so every process of one deployment meets the
-same database and the same Redis. Tests build a :class:`Deps` with fakes for its parts
+PostgreSQL and Redis come from settings alone (``WORLDMM_DATABASE_URL``,
+``WORLDMM_REDIS_URL``): the programs that run beside the embedded dev stack fill them in
+before they build a bundle. Tests build a :class:`Deps` with fakes for its parts
 (scripted roles, a hash embedder) over the real embedded PostgreSQL.
 """
 
@@ -116,10 +116,15 @@ def pool_size(concurrency: int) -> int:
 
 
 def _open_database(settings: Settings, role: Role) -> Database:
-    from worldmm.stack import database_url
+    from worldmm.settings import SettingsError
     from worldmm.store.db import Database
 
-    url = database_url(settings)
+    url = settings.database_url
+    if not url:
+        raise SettingsError(
+            "WORLDMM_DATABASE_URL is not set: point it at PostgreSQL with pgvector "
+            "(or run `worldmm up` and start the service through the `worldmm` CLI)"
+        )
     if role == "api":
         # a short pool wait: while PostgreSQL is down a request gets 503 + Retry-After
         # instead of hanging for the pool's default 30 s
@@ -140,16 +145,16 @@ def build_deps(
     (ingest: by the windows in flight; api: small, failing fast) and says whether audio is
     transcribed (ingest only); everything else is built alike for every role. A model part
     passed in (a benchmark's simulated models) is used as it is; the others are built from
-    settings. Raises ``worldmm.stack.StackError`` when PostgreSQL (or, for the API, Redis)
-    is neither configured nor running embedded."""
+    settings. Raises SettingsError when no database URL is set; the API without a Redis
+    URL (or with 'none') builds its graphs from the database."""
     from worldmm.blobs import build_blob_store
     from worldmm.graph.cache import GraphCache, redis_client
     from worldmm.llm.usage import UsageLedger
-    from worldmm.stack import redis_url
 
     # Only retrieval reads the graph cache (ingest writes no graph: readers grow theirs by
-    # fingerprint), so ingest needs no Redis. Resolved first: a StackError leaves nothing open.
-    cache_url = redis_url(settings) if role == "api" else None
+    # fingerprint), so ingest needs no Redis.
+    redis_set = (settings.redis_url or "none").strip().lower() != "none"
+    cache_url = settings.redis_url if role == "api" and redis_set else None
     db = _open_database(settings, role)
     usage = UsageLedger(
         db, flush_s=settings.usage_flush_s, daily_budget=settings.llm_user_daily_token_budget

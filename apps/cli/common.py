@@ -1,5 +1,5 @@
-"""Helpers shared by the CLI modules: settings loading with a clean exit on bad config, and
-time options."""
+"""Helpers shared by the CLI modules: settings loading with a clean exit on bad config (and
+the embedded stack's URLs where none are configured), and time options."""
 
 from __future__ import annotations
 
@@ -15,6 +15,19 @@ def settings_or_exit() -> Settings:
     try:
         return load_settings()
     except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def service_settings(*services: str) -> Settings:
+    """Settings with the named services' URLs (``kafka``, ``postgres``, ``redis``; all by
+    default) filled from the running embedded stack where not configured; exits 2 naming
+    what is missing. The services themselves read URLs from settings only."""
+    from deploy.stack import StackError, with_stack_urls
+
+    try:
+        return with_stack_urls(settings_or_exit(), *services)
+    except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
 

@@ -6,23 +6,15 @@ import sys
 
 import typer
 
-from apps.cli.common import settings_or_exit
+from apps.cli.common import service_settings, settings_or_exit
 from worldmm.settings import Settings
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 
 
 def _database_url(settings: Settings) -> str:
-    """settings.database_url, else the embedded stack's URL (the stack must be up)."""
-    if settings.database_url:
-        return settings.database_url
-    from worldmm.stack import StackError, database_url
-
-    try:
-        return database_url(settings)
-    except StackError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+    """settings.database_url, else the running embedded stack's (exits 2 when neither)."""
+    return settings.database_url or service_settings("postgres").database_url or ""
 
 
 @db_app.command("migrate")

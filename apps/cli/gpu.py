@@ -65,9 +65,9 @@ def register(app: typer.Typer) -> None:
         if backend not in ("vlm2vec", "offline"):
             typer.echo(f"error: --backend must be vlm2vec or offline, got {backend!r}", err=True)
             raise typer.Exit(2)
-        from apps.gpu_worker.app import WorkerConfig
-        from apps.gpu_worker.backends.vlm2vec import ModelNotFound
-        from apps.gpu_worker.server import serve
+        from gpu_worker.app import WorkerConfig
+        from gpu_worker.backends.vlm2vec import ModelNotFound
+        from gpu_worker.server import serve
 
         config = WorkerConfig(batch_size=batch_size, max_wait_ms=max_wait_ms, queue_size=queue_size)
         try:

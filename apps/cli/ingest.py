@@ -28,15 +28,10 @@ def register(app: typer.Typer) -> None:
 
 
 def _kafka_brokers(settings: Settings) -> str:
-    if settings.kafka_brokers:
-        return settings.kafka_brokers
-    from worldmm import stack
+    """The configured brokers, else the running embedded broker's (exits 2 when neither)."""
+    from apps.cli.common import service_settings
 
-    try:
-        return stack.resolve_urls(settings).kafka_brokers
-    except stack.StackError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    return settings.kafka_brokers or service_settings("kafka").kafka_brokers or ""
 
 
 def _session_time(value: str, start: datetime, option: str) -> datetime:
@@ -82,14 +77,10 @@ def gateway(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from apps.cli.common import settings_or_exit
+    from apps.gateway.recording import GatewayInputError, plan_recording
+    from apps.gateway.send import run_gateway
     from connectors import codec
-    from connectors.gateway import (
-        BrokerUnavailable,
-        GatewayInputError,
-        GlassesProducer,
-        plan_recording,
-        run_gateway,
-    )
+    from connectors.gateway import BrokerUnavailable, GlassesProducer
     from connectors.kafka_io import DeliveryError
 
     if (video is None) == (frames is None):
@@ -177,22 +168,9 @@ def gateway(
 
 
 def _flow_settings() -> Settings:
-    from apps.cli.common import settings_or_exit
+    from apps.cli.common import service_settings
 
-    settings = settings_or_exit()
-    updates: dict = {}
-    if not settings.kafka_brokers:
-        updates["kafka_brokers"] = _kafka_brokers(settings)
-    from worldmm import stack
-
-    try:
-        if not settings.database_url:
-            updates["database_url"] = stack.database_url(settings)
-        stack.redis_url(settings)  # resolved again by build_deps: fail here, with the fix
-    except stack.StackError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    return settings.model_copy(update=updates) if updates else settings
+    return service_settings("kafka", "postgres")
 
 
 def dataflow(
@@ -225,7 +203,7 @@ def dataflow(
     from bytewax._bytewax import cli_main
     from bytewax.recovery import RecoveryConfig, init_db_dir
 
-    from apps.dataflows.ingest import build_flow
+    from dataflows.ingest import build_flow
     from worldmm.redact import configure_logging
 
     settings = _flow_settings()
@@ -291,8 +269,8 @@ def replay(
     records are counted, not sent to the DLQ again; failed windows are."""
     from bytewax._bytewax import cli_main
 
-    from apps.dataflows.ingest import ReplaySelection, build_flow
     from connectors.codec import to_epoch_ms
+    from dataflows.ingest import ReplaySelection, build_flow
     from worldmm.redact import configure_logging
 
     lo, hi = _range(start, end)

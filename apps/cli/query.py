@@ -6,6 +6,7 @@ fast and the core library never imports them.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -14,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from apps.cli.common import parse_time, settings_or_exit
+from apps.cli.common import parse_time, service_settings, settings_or_exit
 from worldmm.redact import RedactingFilter
 
 
@@ -32,17 +33,16 @@ def serve(
 ) -> None:
     import uvicorn
 
-    from apps.query_api.app import create_app
+    from query_api.app import create_app
     from worldmm.redact import configure_logging
-    from worldmm.stack import StackError, database_url, redis_url
 
-    settings = settings_or_exit()
-    try:  # say what is missing before uvicorn starts (the app connects in its lifespan)
-        database_url(settings)
-        redis_url(settings)
-    except StackError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
+    # what is missing is said before uvicorn starts (the app connects in its lifespan)
+    settings = service_settings("postgres", "redis")
+    from deploy.stack import StackError, with_stack_urls
+
+    # the broker only carries pauses sent through the API (503 without one)
+    with contextlib.suppress(StackError):
+        settings = with_stack_urls(settings, "kafka")
     if settings.admin_api_key is None:
         print(
             "warning: WORLDMM_ADMIN_API_KEY is not set: no one can create users or purge",
@@ -139,11 +139,11 @@ def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:
 
     from pydantic import ValidationError
 
-    from apps.query_api.deps import recall_queue
-    from apps.query_api.ops.query import RoundsOutOfRange, run_query
+    from deploy.stack import StackError, with_stack_urls
+    from query_api.deps import recall_queue
+    from query_api.ops.query import RoundsOutOfRange, run_query
     from worldmm.deps import build_deps
     from worldmm.providers.errors import ModelCallError
-    from worldmm.stack import StackError
     from worldmm.store.users import user_exists
     from worldmm.wire.schemas import QueryRequest
 
@@ -153,7 +153,7 @@ def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:
     except ValidationError as exc:
         raise _fail(str(exc)) from None
     try:
-        deps = build_deps(settings, role="api")
+        deps = build_deps(with_stack_urls(settings, "postgres", "redis"), role="api")
     except StackError as exc:
         raise _fail(str(exc)) from None
     try:

@@ -24,7 +24,7 @@ def up(
     migrate: bool = typer.Option(True, help="Also apply the database migrations."),
 ) -> None:
     """Start the embedded Kafka broker, PostgreSQL+pgvector and Redis (harmless if running)."""
-    from worldmm import stack
+    from deploy import stack
 
     settings = settings_or_exit()
     try:
@@ -50,7 +50,7 @@ def up(
 
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Probe each service with a real request; exit 0 only when all answer."""
-    from worldmm import stack
+    from deploy import stack
 
     result = stack.status(load := settings_or_exit())
     del load
@@ -74,7 +74,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
 
 def down() -> None:
     """Stop the embedded servers this state dir started (by PID); leave external ones."""
-    from worldmm import stack
+    from deploy import stack
 
     stopped = stack.down(settings_or_exit())
     for name, was_running in stopped.items():
@@ -85,16 +85,11 @@ def topics_create(
     partitions: int = typer.Option(None, help="Partitions per topic (default: settings)."),
 ) -> None:
     """Create the frames, audio, control and dlq topics (existing ones are kept)."""
+    from apps.cli.common import service_settings
     from connectors.topics import create_topics
-    from worldmm import stack
 
-    settings = settings_or_exit()
+    settings = service_settings("kafka")
     if partitions is not None:
         settings = settings.model_copy(update={"topic_partitions": partitions})
-    try:
-        brokers = stack.kafka_brokers(settings)
-    except stack.StackError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    for name, outcome in create_topics(brokers, settings).items():
+    for name, outcome in create_topics(settings.kafka_brokers or "", settings).items():
         typer.echo(f"{name}: {outcome}")

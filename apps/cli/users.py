@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from apps.cli.common import settings_or_exit
+from apps.cli.common import service_settings
 
 users_app = typer.Typer(help="User profiles (time zone).", no_args_is_help=True)
 
@@ -80,16 +80,12 @@ def _via_api(api: str, key: str | None, user: str, zone: str | None) -> dict:
 
 
 def _in_process(user: str, zone: str | None) -> dict:
-    from worldmm.stack import StackError, database_url
     from worldmm.store.db import Database
     from worldmm.store.errors import NotFoundError
     from worldmm.store.users import get_profile, update_profile
     from worldmm.wire.schemas import UserProfileOut
 
-    try:
-        url = database_url(settings_or_exit())
-    except StackError as exc:
-        raise _fail(str(exc)) from None
+    url = service_settings("postgres").database_url
     with Database(url, max_size=1) as db, db.transaction() as conn:
         try:
             profile = (

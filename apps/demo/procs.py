@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from deploy.stack.process import read_pid, stop_pid
 from worldmm.settings import ENV_PREFIX, Settings
-from worldmm.stack.process import read_pid, stop_pid
 
 # The children are the same commands a user runs: the dataflow reads the topics to their
 # current end, finishes every window that end closes and exits 0; the API serves until stopped.

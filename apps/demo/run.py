@@ -119,8 +119,8 @@ class _Run:
 
     def stack_up(self) -> None:
         from connectors.topics import create_topics
-        from worldmm import stack
-        from worldmm.stack.manager import STATE_FILE
+        from deploy import stack
+        from deploy.stack.manager import STATE_FILE
         from worldmm.store.migrate import apply_migrations
 
         kept = procs.stop_kept_api(self.settings)
@@ -156,7 +156,7 @@ class _Run:
     # --- [2] ---------------------------------------------------------------------------------
 
     def generate(self) -> tuple[object, list[DemoQuestion]]:
-        from connectors.synthetic import espeak_available, generate_session
+        from apps.demo.synthetic import espeak_available, generate_session
 
         total_s = round(self.options.minutes * 60)
         script = demo_script(total_s)
@@ -202,7 +202,9 @@ class _Run:
     # --- [3] ---------------------------------------------------------------------------------
 
     def send(self, files) -> None:
-        from connectors.gateway import GlassesProducer, plan_recording, run_gateway
+        from apps.gateway.recording import plan_recording
+        from apps.gateway.send import run_gateway
+        from connectors.gateway import GlassesProducer
 
         plan = plan_recording(
             frames_dir=files.frames_dir,
@@ -374,7 +376,7 @@ class _Run:
 
     def stop(self) -> None:
         """Stop what this run started (idempotent; runs after a failure too)."""
-        from worldmm import stack
+        from deploy import stack
 
         if self.dataflow is not None:
             self.dataflow.stop()
@@ -566,7 +568,7 @@ def _quiet_step(run: _Run, n: int, title: str) -> Iterator[None]:
 
 def stop_kept(settings: Settings, echo: Callable[[str], None]) -> None:
     """``worldmm demo --stop``: stop the API a kept demo left running, then the stack."""
-    from worldmm import stack
+    from deploy import stack
 
     pid = procs.stop_kept_api(settings)
     echo(f"query API {'stopped (pid ' + str(pid) + ')' if pid else 'was not running'}")

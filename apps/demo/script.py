@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from connectors.synthetic import (
+from apps.demo.synthetic import (
     FRIDGE_NOTE,
     HALLWAY_KEYS,
     KITCHEN_MUG,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from connectors.synthetic import SAMPLE_RATE, SceneTiming, SpokenLine, speak, write_wav
+from apps.demo.synthetic import SAMPLE_RATE, SceneTiming, SpokenLine, speak, write_wav
 
 SPEECH_DIR = Path(__file__).parent / "speech"
 KEPT_RATE = 8_000  # plenty for speech recognition, half the bytes of 16 kHz

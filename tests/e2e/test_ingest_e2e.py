@@ -19,10 +19,12 @@ def _ten_minute_floor(ts: datetime) -> datetime:
 def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp_path) -> None:
     from bytewax.testing import TestingSink, run_main
 
-    from apps.dataflows.ingest import build_flow
-    from connectors.gateway import GlassesProducer, plan_recording, run_gateway
-    from connectors.synthetic import DEFAULT_SCRIPT, generate_session
+    from apps.demo.synthetic import DEFAULT_SCRIPT, generate_session
+    from apps.gateway.recording import plan_recording
+    from apps.gateway.send import run_gateway
+    from connectors.gateway import GlassesProducer
     from connectors.topics import create_topics
+    from dataflows.ingest import build_flow
     from tests.fixtures.store_reads import get_visual_embedding
     from worldmm.blobs import LocalBlobStore
     from worldmm.media.window import read_capture

@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from apps.query_api.app import create_app
-from connectors.synthetic import SceneSpec, espeak_available, generate_session
+from apps.demo.synthetic import SceneSpec, espeak_available, generate_session
+from query_api.app import create_app
 from tests.integration.served_api import ADMIN_KEY, api_settings_for, on_socket
 from worldmm.deps import build_deps
 from worldmm.settings import Settings
@@ -135,7 +135,9 @@ def _record(root: Path) -> dict[str, Path]:
 
 def _send(settings: Settings, user_ids: list[str], session: int, frames_dir: Path) -> None:
     """One session, recorded by each wearer, through the glasses gateway as a device sends it."""
-    from connectors.gateway import GlassesProducer, plan_recording, run_gateway
+    from apps.gateway.recording import plan_recording
+    from apps.gateway.send import run_gateway
+    from connectors.gateway import GlassesProducer
 
     start = list(SESSIONS.values())[session].start
     with GlassesProducer(settings) as producer:
@@ -154,7 +156,7 @@ def _run_flow(settings: Settings) -> None:
     window that the sessions' ends close is built and stored (the test's synchronisation)."""
     from bytewax.testing import TestingSink, run_main
 
-    from apps.dataflows.ingest import build_flow
+    from dataflows.ingest import build_flow
 
     outcomes: list = []
     run_main(build_flow(settings, tail=False, report_sink=TestingSink(outcomes)))

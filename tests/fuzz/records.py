@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import strategies as st
 from PIL import Image
 
-from apps.dataflows.ingest import RawRecord
 from connectors import codec
+from dataflows.ingest import RawRecord
 
 NOW = datetime(2026, 5, 4, 9, 50, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)

@@ -60,7 +60,7 @@ def api_schema(client):
 
 def _operations() -> list[tuple[str, str]]:
     """Every (method, path) of the schema, read from an app built without dependencies."""
-    from apps.query_api.app import create_app
+    from query_api.app import create_app
     from worldmm.settings import load_settings
 
     spec = create_app(load_settings()).openapi()

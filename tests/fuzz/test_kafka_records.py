@@ -16,8 +16,8 @@ from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSink, TestingSource, run_main
 from hypothesis import HealthCheck, given, settings
 
-from apps.dataflows.ingest import build_flow, decode_record
 from connectors import codec
+from dataflows.ingest import build_flow, decode_record
 from tests.fuzz.records import NOW, huge_record, raw_records
 from worldmm.blobs import LocalBlobStore, audio_key, frame_key
 from worldmm.media.spool import WindowSpool

@@ -70,7 +70,7 @@ def _time_fields(spec: dict) -> list[tuple[str, str, str, str]]:
 
 
 def _fields() -> list[tuple[str, str, str, str]]:
-    from apps.query_api.app import create_app
+    from query_api.app import create_app
     from worldmm.settings import load_settings
 
     return _time_fields(create_app(load_settings()).openapi())

@@ -20,7 +20,7 @@ import uvicorn
 from fastapi import FastAPI
 from PIL import Image
 
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.fixtures.store import make_segment
 from worldmm.blobs import frame_key
 from worldmm.deps import Deps, build_deps

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from deploy.stack.process import free_port
 from tests.integration.ingest.helpers import REPO, env_for, wait_for, worldmm
-from worldmm.stack.process import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from worldmm.stack import kafka, postgres, redis_server
-from worldmm.stack.process import pid_alive, read_pid
+from deploy.stack import kafka, postgres, redis_server
+from deploy.stack.process import pid_alive, read_pid
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("worldmm", "connectors", "apps", "bench")
+PACKAGES = (
+    "worldmm",
+    "connectors",
+    "dataflows",
+    "gpu_worker",
+    "query_api",
+    "apps",
+    "deploy",
+    "bench",
+    "fakes",
+)
 
 
 def test_import_contracts_hold() -> None:

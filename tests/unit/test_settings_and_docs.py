@@ -76,7 +76,7 @@ def test_an_omitted_lane_weighs_zero_and_no_lane_at_all_is_refused(monkeypatch):
         parse_lane_weights("lexical:1,smell:1")
 
 
-PRODUCTION = ("worldmm", "connectors", "apps")
+PRODUCTION = ("worldmm", "connectors", "dataflows", "gpu_worker", "query_api", "apps", "deploy")
 
 
 def _names_read(path: Path) -> set[str]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from deploy.stack import StackError, manager
 from worldmm.settings import load_settings
-from worldmm.stack import StackError, manager
 
 
 def _dead_pid() -> int:

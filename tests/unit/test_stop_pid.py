@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from worldmm.stack.process import pid_alive, stop_pid
+from deploy.stack.process import pid_alive, stop_pid
 
 MARKER = "worldmm-stop-pid-test"
 

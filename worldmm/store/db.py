@@ -43,7 +43,7 @@ class Database:
         cursor_factory: type[psycopg.Cursor] | None = None,
     ) -> None:
         """``cursor_factory``: the cursors every pooled connection makes (the query
-        benchmark's :class:`~worldmm.store.plans.RecordingCursor`); psycopg's by default."""
+        benchmark's :class:`~bench.plans.RecordingCursor`); psycopg's by default."""
         self.database_url = database_url
 
         def configure(conn: psycopg.Connection) -> None:

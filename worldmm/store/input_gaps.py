@@ -1,7 +1,7 @@
 """Lost input per wearer and span of capture time (schema/0017_input_gaps.sql).
 
 The dataflow records a gap for every wearer whose records go to the partition that lost
-them (apps/dataflows/input_gaps.py); a window of that wearer overlapping the gap's span
+them (dataflows/input_gaps.py); a window of that wearer overlapping the gap's span
 "may be missing input". The mark is read on overlap, not written on segments: a window built
 (or rebuilt) after the gap was found is marked like one built before, and no segment write
 has to know about gaps.

@@ -1,6 +1,6 @@
 """The harness's stack-or-start: configured services are used as they are, running embedded
 servers are used and left running, missing ones are started and only those are stopped
-after. The starter is a fake standing in for `worldmm.stack` (no server is started); the
+after. The starter is a fake standing in for `deploy.stack` (no server is started); the
 database it hands out is the test stack's, so the migrations really run."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from bench.harness import stack_or_start
-from worldmm.stack import StackError, StackUrls
+from deploy.stack import StackError, StackUrls
 
 pytestmark = pytest.mark.integration
 
 
 class FakeStack:
-    """`worldmm.stack`'s resolvers, up and down over a set of running embedded servers."""
+    """`deploy.stack`'s resolvers, up and down over a set of running embedded servers."""
 
     StackError = StackError
 
@@ -97,15 +97,15 @@ def test_running_embedded_servers_are_used_and_left_running(settings, urls) -> N
 
 
 def test_up_says_what_it_started_and_down_stops_only_those(stack) -> None:
-    """The real `worldmm.stack` the harness relies on: ``up().started`` and ``down(only=)``."""
+    """The real `deploy.stack` the harness relies on: ``up().started`` and ``down(only=)``."""
     import shutil
     import tempfile
     from pathlib import Path
 
-    from worldmm import stack as embedded
+    from deploy import stack as embedded
+    from deploy.stack import redis_server
+    from deploy.stack.process import pid_alive, read_pid
     from worldmm.settings import load_settings
-    from worldmm.stack import redis_server
-    from worldmm.stack.process import pid_alive, read_pid
 
     state = Path(tempfile.mkdtemp(prefix="worldmm-test-started-"))
     configured = load_settings(

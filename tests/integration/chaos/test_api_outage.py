@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from fastapi.testclient import TestClient
 
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.integration.query_api.conftest import auth
 from worldmm.graph.cache import GraphCache, redis_client
 from worldmm.store.db import Database

@@ -32,7 +32,7 @@ def test_every_server_killed_once_loses_and_duplicates_nothing(tmp_path: Path) -
     # The embedded broker loses its unflushed tail on SIGKILL and reuses those offsets: the
     # worker had read the lost records (the replay cannot), so a window and its parents per
     # user may differ, and then the worker must have reported the lost input
-    # (apps/dataflows/input_gaps.py; it rewinds, so the re-sent captures are not skipped).
+    # (dataflows/input_gaps.py; it rewinds, so the re-sent captures are not skipped).
     assert diff["windows_with_other_text"] <= 4 * cfg.users, diff
     lost = report["input_lost"]
     assert diff["windows_with_other_text"] == 0 or lost["gaps"] > 0, (diff, lost)

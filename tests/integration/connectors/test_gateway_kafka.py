@@ -7,11 +7,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
+from apps.demo.synthetic import espeak_available, generate_session
+from apps.gateway.recording import plan_recording
+from apps.gateway.send import run_gateway
 from connectors import codec
 from connectors.dlq import DlqProducer, message_dlq_record, parse_dlq_record
-from connectors.gateway import GlassesProducer, plan_recording, run_gateway
+from connectors.gateway import GlassesProducer
 from connectors.kafka_io import consume_all
-from connectors.synthetic import espeak_available, generate_session
 from connectors.topics import create_topics, topic_names
 from tests.fixtures.media import pcm16_mono
 

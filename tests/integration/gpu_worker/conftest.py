@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.gpu_worker.backends.vlm2vec import Vlm2VecBackend
+from gpu_worker.backends.vlm2vec import Vlm2VecBackend
 from tests.fixtures.random_model import save_random_model
 
 

@@ -9,8 +9,8 @@ import httpx
 import numpy as np
 import pytest
 
-from apps.gpu_worker.app import WorkerConfig, create_app
-from apps.gpu_worker.threaded import ThreadedServer
+from gpu_worker.app import WorkerConfig, create_app
+from gpu_worker.threaded import ThreadedServer
 from tests.unit.gpu_worker.images import noise, to_jpeg
 from worldmm.encoder import (
     BreakerState,

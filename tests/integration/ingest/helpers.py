@@ -102,7 +102,7 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, poll_s: 
 
 def session_frames(out_dir: Path, minutes: float, seed: int = 3) -> Path:
     """A generated session's frames (no speech: no espeak-ng needed) plus a silent WAV."""
-    from connectors.synthetic import generate_session, write_wav
+    from apps.demo.synthetic import generate_session, write_wav
 
     files = generate_session(out_dir, minutes=minutes, fps=1, start=START, seed=seed, audio=False)
     write_wav(out_dir / "silence.wav", np.zeros(int(minutes * 60 * 16_000), dtype=np.int16))
@@ -111,7 +111,9 @@ def session_frames(out_dir: Path, minutes: float, seed: int = 3) -> Path:
 
 def produce_session(settings: Settings, user: str, frames_dir: Path, session: str = "s1") -> int:
     """Send the session through the gateway (start, frames, 5 s audio chunks, end)."""
-    from connectors.gateway import GlassesProducer, plan_recording, run_gateway
+    from apps.gateway.recording import plan_recording
+    from apps.gateway.send import run_gateway
+    from connectors.gateway import GlassesProducer
 
     plan = plan_recording(
         frames_dir=frames_dir, audio=frames_dir.parent / "silence.wav", fps=1, start=START

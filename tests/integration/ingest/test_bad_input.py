@@ -67,9 +67,9 @@ def test_malformed_input_goes_to_the_dlq_and_late_frames_are_kept(
     from bytewax.recovery import RecoveryConfig, init_db_dir
     from bytewax.testing import TestingSink, run_main
 
-    from apps.dataflows.ingest import build_flow
     from connectors import codec, kafka_io
     from connectors.topics import create_topics, topic_names
+    from dataflows.ingest import build_flow
 
     settings = cheap(settings, max_payload_bytes=200_000)
     create_topics(settings.kafka_brokers, settings)

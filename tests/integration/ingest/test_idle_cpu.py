@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from deploy.stack.process import read_pid
 from tests.integration.ingest.helpers import (
     base_count,
     complete_bases,
@@ -20,7 +21,6 @@ from tests.integration.ingest.helpers import (
     wait_for,
     worldmm,
 )
-from worldmm.stack.process import read_pid
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from apps.dataflows.input_gaps import CheckedKafkaSource, InputGap, check_position
+from dataflows.input_gaps import CheckedKafkaSource, InputGap, check_position
 from tests.integration.ingest.helpers import wait_for
 
 pytestmark = pytest.mark.integration
@@ -117,7 +117,7 @@ def test_reused_offsets_are_found_after_reading_on_past_them(tmp_path) -> None:
     partition had read, gave their offsets to new records, and the partition read on past
     them (the records after its position agree) before it checked. Comparing only the newest
     record finds nothing; after an outage every remembered record is compared."""
-    from worldmm.stack import kafka as kafka_stack
+    from deploy.stack import kafka as kafka_stack
 
     root = tmp_path / "broker"
     broker = kafka_stack.start(root)

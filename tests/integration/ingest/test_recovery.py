@@ -47,7 +47,7 @@ def _segment_ids(database_url: str, user_id: str, other: str) -> tuple[dict, lis
 def _clean_run(settings) -> None:
     from bytewax.testing import run_main
 
-    from apps.dataflows.ingest import build_flow
+    from dataflows.ingest import build_flow
 
     run_main(build_flow(settings, tail=False))
 

@@ -44,7 +44,9 @@ class FailingCaptions:
 
 
 def _send(settings, user: str, frames_dir) -> list:
-    from connectors.gateway import GlassesProducer, plan_recording, run_gateway
+    from apps.gateway.recording import plan_recording
+    from apps.gateway.send import run_gateway
+    from connectors.gateway import GlassesProducer
 
     plan = plan_recording(
         frames_dir=frames_dir, audio=frames_dir.parent / "silence.wav", fps=1, start=START
@@ -64,10 +66,10 @@ def test_failed_model_call_is_recorded_and_retriggered(
 ) -> None:
     from bytewax.testing import run_main
 
-    from apps.dataflows.ingest import build_flow
     from connectors import kafka_io
     from connectors.dlq import parse_dlq_record
     from connectors.topics import create_topics, topic_names
+    from dataflows.ingest import build_flow
     from worldmm.deps import build_deps
     from worldmm.memory.windows import dt_to_ms
 
@@ -135,11 +137,11 @@ def test_gpu_worker_down_leaves_clips_pending_until_retrigger_visual(
 ) -> None:
     from bytewax.testing import run_main
 
-    from apps.dataflows.ingest import build_flow
-    from apps.gpu_worker.app import WorkerConfig, create_app
-    from apps.gpu_worker.backends.offline import OfflineBackend
-    from apps.gpu_worker.threaded import ThreadedServer
     from connectors.topics import create_topics
+    from dataflows.ingest import build_flow
+    from gpu_worker.app import WorkerConfig, create_app
+    from gpu_worker.backends.offline import OfflineBackend
+    from gpu_worker.threaded import ThreadedServer
 
     settings = cheap(
         settings,

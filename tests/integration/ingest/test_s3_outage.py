@@ -28,10 +28,10 @@ def test_s3_outage_mid_stream_goes_to_the_dlq_and_retrigger_rebuilds(
     import psycopg
     from bytewax.testing import run_main
 
-    from apps.dataflows.ingest import build_flow
     from connectors import kafka_io
     from connectors.dlq import parse_dlq_record
     from connectors.topics import topic_names
+    from dataflows.ingest import build_flow
     from worldmm.blobs import S3BlobStore
     from worldmm.deps import build_deps
     from worldmm.media.window import read_capture

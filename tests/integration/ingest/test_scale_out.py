@@ -44,9 +44,9 @@ def _free_ports(n: int) -> list[int]:
 def test_two_processes_build_what_one_process_builds(settings, user_id, tmp_path) -> None:
     from bytewax.testing import run_main
 
-    from apps.dataflows.ingest import build_flow
     from connectors import kafka_io
     from connectors.topics import topic_names
+    from dataflows.ingest import build_flow
 
     frames = session_frames(tmp_path / "session", 1)
     singles, clustered = _users(f"{user_id}-a", 3), _users(f"{user_id}-b", 3)

@@ -16,7 +16,7 @@ from dataclasses import replace
 import openai
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, Reply, chat_body
+from fakes.openai_server import FakeOpenAI, Reply, chat_body
 from tests.fixtures.calls import Call, max_overlap
 from worldmm.llm.dispatch import DirectDispatcher
 from worldmm.llm.request import ChatRequest

@@ -16,6 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
+from deploy.stack.process import free_port
 from tests.integration.ingest.helpers import (
     START,
     cheap,
@@ -23,7 +24,6 @@ from tests.integration.ingest.helpers import (
     wait_for,
     worldmm,
 )
-from worldmm.stack.process import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -46,7 +46,7 @@ def _session(root: Path) -> Path:
     """One minute in two scenes whose sticky notes read "like tea" and "dislike tea": the
     offline captioner reads them, so the 10 min summary yields "I likes tea" and its
     opposite (two 30 s windows; the session end flushes the 10 min window)."""
-    from connectors.synthetic import SceneSpec, generate_session, write_wav
+    from apps.demo.synthetic import SceneSpec, generate_session, write_wav
 
     script = [
         SceneSpec(sign="KITCHEN", notes=["like", "tea", "the"], duration_s=30),

@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
-from apps.query_api.ops.frames import frame_jpeg
+from query_api.ops.frames import frame_jpeg
 from tests.integration.privacy.test_blur_once import (
     PHOTO,
     T10,

@@ -41,11 +41,13 @@ def test_faces_blurred_and_a_pause_stores_nothing(settings, user_id) -> None:
     from bytewax.testing import TestingSink, run_main
     from fastapi.testclient import TestClient
 
-    from apps.dataflows.ingest import build_flow
-    from apps.query_api.app import create_app
+    from apps.gateway.recording import AudioItem, FrameItem
+    from apps.gateway.send import run_gateway
     from connectors.codec import wav_bytes
-    from connectors.gateway import AudioItem, FrameItem, GlassesProducer, run_gateway
+    from connectors.gateway import GlassesProducer
     from connectors.topics import create_topics
+    from dataflows.ingest import build_flow
+    from query_api.app import create_app
     from tests.fixtures.store_reads import list_pauses
     from worldmm.deps import build_deps
     from worldmm.llm.offline import OfflineRoles

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.integration.served_api import ADMIN_KEY, api_settings_for
 from worldmm.deps import Deps, build_deps
 from worldmm.settings import Settings

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from apps.dataflows.input_gaps import CheckedKafkaSource, GapRecorder, partition_of
+from dataflows.input_gaps import CheckedKafkaSource, GapRecorder, partition_of
 from tests.integration.served_api import seed_segment
 from worldmm.store.input_gaps import list_gaps, marked_windows
 

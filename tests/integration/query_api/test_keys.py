@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.integration.query_api.conftest import ADMIN, auth
 from worldmm.deps import Deps
 from worldmm.store.db import Database

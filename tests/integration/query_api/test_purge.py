@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import redis
 
-from apps.query_api.ops.forget import user_cache_pattern
+from query_api.ops.forget import user_cache_pattern
 from tests.integration.query_api.conftest import ADMIN
 from tests.integration.served_api import seed_segment
 from worldmm.blobs import audio_key, frame_key, user_prefixes

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.integration.served_api import seed_segment
 from worldmm.providers.errors import ModelCallError
 

@@ -172,7 +172,7 @@ def test_readiness_names_the_failed_dependency(api_settings, api_deps):
     import redis
     from fastapi.testclient import TestClient
 
-    from apps.query_api.app import create_app
+    from query_api.app import create_app
 
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, socket_timeout=0.5)
     deps = dataclasses.replace(api_deps, redis=dead)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.integration.query_api.conftest import ApiUser
 from tests.integration.served_api import on_socket, seed_wearer
 from worldmm.memory.recall import answer_evidence

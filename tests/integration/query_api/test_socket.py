@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.integration.query_api.conftest import ADMIN
 from tests.integration.served_api import on_socket, stack_env
 

@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 from pydantic import SecretStr
 
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.protocol import ProtocolResponder, rough_usage
+from fakes.openai_server import FakeOpenAI
+from fakes.protocol import ProtocolResponder, rough_usage
 from worldmm import metrics
 from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps

@@ -16,7 +16,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from apps.cli import app
-from apps.query_api.app import create_app
+from query_api.app import create_app
 from tests.integration.query_api.conftest import ADMIN, ApiUser, auth
 from tests.integration.served_api import seed_segment, stack_env
 from worldmm.blobs import frame_key

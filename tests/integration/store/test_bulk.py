@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from psycopg.types.json import Jsonb
 
+from bench.bulk import copy_rows
 from worldmm.store import segments, visual
-from worldmm.store.bulk import copy_rows
 
 from .conftest import T0, unit_vector
 
@@ -59,8 +59,8 @@ def test_copy_segments_and_vectors(conn, user_id) -> None:
 
 
 def test_vector_indexes_dropped_and_rebuilt(fresh_database_url) -> None:
+    from bench.bulk import vector_indexes_dropped
     from worldmm.settings import load_settings
-    from worldmm.store.bulk import vector_indexes_dropped
     from worldmm.store.db import Database
     from worldmm.store.migrate import apply_migrations
     from worldmm.store.users import ensure_user

@@ -152,7 +152,7 @@ def test_writes_need_the_ui_header(served):
 def test_a_day_reads_only_its_own_range_a_page_at_a_time(served):
     """121 windows of 30 s on one day, one the day before: the day shows a page of 120 and a
     'more' link; the next page holds the last one; the other day's segment is never shown."""
-    from apps.query_api.ui.views import LANE_PAGE
+    from query_api.ui.views import LANE_PAGE
     from worldmm.store.users import create_user
 
     user_id = f"ui-week-{DAY:%H%M%S}-{id(served) % 10_000}"

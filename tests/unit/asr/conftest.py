@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.fixtures import fake_openai  # noqa: F401
+from tests.fixtures.fake_openai import fake_openai  # noqa: F401
 from tests.fixtures.media import make_speech_wav, require_espeak
 
 SENTENCE = "Please remember to buy milk and eggs at the supermarket tomorrow morning."

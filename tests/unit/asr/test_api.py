@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.fakes.openai_server import Reply
+from fakes.openai_server import Reply
 from tests.fixtures.media import make_silence_wav, pcm_to_wav
 from worldmm.asr import AudioDecodeError, build_transcriber
 from worldmm.asr.audio import decode_audio

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worldmm.store.bulk import HNSW_BUILD_MEM_MAX, HNSW_BUILD_MEM_MIN, hnsw_build_memory
+from bench.bulk import HNSW_BUILD_MEM_MAX, HNSW_BUILD_MEM_MIN, hnsw_build_memory
 
 
 def test_budget_grows_with_the_table_within_bounds() -> None:

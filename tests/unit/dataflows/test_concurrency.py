@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from bytewax.testing import TestingSink, TestingSource, run_main
 
-from apps.dataflows.ingest import RawRecord, build_flow
 from bench.ingest_sim import HashEmbedder, SimulatedRoles, small_jpeg
 from connectors import codec
+from dataflows.ingest import RawRecord, build_flow
 from tests.fixtures.calls import CallLog, max_overlap
 from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps

@@ -5,7 +5,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import pickle
 
-from apps.dataflows.construct_step import ConstructLogic
+from dataflows.construct_step import ConstructLogic
 from worldmm.memory.construct import WindowOutcome
 from worldmm.memory.windows import BaseWindow, CoarseWindow
 

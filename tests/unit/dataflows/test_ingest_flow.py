@@ -12,8 +12,8 @@ import pytest
 from bytewax.testing import TestingSink, TestingSource, cluster_main, run_main
 from PIL import Image
 
-from apps.dataflows.ingest import RawRecord, build_flow
 from connectors import codec
+from dataflows.ingest import RawRecord, build_flow
 from worldmm.blobs import LocalBlobStore
 from worldmm.media.spool import WindowSpool
 from worldmm.memory.construct import WindowOutcome

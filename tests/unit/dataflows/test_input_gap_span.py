@@ -1,4 +1,4 @@
-"""Lost input's span and wearers, from the gap's neighbours (apps/dataflows/input_gaps.py),
+"""Lost input's span and wearers, from the gap's neighbours (dataflows/input_gaps.py),
 and which windows a stored span marks (worldmm/store/input_gaps.py): pure functions."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from apps.dataflows.input_gaps import (
+from dataflows.input_gaps import (
     InputGap,
     Neighbour,
     _identity,

@@ -5,7 +5,7 @@ cap, and records bring it back to reading."""
 
 from __future__ import annotations
 
-from apps.dataflows.kafka_source import Pacer, Pacing, consumer_config
+from dataflows.kafka_source import Pacer, Pacing, consumer_config
 
 PACING = Pacing(grace_s=0.1, idle_s=0.02, first_s=0.01, max_s=0.25, poll_s=0.002)
 

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from prometheus_client import REGISTRY
 
-from apps.dataflows import metrics
+from dataflows import metrics
 
 
 def _value(name: str, **labels: str) -> float | None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from apps.dataflows.ingest import ReplaySelection
 from connectors import codec
+from dataflows.ingest import ReplaySelection
 
 T0 = datetime(2026, 5, 4, 9, 20, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import copy
 import dataclasses
 from pathlib import Path
 
-from apps.dataflows.window_step import WindowLogic
+from dataflows.window_step import WindowLogic
 from worldmm.media.spool import WindowSpool
 from worldmm.memory.construct_inputs import CaptureRef
 from worldmm.memory.windows import Item, LateItem, Pause, SessionEnd, UserWindows, WindowConfig

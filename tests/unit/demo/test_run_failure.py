@@ -8,8 +8,8 @@ import io
 from rich.console import Console
 
 from apps.demo.run import DemoOptions, run_demo
+from deploy.stack.process import free_port
 from worldmm.settings import load_settings
-from worldmm.stack.process import free_port
 
 
 def test_unreachable_database_fails_step_one(tmp_path) -> None:

@@ -15,7 +15,7 @@ from apps.demo.script import (
     spoken_lines,
 )
 from apps.demo.speech import kept_wav, load_line, place_kept_speech
-from connectors.synthetic import SAMPLE_RATE, plan_scenes
+from apps.demo.synthetic import SAMPLE_RATE, plan_scenes
 
 T0 = datetime(2026, 3, 2, 9, 20, tzinfo=UTC)
 

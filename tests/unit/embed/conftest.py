@@ -1,1 +1,1 @@
-from tests.fakes.fixtures import fake_openai  # noqa: F401
+from tests.fixtures.fake_openai import fake_openai  # noqa: F401

@@ -59,7 +59,7 @@ def test_openai_embeddings_batched_with_dimensions(fake_openai):
 
 
 def test_openai_wrong_dimension_is_a_clear_error(fake_openai):
-    from tests.fakes.openai_server import Reply
+    from fakes.openai_server import Reply
 
     fake_openai.embeddings.push(
         Reply(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from apps.gpu_worker.app import WorkerConfig, create_app
+from gpu_worker.app import WorkerConfig, create_app
 from tests.unit.gpu_worker.images import noise, to_jpeg
 
 

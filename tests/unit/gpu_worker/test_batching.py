@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from apps.gpu_worker.batching import DynamicBatcher, QueueFull
+from gpu_worker.batching import DynamicBatcher, QueueFull
 
 
 class Recorder:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from apps.gpu_worker.backends import load_backend
-from apps.gpu_worker.backends.vlm2vec import ModelNotFound
+from gpu_worker.backends import load_backend
+from gpu_worker.backends.vlm2vec import ModelNotFound
 from tests.unit.gpu_worker.images import noise, solid
 
 

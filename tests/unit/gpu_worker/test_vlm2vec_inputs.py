@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-from apps.gpu_worker.backends.vlm2vec_inputs import (
+from gpu_worker.backends.vlm2vec_inputs import (
     VisionGeometry,
     fit_size,
     video_patches,

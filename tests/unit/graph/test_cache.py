@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import redis
 
+from deploy.stack import redis_server
+from deploy.stack.process import free_port
 from worldmm.graph.cache import GraphCache, GraphMemo, NullCache, cache_key, make_cache
 from worldmm.graph.timed import build_timed
 from worldmm.graph.types import GraphTriple
-from worldmm.stack import redis_server
-from worldmm.stack.process import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -11,4 +11,4 @@ def minilm():
     return MiniLMEmbedder()
 
 
-from tests.fakes.fixtures import fake_openai  # noqa: E402,F401
+from tests.fixtures.fake_openai import fake_openai  # noqa: E402,F401

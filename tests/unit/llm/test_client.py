@@ -9,7 +9,7 @@ import json
 import pytest
 from prometheus_client import REGISTRY
 
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from fakes.openai_server import FakeOpenAI, Reply
 from tests.fixtures.media import make_frame_jpeg
 from worldmm.llm import AgentRound, ModelCallError, ParseError, build_roles
 from worldmm.llm.remote import RemoteRoles

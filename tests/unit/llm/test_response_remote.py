@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.fakes.openai_server import Reply
+from fakes.openai_server import Reply
 from tests.unit.llm.test_client import make_roles
 from worldmm.agent.choices import answer_choices
 from worldmm.agent.passages import hit_passages

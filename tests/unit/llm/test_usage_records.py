@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from apps.query_api.ops.usage import BadRange, usage_range
+from query_api.ops.usage import BadRange, usage_range
 from worldmm.llm.prompts import RenderedPrompt
 from worldmm.llm.request import build_request, result_from_body
 from worldmm.llm.usage import UsageRecord, aggregate, current_user, day_start, for_user

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from apps.query_api.limits import LocalBuckets, gcra
+from query_api.limits import LocalBuckets, gcra
 from worldmm.retry import RetryPolicy
 from worldmm.store.outage import is_db_unavailable, retry_while_down
 

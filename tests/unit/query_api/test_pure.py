@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from apps.query_api.cursors import CursorError, decode_cursor, encode_cursor
-from apps.query_api.ops.forget import delete_blobs, user_cache_pattern
-from apps.query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
-from apps.query_api.ops.remember import note_window
+from query_api.cursors import CursorError, decode_cursor, encode_cursor
+from query_api.ops.forget import delete_blobs, user_cache_pattern
+from query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
+from query_api.ops.remember import note_window
 from tests.fixtures.hits import window_hit
 from worldmm.agent import AgentResult, RoundRecord
 from worldmm.blobs import LocalBlobStore

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import iter_route_contexts
 
-from apps.query_api.app import create_app
-from apps.query_api.auth import USER_PREFIX, USER_ROUTE_CHECKS, UserIdPath, user_router
+from query_api.app import create_app
+from query_api.auth import USER_PREFIX, USER_ROUTE_CHECKS, UserIdPath, user_router
 from worldmm.settings import load_settings
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from apps.query_api.ui.views import card_of, day_bounds, fact_histories, parse_day, status_of
+from query_api.ui.views import card_of, day_bounds, fact_histories, parse_day, status_of
 from worldmm.store.input_gaps import InputGapSpan
 from worldmm.store.models import SegmentRow, TripleRow
 
@@ -107,7 +107,7 @@ def test_a_day_at_the_calendar_ends_is_refused_not_a_crash(day):
     [("0001-01-01T00:00", "2026-01-01T00:00"), ("2026-01-01T00:00", "9999-12-31T23:59-23:59")],
 )
 def test_forget_range_at_the_calendar_ends_is_refused(start, end):
-    from apps.query_api.ui.routes import _range
+    from query_api.ui.routes import _range
 
     # naive form times are read on the wearer's clock (issue 22); UTC keeps the ends exact
     with pytest.raises(ValueError, match="out of range"):

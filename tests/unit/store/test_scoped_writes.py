@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-PACKAGES = ("worldmm", "apps", "connectors")
+PACKAGES = ("worldmm", "connectors", "dataflows", "gpu_worker", "query_api", "apps")
 WRITE = re.compile(r"^\s*(UPDATE|DELETE FROM) +(\S+)( +\w+)? +(SET|WHERE)\b")  # SQL is upper case
 UNSCOPED_TABLES = {"users"}  # its id is the user
 

@@ -1,0 +1,1 @@
+"""`worldmm gateway`: a recording sent as a glasses session."""

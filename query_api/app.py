@@ -1,0 +1,105 @@
+"""The query service: ``create_app(settings, deps=None)``.
+
+Dependencies (database pool, model roles, embedder, encoder, graph cache, blob store) are
+built once when the app starts (lifespan) unless passed in; routes reach them through
+``query_api.deps.Deps``. Passed-in deps belong to the caller and are not closed here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+
+from query_api.deps import install
+from query_api.errors import install_error_handlers, route_of
+from query_api.limits import BodySizeLimit
+from query_api.metrics import API_LATENCY, API_REQUESTS
+from query_api.routes import (
+    health,
+    keys,
+    memory,
+    privacy,
+    profile,
+    query,
+    usage,
+    users,
+    whoami,
+)
+from query_api.ui import install_ui
+from worldmm.deps import Deps, build_deps
+from worldmm.llm.prices import prices_for
+from worldmm.settings import Settings
+
+log = logging.getLogger("query_api")
+
+DESCRIPTION = """\
+The memory of a camera-glasses wearer, as a service.
+
+Every `/v1/users/{user_id}/...` route needs `Authorization: Bearer <key>`: that user's key
+(from `POST /v1/users`, issued by an admin) or the admin key (`WORLDMM_ADMIN_API_KEY`).
+Errors are JSON `{"detail": "..."}`: 401 missing, invalid or revoked key, 403 a key of
+another user, 404 unknown user or item, 413 body too large, 422 invalid input, 429 the key's
+rate limit (see Retry-After), 502 a model call failed, 503 the database is unavailable (see
+Retry-After). A user may hold several keys; admins create, list, rotate and revoke them.
+Times are ISO 8601 with a zone. Every user has a time zone (`GET`/`PATCH
+/v1/users/{user_id}`, default UTC): questions are read on the wearer's clock ("yesterday
+afternoon" asked without `as_of` means the wearer's yesterday, as of the moment it is
+asked), and answers give times on it; stored times are UTC.
+"""
+
+
+def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
+    prices_for(settings)  # a bad price table stops the service here, with its file named
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = deps is None
+        if owned:  # only PostgreSQL and Redis: the query service never talks to Kafka
+            install(app.state, build_deps(settings, role="api"))
+        app.state.recalls.start()
+        log.info(
+            "query_api.start provider=%s cache=%s blobs=%r",
+            app.state.deps.roles.label,
+            type(app.state.deps.cache).__name__,
+            app.state.deps.blobs,
+        )
+        try:
+            yield
+        finally:
+            await app.state.recalls.close()  # what answers recalled is written before the pool goes
+            if owned:
+                app.state.deps.close()
+
+    app = FastAPI(
+        title="WorldMM Live query API",
+        version="1",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    if deps is not None:  # usable without running the lifespan (e.g. a bare TestClient)
+        install(app.state, deps)
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next):
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            route = route_of(request)
+            API_REQUESTS.labels(request.method, route, str(status)).inc()
+            API_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
+
+    for module in (health, users, profile, keys, whoami, query, memory, usage, privacy):
+        app.include_router(module.router)
+    # outermost: an oversized body is refused before any route or middleware reads it
+    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
+    install_ui(app)  # the memory browser at /ui
+    return app
