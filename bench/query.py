@@ -203,7 +203,7 @@ class Retrieval:
         runs, EXPLAINed with its parameters and settings, and its problems
         (:func:`bench.plans.check`: a memory table read whole, an index search
         without its HNSW index)."""
-        from worldmm.store import plans
+        from bench import plans
 
         last_week = as_of_times(self.end, 1, self.seed)
         asked = [(t, t, [None]) for t in MEMORY_TYPES] + [("episodic_as_of", "episodic", last_week)]

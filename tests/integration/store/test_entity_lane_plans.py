@@ -16,9 +16,10 @@ import numpy as np
 import psycopg
 import pytest
 
+from bench import plans
 from tests.fixtures import entity_exact as ref
 from worldmm.memory.retrieval import entity_rank
-from worldmm.store import entities, entity_links, plans
+from worldmm.store import entities, entity_links
 from worldmm.store.db import Database
 from worldmm.store.segment_search import Filters
 from worldmm.store.term_stats import read_all

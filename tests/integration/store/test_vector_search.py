@@ -8,8 +8,9 @@ from datetime import timedelta
 import psycopg
 import pytest
 
+from bench import plans
 from tests.fixtures.store import make_segment
-from worldmm.store import plans, segment_search, visual
+from worldmm.store import segment_search, visual
 from worldmm.store.db import Database
 from worldmm.store.users import ensure_user
 
