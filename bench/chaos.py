@@ -279,12 +279,11 @@ def run_chaos(base: Settings, cfg: ChaosConfig, echo: Echo) -> dict[str, Any]:
             "admin_api_key": SecretStr(admin_key),
             "allowed_lateness_s": cfg.allowed_lateness_s,
             "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),
-            "llm_concurrency": 64,
-            "gpu_ocr_frames": 0,  # pixels only: OCR made clips time out on a busy machine
+            "in_flight_start": 64,
+            "ocr_frames": 0,  # pixels only: OCR made clips time out on a busy machine
             "gpu_timeout_s": 15.0,
             "gpu_max_retries": 1,
             "gpu_breaker_reset_s": 5.0,
-            "offline_ocr_frames": 0,
             "topic_partitions": 1,
         }
     )

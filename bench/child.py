@@ -52,10 +52,10 @@ def http_ok(url: str) -> bool:
 # Settings the benchmarks' child processes get as WORLDMM_* variables.
 SERVICE_FIELDS = words(
     "kafka_brokers, database_url, redis_url, topic_prefix, topic_partitions, state_dir,"
-    " blob_dir, llm_concurrency, llm_concurrency_max, allowed_lateness_s, stream_idle_s,"
+    " blob_dir, in_flight_start, in_flight_max, allowed_lateness_s, stream_idle_s,"
     " session_end_grace_s, dataflow_metrics_port, frames_per_window, max_past_age_s,"
-    " text_embed_dim, visual_embed_dim, gpu_worker_url, gpu_ocr_frames, gpu_timeout_s,"
-    " gpu_max_retries, gpu_breaker_reset_s, llm_provider, embed_backend, offline_ocr_frames,"
+    " text_embed_dim, visual_embed_dim, gpu_worker_url, ocr_frames, gpu_timeout_s,"
+    " gpu_max_retries, gpu_breaker_reset_s, llm_provider, embed_backend,"
     " api_rate_limit, admin_api_key"
 )
 

@@ -44,7 +44,7 @@ class BenchConfig(harness.Options):
     factor: int = Field(4, description="Users ×factor from one level to the next.")
     minutes: float = Field(1.0, description="Real-time stream per level (whole 30 s windows).")
     model_latency_s: float = Field(2.0, description="Simulated latency of every model call (s).")
-    concurrency: int = Field(16, description="Windows in flight at first (llm_concurrency).")
+    concurrency: int = Field(16, description="Windows in flight at first (in_flight_start).")
     concurrency_max: int | None = Field(
         None, description="The adaptive bound's ceiling (default: WORLDMM_LLM_CONCURRENCY_MAX)."
     )
@@ -218,8 +218,8 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
         update={
             "topic_prefix": f"bench.ingest.{run_id}.{users}.",
             "topic_partitions": 1,
-            "llm_concurrency": cfg.concurrency,
-            "llm_concurrency_max": cfg.concurrency_max or base.llm_concurrency_max,
+            "in_flight_start": cfg.concurrency,
+            "in_flight_max": cfg.concurrency_max or base.in_flight_max,
             "blob_dir": Path(tempfile.mkdtemp(prefix="blobs-", dir=cfg.blob_root or tmp)),
             "state_dir": tmp / "state",
             "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),

@@ -412,7 +412,7 @@ def run_benchmark(
     others = [f"{user_id}-other{i}" for i in range(1, opts.users)]
     run = harness.Run()
     fields = ("frames_per_segment", "text_dim", "visual_dim")
-    top_k = ("episodic_top_k", "semantic_top_k", "visual_top_k", "rerank_keep")
+    top_k = ("semantic_top_k", "visual_top_k", "rerank_keep")
     loadavg = {"start": harness.loadavg()}
     result: dict[str, Any] = {
         "benchmark": "query",

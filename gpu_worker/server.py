@@ -27,7 +27,7 @@ def serve(
         backend,
         dim=settings.visual_embed_dim,
         model_dir=model_dir,
-        ocr_frames=settings.gpu_ocr_frames,
+        ocr_frames=settings.ocr_frames,
     )
     if encoder.dim != settings.visual_embed_dim:
         log.warning(

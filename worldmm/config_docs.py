@@ -1,46 +1,139 @@
-"""Keep the README's configuration table and `.env.example` in step with `Settings`.
+"""Keep the README's settings tables, `.env.example` and `deploy/production.env.example` in
+step with `Settings`, group by group, the settings production must set marked.
 
-`python -m worldmm.config_docs` rewrites both; a unit test fails when they drift.
+`python -m worldmm.config_docs` rewrites all three; a unit test fails when they drift.
 """
 
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 from pydantic import SecretStr
+from pydantic.fields import FieldInfo
 
-from worldmm.settings import ENV_PREFIX, Settings, settings_table
+from worldmm.settings import GROUPS, env_names, must_set, production_example
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
+MUST = "must set in production"
+
+
+def _default(field: FieldInfo) -> str:
+    default = field.default
+    return "" if default is None or isinstance(default, SecretStr) else str(default)
+
+
+def _old_names(name: str, field: FieldInfo) -> list[str]:
+    return env_names(field, name)[1:]
+
+
+def _meaning(name: str, field: FieldInfo) -> str:
+    text = field.description or ""
+    if must_set(field):
+        text = f"**{MUST[0].upper()}{MUST[1:]}.** {text}"
+    old = _old_names(name, field)
+    if old:
+        text += " Also read from " + ", ".join(f"`{n}`" for n in old) + " (older names)."
+    return text
+
+
+def settings_tables() -> str:
+    """The README's configuration section: one table per group."""
+    parts = [
+        f"Settings marked **{MUST}** are the ones a production deployment sets (with example "
+        "values in `deploy/production.env.example`); every other one has a default that works."
+    ]
+    for group in GROUPS:
+        rows = ["| variable | default | meaning |", "|---|---|---|"]
+        for name, field in group.model_fields.items():
+            var = env_names(field, name)[0]
+            rows.append(f"| `{var}` | `{_default(field)}` | {_meaning(name, field)} |")
+        parts += [f"### {group.title}", _doc_line(group), "\n".join(rows)]
+    return "\n\n".join(parts)
+
+
+def _doc_line(group: type) -> str:
+    return " ".join((group.__doc__ or "").split())
+
+
+def _comment(text: str) -> list[str]:
+    return textwrap.wrap(text, width=98, initial_indent="# ", subsequent_indent="# ")
+
+
+def _group_header(group: type) -> list[str]:
+    return [
+        "",
+        f"# --- {group.title} " + "-" * max(3, 90 - len(group.title)),
+        *_comment(_doc_line(group)),
+    ]
 
 
 def env_example() -> str:
+    """Every setting, grouped, commented out at its default."""
     lines = [
         "# WorldMM Live settings (all optional; the defaults run everything embedded/offline).",
         "# Generated from worldmm/settings.py by `python -m worldmm.config_docs`.",
+        f'# "{MUST}" marks what a production deployment sets: deploy/production.env.example.',
     ]
-    for name, field in Settings.model_fields.items():
-        default = field.default
-        shown = "" if default is None or isinstance(default, SecretStr) else str(default)
-        lines += [f"# {field.description or ''}", f"#{ENV_PREFIX}{name.upper()}={shown}"]
+    for group in GROUPS:
+        lines += _group_header(group)
+        for name, field in group.model_fields.items():
+            names = env_names(field, name)
+            note = f" ({MUST})" if must_set(field) else ""
+            lines += _comment(f"{field.description or ''}{note}")
+            if names[1:]:
+                lines += _comment("Older names still read: " + ", ".join(names[1:]) + ".")
+            lines.append(f"#{names[0]}={_default(field)}")
     return "\n".join(lines) + "\n"
 
 
-def readme_with_table(readme: str) -> str:
+def production_env_example() -> str:
+    """The settings a production deployment sets, with example values, grouped."""
+    lines = _comment(
+        "Production: the settings a deployment sets, with example values; every other setting "
+        "keeps its default (.env.example lists them all). With the service URLs set, nothing "
+        "is started locally. Generated from worldmm/settings.py by `python -m "
+        f'worldmm.config_docs`; "{MUST}" marks what production cannot do without.'
+    )
+    for group in GROUPS:
+        fields = [
+            (name, field)
+            for name, field in group.model_fields.items()
+            if production_example(field) is not None
+        ]
+        if not fields:
+            continue
+        lines += _group_header(group)
+        for name, field in fields:
+            note = f" ({MUST})" if must_set(field) else ""
+            lines += _comment(f"{field.description or ''}{note}")
+            lines.append(f"{env_names(field, name)[0]}={production_example(field)}")
+    return "\n".join(lines) + "\n"
+
+
+def readme_with_tables(readme: str) -> str:
     head, sep, rest = readme.partition(START)
     if not sep or END not in rest:
         raise ValueError(f"README lacks the {START} ... {END} markers")
     _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{settings_table()}\n{END}{tail}"
+    return f"{head}{START}\n{settings_tables()}\n{END}{tail}"
+
+
+# Each generated file and how to make it from its current text.
+GENERATED = {
+    "README.md": readme_with_tables,
+    ".env.example": lambda _: env_example(),
+    "deploy/production.env.example": lambda _: production_env_example(),
+}
 
 
 def main() -> int:
-    readme = ROOT / "README.md"
-    readme.write_text(readme_with_table(readme.read_text()))
-    (ROOT / ".env.example").write_text(env_example())
-    print("updated README.md configuration table and .env.example")
+    for relative, make in GENERATED.items():
+        path = ROOT / relative
+        path.write_text(make(path.read_text() if path.exists() else ""))
+    print("updated " + ", ".join(GENERATED))
     return 0
 
 

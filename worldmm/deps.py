@@ -129,7 +129,7 @@ def _open_database(settings: Settings, role: Role) -> Database:
         # a short pool wait: while PostgreSQL is down a request gets 503 + Retry-After
         # instead of hanging for the pool's default 30 s
         return Database(url, max_size=API_POOL_SIZE, timeout_s=5.0, name="worldmm-query")
-    return Database(url, max_size=pool_size(settings.llm_concurrency), name="worldmm-ingest")
+    return Database(url, max_size=pool_size(settings.in_flight_start), name="worldmm-ingest")
 
 
 def build_deps(

@@ -1,5 +1,10 @@
 """Settings: loaded once from the environment (prefix ``WORLDMM_``) and passed in.
 
+One small class per group (services, storage, Kafka, windows, models, limits, memory and
+retrieval, privacy, API); :class:`Settings` inherits them all, so every field keeps its flat
+name (``settings.topic_prefix``) and its variable (``WORLDMM_TOPIC_PREFIX``). A field a
+production deployment must set says so (:func:`must_set`), and the generated docs mark it.
+
 Nothing reads the environment at import time. ``load_settings()`` turns a validation
 failure into :class:`SettingsError` whose message names the offending variable, so a
 service stops at start-up with a line a person can act on.
@@ -11,9 +16,10 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worldmm.redact import MASK, has_credentials, redact
@@ -25,12 +31,61 @@ class SettingsError(ValueError):
     """A setting is missing or invalid; the message names the environment variable."""
 
 
-class Settings(BaseSettings):
+def _production(example: object, *, must: bool = False) -> dict[str, Any]:
+    """Field arguments: the value a production deployment would use (it goes to
+    deploy/production.env.example) and whether production must set it."""
+    return {"examples": [example], "json_schema_extra": {"must_set": must}}
+
+
+def _env(name: str, *old: str) -> AliasChoices:
+    """A setting's variable and the older names still read (the first one found wins)."""
+    return AliasChoices(*(f"{ENV_PREFIX}{n}" for n in (name, *old)))
+
+
+class _Group(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_file=None, extra="ignore", validate_default=True
+        env_prefix=ENV_PREFIX,
+        env_file=None,
+        extra="ignore",
+        validate_default=True,
+        populate_by_name=True,  # a renamed field is set by its name, read from old variables
+    )
+    title: ClassVar[str]
+
+
+class ServiceSettings(_Group):
+    """Where the other services run. Unset, `worldmm up` starts each on this machine (the
+    embedded dev stack) and the CLI fills in its URL."""
+
+    title: ClassVar[str] = "Services"
+
+    kafka_brokers: str | None = Field(
+        default=None,
+        description="Kafka bootstrap servers.",
+        **_production("kafka-0.kafka:9092,kafka-1.kafka:9092,kafka-2.kafka:9092", must=True),
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL URL (pgvector).",
+        **_production("postgresql://worldmm:CHANGE_ME@postgres:5432/worldmm", must=True),
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis URL for the graph cache; 'none' disables the cache.",
+        **_production("redis://redis:6379/0", must=True),
+    )
+    gpu_worker_url: str | None = Field(
+        default=None,
+        description="GPU encoder service URL; unset = in-process offline encoder.",
+        **_production("http://gpu-worker:8090", must=True),
     )
 
-    # --- where things live -------------------------------------------------------------
+
+class StorageSettings(_Group):
+    """Where files live: the embedded stack's state, the blob store, the media spool."""
+
+    title: ClassVar[str] = "Storage"
+
     state_dir: Path = Field(
         default=Path(".worldmm"),
         description="Project-owned dir for the embedded stack's data, logs and PID files.",
@@ -40,7 +95,9 @@ class Settings(BaseSettings):
     )
     blob_s3_uri: str | None = Field(
         default=None,
-        description="s3://bucket/prefix: keep blobs in S3 instead (needs boto3 installed).",
+        description="s3://bucket/prefix: keep blobs in S3 instead (needs boto3 installed); "
+        "or set BLOB_DIR to storage every process shares.",
+        **_production("s3://my-worldmm-bucket/blobs", must=True),
     )
     blob_s3_endpoint_url: str | None = Field(
         default=None,
@@ -52,19 +109,33 @@ class Settings(BaseSettings):
         "beside the recovery dir. Default: STATE_DIR/spool.",
     )
 
-    # --- external services (production). When set, `worldmm up` starts nothing for them ---
-    kafka_brokers: str | None = Field(default=None, description="Kafka bootstrap servers.")
-    database_url: str | None = Field(default=None, description="PostgreSQL URL (pgvector).")
-    redis_url: str | None = Field(
-        default=None, description="Redis URL for the graph cache; 'none' disables the cache."
+
+class KafkaSettings(_Group):
+    """Topics and the messages on them."""
+
+    title: ClassVar[str] = "Kafka"
+
+    topic_prefix: str = Field(default="worldmm.", description="Prefix of every topic name.")
+    topic_partitions: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="Partitions per topic: at least the total number of dataflow workers.",
+        **_production(12),
+    )
+    topic_replication: int = Field(
+        default=1, ge=1, description="Replication factor of topics.", **_production(3)
+    )
+    max_payload_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Larger messages go to the DLQ."
     )
 
-    # --- Kafka ---------------------------------------------------------------------------
-    topic_prefix: str = Field(default="worldmm.", description="Prefix of every topic name.")
-    topic_partitions: int = Field(default=1, ge=1, le=1024, description="Partitions per topic.")
-    topic_replication: int = Field(default=1, ge=1, description="Replication factor of topics.")
 
-    # --- windows -------------------------------------------------------------------------
+class WindowSettings(_Group):
+    """Windows and media: how captures become 30 s windows, and what is refused."""
+
+    title: ClassVar[str] = "Windows and media"
+
     allowed_lateness_s: float = Field(
         default=10.0, ge=0, description="How late (event time) a message may be and still count."
     )
@@ -78,49 +149,44 @@ class Settings(BaseSettings):
         description="Live flow: wall time with no input after which a session end applies "
         "(at least the idle time when the end says captures are still missing).",
     )
-    window_max_attempts: int = Field(
-        default=2, ge=1, le=10, description="Tries per window before it is failed + DLQ'd."
-    )
     max_future_skew_s: float = Field(
         default=300.0, ge=0, description="Capture times further in the future go to the DLQ."
     )
     max_past_age_s: float = Field(
         default=30 * 24 * 3600.0, ge=0, description="Capture times older than this go to the DLQ."
     )
-    max_payload_bytes: int = Field(
-        default=8 * 1024 * 1024, ge=1024, description="Larger messages go to the DLQ."
-    )
     max_frame_side: int = Field(
         default=1280, ge=64, description="The gateway re-encodes frames larger than this (px)."
     )
 
-    # --- models --------------------------------------------------------------------------
+
+class ModelSettings(_Group):
+    """Which models run, and where: the LLM provider, speech recognition, embeddings."""
+
+    title: ClassVar[str] = "Model providers"
+
     llm_provider: Literal["offline", "openai", "compatible"] = Field(
-        default="offline", description="offline (no network), openai, or an OpenAI-compatible URL."
+        default="offline",
+        description="offline (no network), openai, or an OpenAI-compatible server "
+        "(vLLM, Ollama, llama.cpp) at LLM_BASE_URL.",
+        **_production("openai", must=True),
     )
     llm_base_url: str | None = Field(default=None, description="Base URL for 'compatible'.")
-    openai_api_key: SecretStr | None = Field(default=None, description="API key for the LLM.")
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        description="API key of the model provider (chat, embeddings, Whisper API); a "
+        "compatible server may need none.",
+        **_production("sk-CHANGE_ME", must=True),
+    )
     llm_dispatch: Literal["direct", "batch"] = Field(
         default="direct", description="Construction calls: direct (async) or the Batch API."
     )
-    llm_construction_model: str = Field(default="gpt-5-mini", description="Model for ingest roles.")
-    llm_agent_model: str = Field(default="gpt-5", description="Model for the agent and answers.")
-    llm_concurrency: int = Field(
-        default=16,
-        ge=1,
-        le=1024,
-        description="Model calls (and ingest windows) in flight at first; the bound grows with "
-        "the backlog up to LLM_CONCURRENCY_MAX.",
+    llm_construction_model: str = Field(
+        default="gpt-5-mini", description="Model for ingest roles.", **_production("gpt-5-mini")
     )
-    llm_concurrency_max: int = Field(
-        default=1024,
-        ge=1,
-        le=65536,
-        description="Most model calls (and ingest windows) in flight per process: size it to "
-        "the provider's rate limit; a 429 halves the bound, which then grows back (AIMD).",
+    llm_agent_model: str = Field(
+        default="gpt-5", description="Model for the agent and answers.", **_production("gpt-5")
     )
-    llm_timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one LLM call.")
-    llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429/5xx/timeout.")
     llm_batch_poll_s: float = Field(default=10.0, gt=0, description="Batch API poll interval.")
     llm_batch_flush_s: float = Field(
         default=5.0, gt=0, description="Batch dispatch: collect requests this long per job."
@@ -133,13 +199,6 @@ class Settings(BaseSettings):
     )
     llm_max_completion_tokens: int = Field(
         default=4096, ge=16, description="max_completion_tokens of one LLM call."
-    )
-    llm_user_daily_token_budget: int = Field(
-        default=0,
-        ge=0,
-        description="Tokens (prompt + completion) one user's model calls may use per UTC day; "
-        "past it a 30 s window is captioned from its transcript and OCR only, without the "
-        "vision call, and says so (0: no budget).",
     )
     llm_prices_file: Path | None = Field(
         default=None,
@@ -154,26 +213,75 @@ class Settings(BaseSettings):
         description="How often each process writes the model usage it recorded to PostgreSQL "
         "(batched, off the call path).",
     )
-
     asr_backend: Literal["local", "openai", "none"] = Field(
-        default="local", description="local faster-whisper, a Whisper API, or none."
+        default="local",
+        description="local faster-whisper, a Whisper API, or none.",
+        **_production("openai"),
     )
     asr_base_url: str | None = Field(default=None, description="Whisper API base URL (Groq...).")
     asr_model: str = Field(default="whisper-1", description="Whisper API model name.")
-
     embed_backend: Literal["local", "openai"] = Field(
-        default="local", description="Text embeddings: local MiniLM or the OpenAI API."
+        default="local",
+        description="Text embeddings: local MiniLM or the OpenAI API.",
+        **_production("openai"),
     )
     embed_model: str = Field(
-        default="text-embedding-3-small", description="OpenAI embedding model name."
+        default="text-embedding-3-small",
+        description="OpenAI embedding model name.",
+        **_production("text-embedding-3-small"),
     )
     text_embed_dim: int = Field(
-        default=384, ge=8, le=16000, description="Text embedding dimension (schema checks it)."
+        default=384,
+        ge=8,
+        le=16000,
+        description="Text embedding dimension (schema checks it).",
+        **_production(1536),
     )
     visual_embed_dim: int = Field(default=1536, ge=8, le=16000, description="Visual dimension.")
+    ocr_frames: int = Field(
+        default=4,
+        ge=0,
+        le=16,
+        validation_alias=_env("OCR_FRAMES", "GPU_OCR_FRAMES", "OFFLINE_OCR_FRAMES"),
+        description="Frames per window the offline models read text from: the offline visual "
+        "encoder (in-process or served) and the offline captioner, also the one that captions "
+        "a user past their token budget (OCR is most of their CPU; tests and small machines "
+        "lower it).",
+    )
 
-    gpu_worker_url: str | None = Field(
-        default=None, description="GPU encoder service URL; unset = in-process offline encoder."
+
+class LimitSettings(_Group):
+    """How much work runs at once, how long a call may take, how often it is tried."""
+
+    title: ClassVar[str] = "Limits"
+
+    in_flight_start: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        validation_alias=_env("IN_FLIGHT_START", "LLM_CONCURRENCY"),
+        description="Model calls in flight per process, and windows being built per ingest "
+        "process, at first: each bound grows with its backlog up to IN_FLIGHT_MAX. Also the "
+        "windows `worldmm ingest captions` and `worldmm retrigger` build at once, and it sizes "
+        "the ingest database pool.",
+    )
+    in_flight_max: int = Field(
+        default=1024,
+        ge=1,
+        le=65536,
+        validation_alias=_env("IN_FLIGHT_MAX", "LLM_CONCURRENCY_MAX"),
+        description="Most model calls in flight per process (and windows being built per "
+        "ingest process): size it to the provider's rate limit; a 429 halves the bound, "
+        "which then grows back (AIMD).",
+        **_production(512),
+    )
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one model API call.")
+    llm_max_retries: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="Retries of one model API call (chat, embeddings, transcription) on "
+        "429/5xx/timeout/connection errors (the SDK's own retries are off).",
     )
     gpu_timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one encoder call.")
     gpu_max_retries: int = Field(default=2, ge=0, le=10, description="Encoder retries per call.")
@@ -186,18 +294,32 @@ class Settings(BaseSettings):
     gpu_breaker_reset_s: float = Field(
         default=30.0, gt=0, description="Seconds the circuit stays open before one trial call."
     )
-    gpu_ocr_frames: int = Field(
-        default=4, ge=0, le=16, description="Frames per clip the offline encoder reads text from."
+    window_max_attempts: int = Field(
+        default=2, ge=1, le=10, description="Tries per window before it is failed + DLQ'd."
     )
-    offline_ocr_frames: int = Field(
-        default=4,
+    llm_user_daily_token_budget: int = Field(
+        default=0,
         ge=0,
-        le=16,
-        description="Frames per window the offline captioner reads text from (OCR is most of "
-        "its CPU; tests and small machines lower it).",
+        description="Tokens (prompt + completion) one user's model calls may use per UTC day; "
+        "past it a 30 s window is captioned from its transcript and OCR only, without the "
+        "vision call, and says so (0: no budget).",
+    )
+    graph_memo_elements: int = Field(
+        default=8_000_000,
+        ge=0,
+        description="Per process: graphs kept in memory in front of Redis, as vertices + "
+        "edges (time-masked graphs: + units; a week's 30 s graph is ~0.9M, about 50 MB; "
+        "0 turns the memo off).",
     )
 
-    # --- memory and retrieval ------------------------------------------------------------
+
+class RetrievalSettings(_Group):
+    """Memory and retrieval: how the memory is built and searched. The defaults were chosen
+    on EgoLife (docs/benchmarks/egolife.md); a deployment rarely changes them. The graph
+    lane's per-scale top-k is a constant of that lane: it ships at weight 0."""
+
+    title: ClassVar[str] = "Memory and retrieval"
+
     entity_match_threshold: float = Field(default=0.6, ge=0, le=1, description="Entity cosine.")
     consolidation_threshold: float = Field(default=0.6, ge=0, le=1, description="Semantic cosine.")
     consolidation_top_k: int = Field(default=20, ge=1, description="Candidates per new triple.")
@@ -214,9 +336,6 @@ class Settings(BaseSettings):
         lt=1,
         description="Forward push error bound: each vertex's score is within epsilon times "
         "its weighted degree of exact PPR (smaller: closer, slower).",
-    )
-    episodic_top_k: str = Field(
-        default="30:10,180:5,600:5,3600:3", description="Per-scale top-k 'seconds:k,...'."
     )
     rerank_keep: int = Field(default=3, ge=1, description="Segments an episodic search returns.")
     episodic_lane_weights: str = Field(
@@ -255,6 +374,14 @@ class Settings(BaseSettings):
         description="Weight of how often a segment was recalled (evidence of answers, notes) "
         "in every episodic lane's prior; it saturates: 1 - 0.5^count.",
     )
+    episodic_llm_rerank: bool = Field(
+        default=False,
+        description="Let the rerank model reorder the fused candidates (the offline "
+        "provider's rule reranker scored below the fused order).",
+    )
+    semantic_top_k: int = Field(default=10, ge=1, description="Semantic triples returned.")
+    visual_top_k: int = Field(default=3, ge=1, description="Clips returned by visual search.")
+    agent_max_rounds: int = Field(default=5, ge=1, le=20, description="Retrieval agent rounds.")
     recall_flush_s: float = Field(
         default=1.0,
         gt=0,
@@ -286,27 +413,27 @@ class Settings(BaseSettings):
         description="How far back (hours, by the notes' times) a new note looks for a duplicate "
         "(0: never merge).",
     )
-    episodic_llm_rerank: bool = Field(
-        default=False,
-        description="Let the rerank model reorder the fused candidates (the offline "
-        "provider's rule reranker scored below the fused order).",
-    )
-    semantic_top_k: int = Field(default=10, ge=1, description="Semantic triples returned.")
-    visual_top_k: int = Field(default=3, ge=1, description="Clips returned by visual search.")
-    agent_max_rounds: int = Field(default=5, ge=1, le=20, description="Retrieval agent rounds.")
-    graph_memo_elements: int = Field(
-        default=8_000_000,
-        ge=0,
-        description="Per process: graphs kept in memory in front of Redis, as vertices + "
-        "edges (time-masked graphs: + units; a week's 30 s graph is ~0.9M, about 50 MB; "
-        "0 turns the memo off).",
-    )
 
-    # --- privacy (docs/privacy.md) --------------------------------------------------------
+    @field_validator("episodic_lane_weights")
+    @classmethod
+    def _check_lane_weights(cls, value: str) -> str:
+        parse_lane_weights(value)
+        return value
+
+    def episodic_lane_weight_map(self) -> dict[str, float]:
+        return parse_lane_weights(self.episodic_lane_weights)
+
+
+class PrivacySettings(_Group):
+    """Bystanders' faces and how long media is kept (docs/privacy.md)."""
+
+    title: ClassVar[str] = "Privacy"
+
     face_blur: bool = Field(
         default=True,
         description="Blur bystanders' faces in every frame before it is stored (a wearer may "
         "opt out through their profile).",
+        **_production("true"),
     )
     face_blur_models_see: Literal["original", "blurred"] = Field(
         default="original",
@@ -336,14 +463,25 @@ class Settings(BaseSettings):
         default=None,
         ge=1,
         description="Default retention of frames and audio in days (a user's own value wins; "
-        "unset: kept). Text memory and visual embeddings stay.",
+        "unset: kept). Text memory and visual embeddings stay. A deployer's decision: set it "
+        "for your jurisdiction.",
+        **_production(30, must=True),
     )
     retention_batch: int = Field(
         default=500, ge=1, le=100_000, description="Rows per batch of `worldmm retention run`."
     )
 
-    # --- query API ----------------------------------------------------------------------
-    admin_api_key: SecretStr | None = Field(default=None, description="Admin bearer key.")
+
+class ApiSettings(_Group):
+    """The query API, the dataflow's metrics endpoint, logging."""
+
+    title: ClassVar[str] = "API and metrics"
+
+    admin_api_key: SecretStr | None = Field(
+        default=None,
+        description="Admin bearer key (users and their keys are made with it).",
+        **_production("CHANGE_ME_LONG_RANDOM", must=True),
+    )
     api_host: str = Field(default="127.0.0.1", description="Query API bind address.")
     api_port: int = Field(default=8080, ge=1, le=65535, description="Query API port.")
     api_rate_limit: int = Field(
@@ -368,23 +506,39 @@ class Settings(BaseSettings):
     dataflow_metrics_host: str = Field(
         default="127.0.0.1",
         description="Bind address of the dataflow metrics (0.0.0.0 for a scraper elsewhere).",
+        **_production("0.0.0.0"),
     )
-
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level."
     )
 
-    @field_validator("episodic_top_k")
-    @classmethod
-    def _check_top_k(cls, value: str) -> str:
-        parse_scale_map(value)
-        return value
 
-    @field_validator("episodic_lane_weights")
-    @classmethod
-    def _check_lane_weights(cls, value: str) -> str:
-        parse_lane_weights(value)
-        return value
+# In the order the docs list them.
+GROUPS: tuple[type[_Group], ...] = (
+    ServiceSettings,
+    StorageSettings,
+    KafkaSettings,
+    WindowSettings,
+    ModelSettings,
+    LimitSettings,
+    RetrievalSettings,
+    PrivacySettings,
+    ApiSettings,
+)
+
+
+class Settings(
+    ApiSettings,
+    PrivacySettings,
+    RetrievalSettings,
+    LimitSettings,
+    ModelSettings,
+    WindowSettings,
+    KafkaSettings,
+    StorageSettings,
+    ServiceSettings,
+):
+    """Every setting, by its flat name."""
 
     # --- derived -------------------------------------------------------------------------
     @property
@@ -413,12 +567,6 @@ class Settings(BaseSettings):
             return Path(tempfile.gettempdir()) / f"worldmm-pg-{key}"
         return state
 
-    def episodic_top_k_map(self) -> dict[int, int]:
-        return parse_scale_map(self.episodic_top_k)
-
-    def episodic_lane_weight_map(self) -> dict[str, float]:
-        return parse_lane_weights(self.episodic_lane_weights)
-
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
 
@@ -428,17 +576,23 @@ def _under_private_home(path: Path) -> bool:
     return path == home or home in path.parents
 
 
-def parse_scale_map(value: str) -> dict[int, int]:
-    """Parse ``'30:10,180:5'`` into ``{30: 10, 180: 5}``; raise ValueError on junk."""
-    out: dict[int, int] = {}
-    for part in value.split(","):
-        scale, _, k = part.strip().partition(":")
-        if not scale or not k:
-            raise ValueError(f"expected 'seconds:k' pairs, got {part!r}")
-        out[int(scale)] = int(k)
-    if any(s <= 0 or k <= 0 for s, k in out.items()):
-        raise ValueError("scales and k must be positive")
-    return out
+def env_names(field: FieldInfo, name: str) -> list[str]:
+    """The variables a setting is read from: its own first, then older names still read."""
+    alias = field.validation_alias
+    if isinstance(alias, AliasChoices):
+        return [str(choice) for choice in alias.choices]
+    return [f"{ENV_PREFIX}{name.upper()}"]
+
+
+def must_set(field: FieldInfo) -> bool:
+    """Whether a production deployment must set this setting (the docs mark it)."""
+    extra = field.json_schema_extra
+    return isinstance(extra, dict) and extra.get("must_set") is True
+
+
+def production_example(field: FieldInfo) -> object | None:
+    """The value deploy/production.env.example shows for this setting, if any."""
+    return field.examples[0] if field.examples else None
 
 
 EPISODIC_LANES = ("lexical", "dense", "graph", "entity")
@@ -475,13 +629,26 @@ def load_settings(**overrides: object) -> Settings:
 _SECRET_NAME_PARTS = ("KEY", "SECRET", "PASSWORD", "TOKEN")
 
 
+def _field_of(loc: str) -> str:
+    """The field an error's location names: its name, or one of its variables (a field read
+    from older names reports its first variable)."""
+    for name, field in Settings.model_fields.items():
+        if loc == name or loc in env_names(field, name):
+            return name
+    return loc
+
+
 def _invalid(err: Any, overrides: dict[str, object]) -> str:
     """One invalid setting, named, with the value it got unless that may be a secret: a
     name holding KEY/SECRET/PASSWORD/TOKEN, or a URL with credentials (the value is then left
     out of the message as well, where a validator quoted it)."""
-    field = str(err["loc"][0]) if err["loc"] else "?"
-    var = f"{ENV_PREFIX}{field.upper()}"
-    raw = overrides.get(field, os.environ.get(var))
+    field = _field_of(str(err["loc"][0])) if err["loc"] else "?"
+    info = Settings.model_fields.get(field)
+    names = env_names(info, field) if info else [f"{ENV_PREFIX}{field.upper()}"]
+    var, raw = names[0], overrides.get(field)
+    if raw is None:  # name the variable that was set, an older name included
+        var = next((n for n in names if n in os.environ), var)
+        raw = os.environ.get(var)
     value = (
         None if raw is None else str(raw.get_secret_value() if isinstance(raw, SecretStr) else raw)
     )
@@ -493,17 +660,3 @@ def _invalid(err: Any, overrides: dict[str, object]) -> str:
             message = message.replace(value, MASK)
         return f"{var}: {redact(message)} (value not shown: it may hold a secret)"
     return f"{var}: {message} (got {value!r})"
-
-
-def settings_table() -> str:
-    """The README's configuration table, generated from the model so docs match code."""
-    rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for name, field in Settings.model_fields.items():
-        default = field.default
-        if isinstance(default, SecretStr) or default is None:
-            shown = "" if default is None else "***"
-        else:
-            shown = str(default)
-        desc = field.description or ""
-        rows.append(f"| `{ENV_PREFIX}{name.upper()}` | `{shown}` | {desc} |")
-    return "\n".join(rows)

@@ -36,7 +36,7 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
     # The offline captioner and encoder read text from fewer frames here (their OCR is most of
     # the CPU); the pipeline still samples and passes 16 frames per window.
     settings = settings.model_copy(
-        update={"allowed_lateness_s": 5.0, "llm_concurrency": 8, "gpu_ocr_frames": 1}
+        update={"allowed_lateness_s": 5.0, "in_flight_start": 8, "ocr_frames": 1}
     )
     create_topics(settings.kafka_brokers, settings)
     # A fixed start keeps the offline models' output (OCR of on-frame text, speech) the same

@@ -23,7 +23,7 @@ import pytest
 
 from apps.demo.synthetic import SceneSpec, espeak_available, generate_session
 from query_api.app import create_app
-from tests.integration.served_api import ADMIN_KEY, api_settings_for, on_socket
+from tests.fixtures.api import ADMIN_KEY, api_settings_for, on_socket
 from worldmm.deps import build_deps
 from worldmm.settings import Settings
 
@@ -107,10 +107,9 @@ def _ingest_settings(stack, root: Path) -> Settings:
             "topic_prefix": f"t{uuid.uuid4().hex[:10]}.",
             "face_blur": False,
             "allowed_lateness_s": 5.0,
-            "llm_concurrency": 1,
-            "llm_concurrency_max": 1,
-            "offline_ocr_frames": 0,
-            "gpu_ocr_frames": 0,
+            "in_flight_start": 1,
+            "in_flight_max": 1,
+            "ocr_frames": 0,
             "frames_per_window": 4,
             "max_past_age_s": 20 * 365 * 86400.0,  # the sessions lie in 2025
             # no /metrics server and no process-wide lag probe thread, which would outlive

@@ -29,7 +29,7 @@ def _build(settings, role):
 
 
 def test_ingest_and_the_api_resolve_the_embedded_database_alike(stack, tmp_path):
-    settings = with_stack_urls(_embedded_settings(stack, tmp_path, llm_concurrency=40))
+    settings = with_stack_urls(_embedded_settings(stack, tmp_path, in_flight_start=40))
     ingest, api = _build(settings, "ingest"), _build(settings, "api")
     try:
         assert ingest.db.database_url == api.db.database_url == stack.database_url

@@ -10,32 +10,48 @@ import pytest
 from worldmm import config_docs
 from worldmm import settings as settings_module
 from worldmm.settings import (
+    GROUPS,
     Settings,
     SettingsError,
     load_settings,
+    must_set,
     parse_lane_weights,
-    parse_scale_map,
 )
 
 
 def test_defaults_load_and_are_offline():
     s = load_settings()
     assert s.llm_provider == "offline"
-    assert s.episodic_top_k_map() == {30: 10, 180: 5, 600: 5, 3600: 3}
+    assert s.ocr_frames == 4 and (s.in_flight_start, s.in_flight_max) == (16, 1024)
 
 
 def test_invalid_value_names_the_variable(monkeypatch):
-    monkeypatch.setenv("WORLDMM_LLM_CONCURRENCY", "-3")
-    with pytest.raises(SettingsError, match="WORLDMM_LLM_CONCURRENCY"):
+    monkeypatch.setenv("WORLDMM_IN_FLIGHT_START", "-3")
+    with pytest.raises(SettingsError, match="WORLDMM_IN_FLIGHT_START: .* \\(got '-3'\\)"):
         load_settings()
 
 
-def test_invalid_scale_map_is_rejected(monkeypatch):
-    monkeypatch.setenv("WORLDMM_EPISODIC_TOP_K", "30:ten")
-    with pytest.raises(SettingsError, match="WORLDMM_EPISODIC_TOP_K"):
+@pytest.mark.parametrize(
+    ("old", "field"),
+    [
+        ("WORLDMM_GPU_OCR_FRAMES", "ocr_frames"),
+        ("WORLDMM_OFFLINE_OCR_FRAMES", "ocr_frames"),
+        ("WORLDMM_LLM_CONCURRENCY", "in_flight_start"),
+        ("WORLDMM_LLM_CONCURRENCY_MAX", "in_flight_max"),
+    ],
+)
+def test_older_variable_names_are_still_read(monkeypatch, old, field):
+    """Deployments that set a merged or renamed setting by its old name keep working."""
+    monkeypatch.setenv(old, "2")
+    assert getattr(load_settings(), field) == 2
+    new = f"WORLDMM_{field.upper()}"
+    monkeypatch.setenv(new, "3")  # the new name wins
+    assert getattr(load_settings(), field) == 3
+    assert getattr(load_settings(**{field: 1}), field) == 1  # and the field's own name
+    monkeypatch.delenv(new)
+    monkeypatch.setenv(old, "-1")  # an error names the variable that was set
+    with pytest.raises(SettingsError, match=f"{old}: .*\\(got '-1'\\)"):
         load_settings()
-    with pytest.raises(ValueError):
-        parse_scale_map("30:0")
 
 
 def test_state_under_private_home_moves_postgres_to_tmp(tmp_path):
@@ -44,13 +60,60 @@ def test_state_under_private_home_moves_postgres_to_tmp(tmp_path):
     assert load_settings(state_dir=tmp_path).postgres_data_parent == tmp_path.resolve()
 
 
-def test_readme_table_and_env_example_match_settings():
+def test_generated_docs_match_settings():
+    for relative, make in config_docs.GENERATED.items():
+        text = (config_docs.ROOT / relative).read_text()
+        assert make(text) == text, f"{relative} is stale: run `python -m worldmm.config_docs`"
+
+
+def test_every_setting_is_in_exactly_one_group_and_the_docs_list_them_by_group():
+    grouped = [name for group in GROUPS for name in group.model_fields]
+    assert sorted(grouped) == sorted(Settings.model_fields), "a setting outside every group"
+    assert len(grouped) == len(set(grouped)), "a setting in two groups"
+    readme = _settings_section()
+    env = config_docs.env_example()
+    for group in GROUPS:
+        # each group's heading, then its own variables before the next group's heading
+        section = readme.split(f"### {group.title}\n", 1)[1].split("\n### ", 1)[0]
+        env_section = env.split(f"# --- {group.title} ", 1)[1].split("\n# --- ", 1)[0]
+        for name in group.model_fields:
+            assert f"`WORLDMM_{name.upper()}`" in section, (group.title, name)
+            assert f"#WORLDMM_{name.upper()}=" in env_section, (group.title, name)
+
+
+def _settings_section() -> str:
     readme = (config_docs.ROOT / "README.md").read_text()
-    assert config_docs.readme_with_table(readme) == readme, (
-        "README configuration table is stale: run `python -m worldmm.config_docs`"
-    )
-    env = (config_docs.ROOT / ".env.example").read_text()
-    assert env == config_docs.env_example(), ".env.example is stale: run the same command"
+    return readme.split(config_docs.START, 1)[1].split(config_docs.END, 1)[0]
+
+
+# What a production deployment must set: the services' URLs, the blob store, the model
+# provider and its key, the admin key, and how long media is kept.
+MUST_SET = {
+    "kafka_brokers",
+    "database_url",
+    "redis_url",
+    "gpu_worker_url",
+    "blob_s3_uri",
+    "llm_provider",
+    "openai_api_key",
+    "admin_api_key",
+    "media_retention_days",
+}
+
+
+def test_the_settings_production_must_set_are_marked_in_every_generated_doc():
+    marked = {name for name, field in Settings.model_fields.items() if must_set(field)}
+    assert marked == MUST_SET
+    rows = {
+        row.split("`", 2)[1]: row for row in _settings_section().splitlines() if row[:3] == "| `"
+    }
+    production = (config_docs.ROOT / "deploy/production.env.example").read_text()
+    for name in Settings.model_fields:
+        var = f"WORLDMM_{name.upper()}"
+        marked = "| **Must set in production.** " in rows[var]
+        assert marked == (name in MUST_SET), var
+        if name in MUST_SET:
+            assert f"\n{var}=" in production, var  # set there, with an example value
 
 
 def test_an_omitted_lane_weighs_zero_and_no_lane_at_all_is_refused(monkeypatch):
@@ -92,9 +155,8 @@ def _names_read(path: Path) -> set[str]:
 
 
 def _settings_accessors() -> dict[str, set[str]]:
-    """Each property/method of Settings and the ``self.`` names it reads."""
+    """Each property/method of Settings and its groups, and the ``self.`` names it reads."""
     tree = ast.parse(Path(settings_module.__file__).read_text())
-    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Settings"]
     return {
         fn.name: {
             n.attr
@@ -103,6 +165,8 @@ def _settings_accessors() -> dict[str, set[str]]:
             and isinstance(n.value, ast.Name)
             and n.value.id == "self"
         }
+        for cls in tree.body
+        if isinstance(cls, ast.ClassDef)
         for fn in cls.body
         if isinstance(fn, ast.FunctionDef)
     }

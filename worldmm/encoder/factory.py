@@ -20,4 +20,4 @@ def build_visual_encoder(settings: Settings) -> VisualEncoder:
             retry=encoder_policy(settings),
             breaker=CircuitBreaker(settings.gpu_breaker_failures, settings.gpu_breaker_reset_s),
         )
-    return InProcessOfflineEncoder(settings.visual_embed_dim, ocr_frames=settings.gpu_ocr_frames)
+    return InProcessOfflineEncoder(settings.visual_embed_dim, ocr_frames=settings.ocr_frames)

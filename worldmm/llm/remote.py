@@ -267,8 +267,8 @@ def build_remote_roles(settings: Settings, usage: UsageSink | None = None) -> Re
     direct = DirectDispatcher(
         lambda: async_openai_client(settings),
         provider=provider,
-        concurrency=settings.llm_concurrency,
-        concurrency_max=settings.llm_concurrency_max,
+        concurrency=settings.in_flight_start,
+        concurrency_max=settings.in_flight_max,
         timeout_s=settings.llm_timeout_s,
         retry=llm_policy(settings),
         usage=usage,

@@ -87,7 +87,7 @@ def build_roles(
         from worldmm.llm.offline import OfflineRoles
 
         return OfflineRoles(
-            embedder, max_rounds=settings.agent_max_rounds, ocr_frames=settings.offline_ocr_frames
+            embedder, max_rounds=settings.agent_max_rounds, ocr_frames=settings.ocr_frames
         )
     from worldmm.llm.remote import build_remote_roles
 

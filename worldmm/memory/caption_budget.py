@@ -33,7 +33,7 @@ async def caption_window(
     from worldmm.llm.offline.vision import scene_cues
 
     cues = await asyncio.to_thread(
-        scene_cues, list(frames), ocr_frames=deps.settings.offline_ocr_frames
+        scene_cues, list(frames), ocr_frames=deps.settings.ocr_frames
     )
     metrics.WINDOWS_DEGRADED.labels(DAILY_TOKEN_BUDGET).inc()
     log.info(

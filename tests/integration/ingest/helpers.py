@@ -27,11 +27,10 @@ REPO = Path(__file__).resolve().parents[3]
 
 CHEAP = {
     "allowed_lateness_s": 5.0,
-    "llm_concurrency": 1,
-    "llm_concurrency_max": 1,  # one window at a time: the adaptive bound must not grow
+    "in_flight_start": 1,
+    "in_flight_max": 1,  # one window at a time: the adaptive bound must not grow
     "asr_backend": "none",
-    "offline_ocr_frames": 1,
-    "gpu_ocr_frames": 0,
+    "ocr_frames": 1,
     "frames_per_window": 4,
     "max_past_age_s": 20 * 365 * 86400.0,  # the fixed start is in the past
 }
