@@ -16,7 +16,7 @@ from pathlib import Path
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
 from worldmm.deps import Deps, build_deps
-from worldmm.memory.construct import WindowOutcome
+from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.redact import configure_logging
 from worldmm.settings import Settings
 

@@ -29,7 +29,9 @@ from bytewax.operators import StatefulBatchLogic
 from worldmm.deps import Deps
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.media.spool import WindowSpool
-from worldmm.memory.construct import WindowOutcome, process_window, record_late
+from worldmm.memory.late_and_control import record_late
+from worldmm.memory.window_outcome import WindowOutcome
+from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import (
     BASE_S,
     BaseWindow,

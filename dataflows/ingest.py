@@ -37,8 +37,9 @@ from dataflows.window_step import window_builder
 from worldmm.blobs import audio_key, frame_key
 from worldmm.deps import Deps, build_deps
 from worldmm.media.spool import WindowSpool
-from worldmm.memory.construct import WindowOutcome, record_session
-from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.late_and_control import record_session
+from worldmm.memory.window_inputs import CaptureRef
+from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.memory.windows import Item, Pause, SessionEnd, WindowConfig, ms_to_dt
 from worldmm.redact import configure_logging
 from worldmm.settings import Settings, load_settings

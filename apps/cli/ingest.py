@@ -279,7 +279,7 @@ def replay(
     settings = _flow_settings().model_copy(update={"max_past_age_s": _REPLAY_MAX_AGE_S})
     configure_logging(settings.log_level)
     if fresh:
-        from worldmm.memory.construct_retry import forget_derived
+        from worldmm.memory.rebuild import forget_derived
         from worldmm.store.db import Database
 
         with Database(settings.database_url, max_size=1) as db:
@@ -318,7 +318,7 @@ def retrigger(
     import asyncio
 
     from worldmm.deps import build_deps
-    from worldmm.memory.construct_retry import retrigger as run_retrigger
+    from worldmm.memory.rebuild import retrigger as run_retrigger
 
     lo, hi = _range(start, end)
     settings = _flow_settings()

@@ -1,6 +1,6 @@
 """The WorldMM method: caption-level ingest into the real memory, then episodic retrieval.
 
-Ingest goes through :func:`worldmm.memory.construct_captions.ingest_caption_windows` (the same
+Ingest goes through :func:`worldmm.memory.caption_ingest.ingest_caption_windows` (the same
 NER, triples, entity resolution, merges and consolidation as live ingest; only the captioner is
 skipped), one clock hour at a time: coarse windows (3 min / 10 min / 1 h) never straddle an
 hour, so this equals one call over the whole week and gives a progress step per hour.
@@ -86,7 +86,7 @@ async def build_memory(
     task on the rich ``progress``). Returns the seconds, the windows, their outcomes by scale
     and status, and the first failures. A live captioner is given the window's transcript
     and reports what was said, so by default the caption text carries those lines too."""
-    from worldmm.memory.construct_captions import ingest_caption_windows
+    from worldmm.memory.caption_ingest import ingest_caption_windows
     from worldmm.store.purge import purge_user
 
     stored = stored_base_starts(deps, user_id)

@@ -26,11 +26,15 @@ import psycopg
 from worldmm.deps import Deps
 from worldmm.llm.usage import for_user
 from worldmm.memory.consolidation import consolidate_semantic
-from worldmm.memory.construct import TextMemory, extract_text_memory, triple_rows
 from worldmm.memory.entity_resolution import apply_resolutions
 from worldmm.memory.importance import NOTE_IMPORTANCE
+from worldmm.memory.text_memory import (
+    TextMemory,
+    extract_text_memory,
+    triple_rows,
+    write_search_embedding,
+)
 from worldmm.models import BASE_SCALE
-from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
 from worldmm.store.locks import lock_consolidation
@@ -172,10 +176,7 @@ def _write_note(deps: Deps, user_id: str, text: str, at: datetime, mem: TextMemo
         )
         ids = apply_resolutions(conn, user_id, mem.resolutions)
         triple_store.insert_triples(conn, user_id, segment_id, "episodic", triple_rows(mem, ids))
-        if mem.search_embedding is not None:  # the dense lane finds notes like any segment
-            segment_search.upsert_segment_embeddings(
-                conn, user_id, [(segment_id, mem.search_embedding)], deps.embedder.name
-            )
+        write_search_embedding(conn, deps, user_id, segment_id, mem)  # found like any segment
     return Stored(segment_id, start, end)
 
 

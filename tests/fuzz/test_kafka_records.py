@@ -21,7 +21,7 @@ from dataflows.ingest import build_flow, decode_record
 from tests.fuzz.records import NOW, huge_record, raw_records
 from worldmm.blobs import LocalBlobStore, audio_key, frame_key
 from worldmm.media.spool import WindowSpool
-from worldmm.memory.construct import WindowOutcome
+from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.memory.windows import BASE_S, BaseWindow, LateItem
 from worldmm.settings import load_settings
 

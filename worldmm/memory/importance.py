@@ -34,6 +34,7 @@ from datetime import datetime
 import numpy as np
 import psycopg
 
+from worldmm.llm.schemas import importance_of
 from worldmm.store.recall import recent_embeddings
 
 FLOOR, W_SPEECH, W_NAMES, W_NOVELTY = 0.10, 0.30, 0.25, 0.35
@@ -114,6 +115,22 @@ def summary_importance(children: Iterable[float | None]) -> float | None:
     """A coarse segment's importance from its children's (None when none has one)."""
     known = [c for c in children if c is not None]
     return max(known) if known else None
+
+
+def model_rating(text: str) -> dict:
+    """The segment fields of a model's importance rating (none when it gave none)."""
+    value = importance_of(text)
+    return {} if value is None else {"importance": value, "importance_source": "model"}
+
+
+def summary_rating(summary: str, children: Iterable[float | None]) -> dict:
+    """A coarse segment's importance fields: the model's rating of its summary, else the
+    most important moment it holds (none when neither is known)."""
+    rating = model_rating(summary)
+    if rating:
+        return rating
+    value = summary_importance(children)
+    return {} if value is None else {"importance": value, "importance_source": "estimate"}
 
 
 def backfill_importance(conn: psycopg.Connection, user_id: str) -> tuple[int, int]:

@@ -20,8 +20,8 @@ from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
 from worldmm.graph.timed import TimedGraph
-from worldmm.memory.construct import process_window
 from worldmm.memory.retrieval.graphs import load_timed
+from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import CoarseWindow, dt_to_ms
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,7 @@
 
 A small session (one user, two windows of frames and audio, then a replay with some captures
 late and one key given twice) goes through the per-row inserts for one user and through the
-window's batched path (``_record_captures``: one statement per table) for another; the two
+window's batched path (``record_captures``: one statement per table) for another; the two
 users' frame and audio rows must be identical, late flags included.
 """
 
@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from worldmm.memory.construct import _record_captures, audio_row
-from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.late_and_control import audio_row
+from worldmm.memory.window_inputs import CaptureRef
+from worldmm.memory.window_rows import record_captures
 from worldmm.memory.windows import BaseWindow, Item, ms_to_dt
 from worldmm.store import frames as frame_store
 from worldmm.store.db import Database
@@ -65,7 +66,7 @@ def _per_row(conn: psycopg.Connection, user: str, items: list[Item], late: bool)
 
 def _batched(conn: psycopg.Connection, user: str, items: list[Item], late: bool) -> None:
     if not late:
-        _record_captures(conn, _window(user, 0, items), {})
+        record_captures(conn, _window(user, 0, items), {})
         return
     frames = [
         frame_store.FrameBatchRow(i.session_id, ms_to_dt(i.ts_ms), i.ref.seq, i.ref.blob_key,

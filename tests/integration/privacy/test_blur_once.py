@@ -17,8 +17,9 @@ from tests.unit.memory.test_construct_db import Embedder, Encoder, Roles
 from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.media.window import read_capture
-from worldmm.memory.construct import process_window, record_late
-from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.late_and_control import record_late
+from worldmm.memory.window_inputs import CaptureRef
+from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import BaseWindow, CoarseWindow, Item, dt_to_ms
 from worldmm.privacy.blur_policy import FaceBlur
 from worldmm.privacy.detect_budget import DetectionBudget

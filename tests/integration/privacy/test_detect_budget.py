@@ -22,7 +22,9 @@ from tests.integration.privacy.test_blur_once import (
     blur_deps,
 )
 from worldmm.deps import Deps
-from worldmm.memory.construct import process_window, record_late, sampled_frames
+from worldmm.memory.base_segment import sampled_frames
+from worldmm.memory.late_and_control import record_late
+from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import BaseWindow, dt_to_ms
 from worldmm.metrics import FACE_BLUR_FRAMES
 from worldmm.privacy.detect_budget import DetectionBudget

@@ -118,7 +118,7 @@ async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_p
     of waiting for caption → NER → triples."""
     from bench.ingest_sim import SimulatedEncoder
     from tests.fixtures.windows import frame_window
-    from worldmm.memory.construct import process_window
+    from worldmm.memory.window_status import process_window
 
     log = CallLog()
     encoder = SimulatedEncoder(settings.visual_embed_dim, LATENCY_S, log.add)

@@ -6,7 +6,7 @@ import concurrent.futures as cf
 import pickle
 
 from dataflows.construct_step import ConstructLogic
-from worldmm.memory.construct import WindowOutcome
+from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.memory.windows import BaseWindow, CoarseWindow
 
 S = 1000

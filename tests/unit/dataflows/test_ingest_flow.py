@@ -16,7 +16,7 @@ from connectors import codec
 from dataflows.ingest import RawRecord, build_flow
 from worldmm.blobs import LocalBlobStore
 from worldmm.media.spool import WindowSpool
-from worldmm.memory.construct import WindowOutcome
+from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.memory.windows import BASE_S, BaseWindow, CoarseWindow, LateItem, dt_to_ms
 from worldmm.settings import load_settings
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dataflows.window_step import WindowLogic
 from worldmm.media.spool import WindowSpool
-from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.window_inputs import CaptureRef
 from worldmm.memory.windows import Item, LateItem, Pause, SessionEnd, UserWindows, WindowConfig
 
 T0 = 1_767_225_600_000  # a 10 min boundary

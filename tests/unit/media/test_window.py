@@ -20,7 +20,7 @@ from worldmm.media.window import (
     read_captures,
     store_window,
 )
-from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.window_inputs import CaptureRef
 from worldmm.memory.windows import BaseWindow, Item, dt_to_ms
 from worldmm.metrics import BLOB_REQUESTS
 

@@ -16,10 +16,10 @@ from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.encoder.base import EncoderUnavailable
 from worldmm.llm.schemas import ConsolidationDecision, SemanticExtraction
-from worldmm.memory.construct import process_window
-from worldmm.memory.construct_captions import ingest_caption_windows
-from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.caption_ingest import ingest_caption_windows
 from worldmm.memory.entity_resolution import resolve_entities
+from worldmm.memory.window_inputs import CaptureRef
+from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import BaseWindow, Item, dt_to_ms
 from worldmm.models import Triple
 
@@ -293,7 +293,7 @@ def test_audio_only_window_becomes_a_transcript_segment(deps, user_id) -> None:
 
 
 def test_retrigger_reruns_failed_windows_and_pending_clips(deps, user_id) -> None:
-    from worldmm.memory.construct_retry import retrigger
+    from worldmm.memory.rebuild import retrigger
 
     w1 = _jpeg_window(deps, user_id, T10)
     w2 = _jpeg_window(deps, user_id, T10 + timedelta(seconds=30))

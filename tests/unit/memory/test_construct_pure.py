@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from connectors.codec import wav_bytes
 from worldmm.llm.schemas import ConsolidationDecision
 from worldmm.memory.consolidation import plan_consolidation
-from worldmm.memory.construct_inputs import AudioPiece, sample_uniform, window_audio
+from worldmm.memory.window_inputs import AudioPiece, sample_uniform, window_audio
 from worldmm.models import Triple
 from worldmm.store.models import TripleRow
 

@@ -11,8 +11,8 @@ import pytest
 
 from tests.unit.memory import test_construct_db as built
 from worldmm.llm.schemas import Scored
-from worldmm.memory.construct import process_window
-from worldmm.memory.construct_captions import ingest_caption_windows
+from worldmm.memory.caption_ingest import ingest_caption_windows
+from worldmm.memory.window_status import process_window
 from worldmm.store.segments import list_segments
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, u
 
     # a replay's pending mark (the window written again without a rating) keeps the rating
     # until the rebuild writes its own
-    from worldmm.memory.construct import _segment as segment_write
+    from worldmm.memory.window_rows import segment_write
     from worldmm.store.segments import upsert_segment
 
     with deps.db.transaction() as conn:
@@ -70,7 +70,7 @@ def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, u
         upsert_segment(conn, segment_write(window, processing_status="pending"))
     assert _segment(deps, user_id, 30, T10).importance == pytest.approx(0.9)
 
-    from worldmm.memory.construct import build_summary_segment
+    from worldmm.memory.summary_segment import build_summary_segment
     from worldmm.memory.windows import CoarseWindow, dt_to_ms
 
     kids = ((30, dt_to_ms(T10)), (30, dt_to_ms(T10) + 30_000))

@@ -19,8 +19,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from worldmm.media import window as window_media
-from worldmm.memory.construct import WindowOutcome, process_window, sampled_frames
-from worldmm.memory.construct_inputs import CaptureRef
+from worldmm.memory.base_segment import sampled_frames
+from worldmm.memory.window_inputs import CaptureRef
+from worldmm.memory.window_outcome import WindowOutcome
+from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import (
     BASE_S,
     BaseWindow,

@@ -13,14 +13,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from worldmm.llm.usage import for_user
-from worldmm.memory.construct import (
-    WindowOutcome,
-    _segment,
-    _versions,
-    _write_base,
-    build_summary_segment,
-    extract_text_memory,
-)
+from worldmm.memory.base_segment import write_base
+from worldmm.memory.summary_segment import build_summary_segment
+from worldmm.memory.text_memory import extract_text_memory
+from worldmm.memory.window_outcome import WindowOutcome
+from worldmm.memory.window_rows import model_versions, segment_write
 from worldmm.memory.windows import (
     BASE_S,
     BaseWindow,
@@ -103,8 +100,8 @@ async def build_caption_segment(
     mem = await extract_text_memory(
         deps, window.user_id, caption, segment_search.search_text(caption, transcript)
     )
-    models, prompts = _versions(deps, ["ner", "episodic_triples", "entity_confirm"])
-    seg = _segment(
+    models, prompts = model_versions(deps, ["ner", "episodic_triples", "entity_confirm"])
+    seg = segment_write(
         window,
         caption=caption or None,
         transcript=transcript or None,
@@ -114,6 +111,6 @@ async def build_caption_segment(
     )
 
     session = window.session_id or "captions"
-    segment_id = await asyncio.to_thread(_write_base, deps, window, seg, mem, None, session)
+    segment_id = await asyncio.to_thread(write_base, deps, window, seg, mem, None, session)
     counts = {"entities": len(mem.resolutions), "triples": len(mem.triples)}
     return WindowOutcome.of(window, "complete", segment_id, counts=counts)

@@ -1,0 +1,87 @@
+"""A closed 3 min / 10 min / 1 h window's memory: its children's captions merged into a
+summary, the summary's text memory and parent links; at 10 min also semantic triples,
+consolidated against the user's facts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from worldmm.memory.consolidation import consolidate_semantic
+from worldmm.memory.importance import summary_rating
+from worldmm.memory.text_memory import TextMemory, extract_text_memory, write_text_memory
+from worldmm.memory.window_outcome import WindowOutcome
+from worldmm.memory.window_rows import model_versions, segment_write, write_paused
+from worldmm.memory.windows import TEN_MIN_S, CoarseWindow, children_of, ms_to_dt
+from worldmm.store import segments as segment_store
+from worldmm.store import users as user_store
+from worldmm.store.models import SegmentRow
+
+if TYPE_CHECKING:
+    from worldmm.deps import Deps
+
+
+async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutcome:
+    """Merge the children's captions into this window's summary and extract its memory."""
+    children = await asyncio.to_thread(load_children, deps, window)
+    if children and all(c.processing_status == "paused" for c in children):
+        segment_id = await asyncio.to_thread(write_paused, deps, window, children)
+        return WindowOutcome.of(window, "paused", segment_id, counts={"children": len(children)})
+    captions = [c.caption for c in children if c.processing_status == "complete" and c.caption]
+    summary = await deps.roles.merge_captions(captions, window.scale_s) if captions else ""
+    mem = await extract_text_memory(deps, window.user_id, summary)
+    models, prompts = model_versions(deps, ["merge_captions", "ner", "episodic_triples"])
+    failed_children = [c.id for c in children if c.processing_status == "failed"]
+    seg = segment_write(
+        window,
+        caption=summary or None,
+        processing_status="complete",
+        error=f"children failed: {failed_children}" if failed_children else None,
+        model_versions=models,
+        prompt_versions=prompts,
+        **summary_rating(summary, (c.importance for c in children)),
+    )
+    segment_id = await asyncio.to_thread(_write_summary, deps, window, seg, mem, children)
+    counts = {
+        "children": len(children),
+        "entities": len(mem.resolutions),
+        "triples": len(mem.triples),
+    }
+    if window.scale_s == TEN_MIN_S and summary:
+        extraction = await deps.roles.semantic_triples(summary, mem.triples)
+        # serialised per user in the database (worldmm.memory.consolidation)
+        stats = await consolidate_semantic(
+            deps,
+            window.user_id,
+            segment_id,
+            ms_to_dt(window.end_ms),
+            extraction.semantic_triples,
+            summary,
+        )
+        counts.update(
+            semantic=len(extraction.semantic_triples),
+            semantic_updated=stats.updated,
+            semantic_invalidated=stats.invalidated,
+            semantic_redecided=stats.retried,
+        )
+    return WindowOutcome.of(window, "complete", segment_id, counts=counts)
+
+
+def load_children(deps: Deps, window: CoarseWindow) -> list[SegmentRow]:
+    """Every stored child of the window (a re-closed window also sees earlier sessions')."""
+    wanted = {(s, ms_to_dt(start)) for s, start in children_of(window.wid)}
+    with deps.db.connection() as conn:
+        rows = segment_store.list_segments(
+            conn, window.user_id, ms_to_dt(window.start_ms), ms_to_dt(window.end_ms)
+        )
+    return [r for r in rows if (r.scale_seconds, r.window_start) in wanted]
+
+
+def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -> int:
+    user = window.user_id
+    with deps.db.transaction() as conn:
+        user_store.ensure_user(conn, user)
+        segment_id = segment_store.upsert_segment(conn, seg)
+        segment_store.link_children(conn, user, segment_id, [c.id for c in children])
+        write_text_memory(conn, deps, user, segment_id, mem)
+    return segment_id
