@@ -134,7 +134,7 @@ def memory_deps(settings: Settings, echo: harness.Echo) -> Iterator[Deps]:
     needed, like `worldmm up`, and left running so `--reuse` finds the memory next time)."""
     from worldmm.deps import build_deps
     from worldmm.embed import build_embedder
-    from worldmm.llm.offline.memo import MemoEmbedder
+    from worldmm.llm.rule_based.memo import MemoEmbedder
 
     with harness.stack_or_start(settings, echo, keep=True) as resolved:
         # A week repeats its entity names, triples and merged sentences: embedded once each

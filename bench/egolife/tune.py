@@ -29,8 +29,8 @@ from bench.egolife.data import EgoLifeData, Question, Window, day_of
 from bench.egolife.memory_method import ALL_LANES, hour_key, missing_hours, ranked
 from bench.egolife.truth import QuestionScore
 from bench.harness import StrList, words
-from worldmm.llm.offline import scoring
-from worldmm.llm.offline.weighing import Weighing
+from worldmm.llm.rule_based import scoring
+from worldmm.llm.rule_based.weighing import Weighing
 from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, run_lanes, select
 from worldmm.memory.retrieval.fusion import PriorParams, apply_prior
 

@@ -82,10 +82,10 @@ def test_twelve_minute_session_builds_all_memories(stack, settings, user_id, tmp
 
     def deps_factory(s):
         from worldmm.deps import build_deps
-        from worldmm.llm.offline import OfflineRoles
+        from worldmm.llm.rule_based import RuleBasedRoles
 
         deps = build_deps(s, role="ingest")
-        deps.roles = OfflineRoles(deps.embedder, ocr_frames=1)
+        deps.roles = RuleBasedRoles(deps.embedder, ocr_frames=1)
         return deps
 
     flow = build_flow(

@@ -1,4 +1,4 @@
-"""The model layer: prompts, one LLM client (direct + batch), parsing, offline provider."""
+"""The model layer: prompts, one LLM client (direct + batch), parsing, the rule-based roles."""
 
 from worldmm.llm.roles import ModelRoles, build_roles
 from worldmm.llm.schemas import AgentAction, AgentRound, ConsolidationDecision, SemanticExtraction

@@ -84,9 +84,9 @@ def build_roles(
     """Offline rules when ``llm_provider == "offline"`` (no usage: nothing is billed),
     otherwise prompts over the LLM client, its calls' usage recorded in ``usage``."""
     if settings.llm_provider == "offline":
-        from worldmm.llm.offline import OfflineRoles
+        from worldmm.llm.rule_based import RuleBasedRoles
 
-        return OfflineRoles(
+        return RuleBasedRoles(
             embedder, max_rounds=settings.agent_max_rounds, ocr_frames=settings.ocr_frames
         )
     from worldmm.llm.remote import build_remote_roles

@@ -29,8 +29,8 @@ async def caption_window(
     """(caption, why it was degraded or None)."""
     if not await asyncio.to_thread(deps.usage.over_budget, user_id):
         return await deps.roles.caption(frames, transcript), None
-    from worldmm.llm.offline import describe_scene
-    from worldmm.llm.offline.vision import scene_cues
+    from worldmm.llm.rule_based import describe_scene
+    from worldmm.llm.rule_based.vision import scene_cues
 
     cues = await asyncio.to_thread(
         scene_cues, list(frames), ocr_frames=deps.settings.ocr_frames

@@ -13,8 +13,8 @@ import pytest
 from pydantic import SecretStr
 from skimage import data
 
+from tests.fixtures.api import ADMIN_KEY
 from tests.integration.ingest.helpers import cheap
-from tests.integration.served_api import ADMIN_KEY
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ def test_faces_blurred_and_a_pause_stores_nothing(settings, user_id) -> None:
     from query_api.app import create_app
     from tests.fixtures.store_reads import list_pauses
     from worldmm.deps import build_deps
-    from worldmm.llm.offline import OfflineRoles
+    from worldmm.llm.rule_based import RuleBasedRoles
     from worldmm.store.db import Database
     from worldmm.store.frames import list_audio_chunks, list_frames
     from worldmm.store.segments import list_segments
@@ -71,7 +71,7 @@ def test_faces_blurred_and_a_pause_stores_nothing(settings, user_id) -> None:
 
     def deps_factory(s):
         deps = build_deps(s, role="ingest")
-        deps.roles = OfflineRoles(deps.embedder, ocr_frames=1)
+        deps.roles = RuleBasedRoles(deps.embedder, ocr_frames=1)
         return deps
 
     outcomes: list = []

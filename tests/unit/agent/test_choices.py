@@ -12,7 +12,7 @@ import pytest
 from worldmm.agent.choices import answer_choices
 from worldmm.agent.option_notes import hours_before
 from worldmm.agent.passages import hit_passages
-from worldmm.llm.offline import OfflineRoles
+from worldmm.llm.rule_based import RuleBasedRoles
 from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit
@@ -22,10 +22,10 @@ T0 = datetime(2025, 5, 1, 4, 0, 5, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def roles() -> OfflineRoles:
+def roles() -> RuleBasedRoles:
     from worldmm.embed.local import MiniLMEmbedder
 
-    return OfflineRoles(MiniLMEmbedder())
+    return RuleBasedRoles(MiniLMEmbedder())
 
 
 def hit(i: int, text: str, transcript: str | None = None, context: str | None = None):

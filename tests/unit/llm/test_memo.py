@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from worldmm.llm.offline.memo import MemoEmbedder
+from worldmm.llm.rule_based.memo import MemoEmbedder
 
 
 class Counting:

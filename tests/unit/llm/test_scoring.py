@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from worldmm.llm.offline import scoring
-from worldmm.llm.offline.evidence import CONTEXT_WEIGHT, SCENE_WEIGHT, evidence_units
+from worldmm.llm.rule_based import scoring
+from worldmm.llm.rule_based.evidence import CONTEXT_WEIGHT, SCENE_WEIGHT, evidence_units
 from worldmm.llm.schemas import Passage, letter_index
 
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 import snowballstemmer
 
-from worldmm.llm.offline.text import STOPWORDS
+from worldmm.llm.rule_based.text import STOPWORDS
 
 # A question asking what was written or what was said favours units of that kind.
 _READ_CUES = ("written", "write", "wrote", "read", "sign", "label", "text", "printed", "print")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
-from worldmm.llm.offline.text import sentences
+from worldmm.llm.rule_based.text import sentences
 from worldmm.llm.schemas import Passage
 
 Source = Literal["said", "read", "seen", "scene", "context", "fact"]

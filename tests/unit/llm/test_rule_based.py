@@ -1,4 +1,5 @@
-"""The offline provider on real inputs: a drawn frame with text, spoken or written transcripts."""
+"""The rule-based roles (llm_provider=offline) on real inputs: a drawn frame with text, spoken
+or written transcripts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.fixtures.media import make_frame_jpeg
 from worldmm.llm import AgentRound, build_roles
-from worldmm.llm.offline import OfflineRoles
+from worldmm.llm.rule_based import RuleBasedRoles
 from worldmm.llm.schemas import AgentAction, Passage
 from worldmm.models import Triple
 from worldmm.settings import load_settings
@@ -18,9 +19,9 @@ TRANSCRIPT = "Lucia: we should buy eggs and flour for the cake.\nJake: I will pa
 
 
 @pytest.fixture(scope="module")
-def roles(minilm) -> OfflineRoles:
+def roles(minilm) -> RuleBasedRoles:
     built = build_roles(load_settings(llm_provider="offline"), minilm)
-    assert isinstance(built, OfflineRoles)
+    assert isinstance(built, RuleBasedRoles)
     return built
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from worldmm.embed.base import TextEmbedder
-from worldmm.llm.offline.text import lexical_overlap
+from worldmm.llm.rule_based.text import lexical_overlap
 
 LEXICAL_WEIGHT = 0.5
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from worldmm.embed.base import TextEmbedder
-from worldmm.llm.offline import scoring
-from worldmm.llm.offline.choice_time import elapsed_h, time_scores
-from worldmm.llm.offline.evidence import Unit
+from worldmm.llm.rule_based import scoring
+from worldmm.llm.rule_based.choice_time import elapsed_h, time_scores
+from worldmm.llm.rule_based.evidence import Unit
 from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
 

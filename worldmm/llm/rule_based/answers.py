@@ -3,7 +3,7 @@
 Free-form: the unit (a line said, a text read, a sentence seen) most relevant to the question,
 cut to what follows the question's last word in it when that reads as an answer ("on the
 kitchen table" from "I put the mug on the kitchen table"). Multiple choice: every choice
-weighed against the pooled evidence (see :mod:`worldmm.llm.offline.weighing`); the answer
+weighed against the pooled evidence (see :mod:`worldmm.llm.rule_based.weighing`); the answer
 names the letter, the choice and the unit it rests on most. Times are said on the wearer's clock,
 relative to the question when it is near ("yesterday at 15:02"); without the question's time,
 as a UTC date and time.
@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 import numpy as np
 
 from worldmm.embed.base import TextEmbedder
-from worldmm.llm.offline import scoring
-from worldmm.llm.offline.evidence import Unit, evidence_units
-from worldmm.llm.offline.weighing import weigh
 from worldmm.llm.passages import clock, span
+from worldmm.llm.rule_based import scoring
+from worldmm.llm.rule_based.evidence import Unit, evidence_units
+from worldmm.llm.rule_based.weighing import weigh
 from worldmm.llm.schemas import OptionNote, Passage, Response
 from worldmm.localtime import Asked
 from worldmm.models import choice_letter

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 
 from worldmm.embed.base import TextEmbedder
-from worldmm.llm.offline.text import STOPWORDS, extract_entities, sentences
+from worldmm.llm.rule_based.text import STOPWORDS, extract_entities, sentences
 from worldmm.llm.schemas import ConsolidationDecision, SemanticExtraction, looks_literal
 from worldmm.models import Triple
 

@@ -1,4 +1,5 @@
-"""The offline provider: every role, deterministic, no network, no key.
+"""Every model role by rules, the stand-in behind ``llm_provider=offline``: deterministic,
+no network, no key.
 
 Captions come from what can honestly be read off the inputs (OCR text, colours, brightness,
 motion, and the transcript); NER and triples from rules; merging, reranking, consolidation and
@@ -14,12 +15,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from worldmm.embed.base import TextEmbedder
-from worldmm.llm.offline import answers, routing, semantic, text
-from worldmm.llm.offline.evidence import evidence_units
-from worldmm.llm.offline.memo import MemoEmbedder
-from worldmm.llm.offline.ranking import mmr_select, near_duplicates, relevance
-from worldmm.llm.offline.vision import SceneCues, scene_cues
-from worldmm.llm.offline.weighing import Weighing, weigh
+from worldmm.llm.rule_based import answers, routing, semantic, text
+from worldmm.llm.rule_based.evidence import evidence_units
+from worldmm.llm.rule_based.memo import MemoEmbedder
+from worldmm.llm.rule_based.ranking import mmr_select, near_duplicates, relevance
+from worldmm.llm.rule_based.vision import SceneCues, scene_cues
+from worldmm.llm.rule_based.weighing import Weighing, weigh
 from worldmm.llm.schemas import (
     AgentAction,
     AgentRound,
@@ -97,7 +98,7 @@ def _merge_budget(level_seconds: int) -> int:
     return 12
 
 
-class OfflineRoles:
+class RuleBasedRoles:
     label = "offline"
 
     def __init__(self, embedder: TextEmbedder, *, max_rounds: int = 5, ocr_frames: int = 4):
