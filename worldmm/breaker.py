@@ -1,7 +1,7 @@
 """The circuit breaker of outbound calls (worldmm.retry retries one call; this stops calling a
 service that keeps failing): after N consecutive failures, fail fast for T seconds, then let
 one trial call through (half-open); its success closes the circuit, its failure re-opens it.
-The GPU worker's client uses it (worldmm.encoder.client)."""
+The GPU worker's client uses it (worldmm.encoder.client), as :func:`encoder_breaker` sets it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,10 @@ import threading
 import time
 from collections.abc import Callable
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from worldmm.settings import Settings
 
 
 class BreakerState(StrEnum):
@@ -85,3 +89,8 @@ class CircuitBreaker:
             self._failures += 1
             if self._failures >= self.failure_threshold:
                 self._opened_at = self._clock()
+
+
+def encoder_breaker(settings: Settings) -> CircuitBreaker:
+    """The GPU worker's breaker: WORLDMM_GPU_BREAKER_FAILURES and WORLDMM_GPU_BREAKER_RESET_S."""
+    return CircuitBreaker(settings.gpu_breaker_failures, settings.gpu_breaker_reset_s)

@@ -41,7 +41,8 @@ WINDOWS_DEGRADED = Counter(
 )
 LLM_RETRIES = Counter(
     "worldmm_llm_retries_total",
-    "Retried LLM attempts by reason (rate_limit, server_error, timeout, connection, repair).",
+    "Retried model API attempts (chat roles, embed, asr) by reason (rate_limit, server_error, "
+    "timeout, connection, repair).",
     ["role", "provider", "reason"],
 )
 LLM_BATCHES = Counter(

@@ -9,7 +9,8 @@ at most ``max_retries`` retries and none once ``give_up_s`` have passed. Each re
 under the call's step name. When the retries run out the caller gets what the last attempt
 gave: its error raised again, or its value.
 
-The policy of each kind of outbound call is defined together at the end of this module.
+The policy of each kind of outbound call is defined together at the end of this module; the
+model APIs' SDK clients are built with their own retries off, so this loop is the only one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -198,13 +199,10 @@ def _outcome(state: RetryCallState) -> tuple[bool, Any]:
 
 
 # --- the policy of each kind of outbound call ------------------------------------------------
-# Settings tune two of them (WORLDMM_LLM_MAX_RETRIES; WORLDMM_GPU_MAX_RETRIES and
-# WORLDMM_GPU_RETRY_BACKOFF_S): llm_policy and encoder_policy apply those.
+# Each is written here once. The two that settings tune read their tries (and the encoder its
+# first backoff) from Settings, whose defaults are the only ones: WORLDMM_LLM_MAX_RETRIES;
+# WORLDMM_GPU_MAX_RETRIES and WORLDMM_GPU_RETRY_BACKOFF_S.
 
-# model calls (429, 5xx, timeouts): jitter spreads the retries of a throttled burst
-LLM = RetryPolicy(3, backoff_s=0.5, max_delay_s=30.0, jitter=True)
-# the GPU worker (connection errors, timeouts, 5xx; 503 when its queue is full)
-ENCODER = RetryPolicy(2, backoff_s=0.2, max_delay_s=10.0)
 # the query API's typed client (429 and 503; a question is never asked twice for a 502)
 API_CLIENT = RetryPolicy(3, backoff_s=0.5, max_delay_s=60.0)
 # long-running writers wait a PostgreSQL outage out: 0.25 s doubling to 5 s, for ever
@@ -213,11 +211,14 @@ DB_OUTAGE = RetryPolicy(None, backoff_s=0.25, max_delay_s=5.0, retry_after=False
 KAFKA_QUEUE_FULL = RetryPolicy(None, backoff_s=0.1, max_delay_s=0.1, retry_after=False)
 
 
-def llm_policy(settings: Settings) -> RetryPolicy:
-    return replace(LLM, max_retries=settings.llm_max_retries)
+def model_policy(settings: Settings) -> RetryPolicy:
+    """Model API calls, chat, embeddings and transcription alike (429, 5xx, timeouts,
+    connection errors): jitter spreads the retries of a throttled burst."""
+    return RetryPolicy(settings.llm_max_retries, backoff_s=0.5, max_delay_s=30.0, jitter=True)
 
 
 def encoder_policy(settings: Settings) -> RetryPolicy:
-    return replace(
-        ENCODER, max_retries=settings.gpu_max_retries, backoff_s=settings.gpu_retry_backoff_s
+    """The GPU worker (connection errors, timeouts, 5xx; 503 when its queue is full)."""
+    return RetryPolicy(
+        settings.gpu_max_retries, backoff_s=settings.gpu_retry_backoff_s, max_delay_s=10.0
     )

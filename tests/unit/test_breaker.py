@@ -1,4 +1,5 @@
-from worldmm.breaker import BreakerState, CircuitBreaker
+from worldmm.breaker import BreakerState, CircuitBreaker, encoder_breaker
+from worldmm.settings import Settings
 
 
 class Clock:
@@ -59,3 +60,9 @@ def test_abandoned_trial_frees_the_slot():
     _clock, breaker = _in_trial(1.0)
     breaker.abandon()
     assert breaker.allow()
+
+
+def test_the_encoder_breaker_takes_its_values_from_settings():
+    breaker = encoder_breaker(Settings(gpu_breaker_failures=2, gpu_breaker_reset_s=7.5))
+    assert (breaker.failure_threshold, breaker.reset_after_s) == (2, 7.5)
+    assert breaker.state is BreakerState.CLOSED

@@ -12,13 +12,11 @@ import httpx
 import pytest
 
 from worldmm.retry import (
-    ENCODER,
-    LLM,
     RetryPolicy,
     acall_with_retry,
     call_with_retry,
     encoder_policy,
-    llm_policy,
+    model_policy,
 )
 from worldmm.settings import Settings
 
@@ -194,11 +192,12 @@ def test_each_retry_is_logged_under_its_step_then_every_tenth(caplog):
     assert {r.levelno for r in caplog.records} == {logging.INFO}
 
 
-def test_the_settings_tune_the_model_and_encoder_policies():
-    assert llm_policy(Settings()) == LLM  # the defaults agree
-    assert encoder_policy(Settings()) == ENCODER
+def test_the_model_and_encoder_policies_take_their_values_from_settings():
+    defaults = Settings.model_construct()  # every field at its declared default, no env
+    assert model_policy(defaults) == RetryPolicy(3, backoff_s=0.5, max_delay_s=30.0, jitter=True)
+    assert encoder_policy(defaults) == RetryPolicy(2, backoff_s=0.2, max_delay_s=10.0)
     tuned = Settings(llm_max_retries=0, gpu_max_retries=5, gpu_retry_backoff_s=1.5)
-    assert llm_policy(tuned).max_retries == 0 and llm_policy(tuned).jitter
+    assert model_policy(tuned).max_retries == 0 and model_policy(tuned).jitter
     assert (encoder_policy(tuned).max_retries, encoder_policy(tuned).backoff_s) == (5, 1.5)
 
 

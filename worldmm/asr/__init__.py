@@ -42,7 +42,10 @@ def build_transcriber(settings: Settings) -> Transcriber:
         return NullTranscriber()
     from worldmm.asr.api import WhisperAPITranscriber
     from worldmm.providers.clients import sync_openai_client
+    from worldmm.retry import model_policy
 
     client = sync_openai_client(settings, base_url=settings.asr_base_url)
     label = "openai" if not settings.asr_base_url else "whisper-api"
-    return WhisperAPITranscriber(client, settings.asr_model, label=label)
+    return WhisperAPITranscriber(
+        client, settings.asr_model, retry=model_policy(settings), label=label
+    )

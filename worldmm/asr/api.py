@@ -1,4 +1,5 @@
-"""Whisper over HTTP: OpenAI's or Groq's transcription endpoint (chosen by base URL)."""
+"""Whisper over HTTP: OpenAI's or Groq's transcription endpoint (chosen by base URL), each call
+retried by the model policy (worldmm.providers.calls)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import numpy as np
 from worldmm import metrics
 from worldmm.asr.audio import SpeechTranscriber, to_wav
 from worldmm.asr.base import Transcript, TranscriptSegment
+from worldmm.providers.calls import call_model_sync
 from worldmm.providers.errors import ModelCallError
+from worldmm.retry import RetryPolicy
 
 
 class WhisperAPITranscriber(SpeechTranscriber):
@@ -16,20 +19,35 @@ class WhisperAPITranscriber(SpeechTranscriber):
 
     backend = "api"
 
-    def __init__(self, client, model: str, *, label: str = "openai") -> None:  # openai.OpenAI
+    def __init__(
+        self,
+        client,  # openai.OpenAI, built with max_retries=0
+        model: str,
+        *,
+        retry: RetryPolicy,
+        label: str = "openai",
+    ) -> None:
         self._client = client
         self._model = model
+        self._retry = retry
+        self._label = label
         self.name = f"{label}:{model}"
 
     def _recognise(self, samples: np.ndarray, duration_s: float) -> Transcript:
         import openai
 
+        wav = to_wav(samples)
         try:
-            reply = self._client.audio.transcriptions.create(
-                model=self._model,
-                file=("chunk.wav", to_wav(samples), "audio/wav"),
-                response_format="verbose_json",
-                timestamp_granularities=["segment"],
+            reply = call_model_sync(
+                lambda: self._client.audio.transcriptions.create(
+                    model=self._model,
+                    file=("chunk.wav", wav, "audio/wav"),
+                    response_format="verbose_json",
+                    timestamp_granularities=["segment"],
+                ),
+                self._retry,
+                role="asr",
+                provider=self._label,
             )
         except openai.OpenAIError as exc:
             metrics.ASR_ERRORS.labels(backend=self.backend, reason="api").inc()

@@ -32,10 +32,15 @@ def build_embedder(settings: Settings) -> TextEmbedder:
         embedder: TextEmbedder = MiniLMEmbedder()
     else:
         from worldmm.embed.openai_api import OpenAIEmbedder
-        from worldmm.providers.clients import sync_openai_client
+        from worldmm.providers.clients import provider_label, sync_openai_client
+        from worldmm.retry import model_policy
 
         embedder = OpenAIEmbedder(
-            sync_openai_client(settings), settings.embed_model, settings.text_embed_dim
+            sync_openai_client(settings),
+            settings.embed_model,
+            settings.text_embed_dim,
+            retry=model_policy(settings),
+            provider=provider_label(settings),
         )
     check_dimension(embedder, settings.text_embed_dim)
     return embedder

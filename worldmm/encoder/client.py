@@ -3,7 +3,8 @@ breaker (``worldmm.breaker``).
 
 Failures that say "try later" (connection refused, timeouts, 5xx, 503 queue full, circuit
 open) raise :class:`EncoderUnavailable`; a 4xx or an unusable answer raises
-:class:`EncoderRejected`.
+:class:`EncoderRejected`. Its timeout, retry policy and breaker come from settings
+(worldmm.encoder.factory), so their defaults are written once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from worldmm.breaker import CircuitBreaker
 from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
-from worldmm.retry import ENCODER, RetryPolicy, acall_with_retry
+from worldmm.retry import RetryPolicy, acall_with_retry
 
 
 class HttpVisualEncoder:
@@ -24,15 +25,15 @@ class HttpVisualEncoder:
         base_url: str,
         dim: int,
         *,
-        timeout_s: float = 30.0,
-        retry: RetryPolicy = ENCODER,
-        breaker: CircuitBreaker | None = None,
+        timeout_s: float,
+        retry: RetryPolicy,
+        breaker: CircuitBreaker,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.dim = dim
         self.retry = retry
-        self.breaker = breaker or CircuitBreaker(5, 30.0)
+        self.breaker = breaker
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout_s),

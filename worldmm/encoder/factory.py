@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worldmm.breaker import CircuitBreaker
+from worldmm.breaker import encoder_breaker
 from worldmm.encoder.base import VisualEncoder
 from worldmm.encoder.client import HttpVisualEncoder
 from worldmm.encoder.offline import InProcessOfflineEncoder
@@ -18,6 +18,6 @@ def build_visual_encoder(settings: Settings) -> VisualEncoder:
             settings.visual_embed_dim,
             timeout_s=settings.gpu_timeout_s,
             retry=encoder_policy(settings),
-            breaker=CircuitBreaker(settings.gpu_breaker_failures, settings.gpu_breaker_reset_s),
+            breaker=encoder_breaker(settings),
         )
     return InProcessOfflineEncoder(settings.visual_embed_dim, ocr_frames=settings.ocr_frames)

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from worldmm import metrics
-from worldmm.llm.dispatch import DirectDispatcher, call_model, record_success
+from worldmm.llm.dispatch import DirectDispatcher, record_success
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
+from worldmm.providers.calls import call_model
 from worldmm.providers.errors import ModelCallError
 
 log = logging.getLogger(__name__)

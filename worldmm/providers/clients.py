@@ -1,4 +1,7 @@
-"""OpenAI SDK clients for the configured provider (OpenAI, or any compatible server by URL)."""
+"""OpenAI SDK clients for the configured provider (OpenAI, or any compatible server by URL).
+
+Both are built with the SDK's retries off: every model call is retried by worldmm.retry
+(worldmm.providers.calls), which counts and logs each retry under its role."""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ def provider_label(settings: Settings) -> str:
 
 
 def async_openai_client(settings: Settings, *, base_url: str | None = None) -> openai.AsyncOpenAI:
-    """Async client with SDK retries off: our dispatcher retries and records each attempt."""
+    """The async client (chat roles, the Batch API)."""
     import openai
 
     key, url = _key_and_url(settings, base_url)
@@ -48,12 +51,13 @@ def async_openai_client(settings: Settings, *, base_url: str | None = None) -> o
 
 
 def sync_openai_client(settings: Settings, *, base_url: str | None = None) -> openai.OpenAI:
+    """The sync client (embeddings, transcription)."""
     import openai
 
     key, url = _key_and_url(settings, base_url)
     return openai.OpenAI(
         api_key=key,
         base_url=url,
-        max_retries=settings.llm_max_retries,
+        max_retries=0,
         timeout=settings.llm_timeout_s,
     )

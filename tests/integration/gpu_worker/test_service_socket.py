@@ -12,6 +12,7 @@ import pytest
 from gpu_worker.app import WorkerConfig, create_app
 from gpu_worker.threaded import ThreadedServer
 from tests.unit.gpu_worker.images import noise, to_jpeg
+from worldmm.breaker import encoder_breaker
 from worldmm.encoder import (
     BreakerState,
     CircuitBreaker,
@@ -20,7 +21,19 @@ from worldmm.encoder import (
     HttpVisualEncoder,
 )
 from worldmm.encoder.frames import decode_frames
-from worldmm.retry import RetryPolicy
+from worldmm.retry import RetryPolicy, encoder_policy
+from worldmm.settings import load_settings
+
+
+def _encoder(url: str, dim: int, **overrides) -> HttpVisualEncoder:
+    """The client as the settings build it (timeout, retries, breaker), with overrides."""
+    settings = load_settings()
+    built = {
+        "timeout_s": settings.gpu_timeout_s,
+        "retry": encoder_policy(settings),
+        "breaker": encoder_breaker(settings),
+    }
+    return HttpVisualEncoder(url, dim, **(built | overrides))
 
 
 class Clock:
@@ -62,7 +75,7 @@ def test_client_round_trip_and_concurrent_batching(tiny_backend):
     app = create_app(tiny_backend, WorkerConfig(batch_size=8, max_wait_ms=50))
 
     async def main(url):
-        encoder = HttpVisualEncoder(url, tiny_backend.dim, timeout_s=30)
+        encoder = _encoder(url, tiny_backend.dim, timeout_s=30)
         health = await encoder.health()
         videos = await asyncio.gather(*[encoder.encode_video(_clip(s)) for s in range(6)])
         text = await encoder.encode_text("the red door")
@@ -87,8 +100,8 @@ def test_rejections_and_dimension_mismatch_are_typed(tiny_backend):
     app = create_app(tiny_backend, WorkerConfig())
 
     async def main(url):
-        right = HttpVisualEncoder(url, tiny_backend.dim, retry=RetryPolicy(0))
-        wrong = HttpVisualEncoder(url, 1536, retry=RetryPolicy(0))
+        right = _encoder(url, tiny_backend.dim, retry=RetryPolicy(0))
+        wrong = _encoder(url, 1536, retry=RetryPolicy(0))
         with pytest.raises(EncoderRejected, match="422 frame 0: not a decodable image"):
             await right.encode_video([b"definitely not a jpeg"])
         with pytest.raises(EncoderRejected, match="1536 are configured"):
@@ -106,7 +119,7 @@ def test_circuit_opens_when_the_server_stops_and_closes_after_a_trial(tiny_backe
     breaker = CircuitBreaker(2, 30.0, clock=clock)
     server = ThreadedServer(create_app(tiny_backend, WorkerConfig())).start()
     port = server.port
-    encoder = HttpVisualEncoder(
+    encoder = _encoder(
         server.url, tiny_backend.dim, retry=RetryPolicy(0), timeout_s=5, breaker=breaker
     )
 
@@ -150,7 +163,7 @@ def test_full_queue_answers_503_with_retry_after(tiny_backend):
             while (await http.get("/healthz")).json()["queue"]["video"] < 1:
                 await asyncio.sleep(0.01)  # poll until the second request sits in the queue
             refused = await http.post("/encode-video", files=files)
-            encoder = HttpVisualEncoder(url, backend.dim, retry=RetryPolicy(0))
+            encoder = _encoder(url, backend.dim, retry=RetryPolicy(0))
             with pytest.raises(EncoderUnavailable, match="HTTP 503"):
                 await encoder.encode_video(_clip(1, 1))
             await encoder.aclose()

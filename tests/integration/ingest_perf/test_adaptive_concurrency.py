@@ -11,7 +11,6 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 
 import openai
 import pytest
@@ -20,7 +19,8 @@ from fakes.openai_server import FakeOpenAI, Reply, chat_body
 from tests.fixtures.calls import Call, max_overlap
 from worldmm.llm.dispatch import DirectDispatcher
 from worldmm.llm.request import ChatRequest
-from worldmm.retry import LLM
+from worldmm.retry import model_policy
+from worldmm.settings import load_settings
 
 
 class Recorder:
@@ -51,7 +51,7 @@ def _dispatcher(fake: FakeOpenAI, concurrency: int, ceiling: int) -> DirectDispa
         concurrency=concurrency,
         concurrency_max=ceiling,
         timeout_s=10.0,
-        retry=replace(LLM, max_retries=3),
+        retry=model_policy(load_settings(llm_max_retries=3)),
     )
 
 

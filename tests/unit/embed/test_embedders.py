@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from prometheus_client import REGISTRY
 
+from fakes.openai_server import Reply
 from worldmm.embed import EmbeddingDimensionError, build_embedder, check_dimension
 from worldmm.embed.openai_api import OpenAIEmbedder
+from worldmm.providers.errors import ModelCallError
 from worldmm.settings import load_settings
 
 
@@ -34,13 +37,14 @@ def test_dimension_mismatch_stops_start_up(minilm):
     check_dimension(minilm, 384)
 
 
-def openai_settings(fake, dim: int):
+def openai_settings(fake, dim: int, **extra):
     return load_settings(
         embed_backend="openai",
         llm_provider="compatible",
         llm_base_url=fake.base_url,
         embed_model="text-embedding-3-small",
         text_embed_dim=dim,
+        **extra,
     )
 
 
@@ -59,8 +63,6 @@ def test_openai_embeddings_batched_with_dimensions(fake_openai):
 
 
 def test_openai_wrong_dimension_is_a_clear_error(fake_openai):
-    from fakes.openai_server import Reply
-
     fake_openai.embeddings.push(
         Reply(
             body={
@@ -74,3 +76,26 @@ def test_openai_wrong_dimension_is_a_clear_error(fake_openai):
     embedder = build_embedder(openai_settings(fake_openai, 64))
     with pytest.raises(EmbeddingDimensionError, match="expected \\(1, 64\\)"):
         embedder.embed(["a"])
+
+
+def _retries(reason: str) -> float:
+    labels = {"role": "embed", "provider": "compatible", "reason": reason}
+    return REGISTRY.get_sample_value("worldmm_llm_retries_total", labels) or 0.0
+
+
+def test_a_429_then_200_is_retried_by_our_policy_and_counted(fake_openai):
+    before = _retries("rate_limit")
+    fake_openai.embeddings.push(Reply.error(429, "slow down", **{"retry-after": "0"}))
+    embedder = build_embedder(openai_settings(fake_openai, 64, llm_max_retries=1))
+    assert embedder.embed(["a"]).shape == (1, 64)
+    assert [r.path for r in fake_openai.requests] == ["/v1/embeddings"] * 2
+    assert _retries("rate_limit") == before + 1
+
+
+def test_the_sdk_does_not_retry_embeddings_on_its_own(fake_openai):
+    fake_openai.embeddings.push(Reply.error(429, "slow down", **{"retry-after": "0"}))
+    embedder = build_embedder(openai_settings(fake_openai, 64, llm_max_retries=0))
+    assert embedder.client.max_retries == 0
+    with pytest.raises(ModelCallError, match="slow down"):
+        embedder.embed(["a"])
+    assert len(fake_openai.requests) == 1  # our policy said no retry, and the SDK made none

@@ -94,6 +94,23 @@ def test_rate_limit_then_success(fake_openai):
     assert after == before + 1
 
 
+def test_the_sdk_never_retries_on_its_own(fake_openai):
+    """With our policy at 0 retries a 429 fails after one request: the SDK client adds none."""
+    roles = make_roles(fake_openai, llm_max_retries=0)
+
+    async def sdk_retries() -> int:
+        return roles.direct.client().max_retries
+
+    assert asyncio.run(sdk_retries()) == 0
+    fake_openai.chat.push(
+        Reply.error(429, "slow down", **{"retry-after": "0"}),
+        Reply.chat('{"named_entities": ["Lucia"]}'),
+    )
+    with pytest.raises(ModelCallError, match="after 1 attempt"):
+        asyncio.run(roles.ner("Lucia waved."))
+    assert len(fake_openai.chat_requests()) == 1
+
+
 def test_timeout_then_success(fake_openai):
     roles = make_roles(fake_openai)  # 0.5 s timeout
     fake_openai.chat.push(
