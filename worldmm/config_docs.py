@@ -35,8 +35,12 @@ def _meaning(name: str, field: FieldInfo) -> str:
         text = f"**{MUST[0].upper()}{MUST[1:]}.** {text}"
     old = _old_names(name, field)
     if old:
-        text += " Also read from " + ", ".join(f"`{n}`" for n in old) + " (older names)."
+        text += f" {_older(old)}: " + ", ".join(f"`{n}`" for n in old) + "."
     return text
+
+
+def _older(names: list[str]) -> str:
+    return "Older names still read" if len(names) > 1 else "Older name still read"
 
 
 def settings_tables() -> str:
@@ -84,7 +88,7 @@ def env_example() -> str:
             note = f" ({MUST})" if must_set(field) else ""
             lines += _comment(f"{field.description or ''}{note}")
             if names[1:]:
-                lines += _comment("Older names still read: " + ", ".join(names[1:]) + ".")
+                lines += _comment(f"{_older(names[1:])}: " + ", ".join(names[1:]) + ".")
             lines.append(f"#{names[0]}={_default(field)}")
     return "\n".join(lines) + "\n"
 

@@ -244,9 +244,9 @@ class ModelSettings(_Group):
         le=16,
         validation_alias=_env("OCR_FRAMES", "GPU_OCR_FRAMES", "OFFLINE_OCR_FRAMES"),
         description="Frames per window the offline models read text from: the offline visual "
-        "encoder (in-process or served) and the offline captioner, also the one that captions "
-        "a user past their token budget (OCR is most of their CPU; tests and small machines "
-        "lower it).",
+        "encoder (in-process or served) and the offline captioner, which also captions the "
+        "windows of a user past their token budget (OCR is most of their CPU; tests and small "
+        "machines lower it).",
     )
 
 
@@ -262,8 +262,7 @@ class LimitSettings(_Group):
         validation_alias=_env("IN_FLIGHT_START", "LLM_CONCURRENCY"),
         description="Model calls in flight per process, and windows being built per ingest "
         "process, at first: each bound grows with its backlog up to IN_FLIGHT_MAX. Also the "
-        "windows `worldmm ingest captions` and `worldmm retrigger` build at once, and it sizes "
-        "the ingest database pool.",
+        "windows `worldmm retrigger` builds at once, and it sizes the ingest database pool.",
     )
     in_flight_max: int = Field(
         default=1024,
