@@ -1,8 +1,8 @@
 """Memory construction as a Bytewax step that never blocks the worker.
 
 Each closed window is submitted to one asyncio loop running in a thread (one per process,
-shared by every worker and user). Windows in flight start bounded by ``llm_concurrency`` and
-the bound grows with the windows waiting, up to ``llm_concurrency_max``
+shared by every worker and user). Windows in flight start bounded by ``in_flight_start`` and
+the bound grows with the windows waiting, up to ``in_flight_max``
 (worldmm.llm.adaptive): every user's window closes at the same instant, and a fixed bound
 would queue that burst behind a few slots. Finished
 results are emitted from ``on_batch``/``on_notify`` and the step asks to be woken every

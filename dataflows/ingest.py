@@ -118,9 +118,9 @@ class _Shared:
             if self._runner is None:
                 self._runner = AsyncRunner(
                     deps,
-                    self.settings.llm_concurrency,
+                    self.settings.in_flight_start,
                     self.process,
-                    self.settings.llm_concurrency_max,
+                    self.settings.in_flight_max,
                 )
             return self._runner
 

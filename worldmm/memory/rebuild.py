@@ -128,7 +128,7 @@ async def retrigger(
     rows, visual = await asyncio.to_thread(
         _select, deps, user_id, session_id, start, end, force, visual_only
     )
-    gate = asyncio.Semaphore(deps.settings.llm_concurrency)
+    gate = asyncio.Semaphore(deps.settings.in_flight_start)
 
     async def run(window) -> WindowOutcome:
         async with gate:

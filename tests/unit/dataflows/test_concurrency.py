@@ -64,7 +64,7 @@ def test_windows_of_different_users_overlap(settings, tmp_path: Path) -> None:
     settings = settings.model_copy(
         update={
             "allowed_lateness_s": 4.0,
-            "llm_concurrency": 16,
+            "in_flight_start": 16,
             "max_past_age_s": 20 * 365 * 86400.0,
         }
     )

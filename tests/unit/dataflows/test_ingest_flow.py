@@ -99,8 +99,8 @@ def run_flow(tmp_path: Path, records: list, recorder: Recorder, workers: int = 1
     settings = load_settings(
         state_dir=tmp_path / "state",
         blob_dir=tmp_path / "blobs",
-        llm_concurrency=8,
-        llm_concurrency_max=8,
+        in_flight_start=8,
+        in_flight_max=8,
         allowed_lateness_s=10,
         **settings_kw,
     )
@@ -178,7 +178,7 @@ def test_twelve_minute_session_cascade_and_dlq(tmp_path: Path) -> None:
     for e in recorder.finished:
         if isinstance(e, CoarseWindow):
             assert all(order[c] < order[e.wid] for c in e.children)
-    assert 1 < recorder.peak <= 8  # concurrent, bounded by llm_concurrency_max
+    assert 1 < recorder.peak <= 8  # concurrent, bounded by in_flight_max
 
 
 def test_failed_window_goes_to_dlq_and_parent_still_runs(tmp_path: Path) -> None:
