@@ -222,8 +222,8 @@ class Retrieval:
         about its entity (checked after the timed search, from the same graph). The rows are
         deleted at the end, so a later ``--reuse`` run finds the memory as loaded."""
         from worldmm.graph.types import entity_node
-        from worldmm.memory.retrieval.graph_lane import rank_scale
-        from worldmm.memory.retrieval.lanes import TERM_STATS_CHECK_S
+        from worldmm.memory.retrieval.graph_lanes import rank_scale
+        from worldmm.memory.retrieval.frequencies import TERM_STATS_CHECK_S
         from worldmm.store import entities, segments, triples
         from worldmm.store.models import SegmentWrite, TripleWrite
 

@@ -9,7 +9,7 @@ from query_api.deps import Deps, Recalls
 from query_api.ops.query import hit_json, run_query
 from query_api.routes.common import MODEL_ERROR, USER_ERRORS
 from worldmm.memory.retrieval import search
-from worldmm.memory.retrieval.when import question_time
+from worldmm.memory.retrieval.question_time import question_time
 from worldmm.wire.schemas import QueryRequest, QueryResponse, SearchRequest, SearchResponse
 
 router = user_router(tags=["query"], responses={**USER_ERRORS, **MODEL_ERROR})

@@ -35,7 +35,7 @@ from worldmm.llm.usage import for_user
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit
-from worldmm.memory.retrieval.when import question_time
+from worldmm.memory.retrieval.question_time import question_time
 from worldmm.models import MemoryType, choice_letter, choice_texts
 from worldmm.providers.errors import ModelCallError, ParseError
 

@@ -4,7 +4,7 @@ time it names, if any.
 
 A housemate's name in most windows is found near any question; the answerer weighs an
 option's support in the evidence against that base rate. Shares come from the lexical
-lane's per-user document frequencies (kept in process, :data:`lanes.TERM_STATS`), so a note
+lane's per-user document frequencies (kept in process, :data:`frequencies.TERM_STATS`), so a note
 costs one small query. Times are read by the same parser as the question's own time, at the
 question's moment on the wearer's clock.
 """
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
-from worldmm.memory.retrieval.lanes import TERM_STATS
-from worldmm.memory.retrieval.timeparse import parse_time
+from worldmm.memory.retrieval.frequencies import TERM_STATS
+from worldmm.memory.retrieval.question_time import parse_time
 from worldmm.store import segment_search as ss
 
 if TYPE_CHECKING:

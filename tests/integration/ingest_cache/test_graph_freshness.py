@@ -20,7 +20,7 @@ from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
 from worldmm.graph.timed import TimedGraph
-from worldmm.memory.retrieval.graphs import load_timed
+from worldmm.memory.retrieval.graph_lanes import load_timed
 from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import CoarseWindow, dt_to_ms
 

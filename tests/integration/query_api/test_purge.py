@@ -14,7 +14,7 @@ from tests.integration.served_api import seed_segment
 from worldmm.blobs import audio_key, frame_key, user_prefixes
 from worldmm.graph.cache import TOMBSTONE, cache_key
 from worldmm.llm.usage import UsageRecord
-from worldmm.memory.retrieval.graphs import load_timed
+from worldmm.memory.retrieval.graph_lanes import load_timed
 from worldmm.store import frames as frame_store
 from worldmm.store import users as user_store
 from worldmm.store import visual as visual_store

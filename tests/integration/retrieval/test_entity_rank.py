@@ -17,7 +17,7 @@ import pytest
 
 from tests.fixtures import entity_exact as ref
 from tests.fixtures.store import make_segment
-from worldmm.memory.retrieval import entity_rank
+from worldmm.memory.retrieval import text_lanes
 from worldmm.store import entities, entity_links, segments, triples, users
 from worldmm.store.db import Database
 from worldmm.store.models import TripleWrite
@@ -98,7 +98,7 @@ def _weights(conn, user_id: str, asked: dict[int, float], as_of) -> dict[int, fl
         (user_id, as_of),
     ).fetchone()
     df = ref.window_counts(conn, user_id, list(asked), as_of)
-    return entity_rank.entity_weights(asked, int(total), df)
+    return text_lanes.entity_weights(asked, int(total), df)
 
 
 def _question(rng: random.Random, built: Built) -> tuple[dict[int, float], Filters]:
@@ -132,9 +132,9 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
                     proven[kind] += 1
                     assert capped == exact, (asked, filters, k, cap)
             # the lane reads once: the exact ranking where proven, else the best of its read
-            lane = entity_rank.ranked_windows(conn, user_id, weights, 20, filters)
+            lane = text_lanes.ranked_windows(conn, user_id, weights, 20, filters)
             exact = ref.exact_ranking(conn, user_id, weights, 20, filters)
-            cap = entity_rank.link_cap(20)
+            cap = text_lanes.link_cap(20)
             if ref.proven(conn, user_id, weights, 20, filters, cap) is not None:
                 assert lane == exact
             else:
@@ -148,7 +148,7 @@ def test_the_lane_reads_once_and_never_every_link(db, built, user_id, monkeypatc
     """With caps far below the housemates' links, many rankings are not proven: the lane
     still answers from its one bounded read, the best windows it reached."""
 
-    monkeypatch.setattr(entity_rank, "LINK_CAP_MIN", 8)
+    monkeypatch.setattr(text_lanes, "LINK_CAP_MIN", 8)
     reads = []
     newest = entity_links.newest_links
     monkeypatch.setattr(
@@ -161,7 +161,7 @@ def test_the_lane_reads_once_and_never_every_link(db, built, user_id, monkeypatc
             asked, filters = _question(rng, built)
             weights = _weights(conn, user_id, asked, filters.as_of)
             reads.clear()
-            lane = entity_rank.ranked_windows(conn, user_id, weights, 2, filters)
+            lane = text_lanes.ranked_windows(conn, user_id, weights, 2, filters)
             assert reads == [8]  # one bounded read
             ranked, exact = ref.bounded_ranking(conn, user_id, weights, 2, filters, 8)
             assert lane == ranked
@@ -239,16 +239,16 @@ def test_kept_window_counts_equal_the_store_count(db, built, user_id, settings, 
     """The lane's document frequencies, kept in process and brought up to date with the
     triples written since, equal a count in the store: first read, after new windows, and
     after the newest triples are deleted (read again)."""
-    from worldmm.memory.retrieval import entity_df
+    from worldmm.memory.retrieval import frequencies
 
     clock = [0.0]
-    monkeypatch.setattr(entity_df.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(frequencies.time, "monotonic", lambda: clock[0])
     whole: list[list[int]] = []
     real = entity_links.base_links
     monkeypatch.setattr(
         entity_links, "base_links", lambda c, u, ids: whole.append(list(ids)) or real(c, u, ids)
     )
-    memo = entity_df.EntityWindowsMemo()
+    memo = frequencies.EntityWindowsMemo()
     ends, asked = built.ends, built.entities
     vec = np.ones(settings.text_embed_dim, np.float32)
 
@@ -272,13 +272,13 @@ def test_kept_window_counts_equal_the_store_count(db, built, user_id, settings, 
                     for e in named
                 ]  # fmt: skip
                 triples.insert_triples(tx, user_id, kid, "episodic", facts)
-        clock[0] += entity_df.TERM_STATS_CHECK_S
+        clock[0] += frequencies.TERM_STATS_CHECK_S
         same(conn)
         assert len(whole) == 2  # only the new triples were read
         with db.transaction() as tx:  # the newest windows forgotten: the top id goes down
             tx.execute(
                 "DELETE FROM segments WHERE user_id = %s AND window_end > %s", (user_id, ends[-1])
             )
-        clock[0] += entity_df.TERM_STATS_CHECK_S
+        clock[0] += frequencies.TERM_STATS_CHECK_S
         same(conn)
         assert len(whole) == 3  # read again

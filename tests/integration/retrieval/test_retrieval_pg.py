@@ -106,7 +106,7 @@ def test_episodic_as_of_and_user_isolation(deps, memory, user_id):
 def graph_lane(deps, memory, user_id, query: str) -> list[int]:
     """Segment ids the graph lane ranks over every scale (no seeds but the query's facts):
     these tests are about the graphs, not about how episodic search fuses its lanes."""
-    from worldmm.memory.retrieval.graph_lane import rank_scale
+    from worldmm.memory.retrieval.graph_lanes import rank_scale
 
     qvec = memory.text.embed([query])[0]
     return [sid for s in SCALES for sid, _ in rank_scale(deps, user_id, s, 5, qvec, {}, None)]
@@ -146,7 +146,7 @@ def test_graphs_are_cached_per_key_and_grow_without_invalidation(deps, memory, u
 
 def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory, user_id, caplog):
     from worldmm.graph.timed import build_timed
-    from worldmm.memory.retrieval.graphs import load_timed
+    from worldmm.memory.retrieval.graph_lanes import load_timed
     from worldmm.store.purge import forget_range
 
     def shape(g):
@@ -156,7 +156,7 @@ def test_new_rows_extend_the_cached_graph_and_a_forget_rebuilds_it(deps, memory,
     def paths():
         return [r.message.split()[1] for r in caplog.records if "scale=30 " in r.message]
 
-    caplog.set_level(logging.INFO, logger="worldmm.memory.retrieval.graphs")
+    caplog.set_level(logging.INFO, logger="worldmm.memory.retrieval.graph_lanes")
     graph_lane(deps, memory, user_id, "red cup")  # builds and caches every scale
     memory.segment(
         "sink", 30, 60, "I wash the red cup at the sink.", [("I", "wash", "red cup", False)]
@@ -233,7 +233,7 @@ def test_as_of_on_the_cached_graph_equals_a_build_from_the_visible_rows(
     pipeline on a graph built from only the rows the store returns for that time."""
     from tests.fixtures import graph_oracle as oracle
     from worldmm.graph.pagerank import fact_seed_scores
-    from worldmm.memory.retrieval.graph_lane import (
+    from worldmm.memory.retrieval.graph_lanes import (
         fact_seeds,
         fact_segment_scores,
         merge_scores,

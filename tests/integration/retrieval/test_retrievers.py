@@ -169,11 +169,11 @@ def test_episodic_as_of_hides_later_segments_and_reaches_every_read(world):
 def test_fact_seeds_are_the_nearest_facts_of_the_windows_nearest_the_question(world, monkeypatch):
     """Episodic facts have no vector index: the graph lane scores, exactly, the facts of the
     windows whose text is nearest the question (HippoRAG 2's passages first)."""
-    from worldmm.memory.retrieval import graph_lane
+    from worldmm.memory.retrieval import graph_lanes
 
     deps, reader, roles, memory, user = world
     qvec = memory.text.vector("Alex reads a book on the sofa")
-    facts = graph_lane.fact_seeds(deps, user, qvec, 30, None)
+    facts = graph_lanes.fact_seeds(deps, user, qvec, 30, None)
     best, score = facts[0]
     assert (best.segment_id, best.subject, best.predicate, best.object) == (
         memory.seg_ids["book"],
@@ -183,23 +183,23 @@ def test_fact_seeds_are_the_nearest_facts_of_the_windows_nearest_the_question(wo
     )
     assert score == pytest.approx(float(qvec @ memory.text.vector("Alex reads book")), abs=1e-6)
     assert [s for _, s in facts] == sorted((s for _, s in facts), reverse=True)
-    assert len(facts) == graph_lane.FACT_SEEDS  # the four windows hold eight facts
+    assert len(facts) == graph_lanes.FACT_SEEDS  # the four windows hold eight facts
     # a fact outside the candidate windows seeds nothing, however near it is
-    monkeypatch.setattr(graph_lane, "FACT_WINDOWS", 1)
-    only = graph_lane.fact_seeds(deps, user, qvec, 30, None)
+    monkeypatch.setattr(graph_lanes, "FACT_WINDOWS", 1)
+    only = graph_lanes.fact_seeds(deps, user, qvec, 30, None)
     assert {t.segment_id for t, _ in only} == {memory.seg_ids["book"]}
     assert len(only) == 2
     # the windows and their facts are those that existed at as_of, and of the asked scale
     drive = memory.text.vector("Kate drives to work in a blue car")
     assert (
-        graph_lane.fact_seeds(deps, user, drive, 30, at(600))[0][0].segment_id
+        graph_lanes.fact_seeds(deps, user, drive, 30, at(600))[0][0].segment_id
         != (memory.seg_ids["drive"])
     )
     assert (
-        graph_lane.fact_seeds(deps, user, drive, 30, None)[0][0].segment_id
+        graph_lanes.fact_seeds(deps, user, drive, 30, None)[0][0].segment_id
         == (memory.seg_ids["drive"])
     )
-    coarse = graph_lane.fact_seeds(deps, user, qvec, 180, None)
+    coarse = graph_lanes.fact_seeds(deps, user, qvec, 180, None)
     assert {t.segment_id for t, _ in coarse} == {memory.seg_ids["morning"]}
 
 

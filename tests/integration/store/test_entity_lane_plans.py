@@ -18,7 +18,7 @@ import pytest
 
 from bench import plans
 from tests.fixtures import entity_exact as ref
-from worldmm.memory.retrieval import entity_rank
+from worldmm.memory.retrieval import text_lanes
 from worldmm.store import entities, entity_links
 from worldmm.store.db import Database
 from worldmm.store.segment_search import Filters
@@ -82,8 +82,8 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
                 # what the lane reads per question: the count, and a read bounded by the cap
                 with plans.recording() as bounded:
                     df = ref.window_counts(c, user_id, [entity], as_of)
-                    weights = entity_rank.entity_weights({entity: 1.0}, 8_640, df)
-                    cap = entity_rank.link_cap(K)
+                    weights = text_lanes.entity_weights({entity: 1.0}, 8_640, df)
+                    cap = text_lanes.link_cap(K)
                     ranked = ref.proven(c, user_id, weights, K, Filters(as_of), cap)
                     day = (as_of - timedelta(days=1), as_of)
                     again = entity_links.links_within(c, user_id, [entity], [day], Filters(as_of))

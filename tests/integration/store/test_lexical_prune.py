@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from worldmm.memory.retrieval.lanes import weighted_terms
+from worldmm.memory.retrieval.text_lanes import weighted_terms
 from worldmm.store import segment_search as ss
 from worldmm.store.models import SegmentWrite
 from worldmm.store.segments import upsert_segment

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures.store import make_segment
-from worldmm.memory.retrieval import lanes
+from worldmm.memory.retrieval import frequencies
 from worldmm.store import term_stats as ts
 
 from .conftest import T0
@@ -34,11 +34,11 @@ def _same(a: ts.TermStats, b: ts.TermStats) -> None:
 
 def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypatch) -> None:
     clock = [0.0]
-    monkeypatch.setattr(lanes.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(frequencies.time, "monotonic", lambda: clock[0])
     counted: list[ts.Coverage] = []
     real = ts.read_since
     monkeypatch.setattr(
-        lanes.ts,
+        frequencies.ts,
         "read_since",
         lambda c, u, before, now: counted.append(before) or real(c, u, before, now),
     )
@@ -46,7 +46,7 @@ def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypat
     for i in range(40):
         _write(conn, user_id, i, rng, "pending" if i in (37, 39) else "complete")
     conn.commit()
-    memo = lanes.TermStatsMemo(spawn=lambda job: job())
+    memo = frequencies.TermStatsMemo(spawn=lambda job: job())
     first = memo.get(conn, database, user_id)
     assert first.docs == 38 and counted == [ts.NOTHING]
     seen = ts.coverage(conn, user_id)
@@ -57,7 +57,7 @@ def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypat
         _write(conn, user_id, i, rng, "pending" if i == 51 else "complete")
     _write(conn, user_id, 37, rng)  # the pending window completes (same row, new text)
     conn.commit()
-    clock[0] += lanes.TERM_STATS_CHECK_S
+    clock[0] += frequencies.TERM_STATS_CHECK_S
     second = memo.get(conn, database, user_id)
     assert counted[-1] == seen  # only what changed since was counted
     _same(second, ts.read_all(conn, user_id)[0])
@@ -66,7 +66,7 @@ def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypat
     _write(conn, user_id, 51, rng)
     _write(conn, user_id, 39, rng)
     conn.commit()
-    clock[0] += lanes.TERM_STATS_RECOUNT_S  # old enough for the whole recount as well
+    clock[0] += frequencies.TERM_STATS_RECOUNT_S  # old enough for the whole recount as well
     memo.get(conn, database, user_id)
     assert counted[-1] == ts.NOTHING  # the recount ran (at once, in this test)
     _same(memo.get(conn, database, user_id), ts.read_all(conn, user_id)[0])

@@ -22,9 +22,9 @@ from worldmm.graph.timed import (
     build_timed,
     to_micros,
 )
-from worldmm.graph.timed_io import dumps_timed, loads_timed
+from worldmm.graph.cache import dumps_timed, loads_timed
 from worldmm.graph.types import GraphTriple, entity_node, literal_node, segment_node
-from worldmm.memory.retrieval.graph_lane import top_segments
+from worldmm.memory.retrieval.graph_lanes import top_segments
 from worldmm.memory.retrieval.semantic import top_triple_units
 
 SINCE = datetime(2025, 1, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ from tests.fixtures import graph_oracle as oracle
 from worldmm.graph.pagerank import PprScores, ppr, seed_vertices
 from worldmm.graph.timed import TimedGraph, build_timed, extend, to_micros
 from worldmm.graph.types import GraphTriple, entity_node, segment_node
-from worldmm.memory.retrieval.graph_lane import top_segments
+from worldmm.memory.retrieval.graph_lanes import top_segments
 from worldmm.memory.retrieval.semantic import top_triple_units
 
 T0 = datetime(2026, 3, 1, 8, tzinfo=UTC)
@@ -187,7 +187,7 @@ def test_segment_seed_is_the_segments_vertex():
 # --- compact bytes --------------------------------------------------------------------------
 @pytest.mark.parametrize("memory_type", ["episodic", "semantic"])
 def test_numpy_buffers_round_trip_the_graph(memory_type):
-    from worldmm.graph.timed_io import TimedFormatError, dumps_timed, loads_timed
+    from worldmm.graph.cache import TimedFormatError, dumps_timed, loads_timed
 
     rows = episodic_rows(21) if memory_type == "episodic" else semantic_rows(22)
     g = build_timed(memory_type, rows[:-5], seal_every=3)

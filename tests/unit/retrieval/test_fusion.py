@@ -13,7 +13,7 @@ from worldmm.memory.retrieval.fusion import (
     rrf,
     top_coarse,
 )
-from worldmm.memory.retrieval.timeparse import TimeConstraint
+from worldmm.memory.retrieval.question_time import TimeConstraint
 
 NOW = datetime(2025, 1, 2, 12, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worldmm.memory.retrieval import lanes
+from worldmm.memory.retrieval import frequencies
 from worldmm.store import term_stats as ts
 
 
@@ -54,9 +54,9 @@ class FakeStore:
 def world(monkeypatch):
     clock = [1000.0]
     store = FakeStore()
-    monkeypatch.setattr(lanes.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(frequencies.time, "monotonic", lambda: clock[0])
     for name in ("coverage", "read_since", "read_all"):
-        monkeypatch.setattr(lanes.ts, name, getattr(store, name))
+        monkeypatch.setattr(frequencies.ts, name, getattr(store, name))
     return clock, store
 
 
@@ -64,19 +64,19 @@ def test_counted_once_then_only_what_changed(world) -> None:
     clock, store = world
     store.segments = {1: (["cup"], 30.0), 2: (["cup", "tea"], 60.0), 3: (["tea"], 90.0)}
     store.pending = {3}
-    memo = lanes.TermStatsMemo(max_users=2, spawn=lambda job: job())
+    memo = frequencies.TermStatsMemo(max_users=2, spawn=lambda job: job())
     first = memo.get(None, "db", "u")
     assert first.df == {"cup": 2, "tea": 1} and store.reads == [ts.NOTHING]
     store.segments[4] = (["kettle"], 120.0)
-    clock[0] += lanes.TERM_STATS_CHECK_S / 2
+    clock[0] += frequencies.TERM_STATS_CHECK_S / 2
     assert memo.get(None, "db", "u") is first  # young: the store is not asked
-    clock[0] += lanes.TERM_STATS_CHECK_S
+    clock[0] += frequencies.TERM_STATS_CHECK_S
     store.pending.clear()  # the pending window completed, and a new one was written
     second = memo.get(None, "db", "u")
     assert store.reads[-1] == ts.Coverage(3, (3,))  # only what that count had not seen
     assert second.df == {"cup": 2, "tea": 2, "kettle": 1}
     assert second.docs == 4 and list(second.base_ends) == [30.0, 60.0, 90.0, 120.0]
-    clock[0] += lanes.TERM_STATS_CHECK_S
+    clock[0] += frequencies.TERM_STATS_CHECK_S
     assert memo.get(None, "db", "u") is second and len(store.reads) == 2  # nothing new
 
 
@@ -84,17 +84,17 @@ def test_deleted_top_recounts_and_an_old_copy_is_recounted_whole(world) -> None:
     clock, store = world
     store.segments = {1: (["cup"], 30.0), 2: (["tea"], 60.0)}
     spawned = []
-    memo = lanes.TermStatsMemo(spawn=spawned.append)
+    memo = frequencies.TermStatsMemo(spawn=spawned.append)
     memo.get(None, "db", "u")
     del store.segments[2]  # forgotten: the top id went down, so the copy is not trusted
-    clock[0] += lanes.TERM_STATS_CHECK_S
+    clock[0] += frequencies.TERM_STATS_CHECK_S
     assert memo.get(None, "db", "u").df == {"cup": 1} and store.reads[-1] == ts.NOTHING
     store.segments[1] = (["kettle"], 30.0)  # edited in place: invisible to the delta
     store.segments[5] = (["cup"], 150.0)
-    clock[0] += lanes.TERM_STATS_RECOUNT_S
+    clock[0] += frequencies.TERM_STATS_RECOUNT_S
     stale = memo.get(None, "db", "u")
     assert stale.df == {"cup": 2} and len(spawned) == 1  # served, recount started once
-    clock[0] += lanes.TERM_STATS_CHECK_S
+    clock[0] += frequencies.TERM_STATS_CHECK_S
     memo.get(None, "db", "u")
     assert len(spawned) == 1
     memo._recount(_FakeDb(), (id("db"), "u"), "u")  # what the background thread runs
@@ -104,7 +104,7 @@ def test_deleted_top_recounts_and_an_old_copy_is_recounted_whole(world) -> None:
 def test_users_are_kept_apart_and_the_least_recent_leaves_first(world) -> None:
     _clock, store = world
     store.segments = {1: (["cup"], 30.0)}
-    memo = lanes.TermStatsMemo(max_users=2)
+    memo = frequencies.TermStatsMemo(max_users=2)
     for user in ("u", "v", "w"):
         memo.get(None, "db", user)
     assert len(store.reads) == 3

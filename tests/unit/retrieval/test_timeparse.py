@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from worldmm.memory.retrieval.timeparse import NONE, parse_time
+from worldmm.memory.retrieval.question_time import NONE, parse_time
 
 # Wednesday 2025-01-15, 16:20 UTC
 AS_OF = datetime(2025, 1, 15, 16, 20, tzinfo=UTC)

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from worldmm.memory.retrieval.timeparse import iso_range, parse_time
+from worldmm.memory.retrieval.question_time import iso_range, parse_time
 
 NY, TOKYO = ZoneInfo("America/New_York"), ZoneInfo("Asia/Tokyo")
 # Wednesday 2025-01-15 16:20 UTC: 11:20 (Wed) in New York, 01:20 (Thu 16th) in Tokyo

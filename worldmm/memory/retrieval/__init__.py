@@ -3,7 +3,7 @@
 Every search takes ``user_id`` explicitly, an optional ``as_of`` (the question's time; without
 it, the injected clock's now), and an optional ``tz`` (the wearer's zone; without it, the
 user's profile zone). A search reads its question's time words at that moment on that clock
-(:mod:`timeparse`) and sees only the memory that existed then.
+(:mod:`question_time`) and sees only the memory that existed then.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from worldmm.llm.usage import for_user
 from worldmm.memory.retrieval.episodic import search_episodic
+from worldmm.memory.retrieval.question_time import Search
 from worldmm.memory.retrieval.reader import ClipMatch, FrameRef, MemoryReader
 from worldmm.memory.retrieval.results import (
     FrameHit,
@@ -23,7 +24,6 @@ from worldmm.memory.retrieval.results import (
 )
 from worldmm.memory.retrieval.semantic import search_semantic
 from worldmm.memory.retrieval.visual import search_visual
-from worldmm.memory.retrieval.when import Search
 from worldmm.models import MemoryType
 
 if TYPE_CHECKING:

@@ -1,14 +1,14 @@
 """Episodic retrieval: three lanes fused by reciprocal rank, the question's time applied to
 each, and coarse segments drilled down to the 30 s windows that hold the moment.
 
-1. The question's time (:mod:`timeparse`) becomes a range and/or a recency / earliness prior,
-   read at the question's moment (``as_of``, or the injected clock's now) on the wearer's
-   clock; the lanes see only the memory that existed at that moment either way.
-2. Lanes, each usable alone: lexical (PostgreSQL full-text, IDF-weighted) and dense (segment
-   text embeddings, HNSW) in :mod:`lanes`, graph (per-scale personalized PageRank) in
-   :mod:`graph_lane`, entity (the windows holding the question's people and things, and
-   those around them) in :mod:`entity_lane`. Each filters by user, ``as_of`` and the range,
-   then reorders its candidates by the prior.
+1. The question's time (:mod:`question_time`) becomes a range and/or a recency / earliness
+   prior, read at the question's moment (``as_of``, or the injected clock's now) on the
+   wearer's clock; the lanes see only the memory that existed at that moment either way.
+2. Lanes, each usable alone: lexical (PostgreSQL full-text, IDF-weighted), dense (segment
+   text embeddings, HNSW) and entity (the windows holding the question's people and things,
+   and those around them) in :mod:`text_lanes`, graph (per-scale personalized PageRank) in
+   :mod:`graph_lanes`. Each filters by user, ``as_of`` and the range, then reorders its
+   candidates by the prior.
 3. Reciprocal rank fusion with weights from settings (:mod:`fusion`); every hit keeps each
    lane's rank and score.
 4. Drill-down: the best coarse segments are expanded into their 30 s descendants, ranked by
@@ -34,8 +34,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from worldmm.localtime import Asked, in_zone
-from worldmm.memory.retrieval import lanes as lane_mod
-from worldmm.memory.retrieval.entity_lane import QueryEntity, entity_lane, resolve_entities
+from worldmm.memory.retrieval import text_lanes
 from worldmm.memory.retrieval.fusion import (
     BASE_SCALE,
     DRILL_KEEP,
@@ -50,11 +49,19 @@ from worldmm.memory.retrieval.fusion import (
     rrf,
     top_coarse,
 )
-from worldmm.memory.retrieval.graph_lane import entity_seed_scores, graph_lane, query_entities
-from worldmm.memory.retrieval.lanes import DENSE, ENTITY, GRAPH, LEXICAL, TimeRange
+from worldmm.memory.retrieval.graph_lanes import entity_seed_scores, graph_lane, query_entities
+from worldmm.memory.retrieval.question_time import NONE, TimeConstraint, parse_time, question_time
 from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
-from worldmm.memory.retrieval.timeparse import NONE, TimeConstraint, parse_time
-from worldmm.memory.retrieval.when import question_time
+from worldmm.memory.retrieval.text_lanes import (
+    DENSE,
+    ENTITY,
+    GRAPH,
+    LEXICAL,
+    QueryEntity,
+    TimeRange,
+    entity_lane,
+    resolve_entities,
+)
 from worldmm.metrics import RETRIEVAL_STAGE
 from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
@@ -155,7 +162,9 @@ async def run_lanes(
         as_of = asked.at
         first_day = None
         if _MENTIONS_DAY_N.search(time_text):
-            first_day = await asyncio.to_thread(lane_mod.first_memory_day, deps, user_id, asked.tz)
+            first_day = await asyncio.to_thread(
+                text_lanes.first_memory_day, deps, user_id, asked.tz
+            )
         constraint = parse_time(time_text, as_of, asked.tz, first_day=first_day)
         graph, entity = GRAPH in options.lanes, ENTITY in options.lanes
         entities = await query_entities(deps, query) if graph or entity else []
@@ -217,7 +226,7 @@ async def _lanes(
         jobs[lane] = asyncio.to_thread(
             _timed,
             lane,
-            lane_mod.text_lane,
+            text_lanes.text_lane,
             deps,
             lane,
             user_id,
@@ -247,7 +256,7 @@ def _timed(stage: str, fn, *args):
 
 def _graph(deps, user_id, vector, entity_scores, k, as_of, time_range) -> list[Candidate]:
     cands = graph_lane(deps, user_id, vector, entity_scores, k, as_of)
-    return lane_mod.restrict(cands, time_range)
+    return text_lanes.restrict(cands, time_range)
 
 
 def fuse(run: LaneRun, options: EpisodicOptions) -> list[Fused]:
@@ -271,7 +280,7 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
         for lane in (GRAPH, ENTITY):
             if lane in options.lanes:
                 fine = [c for c in run.lanes.get(lane, []) if c.scale == BASE_SCALE]
-                lanes[lane] = lane_mod.restrict(fine, run.time_range, own)
+                lanes[lane] = text_lanes.restrict(fine, run.time_range, own)
         ranked = rrf(
             {
                 k: apply_prior(v, run.constraint, run.as_of, options.prior, run.priors)
@@ -307,7 +316,7 @@ def read_children(deps: Deps, run: LaneRun, parents: list[int], lanes: tuple[str
         found: list[Candidate] = []
         if ids:
             args = (run.user_id, run.query, run.vector, len(ids), run.as_of, run.time_range)
-            found = lane_mod.text_lane(deps, lane, *args, ids=ids)
+            found = text_lanes.text_lane(deps, lane, *args, ids=ids)
         for p in todo:
             own = set(run.children[p][0])
             run.children[p][1][lane] = [c for c in found if c.segment_id in own]

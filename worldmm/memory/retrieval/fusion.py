@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from worldmm.memory.retrieval.timeparse import TimeConstraint
+from worldmm.memory.retrieval.question_time import TimeConstraint
 
 BASE_SCALE = 30
 # Fixed, not settings: cross-validation on EgoLife's question folds left each at its neutral

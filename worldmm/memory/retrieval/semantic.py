@@ -7,7 +7,7 @@ side does: with few facts, uniform seeds would let weakly related facts pull as 
 matching one. With no seed in the graph the uniform fallback of
 :func:`worldmm.graph.pagerank.ppr` ranks facts by how central their entities are.
 
-Time reads as in every memory (:mod:`timeparse`): facts are those held at the question's
+Time reads as in every memory (:mod:`question_time`): facts are those held at the question's
 time, or at the end of the range its words name ("what did Maya prefer two days ago": the
 facts as they stood at the end of that day).
 """
@@ -24,10 +24,9 @@ import numpy as np
 from worldmm.graph.pagerank import PprScores, fact_seed_scores, ppr, seed_vertices
 from worldmm.graph.timed import TimedGraph, micros_to_datetime, to_micros
 from worldmm.graph.types import is_active
-from worldmm.memory.retrieval.graphs import load_timed
+from worldmm.memory.retrieval.graph_lanes import load_timed
+from worldmm.memory.retrieval.question_time import at_question_time, parse_time
 from worldmm.memory.retrieval.results import RetrievalResult, TripleHit
-from worldmm.memory.retrieval.timeparse import parse_time
-from worldmm.memory.retrieval.when import at_question_time
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps

@@ -1,5 +1,5 @@
 """Visual retrieval in two modes (paper §3.2), reading time as every memory does
-(:mod:`timeparse`, on the wearer's clock):
+(:mod:`question_time`, on the wearer's clock):
 
 - time range — the query names ISO-8601 times ("2025-05-01T10:02:00Z to 2025-05-01T10:03:00Z",
   or one time for the ±15 s around it; a time without an offset is the wearer's local time):
@@ -22,10 +22,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
+from worldmm.memory.retrieval.question_time import at_question_time, iso_range, parse_time
 from worldmm.memory.retrieval.reader import FrameRef
 from worldmm.memory.retrieval.results import FrameHit, RetrievalResult
-from worldmm.memory.retrieval.timeparse import iso_range, parse_time
-from worldmm.memory.retrieval.when import at_question_time
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps

@@ -1,0 +1,207 @@
+"""Per-user document frequencies kept in this process, what the lexical and entity lanes
+weigh by (IDF): the term statistics of the user's segments (:class:`TermStatsMemo`), and the
+30 s windows naming each entity a question asked about (:class:`EntityWindowsMemo`).
+
+Each is counted once, then brought up to date with what was written since (a question need not
+pay a count over its whole memory), and read whole again now and then, so edits show too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from worldmm.store import entity_links
+from worldmm.store import term_stats as ts
+
+if TYPE_CHECKING:
+    from worldmm.store.db import Database
+
+log = logging.getLogger(__name__)
+
+# A live question's words may be in the window written a moment ago: a copy this old is
+# checked for new segments (two index reads), and what changed is counted.
+TERM_STATS_CHECK_S = 2.0
+# Edits to counted segments show in a whole recount, made this often in the background.
+TERM_STATS_RECOUNT_S = 1800.0
+TERM_STATS_USERS = 256
+
+
+@dataclass
+class _Kept:
+    stats: ts.TermStats
+    covered: ts.Coverage
+    checked: float  # when the store was last asked what changed
+    counted: float  # when every segment was last counted
+    recounting: bool = False
+
+
+def _in_thread(job: Callable[[], None]) -> None:
+    threading.Thread(target=job, name="term-stats-recount", daemon=True).start()
+
+
+class TermStatsMemo:
+    """Per user (and database), the term statistics the lexical and entity lanes weigh by,
+    kept in process: counted whole once, then brought up to date with the segments completed
+    since (a question need not pay a count over its whole memory), and recounted whole in the
+    background every ``TERM_STATS_RECOUNT_S``. ``spawn`` runs that recount (tests run it at
+    once)."""
+
+    def __init__(
+        self,
+        max_users: int = TERM_STATS_USERS,
+        spawn: Callable[[Callable[[], None]], None] = _in_thread,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._max = max_users
+        self._spawn = spawn
+        self._entries: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
+
+    def get(self, conn, db: Database, user_id: str) -> ts.TermStats:
+        key = (id(db), user_id)
+        now = time.monotonic()
+        with self._lock:
+            kept = self._entries.get(key)
+            if kept is not None:
+                self._entries.move_to_end(key)
+                if now - kept.checked < TERM_STATS_CHECK_S:
+                    return kept.stats
+        covered = ts.coverage(conn, user_id)
+        if kept is None or covered.upto < kept.covered.upto:  # new, or its segments deleted
+            stats = ts.read_since(conn, user_id, ts.NOTHING, covered)
+            self._put(key, _Kept(stats, covered, now, now))
+            return stats
+        stats = kept.stats
+        if covered != kept.covered:
+            stats = ts.merge(stats, ts.read_since(conn, user_id, kept.covered, covered))
+        recount = now - kept.counted >= TERM_STATS_RECOUNT_S and not kept.recounting
+        self._put(key, _Kept(stats, covered, now, kept.counted, kept.recounting or recount))
+        if recount:
+            self._spawn(lambda: self._recount(db, key, user_id))
+        return stats
+
+    def _recount(self, db: Database, key: tuple[int, str], user_id: str) -> None:
+        started = time.monotonic()
+        try:
+            with db.connection() as conn:
+                stats, covered = ts.read_all(conn, user_id)
+        except Exception as exc:  # the kept copy serves on; the next check tries again
+            log.warning("retrieval.term_stats_recount_failed user=%s error=%s", user_id, exc)
+            with self._lock:
+                if (kept := self._entries.get(key)) is not None:
+                    kept.recounting = False
+            return
+        self._put(key, _Kept(stats, covered, started, started))
+
+    def _put(self, key: tuple[int, str], kept: _Kept) -> None:
+        with self._lock:
+            keep_recent(self._entries, key, kept, self._max)
+
+
+def keep_recent(entries: OrderedDict, key, value, limit: int) -> None:
+    """Store ``value`` as the most recent entry; the least recent leave past ``limit``."""
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > limit:
+        entries.popitem(last=False)
+
+
+TERM_STATS = TermStatsMemo()
+
+
+# --- the entity lane's document frequencies -----------------------------------------------
+@dataclass
+class _UserWindows:
+    """One user's asked entities: each one's windows (segment -> window end, epoch s)."""
+
+    upto: int  # the highest 30 s triple id the copy has seen
+    checked: float
+    read: float
+    windows: dict[int, dict[int, float]] = field(default_factory=dict)
+    ends: dict[int, np.ndarray] = field(default_factory=dict)  # sorted, rebuilt on change
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, entity: int, segment: int, end: float) -> None:
+        if segment not in (known := self.windows[entity]):
+            known[segment] = end
+            self.ends.pop(entity, None)
+
+    def count(self, entity: int, as_of: datetime | None) -> int:
+        if (ends := self.ends.get(entity)) is None:
+            ends = self.ends[entity] = np.sort(np.fromiter(self.windows[entity].values(), float))
+        if as_of is None:
+            return len(ends)
+        return int(np.searchsorted(ends, as_of.timestamp(), side="right"))
+
+
+class EntityWindowsMemo:
+    """Per user (and database), the windows naming each entity a question asked about, for
+    how many 30 s windows ended by ``as_of`` name it. Each asked entity's windows (segment ->
+    window end) are read once; a copy over ``TERM_STATS_CHECK_S`` old adds the 30 s triples
+    written since (by id, one index range); a count is a binary search. Deleted or re-pointed
+    triples show when the user's copy is read again, every ``TERM_STATS_RECOUNT_S`` (at once
+    when the highest id went down: a purge)."""
+
+    def __init__(self, max_users: int = TERM_STATS_USERS) -> None:
+        self._lock = threading.Lock()
+        self._max = max_users
+        self._users: OrderedDict[tuple[int, str], _UserWindows] = OrderedDict()
+
+    def counts(
+        self,
+        conn,
+        db: Database,
+        user_id: str,
+        entity_ids: Sequence[int],
+        as_of: datetime | None,
+    ) -> dict[int, int]:
+        """How many 30 s windows ended by ``as_of`` name each of ``entity_ids``."""
+        user = self._user(conn, db, user_id)
+        with user.lock:
+            now = time.monotonic()
+            if now - user.checked >= TERM_STATS_CHECK_S:
+                top = entity_links.base_links_top(conn, user_id)
+                if top < user.upto:  # triples deleted (a purge): read every entity again
+                    user.windows.clear()
+                    user.ends.clear()
+                elif top > user.upto:
+                    for subj, obj, segment, end in entity_links.base_links_since(
+                        conn, user_id, user.upto, top
+                    ):
+                        for entity in (subj, obj):
+                            if entity in user.windows:
+                                user.add(entity, segment, end)
+                user.upto, user.checked = top, now
+            if missing := sorted({e for e in entity_ids if e not in user.windows}):
+                for e in missing:
+                    user.windows[e] = {}
+                # rows written after ``upto`` may come twice (here and in the next delta):
+                # one window per segment either way
+                for entity, segment, end in entity_links.base_links(conn, user_id, missing):
+                    user.add(entity, segment, end)
+            return {e: user.count(e, as_of) for e in entity_ids}
+
+    def _user(self, conn, db: Database, user_id: str) -> _UserWindows:
+        key, now = (id(db), user_id), time.monotonic()
+        with self._lock:
+            user = self._users.get(key)
+            if user is not None:
+                self._users.move_to_end(key)
+                if now - user.read < TERM_STATS_RECOUNT_S:
+                    return user
+        top = entity_links.base_links_top(conn, user_id)  # before any row is read
+        fresh = _UserWindows(upto=top, checked=now, read=now)
+        with self._lock:
+            keep_recent(self._users, key, fresh, self._max)
+        return fresh
+
+
+ENTITY_WINDOWS = EntityWindowsMemo()
