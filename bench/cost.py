@@ -335,7 +335,7 @@ def questions(cfg: CostConfig, settings: Settings, prices: PriceTable, echo: har
     from worldmm.agent.loop import OPTION_LOOKUP
     from worldmm.deps import build_deps
     from worldmm.llm.roles import build_roles
-    from worldmm.llm.usage import NullUsage
+    from worldmm.llm.usage_ledger import NullUsage
 
     windows, _, asked = cfg.selection()
     counter = TokenCounter(prices, cfg.reasoning_tokens)

@@ -26,7 +26,7 @@ from worldmm.memory.windows import (
     Pause,
     PausedItem,
     SessionEnd,
-    UserWindows,
+    WindowCascade,
     WindowConfig,
     WindowEvent,
 )
@@ -52,10 +52,10 @@ def _without_paused(events: list[WindowEvent]) -> list[WindowEvent]:
     return out
 
 
-class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
+class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, WindowCascade]):
     def __init__(
         self,
-        state: UserWindows | None,
+        state: WindowCascade | None,
         config: WindowConfig,
         clock: Clock,
         spool: WindowSpool | None = None,
@@ -67,7 +67,7 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
 
     def on_batch(self, values: list[UserInput]) -> tuple[Iterable[WindowEvent], bool]:
         if self.state is None:
-            self.state = UserWindows(values[0][0], self.config)
+            self.state = WindowCascade(values[0][0], self.config)
         state, forced = self.state, self.state.forced_ends
         return self._out(state.ingest([v for _, v in values], self.clock()), forced), self.RETAIN
 
@@ -103,7 +103,7 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
         wake = self.state.next_wake(self.clock()) if self.state else None
         return None if wake is None else datetime.fromtimestamp(wake, tz=UTC)
 
-    def snapshot(self) -> UserWindows | None:
+    def snapshot(self) -> WindowCascade | None:
         if self.state is None:
             return None
         if self.spool is not None:
@@ -111,7 +111,7 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, UserWindows]):
         return self.state.copy()
 
 
-def spool_open_windows(state: UserWindows, spool: WindowSpool) -> int:
+def spool_open_windows(state: WindowCascade, spool: WindowSpool) -> int:
     """Append the carried bytes of every open window to its spool and drop them from the
     state; returns the captures spooled. A window whose spool refuses keeps its bytes (the
     snapshot then carries them)."""
@@ -131,7 +131,7 @@ def spool_open_windows(state: UserWindows, spool: WindowSpool) -> int:
     return n
 
 
-def spool_held(state: UserWindows, spool: WindowSpool) -> int:
+def spool_held(state: WindowCascade, spool: WindowSpool) -> int:
     """Input held behind a session end goes to the spools of the windows it will join, as if
     it were in them already (one write per window); returns the captures spooled."""
     by_window: dict[int, list[Item]] = {}
@@ -157,7 +157,7 @@ def spool_held(state: UserWindows, spool: WindowSpool) -> int:
 def window_builder(config: WindowConfig, clock: Clock, spool: WindowSpool | None = None):
     """Builder for ``op.stateful_batch``: a fresh or resumed state per user key."""
 
-    def build(resume: UserWindows | None) -> WindowLogic:
+    def build(resume: WindowCascade | None) -> WindowLogic:
         return WindowLogic(resume, config, clock, spool)
 
     return build

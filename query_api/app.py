@@ -2,7 +2,7 @@
 
 Dependencies (database pool, model roles, embedder, encoder, graph cache, blob store) are
 built once when the app starts (lifespan) unless passed in; routes reach them through
-``query_api.deps.Deps``. Passed-in deps belong to the caller and are not closed here.
+``query_api.depends.AppDeps``. Passed-in deps belong to the caller and are not closed here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 
-from query_api.deps import install
+from query_api.depends import install
 from query_api.errors import install_error_handlers, route_of
 from query_api.limits import BodySizeLimit
 from query_api.metrics import API_LATENCY, API_REQUESTS

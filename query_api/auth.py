@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Path, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from query_api.deps import Deps, Limiter
+from query_api.depends import AppDeps, Limiter
 from query_api.limits import RateLimiter, key_identity
 from worldmm.deps import Deps as Bundle
 from worldmm.store.users import user_exists, user_for_key, verify_api_key
@@ -73,7 +73,7 @@ def enforce_rate_limit(limiter: RateLimiter, key: str) -> None:
         )
 
 
-def require_admin(deps: Deps, limiter: Limiter, key: BearerKey) -> None:
+def require_admin(deps: AppDeps, limiter: Limiter, key: BearerKey) -> None:
     if is_admin_key(deps, key):
         enforce_rate_limit(limiter, key)
         return
@@ -84,7 +84,7 @@ def require_admin(deps: Deps, limiter: Limiter, key: BearerKey) -> None:
     raise _unauthorized("invalid API key")
 
 
-def authorized_user(user_id: UserIdPath, deps: Deps, limiter: Limiter, key: BearerKey) -> str:
+def authorized_user(user_id: UserIdPath, deps: AppDeps, limiter: Limiter, key: BearerKey) -> str:
     """The path's user id, once the key may act for that user."""
     if user_id in (".", ".."):
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "invalid user id")

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from worldmm.graph.cache import GraphMemo, NullCache
-from worldmm.llm.usage import NullUsage
+from worldmm.llm.usage_ledger import NullUsage
 from worldmm.localtime import utc_now
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from worldmm.encoder.base import VisualEncoder
     from worldmm.graph.cache import GraphCacheLike
     from worldmm.llm.roles import ModelRoles
-    from worldmm.llm.usage import UsageLedger
+    from worldmm.llm.usage_ledger import UsageLedger
     from worldmm.media.spool import WindowSpool
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.privacy.blur_policy import FaceBlur
@@ -149,7 +149,7 @@ def build_deps(
     URL (or with 'none') builds its graphs from the database."""
     from worldmm.blobs import build_blob_store
     from worldmm.graph.cache import GraphCache, redis_client
-    from worldmm.llm.usage import UsageLedger
+    from worldmm.llm.usage_ledger import UsageLedger
 
     # Only retrieval reads the graph cache (ingest writes no graph: readers grow theirs by
     # fingerprint), so ingest needs no Redis.

@@ -140,7 +140,7 @@ def _ask_in_process(user: str, body: dict) -> tuple[dict, str]:
     from pydantic import ValidationError
 
     from deploy.stack import StackError, with_stack_urls
-    from query_api.deps import recall_queue
+    from query_api.depends import recall_queue
     from query_api.ops.query import RoundsOutOfRange, run_query
     from worldmm.deps import build_deps
     from worldmm.providers.errors import ModelCallError

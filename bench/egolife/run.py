@@ -197,8 +197,8 @@ async def answer_all(
     unknown when no memory was run); ``random`` picks uniformly (seeded). With the offline
     answerer, also the letter each pair of weights of the cross-validation grid picks."""
     from worldmm.agent.choices import answer_choices
+    from worldmm.agent.hit_passages import hit_passages
     from worldmm.agent.option_notes import option_notes
-    from worldmm.agent.passages import hit_passages
     from worldmm.providers.errors import ModelCallError
 
     notes: list[list[OptionNote] | None] = []

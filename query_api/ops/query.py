@@ -15,7 +15,7 @@ from urllib.parse import quote
 from worldmm.agent import AgentResult, answer_question
 from worldmm.deps import Deps
 from worldmm.localtime import Asked, in_zone, zone
-from worldmm.memory.recall import RecallQueue, answer_evidence
+from worldmm.memory.recall_queue import RecallQueue, answer_evidence
 from worldmm.memory.retrieval.results import Hit
 from worldmm.store.input_gaps import InputGapSpan, gaps_in, list_gaps
 from worldmm.wire.schemas import (

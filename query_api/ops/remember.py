@@ -24,7 +24,7 @@ import numpy as np
 import psycopg
 
 from worldmm.deps import Deps
-from worldmm.llm.usage import for_user
+from worldmm.llm.usage_ledger import for_user
 from worldmm.memory.consolidation import consolidate_semantic
 from worldmm.memory.entity_resolution import apply_resolutions
 from worldmm.memory.importance import NOTE_IMPORTANCE
@@ -37,9 +37,9 @@ from worldmm.memory.text_memory import (
 from worldmm.models import BASE_SCALE
 from worldmm.store import segments as segment_store
 from worldmm.store import triples as triple_store
+from worldmm.store.importance_recall import nearest_note, reinforce
 from worldmm.store.locks import lock_consolidation
 from worldmm.store.models import SegmentWrite
-from worldmm.store.recall import nearest_note, reinforce
 from worldmm.wire.schemas import RememberRequest, RememberResponse
 
 NOTE_TOPIC = "note"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from worldmm.deps import Deps
 from worldmm.llm.prices import PriceTable, prices_for
-from worldmm.llm.usage import day_start
-from worldmm.store.usage import UsageRow, degraded_windows, usage_rows
+from worldmm.llm.usage_ledger import day_start
+from worldmm.store.llm_usage import UsageRow, degraded_windows, usage_rows
 from worldmm.wire.schemas import (
     BudgetOut,
     DayUsageOut,

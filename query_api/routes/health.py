@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from worldmm.deps import Deps as Bundle
 from worldmm.store.migrate import check_schema
 from worldmm.wire.schemas import Health, Readiness
@@ -53,7 +53,7 @@ def readiness_checks(deps: Bundle) -> dict[str, str]:
     summary="Ready to serve: database reachable and migrated, Redis answering (if configured)",
     responses={503: {"model": Readiness, "description": "A dependency failed (named in checks)"}},
 )
-async def readyz(deps: Deps) -> Response:
+async def readyz(deps: AppDeps) -> Response:
     checks = await asyncio.to_thread(readiness_checks, deps)
     ok = all(v == "ok" for v in checks.values())
     body = Readiness(status="ok" if ok else "unavailable", checks=checks)

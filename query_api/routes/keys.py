@@ -12,7 +12,7 @@ import psycopg
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from query_api.auth import AdminOnly, UserIdPath
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from worldmm.store.admin_audit import list_admin_actions, record_admin_action
 from worldmm.store.errors import NotFoundError
 from worldmm.store.users import (
@@ -56,7 +56,7 @@ def _created(issued: IssuedKey) -> KeyCreated:
 
 
 @contextmanager
-def _admin_change(deps: Deps) -> Iterator[psycopg.Connection]:
+def _admin_change(deps: AppDeps) -> Iterator[psycopg.Connection]:
     """The transaction of one audited change; an unknown user or key is a 404."""
     try:
         with deps.db.transaction() as conn:
@@ -70,7 +70,7 @@ def _admin_change(deps: Deps) -> Iterator[psycopg.Connection]:
     status_code=status.HTTP_201_CREATED,
     summary="Issue one more API key to a user (admin)",
 )
-def create_key(user_id: UserIdPath, deps: Deps, body: KeyRequest | None = None) -> KeyCreated:
+def create_key(user_id: UserIdPath, deps: AppDeps, body: KeyRequest | None = None) -> KeyCreated:
     name = body.name if body else None
     with _admin_change(deps) as conn:
         issued = issue_key(conn, user_id, name)
@@ -87,7 +87,7 @@ def create_key(user_id: UserIdPath, deps: Deps, body: KeyRequest | None = None) 
 )
 def user_keys(
     user_id: UserIdPath,
-    deps: Deps,
+    deps: AppDeps,
     prefix: Prefix = None,
     include_revoked: Annotated[bool, Query(description="List revoked keys too.")] = False,
 ) -> KeyList:
@@ -100,7 +100,7 @@ def user_keys(
 
 @router.get("/v1/keys", summary="Find keys of any user by prefix, e.g. one seen in a log (admin)")
 def find_keys(
-    deps: Deps,
+    deps: AppDeps,
     prefix: Annotated[
         str,
         Query(
@@ -123,7 +123,7 @@ def find_keys(
     summary="Replace a key by a new one; the old one is refused from now on (admin)",
 )
 def rotate(
-    user_id: UserIdPath, key_id: KeyIdPath, deps: Deps, body: KeyRequest | None = None
+    user_id: UserIdPath, key_id: KeyIdPath, deps: AppDeps, body: KeyRequest | None = None
 ) -> KeyCreated:
     with _admin_change(deps) as conn:
         issued = rotate_key(conn, user_id, key_id, body.name if body else None)
@@ -138,7 +138,7 @@ def rotate(
     "/v1/users/{user_id}/keys/{key_id}",
     summary="Revoke a key: every API process refuses it from the next request (admin)",
 )
-def revoke(user_id: UserIdPath, key_id: KeyIdPath, deps: Deps) -> KeyOut:
+def revoke(user_id: UserIdPath, key_id: KeyIdPath, deps: AppDeps) -> KeyOut:
     with _admin_change(deps) as conn:
         row = revoke_key(conn, user_id, key_id)
         record_admin_action(
@@ -149,7 +149,7 @@ def revoke(user_id: UserIdPath, key_id: KeyIdPath, deps: Deps) -> KeyOut:
 
 @router.get("/v1/admin/audit", summary="Admin actions, newest first (admin)")
 def audit(
-    deps: Deps,
+    deps: AppDeps,
     user_id: Annotated[
         str | None, Query(pattern=USER_ID_PATTERN, description="Only actions on this user.")
     ] = None,

@@ -12,7 +12,7 @@ from psycopg import Connection
 
 from query_api.auth import UserIdPath, user_router
 from query_api.cursors import decode_cursor, frame_key, page_of, segment_key
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from query_api.ops.forget import forget
 from query_api.ops.frames import frame_jpeg
 from query_api.ops.query import frame_url
@@ -82,7 +82,7 @@ def _segment_out(row: SegmentRow, gaps: list[InputGapSpan] | None = None) -> Seg
 )
 def list_segments(
     user_id: UserIdPath,
-    deps: Deps,
+    deps: AppDeps,
     start: From = None,
     end: To = None,
     scale: Annotated[
@@ -110,7 +110,7 @@ def list_segments(
 def read_segment(
     user_id: UserIdPath,
     segment_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
-    deps: Deps,
+    deps: AppDeps,
 ) -> SegmentOut:
     with deps.db.connection() as conn:
         row = segment_store.get_segment(conn, user_id, segment_id)
@@ -132,7 +132,7 @@ def _gaps_of(conn: Connection, user_id: str, rows: list[SegmentRow]) -> list[Inp
 @router.get("/frames", summary="List stored frames captured in a time range")
 def list_frames(
     user_id: UserIdPath,
-    deps: Deps,
+    deps: AppDeps,
     start: From = None,
     end: To = None,
     limit: Limit = DEFAULT_PAGE,
@@ -166,7 +166,7 @@ def list_frames(
     summary="One frame's JPEG bytes",
     responses={200: {"content": {"image/jpeg": {}}, "description": "The frame"}},
 )
-def read_frame(user_id: UserIdPath, key: str, deps: Deps) -> Response:
+def read_frame(user_id: UserIdPath, key: str, deps: AppDeps) -> Response:
     return frame_jpeg(deps, user_id, key)
 
 
@@ -174,7 +174,7 @@ def read_frame(user_id: UserIdPath, key: str, deps: Deps) -> Response:
 @router.get("/semantic", summary="Semantic facts (active ones, or every version with history=true)")
 def semantic(
     user_id: UserIdPath,
-    deps: Deps,
+    deps: AppDeps,
     history: Annotated[bool, Query(description="Include replaced facts.")] = False,
     as_of: AsOf = None,
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
@@ -199,7 +199,7 @@ def semantic(
     responses=MODEL_ERROR,
 )
 async def remember_route(
-    user_id: UserIdPath, body: RememberRequest, deps: Deps
+    user_id: UserIdPath, body: RememberRequest, deps: AppDeps
 ) -> RememberResponse:
     return await remember(deps, user_id, body)
 
@@ -210,7 +210,7 @@ async def remember_route(
 )
 async def forget_route(
     user_id: UserIdPath,
-    deps: Deps,
+    deps: AppDeps,
     start: Annotated[Instant, Query(alias="from", description="Start (inclusive).")],
     end: Annotated[Instant, Query(alias="to", description="End (exclusive).")],
 ) -> ForgetResponse:
@@ -228,7 +228,7 @@ MAX_RECENT_MINUTES = 7 * 24 * 60
 )
 async def forget_recent_route(
     user_id: UserIdPath,
-    deps: Deps,
+    deps: AppDeps,
     minutes: Annotated[
         int, Query(ge=1, le=MAX_RECENT_MINUTES, description="How far back from now to forget.")
     ],
@@ -240,7 +240,7 @@ async def forget_recent_route(
 
 
 async def _forget(
-    deps: Deps, user_id: str, start: datetime, end: datetime, *, until: datetime | None = None
+    deps: AppDeps, user_id: str, start: datetime, end: datetime, *, until: datetime | None = None
 ) -> ForgetResponse:
     """Forget [start, ``until`` or end) and answer with the range asked for."""
     outcome = await run_in_threadpool(forget, deps, user_id, start, until or end)

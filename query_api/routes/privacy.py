@@ -7,7 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from query_api.auth import BearerKey, UserIdPath, is_admin_key, user_router
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from query_api.ops.pause import send_pause
 from query_api.routes.common import USER_ERRORS
 from worldmm.privacy.export import export_user
@@ -24,7 +24,7 @@ router = user_router(tags=["privacy"], responses=USER_ERRORS)
     "a manifest with counts and checksums), streamed",
     responses={200: {"content": {"application/gzip": {}}, "description": "The archive"}},
 )
-async def export(user_id: UserIdPath, deps: Deps, key: BearerKey):
+async def export(user_id: UserIdPath, deps: AppDeps, key: BearerKey):
     actor = "admin" if is_admin_key(deps, key) else "user"
     now = deps.clock()
     await run_in_threadpool(_audit, deps, user_id, actor)
@@ -36,7 +36,7 @@ async def export(user_id: UserIdPath, deps: Deps, key: BearerKey):
     )
 
 
-def _audit(deps: Deps, user_id: str, actor: str) -> None:
+def _audit(deps: AppDeps, user_id: str, actor: str) -> None:
     with deps.db.transaction() as conn:
         record_admin_action(conn, "user.export", actor=actor, subject_user=user_id)
 
@@ -53,14 +53,14 @@ _PAUSE_ERRORS = {
     "until a resume or the session's end, unstored",
     responses=_PAUSE_ERRORS,
 )
-async def pause(user_id: UserIdPath, deps: Deps, body: PauseRequest) -> PauseResponse:
+async def pause(user_id: UserIdPath, deps: AppDeps, body: PauseRequest) -> PauseResponse:
     return await run_in_threadpool(
         send_pause, deps, user_id, resume=False, session_id=body.session_id, at=body.at
     )
 
 
 @router.post("/resume", summary="End a privacy pause", responses=_PAUSE_ERRORS)
-async def resume(user_id: UserIdPath, deps: Deps, body: PauseRequest) -> PauseResponse:
+async def resume(user_id: UserIdPath, deps: AppDeps, body: PauseRequest) -> PauseResponse:
     return await run_in_threadpool(
         send_pause, deps, user_id, resume=True, session_id=body.session_id, at=body.at
     )

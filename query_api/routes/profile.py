@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import HTTPException, status
 
 from query_api.auth import UserIdPath, user_router
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from query_api.routes.common import USER_ERRORS
 from worldmm.store.users import UserProfile, get_profile, update_profile
 from worldmm.wire.schemas import ProfileUpdate, UserProfileOut
@@ -20,7 +20,7 @@ def profile_out(profile: UserProfile) -> UserProfileOut:
 
 
 @router.get("", summary="The user's profile: time zone and creation time")
-def read_profile(user_id: UserIdPath, deps: Deps) -> UserProfileOut:
+def read_profile(user_id: UserIdPath, deps: AppDeps) -> UserProfileOut:
     with deps.db.connection() as conn:
         profile = get_profile(conn, user_id)
     if profile is None:  # purged between the key check and this read
@@ -35,6 +35,6 @@ def read_profile(user_id: UserIdPath, deps: Deps) -> UserProfileOut:
     "'Asia/Tokyo'; questions asked from now on are read in it. Stored memory is unchanged "
     "(it is kept in UTC).",
 )
-def change_profile(user_id: UserIdPath, body: ProfileUpdate, deps: Deps) -> UserProfileOut:
+def change_profile(user_id: UserIdPath, body: ProfileUpdate, deps: AppDeps) -> UserProfileOut:
     with deps.db.transaction() as conn:
         return profile_out(update_profile(conn, user_id, body.changes()))

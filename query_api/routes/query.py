@@ -5,7 +5,7 @@ calls when it wants to do its own reasoning)."""
 from __future__ import annotations
 
 from query_api.auth import UserIdPath, user_router
-from query_api.deps import Deps, Recalls
+from query_api.depends import AppDeps, Recalls
 from query_api.ops.query import hit_json, run_query
 from query_api.routes.common import MODEL_ERROR, USER_ERRORS
 from worldmm.memory.retrieval import search
@@ -31,7 +31,7 @@ router = user_router(tags=["query"], responses={**USER_ERRORS, **MODEL_ERROR})
     ),
 )
 async def query(
-    user_id: UserIdPath, body: QueryRequest, deps: Deps, recalls: Recalls
+    user_id: UserIdPath, body: QueryRequest, deps: AppDeps, recalls: Recalls
 ) -> QueryResponse:
     return await run_query(deps, user_id, body, recalls=recalls)
 
@@ -45,7 +45,7 @@ async def query(
         "user's time zone, and only memory that existed then is searched."
     ),
 )
-async def search_route(user_id: UserIdPath, body: SearchRequest, deps: Deps) -> SearchResponse:
+async def search_route(user_id: UserIdPath, body: SearchRequest, deps: AppDeps) -> SearchResponse:
     asked = await question_time(deps, user_id, body.as_of)
     result = await search(deps, body.memory_type, user_id, body.query, asked.at, tz=asked.tz)
     return SearchResponse(

@@ -8,7 +8,7 @@ from fastapi import HTTPException, Query, status
 from fastapi.concurrency import run_in_threadpool
 
 from query_api.auth import UserIdPath, user_router
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from query_api.ops.usage import BadRange, usage_report
 from query_api.routes.common import USER_ERRORS
 from worldmm.wire.schemas import Instant, UsageReport
@@ -26,7 +26,7 @@ router = user_router(tags=["usage"], responses=USER_ERRORS)
 )
 async def usage(
     user_id: UserIdPath,
-    deps: Deps,
+    deps: AppDeps,
     start: Annotated[
         Instant | None,
         Query(description="Start (ISO 8601 with zone), inclusive; default midnight UTC today."),

@@ -7,7 +7,7 @@ from fastapi import APIRouter, HTTPException, status
 from fastapi.concurrency import run_in_threadpool
 
 from query_api.auth import AdminOnly, UserIdPath
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from query_api.ops.forget import purge
 from worldmm.store.admin_audit import record_admin_action
 from worldmm.store.errors import AlreadyExistsError
@@ -31,7 +31,7 @@ _AUTH_ERRORS = {
     "user's questions are read in; it can be changed later with PATCH /v1/users/{user_id}.",
     responses={**_AUTH_ERRORS, 409: {"model": ErrorOut, "description": "User exists"}},
 )
-def create(body: CreateUserRequest, deps: Deps) -> CreateUserResponse:
+def create(body: CreateUserRequest, deps: AppDeps) -> CreateUserResponse:
     try:
         with deps.db.transaction() as conn:
             key = create_user(conn, body.user_id, body.profile())
@@ -50,7 +50,7 @@ def create(body: CreateUserRequest, deps: Deps) -> CreateUserResponse:
     summary="Purge a user: database rows, blobs and cached graphs (admin)",
     responses={**_AUTH_ERRORS, 404: {"model": ErrorOut, "description": "Unknown user"}},
 )
-async def purge_route(user_id: UserIdPath, deps: Deps) -> PurgeResponse:
+async def purge_route(user_id: UserIdPath, deps: AppDeps) -> PurgeResponse:
     outcome = await run_in_threadpool(purge, deps, user_id)
     if outcome is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown user {user_id!r}")
@@ -63,7 +63,7 @@ async def purge_route(user_id: UserIdPath, deps: Deps) -> PurgeResponse:
     )
 
 
-def _audit_purge(deps: Deps, user_id: str, rows: dict[str, int]) -> None:
+def _audit_purge(deps: AppDeps, user_id: str, rows: dict[str, int]) -> None:
     # after the purge's own commit: the purge spans the database, blobs and cache, so it has
     # no single transaction to join; a purge that failed midway raised before this
     with deps.db.transaction() as conn:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, status
 
 from query_api.auth import BearerKey, is_admin_key
-from query_api.deps import Deps
+from query_api.depends import AppDeps
 from worldmm.store.users import user_for_key
 from worldmm.wire.schemas import ErrorOut, WhoAmI
 
@@ -18,7 +18,7 @@ router = APIRouter(tags=["users (admin)"])
     summary="The user of this API key",
     responses={401: {"model": ErrorOut, "description": "Missing or invalid API key"}},
 )
-def whoami(deps: Deps, key: BearerKey) -> WhoAmI:
+def whoami(deps: AppDeps, key: BearerKey) -> WhoAmI:
     if is_admin_key(deps, key):
         return WhoAmI(user_id=None, admin=True)
     with deps.db.connection() as conn:

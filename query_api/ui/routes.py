@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from query_api.auth import enforce_rate_limit
 from query_api.cursors import CursorError, decode_cursor, page_of, segment_key
-from query_api.deps import Deps, Limiter
+from query_api.depends import AppDeps, Limiter
 from query_api.ops.forget import forget
 from query_api.ops.frames import frame_jpeg
 from query_api.ops.query import run_query
@@ -56,7 +56,7 @@ def _page(request: Request, name: str, code: int = 200, **context: object) -> HT
     return templates.TemplateResponse(request, name, context, status_code=code)
 
 
-def _zone(deps: Deps, user_id: str) -> ZoneInfo:
+def _zone(deps: AppDeps, user_id: str) -> ZoneInfo:
     """The wearer's zone: every time on a page is shown on it."""
     return deps.reader.zone(user_id)
 
@@ -69,7 +69,7 @@ def login_form(request: Request) -> HTMLResponse:
 
 @router.post("/login")
 def login(
-    request: Request, deps: Deps, limiter: Limiter, key: Annotated[str, Form()] = ""
+    request: Request, deps: AppDeps, limiter: Limiter, key: Annotated[str, Form()] = ""
 ) -> Response:
     try:
         user_of_key(deps, key)
@@ -97,7 +97,7 @@ def static(name: str) -> FileResponse:
 
 # --- the day -------------------------------------------------------------------------------
 def _lane_page(
-    deps: Deps, user_id: str, day: date, tz: tzinfo, scale: int, cursor: str | None
+    deps: AppDeps, user_id: str, day: date, tz: tzinfo, scale: int, cursor: str | None
 ) -> tuple[list[views.Card], str | None]:
     """One page of one lane of one day (the wearer's): the day's range only, never the whole
     memory."""
@@ -112,7 +112,7 @@ def _lane_page(
     return [views.card_of(r, is_note(r.source_topic), gaps) for r in rows], next_cursor
 
 
-def _latest_day(deps: Deps, user_id: str, tz: tzinfo) -> date:
+def _latest_day(deps: AppDeps, user_id: str, tz: tzinfo) -> date:
     """The wearer's day of their latest segment; today without any."""
     with deps.db.connection() as conn:
         rows = segment_store.list_segments(conn, user_id, limit=1, descending=True)
@@ -121,7 +121,7 @@ def _latest_day(deps: Deps, user_id: str, tz: tzinfo) -> date:
 
 @router.get("/")
 def day_view(
-    request: Request, deps: Deps, user_id: UiUser, day: Annotated[str | None, Query()] = None
+    request: Request, deps: AppDeps, user_id: UiUser, day: Annotated[str | None, Query()] = None
 ) -> HTMLResponse:
     tz = _zone(deps, user_id)
     try:
@@ -147,7 +147,7 @@ def day_view(
 @router.get("/lane")
 def lane_more(
     request: Request,
-    deps: Deps,
+    deps: AppDeps,
     user_id: UiUser,
     day: Annotated[str, Query()],
     scale: Annotated[int, Query()],
@@ -168,7 +168,9 @@ def lane_more(
 
 # --- a segment -----------------------------------------------------------------------------
 @router.get("/segments/{segment_id}")
-def segment_detail(request: Request, deps: Deps, user_id: UiUser, segment_id: int) -> HTMLResponse:
+def segment_detail(
+    request: Request, deps: AppDeps, user_id: UiUser, segment_id: int
+) -> HTMLResponse:
     with deps.db.connection() as conn:
         row = segment_store.get_segment(conn, user_id, segment_id)
         if row is None:  # another user's id reads the same as a missing one
@@ -209,7 +211,7 @@ EXPIRED_SVG = (
 
 
 def _frame_or_placeholder(
-    deps: Deps, user_id: str, key: str, row: FrameRecord | None = None
+    deps: AppDeps, user_id: str, key: str, row: FrameRecord | None = None
 ) -> Response:
     try:
         return frame_jpeg(deps, user_id, key, row)
@@ -222,12 +224,12 @@ def _frame_or_placeholder(
 
 
 @router.get("/frames/{key:path}")
-def frame(deps: Deps, user_id: UiUser, key: str) -> Response:
+def frame(deps: AppDeps, user_id: UiUser, key: str) -> Response:
     return _frame_or_placeholder(deps, user_id, key)
 
 
 @router.get("/thumb/{segment_id}")
-def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
+def thumbnail(deps: AppDeps, user_id: UiUser, segment_id: int) -> Response:
     """The first frame of a segment's window (loaded lazily, as cards scroll into view)."""
     with deps.db.connection() as conn:
         row = segment_store.get_segment(conn, user_id, segment_id)
@@ -245,7 +247,7 @@ def thumbnail(deps: Deps, user_id: UiUser, segment_id: int) -> Response:
 
 # --- semantic facts --------------------------------------------------------------------------
 @router.get("/facts")
-def facts(request: Request, deps: Deps, user_id: UiUser) -> HTMLResponse:
+def facts(request: Request, deps: AppDeps, user_id: UiUser) -> HTMLResponse:
     with deps.db.connection() as conn:
         rows = list_semantic(conn, user_id, history=True, limit=2000)
     return _page(
@@ -260,7 +262,7 @@ def facts(request: Request, deps: Deps, user_id: UiUser) -> HTMLResponse:
 # --- ask and forget --------------------------------------------------------------------------
 @router.post("/ask", dependencies=[UiWrite])
 async def ask(
-    request: Request, deps: Deps, user_id: UiUser, question: Annotated[str, Form()] = ""
+    request: Request, deps: AppDeps, user_id: UiUser, question: Annotated[str, Form()] = ""
 ) -> HTMLResponse:
     try:
         req = QueryRequest(question=question)
@@ -296,7 +298,7 @@ def _range(start: str, end: str, tz: tzinfo) -> tuple[datetime, datetime]:
 @router.post("/forget/confirm", dependencies=[UiWrite])
 def forget_confirm(
     request: Request,
-    deps: Deps,
+    deps: AppDeps,
     user_id: UiUser,
     start: Annotated[str, Form()] = "",
     end: Annotated[str, Form()] = "",
@@ -315,7 +317,7 @@ def forget_confirm(
 @router.post("/forget", dependencies=[UiWrite])
 async def forget_range(
     request: Request,
-    deps: Deps,
+    deps: AppDeps,
     user_id: UiUser,
     start: Annotated[str, Form()] = "",
     end: Annotated[str, Form()] = "",

@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import Depends, Header, HTTPException, Request, Response, status
 
 from query_api.auth import enforce_rate_limit, is_admin_key
-from query_api.deps import Deps, Limiter
+from query_api.depends import AppDeps, Limiter
 from worldmm.store.users import user_for_key
 
 COOKIE = "worldmm_ui_key"
@@ -41,7 +41,7 @@ def clear_session(response: Response) -> None:
     response.delete_cookie(COOKIE, path="/ui")
 
 
-def user_of_key(deps: Deps, key: str) -> str:
+def user_of_key(deps: AppDeps, key: str) -> str:
     """The user a key belongs to; ValueError with a message a person can act on."""
     key = key.strip()
     if not key:
@@ -55,7 +55,7 @@ def user_of_key(deps: Deps, key: str) -> str:
     return user_id
 
 
-def ui_user(request: Request, deps: Deps, limiter: Limiter) -> str:
+def ui_user(request: Request, deps: AppDeps, limiter: Limiter) -> str:
     """The session's user; every browser request spends the key's rate limit, the same
     budget its API requests spend (429 with Retry-After when it is gone)."""
     key = request.cookies.get(COOKIE)

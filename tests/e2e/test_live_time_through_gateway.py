@@ -208,7 +208,7 @@ def live(stack, tmp_path_factory) -> Iterator[Live]:
             # Sessions hours apart reach a live flow one by one: each is sent, on topics of
             # its own, and built before the next. (Sent back to back on one set of topics,
             # a session's audio can lose the race against the next session's frames: see
-            # the report on UserWindows' session ends.)
+            # the report on WindowCascade' session ends.)
             for i, frames_dir in enumerate(frames.values()):
                 topics = settings.model_copy(
                     update={"topic_prefix": f"{settings.topic_prefix}{i}."}

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
-from worldmm.agent.passages import hit_passages
+from worldmm.agent.hit_passages import hit_passages
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from worldmm.agent.choices import answer_choices, look_per_option, option_query
+from worldmm.agent.hit_passages import round_passages
 from worldmm.agent.option_notes import option_notes
-from worldmm.agent.passages import round_passages
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
 from worldmm.llm.roles import ModelRoles
 from worldmm.llm.schemas import AgentAction, AgentRound, OptionNote
-from worldmm.llm.usage import for_user
+from worldmm.llm.usage_ledger import for_user
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
 from worldmm.memory.retrieval.results import SegmentHit, TripleHit

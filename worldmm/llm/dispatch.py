@@ -22,7 +22,7 @@ import openai
 from worldmm import metrics
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
-from worldmm.llm.usage import NullUsage, UsageRecord, UsageSink
+from worldmm.llm.usage_ledger import NullUsage, UsageRecord, UsageSink
 from worldmm.providers.errors import ModelCallError
 from worldmm.retry import RetryPolicy, acall_with_retry
 

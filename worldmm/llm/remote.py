@@ -14,16 +14,16 @@ from worldmm import metrics
 from worldmm.llm import schemas as s
 from worldmm.llm.dispatch import DirectDispatcher, Dispatcher
 from worldmm.llm.parsing import parse_reply
-from worldmm.llm.passages import asked_label, render_choices, render_passages
 from worldmm.llm.prompts import ROLES, load_prompt
+from worldmm.llm.rendering import asked_label, render_choices, render_passages
 from worldmm.llm.request import ChatRequest, build_request
-from worldmm.llm.usage import current_user
+from worldmm.llm.usage_ledger import current_user
 from worldmm.models import Triple, choice_letter
 from worldmm.providers.errors import ParseError
 from worldmm.retry import llm_policy
 
 if TYPE_CHECKING:
-    from worldmm.llm.usage import UsageSink
+    from worldmm.llm.usage_ledger import UsageSink
     from worldmm.localtime import Asked
     from worldmm.settings import Settings
 

@@ -20,7 +20,7 @@ def image_part(jpeg: bytes, detail: str = "low") -> dict[str, Any]:
 @dataclass(frozen=True)
 class ChatRequest:
     """A chat completion request; ``role``, ``prompt_version`` and ``user_id`` (whose usage
-    the call is, :mod:`worldmm.llm.usage`) are ours, not sent."""
+    the call is, :mod:`worldmm.llm.usage_ledger`) are ours, not sent."""
 
     role: str
     model: str

@@ -18,7 +18,7 @@ from worldmm.models import Triple
 
 if TYPE_CHECKING:
     from worldmm.embed.base import TextEmbedder
-    from worldmm.llm.usage import UsageSink
+    from worldmm.llm.usage_ledger import UsageSink
     from worldmm.localtime import Asked
     from worldmm.settings import Settings
 

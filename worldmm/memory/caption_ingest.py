@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from worldmm.llm.usage import for_user
+from worldmm.llm.usage_ledger import for_user
 from worldmm.memory.base_segment import write_base
 from worldmm.memory.summary_segment import build_summary_segment
 from worldmm.memory.text_memory import extract_text_memory
@@ -24,7 +24,7 @@ from worldmm.memory.windows import (
     CoarseWindow,
     Item,
     SessionEnd,
-    UserWindows,
+    WindowCascade,
     WindowConfig,
     align,
     dt_to_ms,
@@ -65,7 +65,7 @@ async def _ingest(
     concurrency: int | None,
 ) -> list[WindowOutcome]:
     gate = asyncio.Semaphore(concurrency or deps.settings.llm_concurrency)
-    state = UserWindows(user_id, WindowConfig(allowed_lateness_s=0))
+    state = WindowCascade(user_id, WindowConfig(allowed_lateness_s=0))
     text: dict[int, tuple[str, str]] = {}
     items: list[Item | SessionEnd] = []
     for start, _end, caption, transcript in windows:

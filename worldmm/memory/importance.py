@@ -35,7 +35,7 @@ import numpy as np
 import psycopg
 
 from worldmm.llm.schemas import importance_of
-from worldmm.store.recall import recent_embeddings
+from worldmm.store.importance_recall import recent_embeddings
 
 FLOOR, W_SPEECH, W_NAMES, W_NOVELTY = 0.10, 0.30, 0.25, 0.35
 SPEECH_WORDS = 120
@@ -139,7 +139,7 @@ def backfill_importance(conn: psycopg.Connection, user_id: str) -> tuple[int, in
     stored text, the names in each window's triples and the text embeddings; the novelty of
     a window is against the windows before it, as at ingest. Returns the 30 s windows and
     coarser segments written."""
-    from worldmm.store.recall import fine_windows, set_estimates, summaries_from_windows
+    from worldmm.store.importance_recall import fine_windows, set_estimates, summaries_from_windows
 
     windows = fine_windows(conn, user_id)
     values: dict[int, float] = {}

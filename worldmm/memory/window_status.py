@@ -9,7 +9,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from worldmm.llm.usage import for_user
+from worldmm.llm.usage_ledger import for_user
 from worldmm.media import window as window_media
 from worldmm.media.window import MediaStoreFailed, WindowMedia
 from worldmm.memory.base_segment import build_base_segment, store_media

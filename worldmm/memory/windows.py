@@ -265,8 +265,8 @@ def _held_key(x: Item | Pause) -> str:
 
 
 @dataclass
-class UserWindows:
-    """All window state of one user; picklable (it is the Bytewax snapshot)."""
+class WindowCascade:
+    """One user's window cascade: all its window state; picklable (it is the Bytewax snapshot)."""
 
     user_id: str
     config: WindowConfig = field(default_factory=WindowConfig)
@@ -293,11 +293,11 @@ class UserWindows:
     held: dict[str, Item | Pause] = field(default_factory=dict)
     forced_ends: int = 0  # ends applied early because ``held`` reached its cap
 
-    def copy(self) -> UserWindows:
+    def copy(self) -> WindowCascade:
         """An independent copy for a snapshot, made per epoch for every user that changed.
         Items, ends and the config are immutable, so only the containers are copied (a deep
         copy of every item was the window step's largest CPU cost)."""
-        return UserWindows(
+        return WindowCascade(
             user_id=self.user_id,
             config=self.config,
             open_base={start: dict(items) for start, items in self.open_base.items()},

@@ -22,7 +22,7 @@ from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.llm.prices import load_prices
 from worldmm.llm.roles import build_roles
-from worldmm.llm.usage import UsageLedger, UsageRecord, for_user
+from worldmm.llm.usage_ledger import UsageLedger, UsageRecord, for_user
 from worldmm.memory.window_inputs import CaptureRef
 from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import BaseWindow, Item, dt_to_ms

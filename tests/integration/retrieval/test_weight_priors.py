@@ -14,7 +14,7 @@ import pytest
 from tests.fixtures.store import make_segment
 from tests.integration.retrieval.test_episodic_lanes import deps, embedder  # noqa: F401
 from worldmm.memory.backfill import backfill_segment_embeddings
-from worldmm.memory.recall import RecallQueue
+from worldmm.memory.recall_queue import RecallQueue
 from worldmm.memory.retrieval.episodic import EpisodicOptions, search_episodic
 from worldmm.store import users
 

@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from worldmm.agent.choices import answer_choices
+from worldmm.agent.hit_passages import hit_passages
 from worldmm.agent.option_notes import hours_before
-from worldmm.agent.passages import hit_passages
 from worldmm.llm.rule_based import RuleBasedRoles
 from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked

@@ -11,17 +11,17 @@ from pathlib import Path
 from dataflows.window_step import WindowLogic
 from worldmm.media.spool import WindowSpool
 from worldmm.memory.window_inputs import CaptureRef
-from worldmm.memory.windows import Item, LateItem, Pause, SessionEnd, UserWindows, WindowConfig
+from worldmm.memory.windows import Item, LateItem, Pause, SessionEnd, WindowCascade, WindowConfig
 
 T0 = 1_767_225_600_000  # a 10 min boundary
 
 
-def _state() -> UserWindows:
+def _state() -> WindowCascade:
     """A state with every field set: two closed windows, an open one, a late capture, a
     privacy pause that ended and one still open with a capture waiting for its resume, a
     session end still waiting for its captures and the next session's input held behind
     it."""
-    w = UserWindows("u1", WindowConfig(allowed_lateness_s=5.0))
+    w = WindowCascade("u1", WindowConfig(allowed_lateness_s=5.0))
     frames = [Item("frames", f"f{k}", "s1", T0 + k * 1000, T0 + k * 1000, k) for k in range(70)]
     audio = [Item("audio", f"a{k}", "s1", T0 + k * 5000, T0 + (k + 1) * 5000, k) for k in range(14)]
     w.ingest(frames + audio, now=100.0)  # the watermark (65 s) closes two windows

@@ -12,7 +12,7 @@ import pytest
 from fakes.openai_server import Reply
 from tests.unit.llm.test_client import make_roles
 from worldmm.agent.choices import answer_choices
-from worldmm.agent.passages import hit_passages
+from worldmm.agent.hit_passages import hit_passages
 from worldmm.llm import ParseError
 from worldmm.memory.retrieval.results import LaneScore, SegmentHit
 

@@ -10,7 +10,7 @@ import pytest
 from query_api.ops.usage import BadRange, usage_range
 from worldmm.llm.prompts import RenderedPrompt
 from worldmm.llm.request import build_request, result_from_body
-from worldmm.llm.usage import UsageRecord, aggregate, current_user, day_start, for_user
+from worldmm.llm.usage_ledger import UsageRecord, aggregate, current_user, day_start, for_user
 
 
 def test_the_user_reaches_threads_and_tasks_started_in_the_block() -> None:

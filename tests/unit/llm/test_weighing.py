@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.fixtures.weighings import weighing
-from worldmm.llm.passages import render_choices
+from worldmm.llm.rendering import render_choices
 from worldmm.llm.rule_based import weighing as weighing_mod
 from worldmm.llm.rule_based.choice_time import time_scores
 from worldmm.llm.rule_based.evidence import Unit

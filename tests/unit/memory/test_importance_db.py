@@ -112,7 +112,7 @@ def test_the_novelty_reads_the_recent_windows_vectors_without_parsing_text(
     # CPU cost of the ingest worker (~170 µs each), the binary form is a copy
     from pgvector import Vector
 
-    from worldmm.store.recall import recent_embeddings
+    from worldmm.store.importance_recall import recent_embeddings
 
     talk = [(f"I met Lucia at the door {k}.", f"Lucia said hello {k}") for k in range(3)]
     asyncio.run(ingest_caption_windows(deps, user_id, _windows(talk)))

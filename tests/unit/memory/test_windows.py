@@ -13,7 +13,7 @@ from worldmm.memory.windows import (
     Item,
     LateItem,
     SessionEnd,
-    UserWindows,
+    WindowCascade,
     WindowConfig,
     align,
     children_of,
@@ -45,7 +45,7 @@ def audio(ts_ms: int, dur_ms: int = 5 * S, session: str = "s1") -> Item:
 
 
 def stream(
-    state: UserWindows, clock: FakeClock, start_ms: int, end_ms: int, step_s: int = 5
+    state: WindowCascade, clock: FakeClock, start_ms: int, end_ms: int, step_s: int = 5
 ) -> list:
     """Feed frames and 5 s audio chunks in real-time order, one batch per step."""
     out = []
@@ -90,7 +90,7 @@ def test_hierarchy_arithmetic() -> None:
 
 def test_full_hour_cascade_with_fake_clock() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     events = stream(state, clock, HOUR0, HOUR0 + 3600 * S + 60 * S)
 
     bases = of(events, BaseWindow)
@@ -116,7 +116,7 @@ def test_full_hour_cascade_with_fake_clock() -> None:
 
 def test_windows_close_on_event_time_with_lateness() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     out = state.ingest([frame(HOUR0), audio(HOUR0)], clock.advance(1))
     # progress: frames 39 s, audio 40 s (its end) -> watermark 29 s: window [0, 30) stays open
     out += state.ingest([frame(HOUR0 + 39 * S), audio(HOUR0 + 35 * S)], clock.advance(1))
@@ -127,7 +127,7 @@ def test_windows_close_on_event_time_with_lateness() -> None:
 
 def test_lagging_stream_holds_windows_then_idle_releases() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=20))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=0, idle_s=20))
     state.ingest([audio(HOUR0, 1 * S)], clock.advance(1))
     # frames race ahead (another topic read faster): audio's progress holds the window open
     out = state.ingest([frame(HOUR0 + k * S) for k in range(0, 90, 3)], clock.advance(1))
@@ -148,7 +148,7 @@ def test_lagging_stream_holds_windows_then_idle_releases() -> None:
 
 def test_all_streams_idle_event_time_follows_wall_time() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=5))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=5))
     state.ingest([frame(HOUR0 + 2 * S), audio(HOUR0 + 2 * S, S)], clock.advance(1))
     assert state.tick(clock.advance(4)) == []
     wake = state.next_wake(clock.now)
@@ -166,7 +166,9 @@ def test_session_end_flushes_partial_windows_twelve_minutes() -> None:
     """The e2e shape: 12 minutes from a 10 min boundary, then a session end."""
     clock = FakeClock()
     start = HOUR0 + 20 * 60 * S
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60, session_end_grace_s=3))
+    state = WindowCascade(
+        "u1", WindowConfig(allowed_lateness_s=10, idle_s=60, session_end_grace_s=3)
+    )
     events = stream(state, clock, start, start + 720 * S)
     events += state.ingest([SessionEnd("s1", start + 720 * S)], clock.advance(0.1))
     assert state.tick(clock.advance(1)) == []  # grace not over
@@ -190,7 +192,9 @@ def test_session_end_flushes_partial_windows_twelve_minutes() -> None:
 
 def test_session_end_mid_window_and_late_items() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=0))
+    state = WindowCascade(
+        "u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=0)
+    )
     state.ingest([frame(HOUR0 + S), audio(HOUR0 + S)], clock.advance(1))
     out = state.ingest([frame(HOUR0 + 40 * S), SessionEnd("s1", HOUR0 + 45 * S)], clock.now)
     out += state.tick(clock.advance(1))
@@ -204,7 +208,9 @@ def test_session_end_mid_window_and_late_items() -> None:
 
 
 def test_end_is_applied_when_the_next_session_starts() -> None:
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=99))
+    state = WindowCascade(
+        "u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=99)
+    )
     state.ingest([frame(HOUR0 + S), audio(HOUR0 + S), SessionEnd("s1", HOUR0 + 10 * S)], 1.0)
     out = state.ingest([frame(HOUR0 + 100 * S, session="s2")], 2.0)
     bases = of(out, BaseWindow)
@@ -216,7 +222,9 @@ def test_end_read_before_its_session_waits_for_the_data() -> None:
     """A consumer catching up reads the control topic far ahead of the frames: the end must
     not flush (and turn the whole session late) before the session's captures arrive."""
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2))
+    state = WindowCascade(
+        "u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2)
+    )
     last = (("audio", HOUR0 + 65 * S), ("frames", HOUR0 + 64 * S))
     assert state.ingest([SessionEnd("s1", HOUR0 + 65 * S, last)], clock.now) == []
     assert state.tick(clock.advance(10)) == []  # past the grace: still waiting for the data
@@ -238,7 +246,9 @@ def test_end_read_before_its_session_waits_for_the_data() -> None:
 
 def test_end_whose_data_never_comes_gives_up_after_idle() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2))
+    state = WindowCascade(
+        "u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2)
+    )
     state.ingest([frame(HOUR0 + S), audio(HOUR0 + S)], clock.now)
     last = (("audio", HOUR0 + 6 * S), ("frames", HOUR0 + 20 * S))  # frames 2..20 s are lost
     state.ingest([SessionEnd("s1", HOUR0 + 20 * S, last)], clock.advance(1))
@@ -252,7 +262,9 @@ def test_end_whose_data_never_comes_gives_up_after_idle() -> None:
 
 def test_ends_read_ahead_of_two_sessions_each_wait_for_their_own() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=1))
+    state = WindowCascade(
+        "u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=1)
+    )
     ends = [
         SessionEnd("s1", HOUR0 + 40 * S, (("frames", HOUR0 + 40 * S),)),
         SessionEnd("s2", HOUR0 + 130 * S, (("frames", HOUR0 + 130 * S),)),
@@ -275,7 +287,7 @@ def test_ends_read_ahead_of_two_sessions_each_wait_for_their_own() -> None:
 def test_a_bounded_run_leaves_ends_to_the_data_or_eof() -> None:
     clock = FakeClock()
     config = WindowConfig(allowed_lateness_s=0, idle_s=1e6, session_end_grace_s=math.inf)
-    state = UserWindows("u1", config)
+    state = WindowCascade("u1", config)
     state.ingest([frame(HOUR0 + S), audio(HOUR0 + S)], clock.now)
     state.ingest([SessionEnd("s1", HOUR0 + 10 * S)], clock.now)  # an end without last_ms
     assert state.tick(clock.advance(10_000)) == []
@@ -285,7 +297,9 @@ def test_a_bounded_run_leaves_ends_to_the_data_or_eof() -> None:
 
 
 def test_a_frame_at_the_end_time_belongs_to_the_session() -> None:
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=9))
+    state = WindowCascade(
+        "u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=9)
+    )
     state.ingest([frame(HOUR0 + S), SessionEnd("s1", HOUR0 + 10 * S)], 1.0)
     out = state.ingest([frame(HOUR0 + 10 * S)], 2.0)  # read after the end, same capture time
     out += state.eof(3.0)
@@ -296,7 +310,7 @@ def test_a_frame_at_the_end_time_belongs_to_the_session() -> None:
 
 def test_duplicates_are_merged_and_eof_keeps_open_tail() -> None:
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     batch = [frame(HOUR0 + k * S) for k in range(0, 70, 2)] + [audio(HOUR0, 70 * S)]
     out = state.ingest(batch + batch, clock.advance(1))  # redelivered input
     out += state.eof(clock.advance(1))
@@ -316,7 +330,7 @@ def test_snapshot_is_picklable_and_resumes() -> None:
     import pickle
 
     clock = FakeClock()
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     stream(state, clock, HOUR0, HOUR0 + 100 * S)
     copy = pickle.loads(pickle.dumps(state))
     a = stream(state, clock, HOUR0 + 100 * S, HOUR0 + 200 * S)

@@ -19,7 +19,7 @@ from worldmm.memory.windows import (
     Pause,
     PausedItem,
     SessionEnd,
-    UserWindows,
+    WindowCascade,
     WindowConfig,
 )
 
@@ -29,7 +29,7 @@ HOUR = 3600 * S
 
 
 def test_audio_read_after_the_next_sessions_frames_stays_in_its_window() -> None:
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf))
     frames = [Item("frames", f"f{i}", "s0", T0 + i * S, T0 + i * S) for i in range(15)]
     audio = [Item("audio", f"a{i}", "s0", T0 + i * 5 * S, T0 + (i + 1) * 5 * S) for i in range(3)]
     end = SessionEnd("s0", T0 + 15 * S, (("frames", T0 + 14 * S), ("audio", T0 + 15 * S)))
@@ -83,7 +83,7 @@ def _expected() -> dict[tuple[int, int], list[str]]:
 def test_backlog_of_three_sessions_read_topic_by_topic_loses_nothing() -> None:
     """Control first, then every session's frames, then every session's audio: the worst
     order, each session's audio behind the two later sessions' frames."""
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=5))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=5))
     out = state.ingest([end for *_, end in BACKLOG], 1.0)
     out += state.ingest([f for frames, _, _ in BACKLOG for f in frames], 1.1)
     # s0 still misses its audio: the later sessions' frames wait behind its end
@@ -108,7 +108,7 @@ def test_backlog_interleaved_at_random_across_topics_loses_nothing(seed: int) ->
     (the control topic ahead, as it is small); every capture lands in its window, once."""
     rng = random.Random(seed)
     topics = [[f for fs, _, _ in BACKLOG for f in fs], [a for _, au, _ in BACKLOG for a in au]]
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=5))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=5))
     now = 1.0
     out = state.ingest([end for *_, end in BACKLOG], now)
     while any(topics):
@@ -132,13 +132,13 @@ def test_snapshot_while_input_is_held_restores_without_loss_or_duplicates() -> N
     before = [[end for *_, end in BACKLOG], frames[:60], frames[60:]]
     after = [audio[:20], audio[20:]]
 
-    live = UserWindows("u1", WindowConfig(allowed_lateness_s=5))
+    live = WindowCascade("u1", WindowConfig(allowed_lateness_s=5))
     uninterrupted = [e for i, b in enumerate(before + after) for e in live.ingest(b, 1 + i / 10)]
 
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=5))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=5))
     out = [e for i, b in enumerate(before) for e in state.ingest(b, 1 + i / 10)]
     assert len(state.held) == len(frames) - len(BACKLOG[0][0])
-    restored: UserWindows = pickle.loads(pickle.dumps(state.copy()))
+    restored: WindowCascade = pickle.loads(pickle.dumps(state.copy()))
     assert restored.held == state.held
     del state  # the crash
     out += restored.ingest(frames[-3:], 1.25)  # at-least-once: records read again
@@ -155,7 +155,7 @@ def test_held_input_is_capped_then_the_end_applies_and_stragglers_are_late(
     to the cap; then the end applies (logged, counted), nothing held is lost, and what
     arrives of s0 afterwards is late as before."""
     config = WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf, max_held=4)
-    state = UserWindows("u1", config)
+    state = WindowCascade("u1", config)
     (f0, a0, end0), (f1, _, _) = BACKLOG[0], BACKLOG[1]
     out = state.ingest(f0 + [end0], 1.0)
     out += state.ingest(f1[:4], 1.1)
@@ -181,7 +181,7 @@ def test_a_pause_of_the_next_session_waits_with_its_captures() -> None:
     waits behind the end too, so s0's audio is kept and s1's paused frames are dropped."""
     (f0, a0, end0), (f1, _, _) = BACKLOG[0], BACKLOG[1]
     pause = Pause("s1", T0 + HOUR + 10 * S)
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf))
     out = state.ingest([end0, pause], 1.0)
     out += state.ingest(f0 + f1, 1.1)
     out += state.ingest(a0, 1.2)
@@ -203,7 +203,7 @@ def test_a_control_record_never_shows_an_end_to_be_over() -> None:
     not at the next session's pause record, which the control topic brings just as early."""
     (f0, _, end0), (f1, _, _) = BACKLOG[0], BACKLOG[1]
     legacy = SessionEnd("s0", end0.ts_ms)
-    state = UserWindows("u1", WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf))
+    state = WindowCascade("u1", WindowConfig(allowed_lateness_s=5, session_end_grace_s=math.inf))
     out = state.ingest([legacy, Pause("s1", T0 + HOUR + 10 * S)], 1.0)
     out += state.ingest(f0, 1.1)
     assert not [e for e in out if isinstance(e, LateItem)] and state.pending_ends

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from worldmm.embed.base import TextEmbedder
-from worldmm.llm.passages import clock, span
+from worldmm.llm.rendering import clock, span
 from worldmm.llm.rule_based import scoring
 from worldmm.llm.rule_based.evidence import Unit, evidence_units
 from worldmm.llm.rule_based.weighing import weigh

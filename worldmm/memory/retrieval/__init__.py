@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from worldmm.llm.usage import for_user
+from worldmm.llm.usage_ledger import for_user
 from worldmm.memory.retrieval.episodic import search_episodic
 from worldmm.memory.retrieval.question_time import Search
 from worldmm.memory.retrieval.reader import ClipMatch, FrameRef, MemoryReader

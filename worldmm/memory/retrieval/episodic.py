@@ -193,7 +193,7 @@ async def run_lanes(
 
 def read_priors(deps: Deps, user_id: str, ids) -> dict[int, tuple[float | None, int]]:
     """Importance and recall count of the candidates (one indexed read by id)."""
-    from worldmm.store.recall import segment_priors
+    from worldmm.store.importance_recall import segment_priors
 
     if not ids:
         return {}

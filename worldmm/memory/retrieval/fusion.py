@@ -61,7 +61,7 @@ class PriorParams:
     recall_weight: float
 
 
-# A segment's (importance or None, recall count), as worldmm.store.recall reads them.
+# A segment's (importance or None, recall count), as worldmm.store.importance_recall reads them.
 SegmentPriors = Mapping[int, tuple[float | None, int]]
 NEUTRAL_IMPORTANCE = 0.5  # segments built before importance existed
 

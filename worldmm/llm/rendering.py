@@ -1,4 +1,4 @@
-"""Passages as a model reads them (the response prompt) and times as a person reads them:
+"""Passages and choices as the response prompt reads them, and times as a person reads them:
 on the wearer's clock (UTC when the question's zone is not known)."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from worldmm import metrics
 if TYPE_CHECKING:
     from worldmm.store.db import Database
 
-log = logging.getLogger("worldmm.llm.usage")
+log = logging.getLogger("worldmm.llm.usage_ledger")
 
 _USER: ContextVar[str | None] = ContextVar("worldmm_usage_user", default=None)
 # Records held while PostgreSQL is unreachable before the oldest are dropped (and logged).
@@ -197,7 +197,7 @@ class UsageLedger:
     def flush(self) -> int:
         """Write what is buffered; returns the records written (0 when the write failed:
         they stay buffered)."""
-        from worldmm.store.usage import add_usage
+        from worldmm.store.llm_usage import add_usage
 
         with self._flush_lock:
             with self._lock:
@@ -241,7 +241,7 @@ class UsageLedger:
     def used_today(self, user_id: str) -> int:
         """Tokens of ``user_id`` today (UTC) as far as this process knows: the database's
         total (re-read at most every ``refresh_s``) plus this process's records since."""
-        from worldmm.store.usage import tokens_since
+        from worldmm.store.llm_usage import tokens_since
 
         today = day_start(self._now())
         with self._lock:

@@ -1,6 +1,6 @@
-"""The service's request dependencies, handed to routes via ``Depends``: the one bundle
-(:class:`worldmm.deps.Deps`, built at start-up by ``create_app``), this process's per-key
-rate limiter and its queue of recalls (reinforcement, written in batches)."""
+"""What routes receive through ``Depends``: the app's bundle (``AppDeps``: the
+:class:`worldmm.deps.Deps` built at start-up by ``create_app``), this process's per-key rate
+limiter and its queue of recalls (reinforcement, written in batches)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastapi import Depends, Request
 
 from query_api.limits import RateLimiter
 from worldmm.deps import Deps as Bundle
-from worldmm.memory.recall import RecallQueue
+from worldmm.memory.recall_queue import RecallQueue
 
 
 def get_deps(request: Request) -> Bundle:
@@ -39,6 +39,6 @@ def recall_queue(deps: Bundle) -> RecallQueue:
     return RecallQueue(deps.db, flush_s=s.recall_flush_s, max_pending=s.recall_max_pending)
 
 
-Deps = Annotated[Bundle, Depends(get_deps)]
+AppDeps = Annotated[Bundle, Depends(get_deps)]
 Limiter = Annotated[RateLimiter, Depends(get_limiter)]
 Recalls = Annotated[RecallQueue, Depends(get_recalls)]

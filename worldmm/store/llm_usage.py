@@ -1,4 +1,5 @@
-"""The ``llm_usage`` table: model usage per user and minute (written by worldmm.llm.usage)."""
+"""The ``llm_usage`` table: model usage per user and minute (written by
+worldmm.llm.usage_ledger)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pydantic import BaseModel
 from worldmm.store._sql import fetch_count
 
 if TYPE_CHECKING:
-    from worldmm.llm.usage import UsageKey
+    from worldmm.llm.usage_ledger import UsageKey
 
 _ADD = """
 INSERT INTO llm_usage AS u (user_id, minute, role, model, provider, dispatch, calls,

@@ -1,15 +1,9 @@
 """Reinforcement on recall: what an answer rested on is recalled once more, later, in batches.
 
-Answering must not wait for bookkeeping, so a reply only *adds* its evidence to an in-memory
-:class:`RecallQueue` (no I/O, no await); a background task writes everything queued every
-``recall_flush_s`` seconds, one statement per table per user (:func:`worldmm.store.recall.
-reinforce`). Counts for the same row add up in the queue, so a flush raises a row by exactly
-the number of answers (and notes) that recalled it since the last one.
-
-While the database is away the counts stay queued and are written by a later flush (a batch
-that failed goes back into the queue); beyond ``recall_max_pending`` distinct rows new recalls
-are dropped and counted, so memory stays bounded. What was queued when the process stops is
-written by :meth:`RecallQueue.close`.
+A reply only *adds* its evidence to an in-memory :class:`RecallQueue` (no I/O, no await), so
+answering never waits for bookkeeping; a background task writes what is queued every
+``recall_flush_s``, one statement per table per user. While the database is away the counts
+stay queued (bounded by ``recall_max_pending``; beyond it new recalls are dropped and counted).
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from worldmm import metrics
-from worldmm.store.recall import reinforce
+from worldmm.store.importance_recall import reinforce
 
 if TYPE_CHECKING:
     from worldmm.agent.result import AgentResult
