@@ -13,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from query_api.app import create_app
 from tests.integration.query_api.conftest import ApiUser
 from tests.integration.served_api import on_socket, seed_wearer
 from worldmm.memory.recall_queue import answer_evidence
 
-# the API of this module's own (the served fixture) writes what answers recalled at once
-pytestmark = [pytest.mark.integration, pytest.mark.served_settings(recall_flush_s=0.05)]
+pytestmark = pytest.mark.integration
 
 AT = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 QUESTIONS = [
@@ -27,6 +27,15 @@ QUESTIONS = [
     "What did I water on the window sill?",
     "What did I read at the station?",
 ]
+
+
+@pytest.fixture
+def served(api_settings, api_deps) -> Iterator[tuple[str, object]]:
+    """The API on a socket with a fast recall flush; its URL and app."""
+    settings = api_settings.model_copy(update={"recall_flush_s": 0.05})
+    app = create_app(settings, deps=api_deps.with_settings(recall_flush_s=0.05))
+    with on_socket(app) as url:
+        yield url, app
 
 
 def recall_counts(deps, user_id: str, table: str = "segments") -> dict[int, int]:
