@@ -8,19 +8,28 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages test demo lint clean-state
+.PHONY: setup system-packages citus test demo lint clean-state
 
 setup: system-packages $(STAMP)
 
 # Debian packages the project uses: espeak-ng makes the demo's and tests' speech; chromium is
-# the browser the memory browser's tests drive (Playwright cannot download its own here).
+# the browser the memory browser's tests drive (Playwright cannot download its own here);
+# clang and three libraries build Citus (the distributed database the tests also run on).
+DEB_PACKAGES := espeak-ng chromium clang libcurl4-openssl-dev liblz4-dev libzstd-dev
 system-packages:
-	@{ command -v espeak-ng && test -x /usr/bin/chromium; } >/dev/null 2>&1 || { \
-	  echo ">> installing Debian packages: espeak-ng chromium"; \
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo ">> installing Debian packages: $$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq espeak-ng chromium >/dev/null; }
-	@command -v espeak-ng >/dev/null 2>&1 || { echo "ERROR: espeak-ng is missing and could not be installed" >&2; exit 1; }
-	@test -x /usr/bin/chromium || { echo "ERROR: /usr/bin/chromium is missing and could not be installed (apt-get install chromium)" >&2; exit 1; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
+	@for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" \
+	  || { echo "ERROR: Debian package $$p is missing and could not be installed (apt-get install $$p)" >&2; exit 1; }; done
+	@test -x /usr/bin/chromium || { echo "ERROR: /usr/bin/chromium is missing" >&2; exit 1; }
+
+# Citus, built once from the vendored source (../shared/vendor) into the virtualenv's embedded
+# PostgreSQL; rebuilt only when its version changes. Fails loudly when it cannot build.
+citus: setup
+	$(PY) -c "from deploy.stack import citus; citus.build()"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "ERROR: $(PYTHON) not found (Python 3.11 is required)" >&2; exit 1; }
@@ -34,7 +43,7 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-test: setup
+test: setup citus
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 demo: setup
