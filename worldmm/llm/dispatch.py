@@ -4,16 +4,15 @@ One ``DirectDispatcher`` serves any number of event loops (the query service's l
 ingest worker's loop thread, tests' ``asyncio.run``): the SDK client and the in-flight bound
 are made per loop, because both bind to the loop that first uses them. The bound is adaptive
 (worldmm.llm.adaptive): it starts at ``concurrency``, grows with the calls waiting up to
-``concurrency_max`` and halves on a 429.
+``concurrency_max`` and halves on a 429. Retries: worldmm.providers.calls.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
@@ -23,8 +22,9 @@ from worldmm import metrics
 from worldmm.llm.adaptive import AdaptiveLimit, report_to_gauges
 from worldmm.llm.request import ChatRequest, ChatResult, result_from_body
 from worldmm.llm.usage_ledger import NullUsage, UsageRecord, UsageSink
+from worldmm.providers.calls import call_model
 from worldmm.providers.errors import ModelCallError
-from worldmm.retry import RetryPolicy, acall_with_retry
+from worldmm.retry import RetryPolicy
 
 T = TypeVar("T")
 
@@ -33,19 +33,6 @@ class Dispatcher(Protocol):
     name: str
 
     async def complete(self, request: ChatRequest) -> ChatResult: ...
-
-
-def retry_reason(exc: BaseException) -> str | None:
-    """Why an error is worth retrying, or None when it is not (4xx other than 429)."""
-    if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError):
-        return "timeout"
-    if isinstance(exc, openai.RateLimitError):
-        return "rate_limit"
-    if isinstance(exc, openai.APIStatusError):
-        return "server_error" if exc.status_code >= 500 else None
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection"
-    return None
 
 
 class PerLoop:
@@ -62,38 +49,6 @@ class PerLoop:
             item = self._factory()
             self._items[loop] = item
         return item
-
-
-async def call_model(
-    call: Callable[[], Awaitable[T]], policy: RetryPolicy, *, role: str, provider: str
-) -> T:
-    """``await call()``, retried as ``policy`` says while :func:`retry_reason` allows;
-    ModelCallError once it fails for good."""
-    attempts = 0
-
-    async def attempt() -> T:
-        nonlocal attempts
-        attempts += 1
-        return await call()
-
-    def count(reason: str) -> None:
-        metrics.LLM_RETRIES.labels(role=role, provider=provider, reason=reason).inc()
-
-    try:
-        return await acall_with_retry(
-            attempt,
-            policy,
-            step=f"llm.{role}",
-            retry_on=retry_reason,
-            on_retry=count,
-            log_level=logging.INFO,  # 429s are how the adaptive bound finds its ceiling
-        )
-    except Exception as exc:
-        raise ModelCallError(
-            f"{role}: model call failed after {attempts} attempt(s): {type(exc).__name__}: {exc}",
-            role=role,
-            status=getattr(exc, "status_code", None),
-        ) from exc
 
 
 class DirectDispatcher:

@@ -20,7 +20,7 @@ from worldmm.llm.request import ChatRequest, build_request
 from worldmm.llm.usage_ledger import current_user
 from worldmm.models import Triple, choice_letter
 from worldmm.providers.errors import ParseError
-from worldmm.retry import llm_policy
+from worldmm.retry import model_policy
 
 if TYPE_CHECKING:
     from worldmm.llm.usage_ledger import UsageSink
@@ -270,7 +270,7 @@ def build_remote_roles(settings: Settings, usage: UsageSink | None = None) -> Re
         concurrency=settings.in_flight_start,
         concurrency_max=settings.in_flight_max,
         timeout_s=settings.llm_timeout_s,
-        retry=llm_policy(settings),
+        retry=model_policy(settings),
         usage=usage,
     )
     construction: Dispatcher = direct

@@ -64,7 +64,7 @@ async def _ingest(
     session_id: str,
     concurrency: int | None,
 ) -> list[WindowOutcome]:
-    gate = asyncio.Semaphore(concurrency or deps.settings.llm_concurrency)
+    gate = asyncio.Semaphore(concurrency or deps.settings.in_flight_start)
     state = WindowCascade(user_id, WindowConfig(allowed_lateness_s=0))
     text: dict[int, tuple[str, str]] = {}
     items: list[Item | SessionEnd] = []
