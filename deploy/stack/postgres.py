@@ -119,6 +119,42 @@ def postmaster_pid(data: Path) -> int | None:
         return None
 
 
+def _shm_attached(shmid: int) -> bool:
+    """Whether any process is still attached to System V shared memory segment ``shmid``."""
+    try:
+        rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for row in rows:
+        cols = row.split()  # key shmid perms size cpid lpid nattch ...
+        if len(cols) > 6 and int(cols[1]) == shmid:
+            return int(cols[6]) > 0
+    return False
+
+
+def _clear_stale_lock(data: Path, timeout_s: float = 30.0) -> None:
+    """After a crash, wait for what PostgreSQL itself checks before it starts (the postmaster
+    has exited, no backend is still attached to its shared memory), then remove the lock files
+    only when PostgreSQL could not tell they are stale: their PID is a zombie nobody has
+    reaped yet (an init that does not reap) or another program's. A lock naming a process that
+    is gone is left to PostgreSQL."""
+    try:
+        lines = (data / "postmaster.pid").read_text().splitlines()
+        pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
+        return
+    shm = lines[6].split() if len(lines) > 6 else []
+    shmid = int(shm[1]) if len(shm) == 2 and shm[1].isdigit() else None
+    wait_until(
+        lambda: not pid_alive(pid, MARKER) and not (shmid is not None and _shm_attached(shmid)),
+        timeout_s=timeout_s,
+        what=f"the crashed PostgreSQL (PID {pid}) and its backends to exit",
+    )
+    if Path(f"/proc/{pid}").exists():  # a zombie, or the PID reused: kill(pid, 0) finds it
+        for lock in [data / "postmaster.pid", *data.glob(".s.PGSQL.*.lock")]:
+            lock.unlink(missing_ok=True)
+
+
 def url_for(port: int, database: str = DATABASE) -> str:
     return f"postgresql://postgres@127.0.0.1:{port}/{database}"
 
@@ -159,7 +195,7 @@ def start(root: Path, port: int | None = None, *, citus: bool = False) -> dict:
         )
         if res.returncode != 0:
             raise StackError(f"initdb failed: {res.stderr.strip() or res.stdout.strip()}")
-    (data / "postmaster.pid").unlink(missing_ok=True)  # stale: its process is gone
+    _clear_stale_lock(data)
     port = port or free_port()
     log = root / "postgres.log"
     log.touch()
