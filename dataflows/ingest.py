@@ -31,7 +31,7 @@ from bytewax.outputs import DynamicSink, Sink, StatelessSinkPartition
 
 from connectors import codec
 from connectors.dlq import DlqRecord, message_dlq_record, window_dlq_record
-from dataflows import metrics
+from dataflows import ingest_metrics
 from dataflows.construct_step import AsyncRunner, Process, construct_builder, run_event
 from dataflows.window_step import window_builder
 from worldmm.blobs import audio_key, frame_key
@@ -109,7 +109,7 @@ class _Shared:
     def deps(self) -> Deps:
         with self._lock:
             if self._deps is None:
-                self._deps = metrics.timed_deps(self.deps_factory(self.settings))
+                self._deps = ingest_metrics.timed_deps(self.deps_factory(self.settings))
             return self._deps
 
     def runner(self) -> AsyncRunner:
@@ -242,7 +242,7 @@ def capture_dlq(
 
 def _count_dlq(step_id: str, record: DlqRecord) -> None:
     kind, reason = record.header("dlq_kind") or "?", record.header("reason") or "?"
-    metrics.DLQ_RECORDS.labels(kind, reason).inc()
+    ingest_metrics.DLQ_RECORDS.labels(kind, reason).inc()
     log.warning("dlq kind=%s reason=%s detail=%s", kind, reason, record.header("detail"))
 
 
@@ -262,12 +262,12 @@ def _count_window(step_id: str, o: WindowOutcome) -> None:
     """Metrics of every finished window (whatever sink reports it; late captures included)."""
     scale = str(o.scale_s)
     if o.status == "late":
-        metrics.LATE_CAPTURES.inc()
+        ingest_metrics.LATE_CAPTURES.inc()
     else:
-        metrics.WINDOW_DURATION.labels(scale).observe(o.duration_s)
+        ingest_metrics.WINDOW_DURATION.labels(scale).observe(o.duration_s)
         lag_s = (time.time() * 1000 - (o.start_ms + o.scale_s * 1000)) / 1000
-        metrics.CLOSE_TO_QUERYABLE.labels(scale).observe(max(lag_s, 0.0))
-    metrics.WINDOWS.labels(scale, o.status).inc()  # last: a scrape never sees it alone
+        ingest_metrics.CLOSE_TO_QUERYABLE.labels(scale).observe(max(lag_s, 0.0))
+    ingest_metrics.WINDOWS.labels(scale, o.status).inc()  # last: a scrape never sees it alone
 
 
 class _LogPartition(StatelessSinkPartition[WindowOutcome]):
@@ -315,7 +315,7 @@ def _kafka_input(
     settings: Settings,
     tail: bool,
     database: Callable[[], Database],
-    lag: metrics.LagTracker | None = None,
+    lag: ingest_metrics.LagTracker | None = None,
 ) -> Stream[RawRecord]:
     from connectors.topics import topic_names
     from dataflows.input_gaps import CheckedKafkaSource, GapRecorder
@@ -386,8 +386,8 @@ def build_flow(
     else:
         # A real process: serve /metrics and follow the consumer lag of what it reads.
         port = settings.dataflow_metrics_port
-        metrics.serve(port + process_id if port else 0, settings.dataflow_metrics_host)
-        lag = metrics.lag_tracker(settings.kafka_brokers) if port else None
+        ingest_metrics.serve(port + process_id if port else 0, settings.dataflow_metrics_host)
+        lag = ingest_metrics.lag_tracker(settings.kafka_brokers) if port else None
         records = _kafka_input(flow, settings, tail, lambda: shared.deps().db, lag)
 
     decoded = op.map("decode", records, lambda r: (r, decode_record(r, limits, now)))

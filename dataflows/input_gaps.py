@@ -41,13 +41,13 @@ from typing import Any, Literal
 from bytewax.inputs import StatefulSourcePartition
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from dataflows.ingest_metrics import INPUT_LOST
 from dataflows.kafka_source import (
     IdleKafkaSource,
     KafkaPartition,
     SourceRecord,
     consumer_config,
 )
-from dataflows.metrics import INPUT_LOST
 from worldmm.store.db import Database
 from worldmm.store.input_gaps import InputGapSpan, known_users, record_gap
 from worldmm.store.outage import retry_while_down

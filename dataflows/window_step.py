@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from bytewax.operators import StatefulBatchLogic
 
-from dataflows.metrics import SESSION_ENDS_FORCED
+from dataflows.ingest_metrics import SESSION_ENDS_FORCED
 from worldmm import metrics
 from worldmm.media.spool import WindowSpool
 from worldmm.memory.windows import (

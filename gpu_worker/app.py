@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from gpu_worker.backends.base import EncoderBackend
 from gpu_worker.batching import DynamicBatcher, QueueFull
-from gpu_worker.metrics import WorkerMetrics
+from gpu_worker.worker_metrics import WorkerMetrics
 from worldmm.encoder.frames import (
     MAX_FRAME_BYTES,
     MAX_FRAMES,

@@ -14,10 +14,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 
+from query_api.api_metrics import API_LATENCY, API_REQUESTS
 from query_api.depends import install
 from query_api.errors import install_error_handlers, route_of
 from query_api.limits import BodySizeLimit
-from query_api.metrics import API_LATENCY, API_REQUESTS
 from query_api.routes import (
     health,
     keys,

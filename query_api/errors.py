@@ -10,8 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from query_api.api_metrics import API_MODEL_ERRORS
 from query_api.cursors import CursorError
-from query_api.metrics import API_MODEL_ERRORS
 from query_api.ops.query import RoundsOutOfRange
 from worldmm.providers.errors import ModelCallError
 from worldmm.store.errors import ConflictError, NotFoundError

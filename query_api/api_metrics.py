@@ -3,21 +3,21 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from worldmm.metrics import counter, histogram
 
-API_REQUESTS = Counter(
+API_REQUESTS = counter(
     "worldmm_api_requests_total",
     "Query API requests by method, route template and status code.",
-    ["method", "route", "status"],
+    "method route status",
 )
-API_LATENCY = Histogram(
+API_LATENCY = histogram(
     "worldmm_api_request_seconds",
     "Query API request latency by method and route template.",
-    ["method", "route"],
+    "method route",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
-API_MODEL_ERRORS = Counter(
+API_MODEL_ERRORS = counter(
     "worldmm_api_model_errors_total",
     "Requests answered 502 because a model call failed, by route template.",
-    ["route"],
+    "route",
 )

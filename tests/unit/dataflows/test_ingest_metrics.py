@@ -10,7 +10,7 @@ import uuid
 import pytest
 from prometheus_client import REGISTRY
 
-from dataflows import metrics
+from dataflows import ingest_metrics
 
 
 def _value(name: str, **labels: str) -> float | None:
@@ -19,7 +19,7 @@ def _value(name: str, **labels: str) -> float | None:
 
 def test_lag_is_high_watermark_minus_next_offset() -> None:
     topic = f"t-{uuid.uuid4().hex[:8]}"
-    tracker = metrics.LagTracker("unused:9092")
+    tracker = ingest_metrics.LagTracker("unused:9092")
     tracker.seen(topic, 0, 9)  # offsets 0..9 read: next is 10
     tracker.seen(topic, 1, None)  # no offset (a test source): ignored
     tracker.refresh(lambda *_, **__: (0, 25))
@@ -54,8 +54,8 @@ def test_timed_model_counts_calls_by_role_and_outcome() -> None:
         return _value("worldmm_ingest_model_calls_total", role=role, outcome=outcome) or 0.0
 
     before = (count("caption", "ok"), count("ner", "error"), count("asr", "ok"))
-    roles = metrics.TimedModel(Model())
-    asr = metrics.TimedModel(Model(), lambda name: "asr")
+    roles = ingest_metrics.TimedModel(Model())
+    asr = ingest_metrics.TimedModel(Model(), lambda name: "asr")
     assert roles.label == "fake"  # attributes pass through
     assert asyncio.run(roles.caption([], "Bob")) == "I saw Bob"
     with pytest.raises(ValueError):
@@ -67,10 +67,10 @@ def test_timed_model_counts_calls_by_role_and_outcome() -> None:
 
 
 def test_serve_once_per_port_and_never_fatal() -> None:
-    assert metrics.serve(0) is False  # off
+    assert ingest_metrics.serve(0) is False  # off
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        assert metrics.serve(port) is False  # in use: logged, not raised
-        assert metrics.serve(port) is False  # and not retried
+        assert ingest_metrics.serve(port) is False  # in use: logged, not raised
+        assert ingest_metrics.serve(port) is False  # and not retried

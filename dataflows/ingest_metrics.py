@@ -15,64 +15,66 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import start_http_server
+
+from worldmm.metrics import counter, gauge, histogram
 
 log = logging.getLogger("worldmm.dataflow.metrics")
 
-WINDOWS = Counter(
+WINDOWS = counter(
     "worldmm_ingest_windows_total",
     "Finished windows by scale (seconds) and status (complete, failed, late = a capture that "
     "missed its window and was stored only).",
-    ["scale", "status"],
+    "scale status",
 )
-WINDOW_DURATION = Histogram(
+WINDOW_DURATION = histogram(
     "worldmm_ingest_window_seconds",
     "Wall time from a window's close to its memory being written, by scale.",
-    ["scale"],
+    "scale",
     buckets=(0.1, 0.5, 1, 2, 5, 10, 20, 40, 60, 120, 300, 600),
 )
-CLOSE_TO_QUERYABLE = Histogram(
+CLOSE_TO_QUERYABLE = histogram(
     "worldmm_ingest_close_to_queryable_seconds",
     "Wall time from a window's end (event time) to its memory being committed, by scale: the "
     "allowed lateness, queueing and the model calls (live input: event time ≈ wall time).",
-    ["scale"],
+    "scale",
     buckets=(5, 10, 15, 20, 25, 30, 40, 60, 120, 300, 600, 1800, 3600, 86400),
 )
-LATE_CAPTURES = Counter(
+LATE_CAPTURES = counter(
     "worldmm_ingest_late_captures_total",
     "Captures that arrived after their window had closed (stored, not in its memory).",
 )
-SESSION_ENDS_FORCED = Counter(
+SESSION_ENDS_FORCED = counter(
     "worldmm_ingest_session_ends_forced_total",
     "Session ends applied before their streams had arrived because the next sessions' input "
     "held behind them reached its cap (what arrives of the session later is late).",
 )
-DLQ_RECORDS = Counter(
-    "worldmm_ingest_dlq_total", "Records sent to the DLQ, by kind and reason.", ["kind", "reason"]
+DLQ_RECORDS = counter(
+    "worldmm_ingest_dlq_total", "Records sent to the DLQ, by kind and reason.", "kind reason"
 )
-INPUT_LOST = Counter(
+INPUT_LOST = counter(
     "worldmm_ingest_input_lost_records_total",
     "Records the broker no longer holds where this worker's position said it would read or "
     "had read them (lost acknowledged records, or deleted before they were read), by topic, "
     "partition and reason (dataflows/input_gaps.py).",
-    ["topic", "partition", "reason"],
+    "topic partition reason",
 )
-MODEL_CALLS = Counter(
+MODEL_CALLS = counter(
     "worldmm_ingest_model_calls_total",
     "Model calls made by ingest (any provider), by role and outcome (ok, error).",
-    ["role", "outcome"],
+    "role outcome",
 )
-MODEL_SECONDS = Histogram(
+MODEL_SECONDS = histogram(
     "worldmm_ingest_model_seconds",
     "Wall time of one ingest model call (retries included), by role.",
-    ["role"],
+    "role",
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120),
 )
-CONSUMER_LAG = Gauge(
+CONSUMER_LAG = gauge(
     "worldmm_ingest_consumer_lag",
     "Records not yet read, per topic partition this process reads (high watermark − next "
     "offset; refreshed every few seconds).",
-    ["topic", "partition"],
+    "topic partition",
 )
 
 _served: dict[int, bool] = {}
