@@ -155,8 +155,10 @@ def _last_port(node: Path) -> int | None:
 
 def stop(root: Path) -> bool:
     """Stop every node under ``root`` (workers first); True when any was running."""
+    if not root.is_dir():
+        return False
     names = sorted((p.name for p in root.iterdir() if (p / "data").is_dir()), reverse=True)
-    return any([postgres.stop(root / name) for name in names]) if root.is_dir() else False
+    return any([postgres.stop(root / name) for name in names])
 
 
 def probe(url: str) -> tuple[bool, str]:
