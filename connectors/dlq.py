@@ -1,18 +1,8 @@
 """Dead-letter records: nothing that fails is dropped; it lands on the ``dlq`` topic with the
-reason and enough to retry it.
-
-Two kinds, told apart by the ``dlq_kind`` header:
-
-- ``message``: an input record that could not be decoded or stored. Value = the original
-  payload; key = the original key; headers = ``reason``, ``detail``, ``source_topic``,
-  ``source_partition``, ``source_offset``, ``failed_at`` plus the original headers prefixed
-  ``orig.`` — so a retry re-produces exactly the original record.
-- ``window``: a model call that failed for one window. Value = JSON describing the window
-  (user, scale, window start, session, error); headers ``reason``, ``user_id``, ``scale``,
-  ``window_start`` (epoch ms), ``failed_at``. Retrying means re-running that window, which
-  is idempotent because every write is keyed by (user, scale, window start).
-
-The builders are pure; :class:`DlqProducer` is the thin Kafka adapter.
+reason and enough to retry it, either the input record as it came (``message``) or the window
+whose model calls failed (``window``, redone idempotently). The record format:
+docs/architecture.md ("Delivery and recovery"). The builders are pure; :class:`DlqProducer`
+is the thin Kafka adapter.
 """
 
 from __future__ import annotations

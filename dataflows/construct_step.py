@@ -1,17 +1,10 @@
 """Memory construction as a Bytewax step that never blocks the worker.
 
-Each closed window is submitted to one asyncio loop running in a thread (one per process,
-shared by every worker and user). Windows in flight start bounded by ``in_flight_start`` and
-the bound grows with the windows waiting, up to ``in_flight_max``
-(worldmm.llm.adaptive): every user's window closes at the same instant, and a fixed bound
-would queue that burst behind a few slots. Finished
-results are emitted from ``on_batch``/``on_notify`` and the step asks to be woken every
-``POLL`` while work is in flight; ``on_eof`` waits for the rest. A coarse window waits until
-every child it merges has finished. ``snapshot()`` returns the *inputs* of unfinished work,
-resubmitted on resume: Bytewax snapshots state and input offsets at the same epoch, so those
-windows would otherwise be lost after a crash (the writes are idempotent, so redoing is safe).
-A 30 s window's capture bytes are not in the snapshot: they go to the window's spool first
-(worldmm.media.spool), which is deleted once the window's container is stored.
+Closed windows run on one asyncio loop in a thread per process, under an adaptive in-flight
+bound (every user's window closes at the same instant); finished ones are emitted when the
+step is woken, and a coarse window waits for every child it merges. ``snapshot()`` holds the
+*inputs* of unfinished work, resubmitted on resume (the writes are idempotent), with their
+capture bytes in the window's spool (worldmm.media.spool).
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
 """Lost input, detected: a Kafka partition that no longer holds what the worker's saved
-position says it does.
+position says it does (the broker lost acknowledged records, or retention deleted unread ones).
 
-The flow's Kafka source (:mod:`dataflows.kafka_source`) keeps each partition's next
-offset in the Bytewax recovery state and, on its own, trusts it. Two things make that
-position wrong:
-- the log end fell below it: the broker lost records it had acknowledged (an unclean leader
-  election; the embedded broker SIGKILLed) and will hand their offsets to new records, which
-  the worker would then skip, silently;
-- the earliest offset rose above it: retention deleted records the worker had not read.
-Each partition here checks its position against the broker's watermarks when it starts (the
-resumed position) and every ``CHECK_EVERY_S`` while it runs ("offset out of range" stops
-the consumer instead of a silent jump: ``auto.offset.reset=error``); it also re-reads the
-record at the last offset it read, which tells a log that lost records and then grew past
-the position again (the producers' backlog). After its consumer lost the broker it compares
-every record it remembers instead: it may have read on, at new offsets, past the reused ones
-before the check, and then the newest record agrees (the full chaos run's case). On a
-contradiction it logs the partition and the offset range lost, counts it in
-``worldmm_ingest_input_lost_records_total``, and moves the position to what the broker
-holds, so nothing new is skipped.
-
-The lost records cannot say whose they were nor when they were captured; their neighbours
-can (:func:`span_of`): the record just before the gap, the lost ones this worker had read,
-and the first record the broker holds after it give a span of capture time, and the
-wearers whose records go to that partition (:func:`users_of`) may have lost input in it.
-:class:`GapRecorder` stores one row per wearer (worldmm/store/input_gaps.py); a window that
-overlaps it reads as "input may be missing" (the API's segments, the browser).
+Bytewax's Kafka source trusts its saved offsets, so such records would be skipped silently.
+Each partition checks its position against the broker, and a contradiction is logged,
+counted and recorded per wearer who may have lost input, so their windows read "input may be
+missing". How and why: docs/architecture.md ("Delivery and recovery").
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """Kafka input for the ingest flow that idles when there is nothing to read.
 
-A Kafka consumer keeps fetching in its own threads whatever the application does: the broker
-is meant to hold an empty fetch for ``fetch.wait.max.ms``. A broker that answers an empty
-fetch at once (the embedded noida-db does; a real one can after an unclean restart) turns
-that into a loop: one bare consumer took half a core, the idle ingest worker about one core,
-and the broker most of another, from 1 wearer to 1,024. librdkafka does not back off after an
-empty fetch, and pausing a partition did not help (a resumed partition was fetched again only
-about a second later). This source therefore steps out of the fetch loop itself:
-
-* **reading**: the partition is assigned and read without blocking. After a fetch that
-  brought records the next one waits ``fetch.queue.backoff.ms`` (``queued.min.messages`` is 1),
-  so a busy partition is fetched at most every :data:`FETCH_EVERY_MS` and each fetch brings
-  a batch, not a record;
-* **parked**: once a burst of records is over (:attr:`Pacing.idle_s` after the last one), or
-  after :attr:`Pacing.grace_s` without any since the assign, the partition is unassigned (the
-  consumer then sends nothing) and the broker's high watermark is asked for now and then,
-  every ``first_s`` doubling to ``max_s``; when it is past the position, the partition is
-  assigned again at that position (a re-assign is delivered in about 10 ms). Assigned and
-  caught up, a consumer fetches about ten thousand times a second against the embedded
-  broker: a 100 ms grace after every burst was most of the worker's Kafka client CPU.
-
-A parked partition costs one offsets request per probe; a wearer's first frame after a pause
-waits at most ``max_s`` longer. Bounded reads (``tail=False``) never park: they read to the end
-and stop, as Bytewax's ``KafkaSource`` does. The partition state is the next offset to read,
-so recovery and Bytewax's own ``KafkaSource`` agree on what a snapshot means.
+librdkafka keeps fetching whatever the application does, and a broker that answers an empty
+fetch at once (the embedded noida-db; a real one after an unclean restart) turns that into a
+busy loop. So a partition that has caught up is parked: unassigned, its high watermark probed
+now and then (``first_s`` doubling to ``max_s``), and assigned again at its position when
+there is more. Bounded reads (``tail=False``) never park. The state is the next offset to
+read, as in Bytewax's own ``KafkaSource``. What it costs and saves: docs/benchmarks/ingest.md.
 """
 
 from __future__ import annotations

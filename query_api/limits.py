@@ -1,18 +1,9 @@
 """Limits on what one client may ask of the API: requests per minute per key, body size.
 
-Rate: a GCRA (the token bucket as one timestamp per key: the "theoretical arrival time").
-``limit`` requests a minute may come in a burst, then one every ``60 / limit`` seconds. The
-state lives in Redis and is updated by one Lua script on Redis's own clock, so every API
-process shares one budget per key and their clocks do not matter.
-
-When Redis is down or not configured, each process falls back to the same algorithm in its
-own memory: a key then gets up to ``limit`` per minute *per process*. Refusing every request
-instead would turn a cache outage into an API outage (the API must keep answering while
-Redis is down), and the limit is about capacity, not access: keys and isolation are checked
-against PostgreSQL either way.
-
-Body size: refused by its Content-Length before reading, or by counting a chunked body as it
-arrives, with 413 either way; the body is never buffered whole first.
+The rate is a GCRA kept in Redis, so every API process shares one budget per key. While Redis
+is away each process keeps the same limit in its own memory: refusing every request would
+turn a cache outage into an API outage, and keys and isolation are checked against
+PostgreSQL either way. A body is refused (413) by its length, never buffered whole first.
 """
 
 from __future__ import annotations

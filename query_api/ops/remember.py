@@ -1,17 +1,10 @@
-"""An explicit "remember this" note: it becomes episodic and semantic memory of its own.
+"""An explicit "remember this" note: a 30 s segment ending at ``at`` whose caption is the
+note, built into episodic and semantic memory by the same code as ingest.
 
-The note is a 30 s segment ending at ``at`` (so ``as_of=at`` already sees it) whose caption is
-the note, marked ``source_topic='note'`` in its provenance. Its memory is built by the same
-code as ingest (``worldmm.memory``): NER → episodic triples → entity resolution, then
-semantic triples → consolidation. Facts first written by a note carry origin 'remembered'.
-
-A note is the wearer saying "this matters": its importance is 1.0 and it counts as a strong
-recall (``note_recall_strength``) of itself and of its facts. A note whose text embedding has
-a cosine of at least ``note_merge_threshold`` to one of the user's notes within
-``note_merge_span_h`` of it is not stored again: that note is recalled (strongly) instead and
-the reply names it in ``merged_into``. The look-up and the insert happen in one transaction
-under the user's advisory lock (:mod:`worldmm.store.locks`, the lock consolidation takes), so
-two copies of a note sent at once store one note, whichever API processes take them.
+A note is the wearer saying "this matters": importance 1.0, and a strong recall of itself and
+its facts. A near-copy of a recent note recalls that note instead of storing another
+(``merged_into``), decided under the user's advisory lock so that two copies sent at once
+store one note. The settings: docs/api.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""The adaptive retrieval loop (paper §3.2–3.3).
+"""The adaptive retrieval loop (paper §3.2–3.3): up to ``max_rounds`` times the agent role
+picks a memory and a query, or answers; the response role then answers from every round's
+passages (what was said and seen, when), never from the agent's own search log.
 
-Up to ``max_rounds`` times the agent role picks a memory and a query, or answers. An
-unparsable step is asked again once; a second failure (or any other model failure) ends the
-search and the response role answers from what was found so far. After ``max_rounds``
-searches the answer is forced. The response role always sees every round, as passages (what
-was said and seen, when), never the agent's own search log. With choices it first looks
-once per option (an episodic search for the question with that option, kept as a round; a
-window only those looks found weighs less, ``OPTION_LOOK_WEIGHT``),
-then answers through :func:`worldmm.agent.choices.answer_choices`, the same functions a
-benchmark calls, told what the memory says about each option
-(:mod:`worldmm.agent.option_notes`).
-
-A question is read at one moment on the wearer's clock (:class:`~worldmm.localtime.Asked`):
-its ``as_of``, or the injected clock's now when it is asked live. Every round searches as of
-that moment, results come back on the wearer's clock, and both roles are told the moment.
+A model failure ends the search, not the question: the answer comes from what was found.
+Every round searches as of the question's one moment on the wearer's clock
+(:class:`~worldmm.localtime.Asked`), and both roles are told that moment.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""Prompt templates: plain text files in ``prompts/`` with strict ``{{variable}}`` substitution.
-
-File layout::
-
-    # version: 3
-    # any comment lines
-    [system]
-    ...text...
-    [user]
-    ...text with {{variables}}...
-
-Beside each template, ``<role>.schema.json`` is the JSON schema of the reply (generated from
-the pydantic wire model, see :func:`write_schemas`), and the rendered prompt embeds it. The
-template's version string — ``<role>/v<version>-<hash of template and schema>`` — is stored
-with everything the role produces, so an output can be traced to the exact prompt.
+"""Prompt templates: plain text files in ``prompts/`` with strict ``{{variable}}``
+substitution, the JSON schema of the reply beside each (generated from the wire models), and
+a version (``<role>/v<version>-<hash of template and schema>``) stored with everything the
+role produces, so an output can be traced to the exact prompt.
 """
 
 from __future__ import annotations
@@ -70,6 +59,15 @@ class PromptTemplate:
 
 
 def parse_template(role: str, text: str, schema: str) -> PromptTemplate:
+    """A template from its file's text, laid out as::
+
+    # version: 3
+    # any comment lines
+    [system]
+    ...text...
+    [user]
+    ...text with {{variables}}...
+    """
     header, _, _ = text.partition("[")
     m = re.search(r"^#\s*version:\s*(\d+)\s*$", header, re.MULTILINE)
     if not m:

@@ -1,24 +1,9 @@
 """The window media container: one stored object holding a 30 s window's frames and audio.
 
-Layout (every integer little-endian)::
-
-    offset 0   magic      b"WMC1"
-    offset 4   index_len  uint32: length of the index that follows
-    offset 8   index      UTF-8 JSON: {"v": 1, "entries": [Entry, ...]}
-    8+index_len payloads  each entry's bytes, back to back, in index order
-
-An entry is ``{"key", "kind", "ts_ms", "end_ms", "offset", "length", "crc32", ...}``: ``key``
-is the capture's logical blob key (``frames/<user>/<session>/<ts>-<seq>.jpg``, the same key a
-frame had when it was stored alone), ``offset`` counts from the start of the object, so one
-frame is one ranged read of ``[offset, offset + length)`` and the database row of a capture
-keeps exactly those two numbers. The index also lets a reader holding only the object find
-everything in it, and each payload carries a CRC-32 checked on full reads.
-
-Building is deterministic (entries sorted by capture time, kind and key; JSON with sorted
-keys), and the object key ends in a digest of the bytes (:func:`container_key`): the same
-captures always make the same object under the same key, so rewriting it (a replay, a retry
-after a crash) is idempotent, and an object once written never changes under a key whose
-offsets some row points at.
+One PUT per window instead of one per capture, while a capture stays one ranged read (its row
+keeps its offset and length). Building is deterministic and the key ends in a digest of the
+bytes, so rewriting a window (a replay, a retry) is idempotent and an object never changes
+under offsets a row points at. The layout: docs/architecture.md ("Window media").
 """
 
 from __future__ import annotations

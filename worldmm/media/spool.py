@@ -1,17 +1,10 @@
 """The capture spool: a window's frames and audio on local disk until its container is stored.
 
-A window's captures arrive one by one over 30 s (and more, with lateness), but its container
-is written once, when it closes. Until then their bytes live in the dataflow's memory, and at
-every Bytewax snapshot the captures not yet spooled are appended here, so a snapshot holds
-only references: what a restored snapshot lists is on this disk, and what came after it is
-read again from Kafka. One append-only file per (user, window start); each record is framed
-and checksummed, so a record cut short by a crash is skipped (and its capture, having come
-after the last snapshot, is redelivered and appended again). A capture appended twice keeps
-its last intact copy.
-
-The spool is deleted once the window's container and rows are written; a window whose store
-failed keeps its spool until ``worldmm retrigger`` stores it. Keep the directory beside the
-Bytewax recovery directory: a snapshot is only as durable as the spool it points into.
+A window's container is written once, when it closes; until then, at every Bytewax snapshot,
+its captures not yet spooled are appended here, so a snapshot holds only references. One
+append-only file of checksummed records per (user, window start): a record cut short by a
+crash is skipped, and its capture, having come after the snapshot, is read again from Kafka.
+Keep it beside the recovery directory: a snapshot is only as durable as its spool.
 """
 
 from __future__ import annotations

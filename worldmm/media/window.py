@@ -1,19 +1,9 @@
 """A window's media: its captures' bytes gathered, stored as one container, read back.
 
-Where a capture's bytes are, in the order they are looked for:
-
-1. in memory, carried by the window's item (``CaptureRef.data``): captured since the last
-   snapshot;
-2. in the window's spool file (:mod:`worldmm.media.spool`): captured before it;
-3. in the blob store, already (a retrigger, a window redone after a crash): inside a
-   container its row points into, or alone under its own key (rows from before containers,
-   late captures).
-
-The captures found in 1 or 2 become one container (frames pass through ``transform`` first:
-the place where frames are changed before anything is stored; the frames named ``first`` go
-through it before the others) written with a single put,
-before any row points at it. Construction gets the bytes as captured; the store never
-needs to be read back for a window it has just written.
+A capture's bytes are looked for in the window's item (captured since the last snapshot),
+then in the window's spool file, then in the blob store (a retrigger, a window redone after a
+crash). What was found in memory or spool becomes one container, written with a single put
+before any row points at it; construction gets the bytes as captured, never reading back.
 """
 
 from __future__ import annotations

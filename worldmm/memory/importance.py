@@ -1,26 +1,9 @@
-"""How much a moment matters (0 routine .. 1 critical), estimated offline when no model gave it.
+"""How much a moment matters (0 routine .. 1 critical), estimated when no model rated it.
 
 Wearers' days are mostly routine; what they ask about again is speech, named people and what
-was new. The estimate adds those cues to a floor:
-
-    importance = 0.10 + 0.30 * speech + 0.25 * names + 0.35 * novelty
-
-- speech: words said in the window, as ``sqrt(words / SPEECH_WORDS)`` capped at 1 (a
-  greeting counts a little, a long conversation fully);
-- names: people (or places) named in the caption or transcript, mid-sentence or as a
-  speaker ("Lucia: ..."), saturating at ``NAMES_FULL``;
-- novelty: 1 - the highest cosine between the window's text embedding and the user's
-  ``NOVELTY_WINDOWS`` latest 30 s windows before it, over ``NOVELTY_FULL`` (sentence
-  embeddings of one person's day are never far apart: 0.5 already is a new scene); a first
-  window is fully novel.
-
-The saturation points were set from the spread of the cues over EgoLife's first day (speech
-median 79 words, names 3, raw novelty 0.2-0.4), without looking at any question.
-
-An explicit "remember this" note is 1.0. A coarser segment without a model rating takes the
-highest importance among its children: an hour holding one important moment is important.
-The weights are a hand-set prior (documented in docs/architecture.md); what the ranking makes
-of them is chosen by cross-validation (``episodic_importance_weight``).
+was new, so the estimate adds those cues to a floor (:func:`estimate`). The weights are a
+hand-set prior (docs/architecture.md, with the spread of the cues they were set from); what
+the ranking makes of them is chosen by cross-validation (``episodic_importance_weight``).
 """
 
 from __future__ import annotations

@@ -1,44 +1,10 @@
 """Event-time window cascade of one user: which windows close when, and what they merge.
 
-Pure logic, no I/O and no Bytewax: the dataflow feeds a user's items and control events in
-and gets :class:`BaseWindow`, :class:`CoarseWindow` and :class:`LateItem` events out. Wall time
-is injected (``now`` in epoch seconds) so tests drive it with a fake clock.
-
-Windows are tumbling and epoch-aligned. The hierarchy (DESIGN.md §3):
-
-* 30 s base windows;
-* 3 min windows tile the first nine minutes of each 10 min window (offsets 0, 3, 6 min) and
-  merge six 30 s windows;
-* a 10 min window merges its three 3 min windows plus the remaining minute's two 30 s
-  windows;
-* 1 h merges six 10 min windows.
-
-A base window closes when the user's watermark passes its end. The watermark is the smallest
-progress (latest capture time seen) over the streams still active in the session, minus the
-allowed lateness. A stream holds the watermark back only while it is active: frames and audio
-arrive on different topics and may be read at different speeds, and a stream that has sent
-nothing for ``idle_s`` of wall time (muted audio, a frames-only device) stops holding it. When
-every stream is idle, event time advances with wall time, as Bytewax's ``EventClock`` does.
-A coarse window closes right after its last child does, never on the wall clock. A session end
-flushes everything open, once the session has arrived (every stream up to the last capture the
-end lists: the control topic is small and often read ahead of the others) or once the user has
-sent nothing for a grace of wall time; windows that had not run to their end are ``partial``.
-Input of a later session read while an end waits (sessions uploaded back to back: the next
-session's first frame can be read before this session's audio) is held, in the state, until
-the end applies, then replayed in time order; a stream that has sent a later capture counts
-as arrived for that end. Held input is bounded (``max_held``): past it the oldest end applies
-at once, as when its grace runs out, and the state counts it (``forced_ends``).
-Items for windows already closed are reported as :class:`LateItem` (stored and counted by the
-caller), never dropped silently.
-
-A privacy pause (:class:`Pause`, from ``pause``/``resume`` control records) drops every
-capture of its span: those that came before the pause record, still in open windows, and
-those after. The resume travels on the control topic, which may be read after captures past
-it, so a capture after an open pause's start waits (bounded) until the resume decides it.
-A window left with no capture because of a pause closes as ``paused`` (the
-segment that says so); a resume or the session's end ends the pause, and every window of its
-span is then opened so it closes as ``paused`` even when the glasses sent nothing. Dropped
-captures are reported as :class:`PausedItem`, never silently.
+Pure logic, no I/O and no Bytewax, with wall time injected (``now``, epoch seconds): the rules
+that are easy to get wrong (lateness, idle streams, session ends read ahead of their data,
+privacy pauses) are tested with a fake clock. Nothing is dropped silently: a capture that
+missed its window is a :class:`LateItem`, one inside a pause a :class:`PausedItem`. The rules
+and why: docs/architecture.md ("Time and ``as_of``"); the hierarchy: DESIGN.md §3.
 """
 
 from __future__ import annotations

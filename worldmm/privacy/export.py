@@ -1,18 +1,9 @@
-"""Everything held about one user as one streamed archive (a gzipped tar).
+"""Everything held about one user as one streamed archive (a gzipped tar): a manifest, one
+JSON-lines file per table and every frame and audio chunk still held (docs/privacy.md).
 
-Layout::
-
-    manifest.json             user, time, per table its rows, per file its bytes and sha256
-    tables/<table>.jsonl      one JSON object per row, for every table holding the user's
-                              rows (and their ``users`` row, and the admin audit about them)
-    media/<blob key>          every frame and audio chunk still held
-
-Paged: rows come through a server-side cursor ``page`` at a time and each table is spooled
-to a temporary file (on disk past a few MB) before it enters the archive, so a year of
-memory never sits in memory; the archive leaves as it is written. One read-only
-REPEATABLE READ transaction sees a single state of the database, so the manifest's counts
-are exactly the rows in the files. Secrets are left out (API key hashes). A user that does
-not exist (or was purged) exports as an archive with a manifest and no rows.
+Paged through server-side cursors and spooled table by table, so a year of memory never sits
+in memory; one REPEATABLE READ transaction, so the manifest counts exactly the rows in the
+files. Secrets (API key hashes) are left out.
 """
 
 from __future__ import annotations
@@ -113,7 +104,8 @@ def _add(
 def export_user(
     db: Database, blobs: BlobStore, user_id: str, now: datetime, *, page: int = 1000
 ) -> Iterator[bytes]:
-    """The archive of ``user_id``, in chunks as it is written."""
+    """The archive of ``user_id``, in chunks as it is written (a user that does not exist, or
+    was purged, gets a manifest and no rows)."""
     pipe = _Pipe()
     manifest = Manifest(user_id, now)
     with db.connection() as conn, tarfile.open(fileobj=pipe, mode="w|gz") as tar:

