@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -142,39 +143,28 @@ class _DayTotal:
     since: int = 0  # tokens this process recorded for the user after that read
 
 
+@dataclass(eq=False)
 class UsageLedger:
     """Buffers usage records and writes them to ``llm_usage`` every ``flush_s`` (or sooner
     when ``batch`` are waiting); a failed write keeps them for the next try. ``daily_budget``
     tokens per user and UTC day (0: none) are checked against the database's total, re-read
     at most every ``refresh_s``, plus what this process recorded since."""
 
-    def __init__(
-        self,
-        db: Database,
-        *,
-        flush_s: float,
-        daily_budget: int = 0,
-        refresh_s: float = 30.0,
-        batch: int = 5000,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
-        monotonic: Callable[[], float] | None = None,
-    ) -> None:
-        import time
-
-        self.db = db
-        self.flush_s = flush_s
-        self.daily_budget = daily_budget
-        self.refresh_s = refresh_s
-        self.batch = batch
-        self._now = now
-        self._monotonic = monotonic or time.monotonic
-        self._lock = threading.Lock()
-        self._flush_lock = threading.Lock()
-        self._pending: list[UsageRecord] = []
-        self._days: dict[str, _DayTotal] = {}
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    db: Database
+    _: KW_ONLY
+    flush_s: float
+    daily_budget: int = 0
+    refresh_s: float = 30.0
+    batch: int = 5000
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)
+    monotonic: Callable[[], float] = time.monotonic
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _flush_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _pending: list[UsageRecord] = field(default_factory=list, init=False, repr=False)
+    _days: dict[str, _DayTotal] = field(default_factory=dict, init=False, repr=False)
+    _wake: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
 
     # --- recording (the call path: memory only) ------------------------------------------
     def record(self, rec: UsageRecord) -> None:
@@ -243,13 +233,13 @@ class UsageLedger:
         total (re-read at most every ``refresh_s``) plus this process's records since."""
         from worldmm.store.llm_usage import tokens_since
 
-        today = day_start(self._now())
+        today = day_start(self.now())
         with self._lock:
             total = self._days.get(user_id)
         stale = total is None or total.day != today
-        if stale or self._monotonic() - total.read_at >= self.refresh_s:
+        if stale or self.monotonic() - total.read_at >= self.refresh_s:
             self.flush()  # what this process recorded is in the total it reads
-            read_at = self._monotonic()
+            read_at = self.monotonic()
             with self.db.connection() as conn:
                 stored = tokens_since(conn, user_id, today, today + timedelta(days=1))
             total = _DayTotal(today, stored, read_at)

@@ -50,14 +50,19 @@ def add_usage(conn: psycopg.Connection, rows: dict[UsageKey, Counter[str]]) -> N
     conn.execute(_ADD, columns)
 
 
+_TOKENS = (
+    "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_usage"
+    " WHERE user_id = %s AND minute >= %s AND minute < %s"
+)
+_DEGRADED = (
+    "SELECT count(*) FROM segments WHERE user_id = %s AND scale_seconds = 30"
+    " AND window_start >= %s AND window_start < %s AND model_versions ? 'degraded'"
+)
+
+
 def tokens_since(conn: psycopg.Connection, user_id: str, start: datetime, end: datetime) -> int:
     """Prompt + completion tokens of ``user_id`` in [start, end) (whole minutes)."""
-    return fetch_count(
-        conn,
-        "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_usage"
-        " WHERE user_id = %s AND minute >= %s AND minute < %s",
-        (user_id, start, end),
-    )
+    return fetch_count(conn, _TOKENS, (user_id, start, end))
 
 
 class UsageRow(BaseModel):
@@ -91,9 +96,4 @@ def usage_rows(
 
 def degraded_windows(conn: psycopg.Connection, user_id: str, start: datetime, end: datetime) -> int:
     """30 s windows in [start, end) built without the vision call (daily token budget)."""
-    return fetch_count(
-        conn,
-        "SELECT count(*) FROM segments WHERE user_id = %s AND scale_seconds = 30"
-        " AND window_start >= %s AND window_start < %s AND model_versions ? 'degraded'",
-        (user_id, start, end),
-    )
+    return fetch_count(conn, _DEGRADED, (user_id, start, end))

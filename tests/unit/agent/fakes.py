@@ -86,15 +86,7 @@ class ScriptedRoles:
             raise item
         return item
 
-    async def respond(
-        self,
-        question: str,
-        passages: list[Passage],
-        choices: list[str] | None,
-        *,
-        asked: Asked | None = None,
-        notes: list[OptionNote] | None = None,
-    ) -> Response:
+    async def respond(self, question, passages, choices, *, asked=None, notes=None) -> Response:
         self.respond_calls.append((question, passages, choices))
         self.asked_seen.append(asked)
         self.notes_seen.append(notes)
