@@ -1,5 +1,6 @@
 """Shared fixtures: one embedded stack (Kafka broker, PostgreSQL+pgvector, Redis) per test
-session, on free loopback ports, started here and stopped here by PID.
+session, on free loopback ports, started here and stopped here by PID; the rest are the
+plugins below (tests/fixtures), loaded here so that every test sees one copy of each.
 
 Tests isolate by user id (every read is user-scoped) and by topic prefix, not by database.
 """
@@ -17,6 +18,10 @@ from pathlib import Path
 import pytest
 
 from worldmm.settings import Settings, load_settings
+
+pytest_plugins = [
+    "tests.fixtures.api",
+]
 
 # Models load from wheels only; a hub lookup must fail fast rather than hang.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -81,3 +86,9 @@ def settings(stack: TestStack, tmp_path: Path) -> Settings:
 @pytest.fixture
 def user_id() -> str:
     return f"user-{uuid.uuid4().hex[:12]}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "served_settings(**values): settings of the module's own API (served)"
+    )

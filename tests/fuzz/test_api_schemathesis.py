@@ -19,7 +19,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
-from tests.integration.served_api import ADMIN_KEY
+from tests.fixtures.api import ADMIN_KEY
 
 pytestmark = pytest.mark.integration
 

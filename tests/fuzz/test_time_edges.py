@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.served_api import ADMIN_KEY
+from tests.fixtures.api import ADMIN_KEY
 
 pytestmark = pytest.mark.integration
 

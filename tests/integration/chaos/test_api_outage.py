@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from query_api.app import create_app
-from tests.integration.query_api.conftest import auth
+from tests.fixtures.api import auth
 from worldmm.graph.cache import GraphCache, redis_client
 from worldmm.store.db import Database
 

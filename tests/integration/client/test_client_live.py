@@ -4,22 +4,15 @@ key are typed errors)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
 from apps.client import AsyncWorldMMClient, AuthError, NotFoundError, WorldMMClient
-from tests.integration.served_api import DAY, Served, seed_wearer, serve_api
+from tests.fixtures.wearers import DAY, seed_wearer
 from worldmm.wire.schemas import QueryResponse, SegmentOut, SemanticList
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def served(stack, tmp_path_factory) -> Iterator[Served]:
-    with serve_api(stack, tmp_path_factory.mktemp("client-api")) as api:
-        yield api
 
 
 def test_sync_client_reads_asks_and_forgets(served):

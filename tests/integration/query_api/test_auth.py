@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.query_api.conftest import ADMIN, auth
+from tests.fixtures.api import ADMIN, auth
 
 pytestmark = pytest.mark.integration
 

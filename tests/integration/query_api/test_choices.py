@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.integration.served_api import seed_segment, stack_env
+from tests.fixtures.api import stack_env
+from tests.fixtures.wearers import seed_segment
 
 pytestmark = pytest.mark.integration
 

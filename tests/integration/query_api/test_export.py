@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.integration.query_api.conftest import ADMIN
-from tests.integration.query_api.test_purge import fill_memory
+from tests.fixtures.api import ADMIN
+from tests.fixtures.wearers import fill_memory
 from worldmm.privacy.export import export_user
 from worldmm.store.purge import count_user_rows
 

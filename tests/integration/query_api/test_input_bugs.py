@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.integration.served_api import seed_segment
+from tests.fixtures.wearers import seed_segment
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dataflows.input_gaps import CheckedKafkaSource, GapRecorder, partition_of
-from tests.integration.served_api import seed_segment
+from tests.fixtures.wearers import seed_segment
 from worldmm.store.input_gaps import list_gaps, marked_windows
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from query_api.app import create_app
-from tests.integration.query_api.conftest import ADMIN, auth
+from tests.fixtures.api import ADMIN, auth
 from worldmm.deps import Deps
 from worldmm.store.db import Database
 

@@ -4,90 +4,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
 import pytest
 import redis
 
 from query_api.ops.forget import user_cache_pattern
-from tests.integration.query_api.conftest import ADMIN
-from tests.integration.served_api import seed_segment
-from worldmm.blobs import audio_key, frame_key, user_prefixes
+from tests.fixtures.api import ADMIN
+from tests.fixtures.wearers import BASE, fill_memory
+from worldmm.blobs import user_prefixes
 from worldmm.graph.cache import TOMBSTONE, cache_key
-from worldmm.llm.usage import UsageRecord
-from worldmm.memory.retrieval.graph_lanes import load_timed
-from worldmm.store import frames as frame_store
-from worldmm.store import users as user_store
-from worldmm.store import visual as visual_store
-from worldmm.store.input_gaps import InputGapSpan, record_gap
-from worldmm.store.models import AudioChunkRow, FrameRow
-from worldmm.store.privacy import record_pause
 from worldmm.store.purge import count_user_rows
 
 pytestmark = pytest.mark.integration
-
-BASE = datetime(2025, 4, 2, 8, 0, tzinfo=UTC)
-JPEG = b"\xff\xd8\xff\xe0" + b"not really a jpeg" + b"\xff\xd9"
-
-
-def fill_memory(client, deps, user) -> None:
-    """Something in every table and store: segment, triples, entities, clip embedding,
-    frame + audio rows and blobs, a note (semantic facts, audit rows), cached graphs,
-    model usage, lost input."""
-    seg = seed_segment(
-        deps, user.user_id, BASE, "I parked the car on level 3 next to Jonas.",
-        [("I", "parked", "car"), ("car", "next to", "Jonas")],
-    )  # fmt: skip
-    with deps.db.transaction() as conn:
-        user_store.upsert_session(conn, user.user_id, "s1", started_at=BASE)
-        record_pause(conn, user.user_id, "s1", BASE + timedelta(minutes=5))
-        lost = InputGapSpan("t.frames", 0, 4, 9, "offsets_reused", BASE, BASE)
-        record_gap(conn, [user.user_id], lost)
-        visual_store.upsert_visual_embedding(
-            conn, user.user_id, seg, np.full(deps.settings.visual_embed_dim, 0.1, np.float32)
-        )
-        fkey = frame_key(user.user_id, "s1", BASE + timedelta(seconds=3), 0)
-        frame_store.insert_frame(
-            conn,
-            FrameRow(
-                user_id=user.user_id,
-                session_id="s1",
-                captured_at=BASE + timedelta(seconds=3),
-                seq=0,
-                blob_key=fkey,
-            ),
-        )
-        akey = audio_key(user.user_id, "s1", BASE)
-        frame_store.insert_audio_chunk(
-            conn,
-            AudioChunkRow(
-                user_id=user.user_id,
-                session_id="s1",
-                started_at=BASE,
-                duration_ms=5000,
-                blob_key=akey,
-            ),
-        )
-    deps.blobs.put(fkey, JPEG)
-    deps.blobs.put(akey, b"RIFF....WAVE")
-    r = client.post(
-        f"/v1/users/{user.user_id}/memories",
-        json={"text": "Jonas lives in Hamburg and loves sailing.", "at": BASE.isoformat()},
-        headers=user.headers,
-    )
-    assert r.status_code == 201, r.text
-    r = client.post(
-        f"/v1/users/{user.user_id}/query",
-        json={"question": "Where did I park the car?"},
-        headers=user.headers,
-    )
-    assert r.status_code == 200, r.text
-    # a cached graph, as a semantic search leaves it in Redis
-    load_timed(deps.reader, deps.cache, deps.graphs, user.user_id, "semantic")
-    # model usage, as a hosted provider reports it (the offline one records none)
-    deps.usage.record(
-        UsageRecord(BASE, user.user_id, "answer", "gpt-5-mini", "compatible", "direct", 12, 3)
-    )
-    assert deps.usage.flush() >= 1
 
 
 def snapshot(deps, rds, user_id):

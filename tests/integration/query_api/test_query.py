@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from query_api.app import create_app
-from tests.integration.served_api import seed_segment
+from tests.fixtures.wearers import seed_segment
 from worldmm.providers.errors import ModelCallError
 
 pytestmark = pytest.mark.integration

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.integration.query_api.conftest import ADMIN
-from tests.integration.served_api import seed_segment
+from tests.fixtures.api import ADMIN
+from tests.fixtures.wearers import seed_segment
 from worldmm.blobs import frame_key
 from worldmm.store import frames as frame_store
 from worldmm.store.models import FrameRow

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
-from query_api.app import create_app
-from tests.integration.query_api.conftest import ApiUser
-from tests.integration.served_api import on_socket, seed_wearer
+from tests.fixtures.api import ApiUser
+from tests.fixtures.wearers import seed_wearer
 from worldmm.memory.recall_queue import answer_evidence
 
-pytestmark = pytest.mark.integration
+# the API of this module's own (the served fixture) writes what answers recalled at once
+pytestmark = [pytest.mark.integration, pytest.mark.served_settings(recall_flush_s=0.05)]
 
 AT = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 QUESTIONS = [
@@ -27,15 +26,6 @@ QUESTIONS = [
     "What did I water on the window sill?",
     "What did I read at the station?",
 ]
-
-
-@pytest.fixture
-def served(api_settings, api_deps) -> Iterator[tuple[str, object]]:
-    """The API on a socket with a fast recall flush; its URL and app."""
-    settings = api_settings.model_copy(update={"recall_flush_s": 0.05})
-    app = create_app(settings, deps=api_deps.with_settings(recall_flush_s=0.05))
-    with on_socket(app) as url:
-        yield url, app
 
 
 def recall_counts(deps, user_id: str, table: str = "segments") -> dict[int, int]:
@@ -54,17 +44,15 @@ def wait_for(condition, timeout_s: float = 20.0) -> None:
         time.sleep(0.02)
 
 
-def test_recalls_count_once_per_answer_under_concurrent_questions_without_blocking(
-    served, api_deps
-):
-    url, app = served
-    w = seed_wearer(api_deps, "recall")
+def test_recalls_count_once_per_answer_under_concurrent_questions_without_blocking(served):
+    url, app, deps = served.url, served.app, served.deps
+    w = seed_wearer(deps, "recall")
     headers = {"Authorization": f"Bearer {w.key}"}
     asks = QUESTIONS * 3
 
     # Every segment row of the wearer is locked by another transaction: a recall write would
     # wait for it, so answers that come back now did not wait for their bookkeeping.
-    with api_deps.db.transaction() as blocker:
+    with deps.db.transaction() as blocker:
         blocker.execute("SELECT id FROM segments WHERE user_id = %s FOR UPDATE", (w.user_id,))
 
         def ask(q: str) -> dict:
@@ -75,7 +63,7 @@ def test_recalls_count_once_per_answer_under_concurrent_questions_without_blocki
 
         with ThreadPoolExecutor(max_workers=6) as pool:
             replies = list(pool.map(ask, asks))
-        assert set(recall_counts(api_deps, w.user_id).values()) == {0}  # nothing written yet
+        assert set(recall_counts(deps, w.user_id).values()) == {0}  # nothing written yet
     expected: Counter[int] = Counter()
     expected_facts: Counter[int] = Counter()
     for body in replies:
@@ -85,11 +73,11 @@ def test_recalls_count_once_per_answer_under_concurrent_questions_without_blocki
         expected_facts.update({t["triple_id"] for t in body["triples"]})
     assert sum(expected.values()) >= len(asks)  # every answer recalled something
 
-    wait_for(lambda: sum(recall_counts(api_deps, w.user_id).values()) >= sum(expected.values()))
+    wait_for(lambda: sum(recall_counts(deps, w.user_id).values()) >= sum(expected.values()))
     wait_for(lambda: app.state.recalls.pending() == 0)
-    counts = recall_counts(api_deps, w.user_id)
+    counts = recall_counts(deps, w.user_id)
     assert {i: n for i, n in counts.items() if n} == dict(expected)  # once per answer, exactly
-    facts = recall_counts(api_deps, w.user_id, "triples")
+    facts = recall_counts(deps, w.user_id, "triples")
     assert {i: n for i, n in facts.items() if n} == dict(expected_facts)
 
     with httpx.Client(base_url=url, timeout=30) as c:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.integration.query_api.conftest import ADMIN
-from tests.integration.served_api import seed_segment
+from tests.fixtures.api import ADMIN
+from tests.fixtures.wearers import seed_segment
 from worldmm.blobs import audio_key, frame_key
 from worldmm.privacy import retention
 from worldmm.store import frames as frame_store

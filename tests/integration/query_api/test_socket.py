@@ -4,26 +4,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from query_api.app import create_app
-from tests.integration.query_api.conftest import ADMIN
-from tests.integration.served_api import on_socket, stack_env
+from tests.fixtures.api import ADMIN, stack_env
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def served(api_settings, api_deps) -> Iterator[str]:
-    with on_socket(create_app(api_settings, deps=api_deps)) as url:
-        yield url
-
-
 def test_query_over_a_real_socket(served):
-    with httpx.Client(base_url=served, timeout=60) as http:
+    with httpx.Client(base_url=served.url, timeout=60) as http:
         assert http.get("/healthz").json() == {"status": "ok"}
         assert http.get("/readyz").status_code == 200
         user = f"socket-{uuid.uuid4().hex[:10]}"
@@ -51,7 +42,7 @@ def test_ask_command_over_the_api_and_in_process(served, api_settings, monkeypat
 
     from apps.cli import app
 
-    with httpx.Client(base_url=served, timeout=60) as http:
+    with httpx.Client(base_url=served.url, timeout=60) as http:
         user = f"cli-{uuid.uuid4().hex[:10]}"
         key = http.post("/v1/users", json={"user_id": user}, headers=ADMIN).json()["api_key"]
         made = http.post(
@@ -68,18 +59,18 @@ def test_ask_command_over_the_api_and_in_process(served, api_settings, monkeypat
     question = "Where is the spare house key?"
 
     r = runner.invoke(
-        app, ["ask", "--user", user, "--api", served, "--key", key, "--json", question]
+        app, ["ask", "--user", user, "--api", served.url, "--key", key, "--json", question]
     )
     assert r.exit_code == 0, r.output
     body = json.loads(r.stdout)
     assert made.json()["segment_id"] in {e["segment_id"] for e in body["evidence"]}
 
-    r = runner.invoke(app, ["ask", "-u", user, "--api", served, "--key", key, question])
+    r = runner.invoke(app, ["ask", "-u", user, "--api", served.url, "--key", key, question])
     assert r.exit_code == 0, r.output
     assert "evidence" in r.stdout and "2025-06-01T12:00:00Z" in r.stdout
     assert "via the API" in r.stdout
 
-    r = runner.invoke(app, ["ask", "-u", user, "--api", served, "--key", "wrong", question])
+    r = runner.invoke(app, ["ask", "-u", user, "--api", served.url, "--key", "wrong", question])
     assert r.exit_code == 1 and "401" in r.stderr
 
     stack_env(monkeypatch, api_settings)

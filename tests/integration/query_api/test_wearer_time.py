@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from apps.cli import app
 from query_api.app import create_app
-from tests.integration.query_api.conftest import ADMIN, ApiUser, auth
-from tests.integration.served_api import seed_segment, stack_env
+from tests.fixtures.api import ADMIN, ApiUser, auth, stack_env
+from tests.fixtures.wearers import seed_segment
 from worldmm.blobs import frame_key
 from worldmm.store import frames as frame_store
 from worldmm.store.models import FrameRow

@@ -7,13 +7,41 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.integration.served_api import DAY, seed_segment, seed_wearer
+from tests.fixtures.wearers import DAY, seed_segment, seed_wearer
 
 pytestmark = pytest.mark.integration
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium (`make setup` installs it; `playwright install` cannot download).
+    Playwright gives each launch a fresh profile dir; each test opens its own context."""
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make setup` (apt chromium)"
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 def _login(page, url: str, key: str) -> None:
