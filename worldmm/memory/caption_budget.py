@@ -32,9 +32,7 @@ async def caption_window(
     from worldmm.llm.rule_based import describe_scene
     from worldmm.llm.rule_based.vision import scene_cues
 
-    cues = await asyncio.to_thread(
-        scene_cues, list(frames), ocr_frames=deps.settings.ocr_frames
-    )
+    cues = await asyncio.to_thread(scene_cues, list(frames), ocr_frames=deps.settings.ocr_frames)
     metrics.WINDOWS_DEGRADED.labels(DAILY_TOKEN_BUDGET).inc()
     log.info(
         "caption_degraded user=%s reason=%s budget=%d",
