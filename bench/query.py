@@ -222,8 +222,8 @@ class Retrieval:
         about its entity (checked after the timed search, from the same graph). The rows are
         deleted at the end, so a later ``--reuse`` run finds the memory as loaded."""
         from worldmm.graph.types import entity_node
-        from worldmm.memory.retrieval.graph_lanes import rank_scale
         from worldmm.memory.retrieval.frequencies import TERM_STATS_CHECK_S
+        from worldmm.memory.retrieval.graph_lanes import rank_scale
         from worldmm.store import entities, segments, triples
         from worldmm.store.models import SegmentWrite, TripleWrite
 
@@ -402,7 +402,6 @@ def run_benchmark(
     from bench.query_synth import make_queries
     from worldmm.blobs import build_blob_store
     from worldmm.deps import API_POOL_SIZE, Deps
-    from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.store.db import Database
     from worldmm.store.purge import purge_user
 
@@ -470,7 +469,7 @@ def run_benchmark(
             cache=Timed(inner_cache, "cache", steps),  # type: ignore[arg-type]
             graphs=GraphMemo(settings.graph_memo_elements),
         )
-        deps.reader = Timed(MemoryReader(db), "reader", steps)  # type: ignore[assignment]
+        deps.reader = Timed(deps.reader, "reader", steps)  # type: ignore[assignment]
         cold = min(opts.cold_queries, opts.queries)
         echo(f"retrieval: {opts.queries} warm and {cold} cold queries per type")
         retrieval = Retrieval(deps, steps, user_id, qs, cold, end, cfg.seed, echo)

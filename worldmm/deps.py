@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from worldmm.llm.roles import ModelRoles
     from worldmm.llm.usage_ledger import UsageLedger
     from worldmm.media.spool import WindowSpool
+    from worldmm.memory.retrieval.frequencies import EntityWindowsMemo, TermStatsMemo
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.privacy.blur_policy import FaceBlur
     from worldmm.settings import Settings
@@ -58,6 +59,10 @@ class Deps:
     # This process's time-masked graphs, in front of Redis and used without it too; None:
     # one sized by ``settings.graph_memo_elements``. Copies (:meth:`with_settings`) share it.
     graphs: GraphMemo = None  # type: ignore[assignment]
+    # This process's per-user document frequencies, what the lexical and entity lanes weigh
+    # by (read through :attr:`reader`); None: new ones. Copies share them, as ``graphs``.
+    term_stats: TermStatsMemo = None  # type: ignore[assignment]
+    entity_windows: EntityWindowsMemo = None  # type: ignore[assignment]
     # Model usage per user (batched into llm_usage) and the daily token budget; NullUsage:
     # Prometheus only, no budget.
     usage: UsageLedger | NullUsage = field(default_factory=NullUsage)
@@ -66,15 +71,21 @@ class Deps:
     clock: Callable[[], datetime] = utc_now
 
     def __post_init__(self) -> None:
+        from worldmm.memory.retrieval.frequencies import EntityWindowsMemo, TermStatsMemo
+
         if self.graphs is None:
             self.graphs = GraphMemo(self.settings.graph_memo_elements)
+        if self.term_stats is None:
+            self.term_stats = TermStatsMemo()
+        if self.entity_windows is None:
+            self.entity_windows = EntityWindowsMemo()
 
     @cached_property
     def reader(self) -> MemoryReader:
-        """Retrieval's reads of this database, mapped to the graph layer's shapes."""
+        """Retrieval's one door to this database, with this bundle's document frequencies."""
         from worldmm.memory.retrieval.reader import MemoryReader
 
-        return MemoryReader(self.db)
+        return MemoryReader(self.db, self.term_stats, self.entity_windows)
 
     @cached_property
     def spool(self) -> WindowSpool:

@@ -25,8 +25,8 @@ from worldmm.llm.schemas import AgentAction, AgentRound, OptionNote
 from worldmm.llm.usage_ledger import for_user
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval import SEARCHES, RetrievalResult, Search
-from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.memory.retrieval.question_time import question_time
+from worldmm.memory.retrieval.results import SegmentHit, TripleHit
 from worldmm.models import MemoryType, choice_letter, choice_texts
 from worldmm.providers.errors import ModelCallError, ParseError
 

@@ -4,8 +4,8 @@ time it names, if any.
 
 A housemate's name in most windows is found near any question; the answerer weighs an
 option's support in the evidence against that base rate. Shares come from the lexical
-lane's per-user document frequencies (kept in process, :data:`frequencies.TERM_STATS`), so a note
-costs one small query. Times are read by the same parser as the question's own time, at the
+lane's per-user document frequencies (kept in process, ``Deps.term_stats``), so a note costs
+one small query. Times are read by the same parser as the question's own time, at the
 question's moment on the wearer's clock.
 """
 
@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING
 
 from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
-from worldmm.memory.retrieval.frequencies import TERM_STATS
 from worldmm.memory.retrieval.question_time import parse_time
-from worldmm.store import segment_search as ss
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
@@ -45,9 +43,7 @@ def hours_before(choice: str, asked: Asked) -> tuple[float, float] | None:
 def word_shares(deps: Deps, user_id: str, words: Sequence[str]) -> dict[str, float]:
     """Share of the user's segments holding each word (by its rarest lexeme); words with no
     lexeme (stop words) or none stored are left out."""
-    with deps.db.connection() as conn:
-        stats = TERM_STATS.get(conn, deps.db, user_id)
-        lexemes = ss.word_lexemes(conn, words)
+    stats, lexemes = deps.reader.word_terms(user_id, words)
     if stats.docs <= 0:
         return {}
     out = {}

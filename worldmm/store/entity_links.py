@@ -4,11 +4,16 @@ A segment links an entity when one of its episodic triples has it as subject or 
 (triples point at canonical entities, so an alias resolved at ingest is the same id). The
 people speaking in a window are linked this way too: transcript lines name their speaker
 (``Shure: ...``) and extraction ties the speaker to what the line mentions.
+
+The lane's read is bounded (:func:`bounded_links`): a common entity's links are read newest
+first up to a cap, and only the windows whose score depends on older links are read again
+(the ranking and why it holds: :mod:`worldmm.memory.retrieval.text_lanes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -220,3 +225,108 @@ def windows_of(
         )
         for r in rows
     }
+
+
+# --- the bounded read -------------------------------------------------------------------------
+Span = tuple[datetime, datetime]
+
+
+def boundaries(rows: Iterable[LinkRow], cap: int) -> dict[int, datetime]:
+    """Per capped entity (a side of it returned ``cap`` rows, newest first), the time at and
+    before which its links are unknown: the later of its full sides' last times."""
+    count: dict[tuple[int, bool], int] = defaultdict(int)
+    last: dict[tuple[int, bool], datetime] = {}
+    for r in rows:
+        count[(r.entity_id, r.subject)] += 1
+        last[(r.entity_id, r.subject)] = r.valid_from
+    out: dict[int, datetime] = {}
+    for (entity, subject), n in count.items():
+        if n >= cap:
+            at = last[(entity, subject)]
+            out[entity] = max(out.get(entity, at), at)
+    return out
+
+
+class Known:
+    """What a bounded read has seen: each segment's asked entities, the segments' windows,
+    the capped entities' boundaries, and the windows read again in full."""
+
+    def __init__(self, bounds: Mapping[int, datetime]) -> None:
+        self.bounds = dict(bounds)
+        self.held: dict[int, set[int]] = defaultdict(set)
+        self.windows: dict[int, LinkedWindow] = {}
+        self.spans: set[Span] = set()
+
+    def add(self, links: Iterable[tuple[int, int, datetime]], *, complete: bool) -> None:
+        """(entity, segment, time) links; unless ``complete`` (read over a whole span), a
+        capped entity's at or before its boundary are left out: some of their ties may be
+        missing, and the windows they belong to are read again."""
+        for entity, segment, at in links:
+            bound = self.bounds.get(entity)
+            if complete or bound is None or at > bound:
+                self.held[segment].add(entity)
+
+    def unread(self) -> list[int]:
+        return sorted(s for s in self.held if s not in self.windows)
+
+    def after_bounds(self, at: datetime | None) -> bool:
+        """Whether every capped entity's links after ``at`` are all known."""
+        return at is not None and all(at >= v for v in self.bounds.values())
+
+    def certain(self, w: LinkedWindow) -> bool:
+        """Whether the 30 s window's score is exact: its own links and its neighbourhood's
+        are known for every capped entity."""
+        own = all(w.end > v for v in self.bounds.values()) or any(
+            lo < w.end <= hi for lo, hi in self.spans
+        )
+        if w.parent_id is None:
+            return own
+        return own and (self.after_bounds(w.parent_start) or _parent_span(w) in self.spans)
+
+    def to_read(self) -> set[Span]:
+        """The windows to read again for the capped entities: the neighbourhood of every
+        uncertain 30 s window (its parent's window, or its own without a parent), and each
+        coarse segment naming an entity read in full (its children are near that one)."""
+        out: set[Span] = set()
+        for sid, w in self.windows.items():
+            if w.scale == BASE_SCALE:
+                if not self.certain(w):
+                    out.add(_parent_span(w) or (w.start, w.end))
+            elif self.held.get(sid, set()) - self.bounds.keys() and not self.after_bounds(w.start):
+                out.add((w.start, w.end))
+        return out - self.spans
+
+    def links(self) -> list[EntityLinks]:
+        return [
+            EntityLinks(w.segment_id, w.scale, w.start, w.end, w.parent_id, frozenset(held))
+            for sid, w in self.windows.items()
+            if (held := self.held.get(sid))
+        ]
+
+
+def _parent_span(w: LinkedWindow) -> Span | None:
+    if w.parent_start is None or w.parent_end is None:
+        return None
+    return (w.parent_start, w.parent_end)
+
+
+def bounded_links(
+    conn: psycopg.Connection,
+    user_id: str,
+    entity_ids: Sequence[int],
+    cap: int,
+    filters: Filters,
+) -> Known:
+    """Every window the bounded read reaches (``cap`` links per entity and side, newest
+    first) with the asked entities it links, and what the read saw (what a proof of
+    exactness needs; the lane does not prove it)."""
+    rows = newest_links(conn, user_id, sorted(entity_ids), cap, filters)
+    known = Known(boundaries(rows, cap))
+    known.add(((r.entity_id, r.segment_id, r.valid_from) for r in rows), complete=False)
+    known.windows = windows_of(conn, user_id, known.unread(), filters)
+    if spans := known.to_read():
+        capped = sorted(known.bounds)
+        known.add(links_within(conn, user_id, capped, spans, filters), complete=True)
+        known.spans |= spans
+        known.windows |= windows_of(conn, user_id, known.unread(), filters)
+    return known

@@ -18,6 +18,7 @@ import pytest
 from tests.fixtures import entity_exact as ref
 from tests.fixtures.store import make_segment
 from worldmm.memory.retrieval import text_lanes
+from worldmm.memory.retrieval.reader import MemoryReader
 from worldmm.store import entities, entity_links, segments, triples, users
 from worldmm.store.db import Database
 from worldmm.store.models import TripleWrite
@@ -119,6 +120,7 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
     rng = random.Random(11)
     proven = {"one": 0, "more": 0}
     asked_of = {"one": 0, "more": 0}
+    reader = MemoryReader(db)
     with db.connection() as conn:
         for _ in range(150):
             asked, filters = _question(rng, built)
@@ -132,7 +134,7 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
                     proven[kind] += 1
                     assert capped == exact, (asked, filters, k, cap)
             # the lane reads once: the exact ranking where proven, else the best of its read
-            lane = text_lanes.ranked_windows(conn, user_id, weights, 20, filters)
+            lane = text_lanes.ranked_windows(reader, user_id, weights, 20, filters)
             exact = ref.exact_ranking(conn, user_id, weights, 20, filters)
             cap = text_lanes.link_cap(20)
             if ref.proven(conn, user_id, weights, 20, filters, cap) is not None:
@@ -156,12 +158,13 @@ def test_the_lane_reads_once_and_never_every_link(db, built, user_id, monkeypatc
     )
     rng = random.Random(5)
     unproven = 0
+    reader = MemoryReader(db)
     with db.connection() as conn:
         for _ in range(40):
             asked, filters = _question(rng, built)
             weights = _weights(conn, user_id, asked, filters.as_of)
             reads.clear()
-            lane = text_lanes.ranked_windows(conn, user_id, weights, 2, filters)
+            lane = text_lanes.ranked_windows(reader, user_id, weights, 2, filters)
             assert reads == [8]  # one bounded read
             ranked, exact = ref.bounded_ranking(conn, user_id, weights, 2, filters, 8)
             assert lane == ranked

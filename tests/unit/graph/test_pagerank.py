@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from worldmm.graph.cache import dumps_timed, loads_timed
 from worldmm.graph.pagerank import (
     PprScores,
     fact_seed_scores,
@@ -22,7 +23,6 @@ from worldmm.graph.timed import (
     build_timed,
     to_micros,
 )
-from worldmm.graph.cache import dumps_timed, loads_timed
 from worldmm.graph.types import GraphTriple, entity_node, literal_node, segment_node
 from worldmm.memory.retrieval.graph_lanes import top_segments
 from worldmm.memory.retrieval.semantic import top_triple_units

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from worldmm.memory.retrieval.reader import FrameRef
 from worldmm.memory.retrieval.question_time import iso_range as parse_time_range
+from worldmm.memory.retrieval.reader import FrameRef
 from worldmm.memory.retrieval.visual import thin_frames
 
 T0 = datetime(2025, 5, 1, 10, 0, tzinfo=UTC)

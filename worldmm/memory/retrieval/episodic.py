@@ -50,7 +50,13 @@ from worldmm.memory.retrieval.fusion import (
     top_coarse,
 )
 from worldmm.memory.retrieval.graph_lanes import entity_seed_scores, graph_lane, query_entities
-from worldmm.memory.retrieval.question_time import NONE, TimeConstraint, parse_time, question_time
+from worldmm.memory.retrieval.question_time import (
+    NONE,
+    TimeConstraint,
+    first_memory_day,
+    parse_time,
+    question_time,
+)
 from worldmm.memory.retrieval.results import LaneScore, RetrievalResult, SegmentHit, hit_line
 from worldmm.memory.retrieval.text_lanes import (
     DENSE,
@@ -162,9 +168,7 @@ async def run_lanes(
         as_of = asked.at
         first_day = None
         if _MENTIONS_DAY_N.search(time_text):
-            first_day = await asyncio.to_thread(
-                text_lanes.first_memory_day, deps, user_id, asked.tz
-            )
+            first_day = await asyncio.to_thread(first_memory_day, deps, user_id, asked.tz)
         constraint = parse_time(time_text, as_of, asked.tz, first_day=first_day)
         graph, entity = GRAPH in options.lanes, ENTITY in options.lanes
         entities = await query_entities(deps, query) if graph or entity else []
@@ -185,20 +189,10 @@ async def run_lanes(
         time_range = TimeRange()
         found = await _lanes(deps, user_id, query, vectors[0], seeds, as_of, time_range, options)
     ids = {c.segment_id for cands in found.values() for c in cands}
-    priors = await asyncio.to_thread(read_priors, deps, user_id, ids)
+    priors = await asyncio.to_thread(deps.reader.segment_priors, user_id, ids)
     prior = options.prior
     lanes = {name: apply_prior(c, constraint, as_of, prior, priors) for name, c in found.items()}
     return LaneRun(user_id, query, asked, constraint, time_range, vectors[0], lanes, priors=priors)
-
-
-def read_priors(deps: Deps, user_id: str, ids) -> dict[int, tuple[float | None, int]]:
-    """Importance and recall count of the candidates (one indexed read by id)."""
-    from worldmm.store.importance_recall import segment_priors
-
-    if not ids:
-        return {}
-    with deps.db.connection() as conn:
-        return dict(segment_priors(conn, user_id, sorted(ids)))
 
 
 @dataclass
@@ -300,16 +294,13 @@ TEXT_LANES = (LEXICAL, DENSE)
 def read_children(deps: Deps, run: LaneRun, parents: list[int], lanes: tuple[str, ...]) -> None:
     """Fill ``run.children`` for ``parents``: their 30 s descendants, and the text lanes'
     candidates among them (raw scores, before the prior), each read once per run."""
-    from worldmm.store import segment_search
-
     new = [p for p in parents if p not in run.children]
     if new:
-        with deps.db.connection() as conn:
-            tree = segment_search.fine_descendants(conn, run.user_id, new)
+        tree = deps.reader.fine_descendants(run.user_id, new)
         for p in new:
             run.children[p] = (tree.get(p, []), {})
         kids = {k for p in new for k in run.children[p][0]} - run.priors.keys()
-        run.priors.update(read_priors(deps, run.user_id, kids))
+        run.priors.update(deps.reader.segment_priors(run.user_id, kids))
     for lane in [x for x in TEXT_LANES if x in lanes]:
         todo = [p for p in parents if lane not in run.children[p][1]]
         ids = sorted({kid for p in todo for kid in run.children[p][0]})

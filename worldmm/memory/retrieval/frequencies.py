@@ -3,7 +3,9 @@ weigh by (IDF): the term statistics of the user's segments (:class:`TermStatsMem
 30 s windows naming each entity a question asked about (:class:`EntityWindowsMemo`).
 
 Each is counted once, then brought up to date with what was written since (a question need not
-pay a count over its whole memory), and read whole again now and then, so edits show too.
+pay a count over its whole memory), and read whole again now and then, so edits show too. One
+of each lives in the dependency bundle (``Deps.term_stats``, ``Deps.entity_windows``), shared by
+its copies, and is read through the bundle's reader.
 """
 
 from __future__ import annotations
@@ -114,9 +116,6 @@ def keep_recent(entries: OrderedDict, key, value, limit: int) -> None:
         entries.popitem(last=False)
 
 
-TERM_STATS = TermStatsMemo()
-
-
 # --- the entity lane's document frequencies -----------------------------------------------
 @dataclass
 class _UserWindows:
@@ -202,6 +201,3 @@ class EntityWindowsMemo:
         with self._lock:
             keep_recent(self._users, key, fresh, self._max)
         return fresh
-
-
-ENTITY_WINDOWS = EntityWindowsMemo()

@@ -42,7 +42,6 @@ from worldmm.graph.types import GraphMemoryType, GraphTriple, entity_node
 from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.memory.retrieval.reader import MemoryReader
 from worldmm.providers.errors import ModelCallError
-from worldmm.store import segment_search as ss
 from worldmm.store.triples import parse_fingerprint
 
 if TYPE_CHECKING:
@@ -51,6 +50,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FACT_SEEDS = 5  # triples per scale whose entities seed the PPR (HippoRAG's linking top-k)
+# The paper's per-scale top-k (scale seconds: segments), a constant of this lane: it ships at
+# weight 0. The 30 s scale takes the search's own k; coarser scales at least a quarter of it.
+SCALE_TOP_K = {30: 10, 180: 5, 600: 5, 3600: 3}
 FACT_WINDOWS = 20  # windows per scale, nearest the query by their text, whose facts are scored
 ENTITY_MATCHES = 3  # canonical entities considered per named entity of the query
 
@@ -276,7 +278,7 @@ def graph_lane(
     """Per-scale PPR, merged by rank within the scale (PageRank mass is not comparable
     across graphs of different sizes); the score is the mass relative to the scale's best."""
     ranked: list[tuple[int, int, int, float]] = []  # (rank, scale, segment id, rel. score)
-    for scale, scale_k in sorted(deps.settings.episodic_top_k_map().items()):
+    for scale, scale_k in sorted(SCALE_TOP_K.items()):
         want = k if scale == 30 else max(scale_k, k // 4)
         top = rank_scale(deps, user_id, scale, want, query_vec, entity_scores, as_of)
         best = top[0][1] if top and top[0][1] > 0 else 1.0
@@ -284,9 +286,7 @@ def graph_lane(
     if not ranked:
         return []
     ranked.sort(key=lambda r: (r[0], r[1]))
-    ids = [sid for _, _, sid, _ in ranked]
-    with deps.db.connection() as conn:
-        windows = ss.segment_windows(conn, user_id, ids)
+    windows = deps.reader.segment_windows(user_id, [sid for _, _, sid, _ in ranked])
     out = []
     for _rank, scale, sid, score in ranked:
         w = windows.get(sid)

@@ -359,3 +359,9 @@ def at_question_time(
 
     searched.__doc__ = search.__doc__
     return searched
+
+
+def first_memory_day(deps: Deps, user_id: str, tz: tzinfo) -> date | None:
+    """The day of the user's first segment on the wearer's clock ("day 1" in a question)."""
+    first = deps.reader.first_segment_start(user_id)
+    return None if first is None else in_zone(first, tz).date()

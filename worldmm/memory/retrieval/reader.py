@@ -1,5 +1,9 @@
-"""Retrieval's reads of one user's memory in PostgreSQL: one pooled connection per call, rows
-mapped to the graph layer's shapes. Every method filters by ``user_id`` (and ``as_of``)."""
+"""Retrieval's one door to PostgreSQL: every read a search makes, one pooled connection per
+call, rows mapped to the shapes retrieval uses. A thin adapter: the SQL is the store modules'
+(:mod:`worldmm.store`), the ranking is the lanes'. Every method filters by ``user_id`` (and
+``as_of`` where time applies). The per-user document frequencies the lanes weigh by are kept
+in :mod:`frequencies` (the bundle's, shared by its copies) and read through here.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +18,21 @@ from pydantic import AwareDatetime, BaseModel
 
 from worldmm.graph.types import GraphMemoryType, GraphTriple
 from worldmm.localtime import zone
+from worldmm.memory.retrieval.frequencies import EntityWindowsMemo, TermStatsMemo
 from worldmm.models import SegmentRecord
 from worldmm.store import entities as entity_repo
+from worldmm.store import entity_links, segment_search
 from worldmm.store import frames as frame_repo
-from worldmm.store import segment_search
 from worldmm.store import segments as segment_repo
 from worldmm.store import triples as triple_repo
 from worldmm.store import users as user_repo
 from worldmm.store import visual as visual_repo
 from worldmm.store.db import Database
+from worldmm.store.entity_links import Known
+from worldmm.store.importance_recall import segment_priors
 from worldmm.store.models import TripleRow
+from worldmm.store.segment_search import Filters, LaneRow
+from worldmm.store.term_stats import TermStats
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +71,125 @@ def from_triple_row(row: TripleRow) -> GraphTriple:
 
 
 class MemoryReader:
-    """What retrievers read (synchronous psycopg; they call it in worker threads)."""
+    """What retrievers read (synchronous psycopg; they call it in worker threads), over
+    ``db``, with the bundle's per-user document frequencies (new ones when not given)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self,
+        db: Database,
+        term_stats: TermStatsMemo | None = None,
+        entity_windows: EntityWindowsMemo | None = None,
+    ) -> None:
         self._db = db
+        self._term_stats = term_stats if term_stats is not None else TermStatsMemo()
+        self._entity_windows = entity_windows if entity_windows is not None else EntityWindowsMemo()
+
+    # --- the episodic lanes ---------------------------------------------------------------
+    def dense_segments(
+        self, user_id: str, embedding: np.ndarray, k: int, filters: Filters
+    ) -> list[LaneRow]:
+        """The ``k`` segments within ``filters`` whose text is nearest ``embedding``."""
+        with self._db.connection() as conn:
+            return segment_search.dense_search(conn, user_id, embedding, k, filters)
+
+    def query_terms(self, user_id: str, query: str) -> tuple[TermStats, list[str]]:
+        """The user's term statistics (kept per process) and the lexemes of ``query``."""
+        with self._db.connection() as conn:
+            stats = self._term_stats.get(conn, self._db, user_id)
+            return stats, segment_search.query_lexemes(conn, query)
+
+    def word_terms(
+        self, user_id: str, words: Sequence[str]
+    ) -> tuple[TermStats, dict[str, list[str]]]:
+        """The user's term statistics (kept per process) and each word's lexemes."""
+        with self._db.connection() as conn:
+            stats = self._term_stats.get(conn, self._db, user_id)
+            return stats, segment_search.word_lexemes(conn, words)
+
+    def lexical_segments(
+        self,
+        user_id: str,
+        terms: Sequence[tuple[str, float]],
+        stats: TermStats,
+        k: int,
+        filters: Filters,
+    ) -> list[LaneRow]:
+        """The ``k`` segments within ``filters`` with the best BM25 score for the weighted
+        ``terms`` (lengths and document frequencies from ``stats``)."""
+        with self._db.connection() as conn:
+            return segment_search.lexical_search(
+                conn,
+                user_id,
+                terms,
+                stats.mean_length,
+                k,
+                filters,
+                doc_freq=stats.df,
+                max_candidates=segment_search.candidate_cap(k),
+            )
+
+    def entity_matches(
+        self, user_id: str, names: Sequence[str], embeddings: np.ndarray, min_cosine: float
+    ) -> list[tuple[int, float] | None]:
+        """Per name, the canonical entity it names and how strongly: the same name or an
+        alias (1.0), else the nearest by its embedding with cosine at least ``min_cosine``
+        (that cosine); None when neither."""
+        out: list[tuple[int, float] | None] = []
+        with self._db.connection() as conn:
+            exact = entity_links.canonical_ids(conn, user_id, list(names))
+            for name, vec in zip(names, embeddings, strict=True):
+                if (eid := exact.get(name.strip().lower())) is not None:
+                    out.append((eid, 1.0))
+                    continue
+                near = entity_repo.nearest_canonical_entities(conn, user_id, vec, min_cosine, 1)
+                out.append((near[0][0].id, near[0][1]) if near else None)
+        return out
+
+    def window_counts(
+        self, user_id: str, entity_ids: Sequence[int], as_of: datetime | None
+    ) -> tuple[int, dict[int, int]]:
+        """How many 30 s windows had ended by ``as_of``, and how many of them name each of
+        ``entity_ids`` (both kept per process)."""
+        with self._db.connection() as conn:
+            total = self._term_stats.get(conn, self._db, user_id).windows_at(as_of)
+            df = self._entity_windows.counts(conn, self._db, user_id, entity_ids, as_of)
+        return total, df
+
+    def entity_links(
+        self, user_id: str, entity_ids: Sequence[int], cap: int, filters: Filters
+    ) -> Known:
+        """Which windows link ``entity_ids``, read newest first at most ``cap`` links per
+        entity and side (:func:`worldmm.store.entity_links.bounded_links`)."""
+        with self._db.connection() as conn:
+            return entity_links.bounded_links(conn, user_id, entity_ids, cap, filters)
+
+    def segment_windows(
+        self, user_id: str, ids: Sequence[int]
+    ) -> dict[int, tuple[datetime, datetime]]:
+        """(window start, window end) of the segments among ``ids`` (forgotten ones absent)."""
+        with self._db.connection() as conn:
+            return segment_search.segment_windows(conn, user_id, ids)
+
+    def segment_priors(
+        self, user_id: str, ids: Sequence[int]
+    ) -> dict[int, tuple[float | None, int]]:
+        """Importance and recall count of the segments among ``ids`` (one read by id)."""
+        if not ids:
+            return {}
+        with self._db.connection() as conn:
+            return dict(segment_priors(conn, user_id, sorted(ids)))
+
+    def fine_descendants(self, user_id: str, ids: Sequence[int]) -> dict[int, list[int]]:
+        """Each segment's complete 30 s descendants, oldest first."""
+        with self._db.connection() as conn:
+            return segment_search.fine_descendants(conn, user_id, ids)
+
+    def first_segment_start(self, user_id: str) -> datetime | None:
+        """When the user's first segment starts (None without any)."""
+        with self._db.connection() as conn:
+            return segment_search.first_segment_start(conn, user_id)
+
+    # --- the graphs and facts -------------------------------------------------------------
 
     def graph_history(
         self,
@@ -131,6 +255,7 @@ class MemoryReader:
             rows = entity_repo.nearest_canonical_entities(conn, user_id, embedding, min_cosine, k)
         return [(entity.name, score) for entity, score in rows]
 
+    # --- text, frames and the wearer's zone -----------------------------------------------
     def segments(self, user_id: str, ids: Sequence[int]) -> list[SegmentRecord]:
         if not ids:
             return []
