@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from deploy.stack.process import free_port
-from tests.integration.ingest.helpers import REPO, env_for, wait_for, worldmm
+from tests.fixtures.processes import REPO, api_healthy, env_for, wait_for, worldmm
 
 pytestmark = pytest.mark.integration
 
@@ -34,13 +34,6 @@ def _run(settings, *args: str, **env: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=300,
     )
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_no_command_output_or_log_holds_a_planted_password(settings, tmp_path: Path) -> None:
@@ -73,7 +66,7 @@ def test_no_command_output_or_log_holds_a_planted_password(settings, tmp_path: P
     api = worldmm(["serve", "--port", str(port)], planted, tmp_path / "api.log")
     try:
         url = f"http://127.0.0.1:{port}"
-        wait_for(lambda: _healthy(url), 180, "the API", poll_s=0.5)
+        wait_for(lambda: api_healthy(url), 180, "the API", poll_s=0.5)
         assert httpx.get(f"{url}/v1/users/nobody/segments").status_code == 401
     finally:
         api.terminate()

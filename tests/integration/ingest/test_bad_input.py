@@ -8,14 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.integration.ingest.helpers import (
-    START,
-    base_count,
-    cheap,
-    memory_rows,
-    produce_session,
-    session_frames,
-)
+from tests.fixtures.ingest_runs import START, base_count, cheap, produce_session, session_frames
+from tests.fixtures.store_reads import memory_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -13,14 +13,9 @@ from pathlib import Path
 import pytest
 
 from deploy.stack.process import read_pid
-from tests.integration.ingest.helpers import (
-    base_count,
-    complete_bases,
-    fed_settings,
-    session_frames,
-    wait_for,
-    worldmm,
-)
+from tests.fixtures.ingest_runs import base_count, fed_settings, session_frames
+from tests.fixtures.processes import wait_for, worldmm
+from tests.fixtures.store_reads import complete_bases
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

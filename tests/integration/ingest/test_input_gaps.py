@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dataflows.input_gaps import CheckedKafkaSource, InputGap, check_position
-from tests.integration.ingest.helpers import wait_for
+from tests.fixtures.processes import wait_for
 
 pytestmark = pytest.mark.integration
 

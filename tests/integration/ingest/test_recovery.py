@@ -5,28 +5,29 @@ the memory a clean run builds from the same input; a replay of one user's time r
 from __future__ import annotations
 
 import signal
+from collections import Counter
 from datetime import timedelta
 
 import psycopg
 import pytest
 
-from tests.integration.ingest.helpers import (
+from tests.fixtures.ingest_runs import (
     START,
     base_count,
-    complete_bases,
-    duplicates,
     fed_settings,
-    memory_rows,
     produce_session,
     session_frames,
-    set_env,
-    wait_for,
-    worldmm,
 )
+from tests.fixtures.processes import set_env, wait_for, worldmm
+from tests.fixtures.store_reads import complete_bases, memory_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 MINUTES = 3
+
+
+def duplicates(counter: Counter) -> list:
+    return [k for k, n in counter.items() if n > 1]
 
 
 def _segment_ids(database_url: str, user_id: str, other: str) -> tuple[dict, list]:

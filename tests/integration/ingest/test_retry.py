@@ -11,14 +11,9 @@ from datetime import timedelta
 import pytest
 from typer.testing import CliRunner
 
-from tests.integration.ingest.helpers import (
-    START,
-    cheap,
-    memory_rows,
-    segment_states,
-    session_frames,
-    set_env,
-)
+from tests.fixtures.ingest_runs import START, cheap, session_frames
+from tests.fixtures.processes import set_env
+from tests.fixtures.store_reads import memory_rows, segment_states
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

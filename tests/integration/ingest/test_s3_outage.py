@@ -10,8 +10,10 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
+from tests.fixtures.ingest_runs import fed_settings, session_frames
+from tests.fixtures.processes import set_env
 from tests.fixtures.s3 import S3Server, s3_server
-from tests.integration.ingest.helpers import fed_settings, segment_states, session_frames, set_env
+from tests.fixtures.store_reads import segment_states
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -8,7 +8,9 @@ import zlib
 
 import pytest
 
-from tests.integration.ingest.helpers import fed_settings, memory_rows, session_frames, worldmm
+from tests.fixtures.ingest_runs import fed_settings, session_frames
+from tests.fixtures.processes import worldmm
+from tests.fixtures.store_reads import memory_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

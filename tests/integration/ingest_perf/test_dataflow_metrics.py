@@ -8,7 +8,6 @@ session goes through the gateway; ``/metrics`` is scraped until it reports the w
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -16,20 +15,9 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.ingest.helpers import (
-    REPO,
-    cheap,
-    env_for,
-    produce_session,
-    session_frames,
-    wait_for,
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from deploy.stack.process import free_port
+from tests.fixtures.ingest_runs import cheap, produce_session, session_frames
+from tests.fixtures.processes import REPO, env_for, wait_for
 
 
 def _scrape(port: int) -> dict[tuple[str, frozenset], float]:
@@ -51,7 +39,7 @@ def test_metrics_endpoint_reports_built_windows(settings, tmp_path: Path, user_i
     s = cheap(settings)
     create_topics(s.kafka_brokers, s)
     frames_dir = session_frames(tmp_path / "gen", minutes=1.0)
-    port = _free_port()
+    port = free_port()
     env = {**env_for(s), "WORLDMM_DATAFLOW_METRICS_PORT": str(port)}
     log = (tmp_path / "worker.log").open("wb")
     proc = subprocess.Popen(

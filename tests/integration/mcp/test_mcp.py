@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.fixtures.processes import free_port
+from deploy.stack.process import free_port
 from tests.fixtures.wearers import DAY, seed_wearer
 
 pytestmark = pytest.mark.integration

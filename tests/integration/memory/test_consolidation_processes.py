@@ -17,13 +17,8 @@ import numpy as np
 import pytest
 
 from deploy.stack.process import free_port
-from tests.integration.ingest.helpers import (
-    START,
-    cheap,
-    produce_session,
-    wait_for,
-    worldmm,
-)
+from tests.fixtures.ingest_runs import START, cheap, produce_session
+from tests.fixtures.processes import api_healthy, wait_for, worldmm
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -218,7 +213,7 @@ def test_dataflow_and_two_api_processes_consolidate_one_user_serially(
     flow = None
     try:
         for url in urls:
-            wait_for(lambda u=url: _healthy(u), 180, f"the API at {url}", poll_s=0.5)
+            wait_for(lambda u=url: api_healthy(u), 180, f"the API at {url}", poll_s=0.5)
         traffic.start()
         wait_for(lambda: traffic.answered() >= 12, 120, "the first notes")
         flow = worldmm(["dataflow", "--to-end", "--no-recovery"], settings, tmp_path / "flow.log")
@@ -251,10 +246,3 @@ def test_dataflow_and_two_api_processes_consolidate_one_user_serially(
         s_active, s_gone, s_audit = _facts(conn, serial)
     assert [a["decision"] for a in s_audit] == [a["decision"] for a in audit]
     assert (s_active, s_gone) == (active, gone)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False

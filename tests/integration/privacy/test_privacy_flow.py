@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from skimage import data
 
 from tests.fixtures.api import ADMIN_KEY
-from tests.integration.ingest.helpers import cheap
+from tests.fixtures.ingest_runs import cheap
 
 pytestmark = pytest.mark.integration
 
