@@ -21,6 +21,10 @@ from worldmm.settings import Settings, load_settings
 
 pytest_plugins = [
     "tests.fixtures.api",
+    "tests.fixtures.database",
+    "tests.fixtures.fake_openai",
+    "tests.fixtures.local_models",
+    "tests.fixtures.random_model",
 ]
 
 # Models load from wheels only; a hub lookup must fail fast rather than hang.

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 
 from connectors import codec
 from dataflows.ingest import build_flow, decode_record
-from tests.fuzz.records import NOW, huge_record, raw_records
+from tests.fixtures.record_strategies import NOW, huge_record, raw_records
 from worldmm.blobs import LocalBlobStore, audio_key, frame_key
 from worldmm.media.spool import WindowSpool
 from worldmm.memory.window_outcome import WindowOutcome

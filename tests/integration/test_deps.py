@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deploy.stack import StackError, with_stack_urls
-from tests.unit.agent.fakes import HashEmbedder, ScriptedRoles
+from tests.fixtures.fake_models import HashEmbedder, ScriptedRoles
 from worldmm.deps import build_deps, pool_size
 from worldmm.graph.cache import GraphCache
 from worldmm.settings import SettingsError, load_settings

@@ -1,17 +1,10 @@
+from tests.fixtures.clocks import ManualClock
 from worldmm.breaker import BreakerState, CircuitBreaker, encoder_breaker
 from worldmm.settings import Settings
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_opens_after_n_consecutive_failures_then_half_opens():
-    clock = Clock()
+    clock = ManualClock(100.0)
     breaker = CircuitBreaker(3, 10.0, clock=clock)
     for _ in range(2):
         assert breaker.allow()
@@ -30,9 +23,9 @@ def test_opens_after_n_consecutive_failures_then_half_opens():
     assert breaker.allow()
 
 
-def _in_trial(reset_s: float) -> tuple[Clock, CircuitBreaker]:
+def _in_trial(reset_s: float) -> tuple[ManualClock, CircuitBreaker]:
     """A breaker opened by one failure, ``reset_s`` later letting its trial call through."""
-    clock = Clock()
+    clock = ManualClock(100.0)
     breaker = CircuitBreaker(1, reset_s, clock=clock)
     breaker.record_failure()
     clock.now += reset_s
@@ -49,7 +42,7 @@ def test_a_failed_trial_reopens_for_a_full_period():
 
 
 def test_success_resets_the_failure_count():
-    breaker = CircuitBreaker(2, 5.0, clock=Clock())
+    breaker = CircuitBreaker(2, 5.0, clock=ManualClock(100.0))
     breaker.record_failure()
     breaker.record_success()
     breaker.record_failure()

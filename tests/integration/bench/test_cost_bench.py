@@ -8,14 +8,14 @@ import json
 import pytest
 
 from bench.cost import CostConfig, run_benchmark
-from tests.integration.bench.test_egolife_worldmm import write_data
+from tests.fixtures.egolife_data import write_scene_slice
 from worldmm.llm.prices import load_prices
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def test_tiny_cost_benchmark(settings, tmp_path, user_id) -> None:
-    sync, questions = write_data(tmp_path / "data")
+    sync, questions = write_scene_slice(tmp_path / "data")
     cfg = CostConfig(
         out=tmp_path / "cost.json",
         sync_dir=sync,

@@ -2,73 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import pytest
 
 from bench.egolife.run import METHODS, BenchConfig, run_benchmark
+from tests.fixtures.egolife_data import write_scene_slice
 
 pytestmark = pytest.mark.integration
 
-SCENES = [
-    ("I put the red kettle on the stove in the kitchen.", "Shure: Who wants tea?"),
-    ("I open my laptop on the desk and read the schedule.", "Jake: The meeting is at three."),
-    ("I water the basil plants on the balcony.", ""),
-    ("I fold the blue laundry on the bed.", "Lucia: Those towels are mine."),
-    ("I sweep the hallway floor with a broom.", ""),
-    ("I feed the cat in the kitchen with dry food.", "Katrina: She is hungry again."),
-]
-
-
-def write_data(root) -> tuple:
-    sync = root / "sync"
-    sync.mkdir(parents=True)
-    clips = []
-    for i, (caption, said) in enumerate(SCENES):
-        mm, ss = divmod(30 * i, 60)
-        t = 110000 + mm * 100 + ss
-        lines = [{"start": t + 1, "end": t + 3, "text": caption, "type": "caption"}]
-        if said:
-            lines.append({"start": t + 4, "end": t + 6, "text": said, "type": "transcript"})
-        clips.append({"video_file": f"DAY1_A1_JAKE_11{mm:02d}{ss:02d}00.mp4", "data": lines})
-    (sync / "A1_JAKE_DAY1_11000000.json").write_text(json.dumps(clips))
-
-    def q(qid, text, query, target, a="on the stove", b="in the fridge"):
-        return {
-            "ID": qid,
-            "type": "EventRecall",
-            "question": text,
-            "choice_a": a,
-            "choice_b": b,
-            "answer": "A",
-            "query_time": {"date": "DAY1", "time": query},
-            "target_time": {"date": "DAY1", "time": target},
-        }
-
-    questions = root / "questions.json"
-    questions.write_text(
-        json.dumps(
-            [
-                q("1", "Where did I put the red kettle?", "11100000", "11000200"),
-                q(
-                    "2",
-                    "What did Katrina say about the cat?",
-                    "11100000",
-                    "11023000",
-                    a="She is hungry again",
-                    b="She is asleep on the sofa",
-                ),
-                # asked at 11:01:10: only the first two windows had closed
-                q("3", "Who did I feed in the kitchen?", "11011000", "11023000", "the cat", "Jake"),
-            ]
-        )
-    )
-    return sync, questions
-
 
 def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
-    sync, questions = write_data(tmp_path / "data")
+    sync, questions = write_scene_slice(tmp_path / "data")
     cfg = BenchConfig(
         sync_dir=sync,
         questions=questions,

@@ -11,7 +11,8 @@ import pytest
 
 from gpu_worker.app import WorkerConfig, create_app
 from gpu_worker.threaded import ThreadedServer
-from tests.unit.gpu_worker.images import noise, to_jpeg
+from tests.fixtures.clocks import ManualClock
+from tests.fixtures.images import noise, to_jpeg
 from worldmm.breaker import encoder_breaker
 from worldmm.encoder import (
     BreakerState,
@@ -34,14 +35,6 @@ def _encoder(url: str, dim: int, **overrides) -> HttpVisualEncoder:
         "breaker": encoder_breaker(settings),
     }
     return HttpVisualEncoder(url, dim, **(built | overrides))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class GatedBackend:
@@ -115,7 +108,7 @@ def test_rejections_and_dimension_mismatch_are_typed(tiny_backend):
 
 
 def test_circuit_opens_when_the_server_stops_and_closes_after_a_trial(tiny_backend):
-    clock = Clock()
+    clock = ManualClock()
     breaker = CircuitBreaker(2, 30.0, clock=clock)
     server = ThreadedServer(create_app(tiny_backend, WorkerConfig())).start()
     port = server.port

@@ -9,27 +9,18 @@ users' frame and audio rows must be identical, late flags included.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import psycopg
-import pytest
 
 from worldmm.memory.late_and_control import audio_row
 from worldmm.memory.window_inputs import CaptureRef
 from worldmm.memory.window_rows import record_captures
 from worldmm.memory.windows import BaseWindow, Item, ms_to_dt
 from worldmm.store import frames as frame_store
-from worldmm.store.db import Database
 from worldmm.store.models import FrameRow
 from worldmm.store.users import ensure_user
 
 T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a 10 min boundary
-
-
-@pytest.fixture
-def conn(stack) -> Iterator[psycopg.Connection]:
-    with Database(stack.database_url, max_size=1) as db, db.connection() as c:
-        yield c
 
 
 def _items(user: str, window: int) -> list[Item]:

@@ -8,9 +8,9 @@ import logging
 import pytest
 import redis
 
+from tests.fixtures.fake_models import HashEmbedder, ScriptedRoles, search
+from tests.fixtures.retrieval_memory import Memory, at
 from tests.fixtures.store_reads import triples_for_graph
-from tests.integration.retrieval.memory import Memory, at
-from tests.unit.agent.fakes import HashEmbedder, ScriptedRoles, search
 from worldmm.agent import answer_question
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
 from worldmm.llm.schemas import AgentAction

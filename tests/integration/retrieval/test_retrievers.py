@@ -10,8 +10,9 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.integration.retrieval.memory import Memory, at
-from tests.unit.agent.fakes import HashEmbedder, RecordingReader, ScriptedRoles
+from tests.fixtures.fake_models import HashEmbedder, ScriptedRoles
+from tests.fixtures.recording_reader import RecordingReader
+from tests.fixtures.retrieval_memory import Memory, at
 from worldmm.deps import Deps
 from worldmm.graph.cache import CacheRead, NullCache
 from worldmm.memory.retrieval import (

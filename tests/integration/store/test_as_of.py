@@ -6,12 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from tests.fixtures.store import make_segment
+from tests.fixtures.store import DIM, T0, insert_one, make_segment, triple, unit_vector
 from tests.fixtures.store_reads import triples_for_graph
 from worldmm.store import entities, segments, triples, visual
 from worldmm.store.models import TripleWrite
-
-from .conftest import DIM, T0, insert_one, triple, unit_vector
 
 pytestmark = pytest.mark.integration
 S = timedelta(seconds=1)

@@ -8,9 +8,8 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from bench.bulk import copy_rows
+from tests.fixtures.store import T0, unit_vector
 from worldmm.store import segments, visual
-
-from .conftest import T0, unit_vector
 
 pytestmark = pytest.mark.integration
 

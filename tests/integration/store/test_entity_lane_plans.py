@@ -18,13 +18,12 @@ import pytest
 
 from bench import plans
 from tests.fixtures import entity_exact as ref
+from tests.fixtures.store import DIM, T0
 from worldmm.memory.retrieval import text_lanes
 from worldmm.store import entities, entity_links
 from worldmm.store.db import Database
 from worldmm.store.segment_search import Filters
 from worldmm.store.term_stats import read_all
-
-from .conftest import DIM, T0
 
 pytestmark = pytest.mark.integration
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.fixtures.store import insert_alias, make_segment
+from tests.fixtures.store import T0, insert_alias, make_segment, unit_vector
 from tests.fixtures.store_reads import get_visual_embedding, triples_for_graph
 from worldmm.store import entities, segments, triples, visual
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import TripleWrite
-
-from .conftest import T0, unit_vector
 
 pytestmark = pytest.mark.integration
 DIM, VDIM = 384, 1536

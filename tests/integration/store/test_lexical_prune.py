@@ -8,13 +8,12 @@ from datetime import timedelta
 
 import pytest
 
+from tests.fixtures.store import T0
 from worldmm.memory.retrieval.text_lanes import weighted_terms
 from worldmm.store import segment_search as ss
 from worldmm.store.models import SegmentWrite
 from worldmm.store.segments import upsert_segment
 from worldmm.store.term_stats import read_all
-
-from .conftest import T0
 
 pytestmark = pytest.mark.integration
 

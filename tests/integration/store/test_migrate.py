@@ -8,13 +8,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.fixtures.store import unit_vector
 from worldmm.settings import load_settings
 from worldmm.store import entities
 from worldmm.store.db import Database
 from worldmm.store.migrate import SCHEMA_DIR, SchemaError, apply_migrations, check_schema
 from worldmm.store.users import ensure_user
-
-from .conftest import unit_vector
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.integration.store.conftest import T0
+from tests.fixtures.store import T0
 from worldmm.store import segment_search as ss
 from worldmm.store.users import ensure_user
 

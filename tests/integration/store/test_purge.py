@@ -7,12 +7,18 @@ from datetime import timedelta
 
 import pytest
 
-from tests.fixtures.store import insert_alias, make_segment
+from tests.fixtures.store import (
+    DIM,
+    T0,
+    insert_alias,
+    insert_one,
+    make_segment,
+    triple,
+    unit_vector,
+)
 from worldmm.store import audit, entities, frames, purge, segments, triples, visual
 from worldmm.store.models import AudioChunkRow, FrameRow
 from worldmm.store.users import create_user, upsert_session
-
-from .conftest import DIM, T0, insert_one, triple, unit_vector
 
 pytestmark = pytest.mark.integration
 S = timedelta(seconds=1)

@@ -9,11 +9,9 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from tests.fixtures.store import make_segment
+from tests.fixtures.store import T0, make_segment
 from worldmm.memory.retrieval import frequencies
 from worldmm.store import term_stats as ts
-
-from .conftest import T0
 
 pytestmark = pytest.mark.integration
 

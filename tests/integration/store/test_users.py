@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.store import rotate_api_key
+from tests.fixtures.store import T0, rotate_api_key
 from worldmm.store.errors import AlreadyExistsError, NotFoundError
 from worldmm.store.users import (
     create_user,
@@ -13,8 +13,6 @@ from worldmm.store.users import (
     user_exists,
     verify_api_key,
 )
-
-from .conftest import T0
 
 pytestmark = pytest.mark.integration
 

@@ -9,12 +9,10 @@ import psycopg
 import pytest
 
 from bench import plans
-from tests.fixtures.store import make_segment
+from tests.fixtures.store import T0, make_segment, near, unit_vector
 from worldmm.store import segment_search, visual
 from worldmm.store.db import Database
 from worldmm.store.users import ensure_user
-
-from .conftest import T0, near, unit_vector
 
 pytestmark = pytest.mark.integration
 DIM, VDIM = 384, 1536

@@ -7,13 +7,11 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from tests.fixtures.store import insert_alias, make_segment
+from tests.fixtures.store import T0, insert_alias, make_segment, unit_vector
 from tests.fixtures.store_reads import list_aliases
 from worldmm.store import entities, frames, segments, triples
 from worldmm.store.errors import NotFoundError
 from worldmm.store.models import AudioChunkRow, FrameRow, SegmentWrite, TripleWrite
-
-from .conftest import T0, unit_vector
 
 pytestmark = pytest.mark.integration
 DIM = 384

@@ -12,20 +12,12 @@ import pytest
 from worldmm.agent.choices import answer_choices
 from worldmm.agent.hit_passages import hit_passages
 from worldmm.agent.option_notes import hours_before
-from worldmm.llm.rule_based import RuleBasedRoles
 from worldmm.llm.schemas import OptionNote
 from worldmm.localtime import Asked
 from worldmm.memory.retrieval.results import SegmentHit
 from worldmm.models import choice_texts
 
 T0 = datetime(2025, 5, 1, 4, 0, 5, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def roles() -> RuleBasedRoles:
-    from worldmm.embed.local import MiniLMEmbedder
-
-    return RuleBasedRoles(MiniLMEmbedder())
 
 
 def hit(i: int, text: str, transcript: str | None = None, context: str | None = None):
@@ -42,24 +34,26 @@ def hit(i: int, text: str, transcript: str | None = None, context: str | None = 
     )
 
 
-def ask(roles, question, choices, hits):
-    return asyncio.run(answer_choices(roles, question, choices, hits))
+def ask(rule_based_roles, question, choices, hits):
+    return asyncio.run(answer_choices(rule_based_roles, question, choices, hits))
 
 
-def test_picks_the_supported_choice_and_says_where_it_comes_from(roles):
+def test_picks_the_supported_choice_and_says_where_it_comes_from(rule_based_roles):
     hits = [
         hit(1, "I walked to the fridge and took out the milk."),
         hit(2, 'I heard: "I parked the car on level two". I saw text reading "LEVEL 2".'),
         hit(3, "I was somewhere bright; white and grey dominated what I saw."),
     ]
-    chosen = ask(roles, "Where did I park the car?", ["Level 1", "Level 2", "Level 3"], hits)
+    chosen = ask(
+        rule_based_roles, "Where did I park the car?", ["Level 1", "Level 2", "Level 3"], hits
+    )
     assert (chosen.letter, chosen.index, chosen.text) == ("B", 1, "Level 2")
     assert chosen.evidence_segment_ids[0] == 2 and not chosen.guess
     assert chosen.answer.startswith("B. Level 2 — ")
     assert "04:02:05 on 1 May 2025" in chosen.answer
 
 
-def test_question_relevance_outweighs_how_often_a_choice_is_mentioned(roles):
+def test_question_relevance_outweighs_how_often_a_choice_is_mentioned(rule_based_roles):
     # "coffee" appears three times, in passages about something else; the one passage about
     # drinking with Omar names green tea once. Counting overlap alone would pick coffee.
     hits = [
@@ -67,30 +61,32 @@ def test_question_relevance_outweighs_how_often_a_choice_is_mentioned(roles):
         hit(2, "Someone left a coffee cup on the meeting room table."),
         hit(3, "A quiet walk to the kitchen.", transcript="I drank green tea with Omar."),
     ]
-    chosen = ask(roles, "What did I drink with Omar?", ["coffee", "green tea"], hits)
+    chosen = ask(rule_based_roles, "What did I drink with Omar?", ["coffee", "green tea"], hits)
     assert chosen.text == "green tea" and chosen.evidence_segment_ids[0] == 3
     assert '"I drank green tea with Omar"' in chosen.answer
 
 
-def test_a_paraphrase_wins_by_meaning_when_no_choice_is_named(roles):
+def test_a_paraphrase_wins_by_meaning_when_no_choice_is_named(rule_based_roles):
     hits = [hit(1, 'I heard: "I bought strawberries and bananas at the market".')]
-    chosen = ask(roles, "What did I buy at the market?", ["shoes", "fruit", "a bicycle"], hits)
+    chosen = ask(
+        rule_based_roles, "What did I buy at the market?", ["shoes", "fruit", "a bicycle"], hits
+    )
     assert chosen.text == "fruit"
     assert "closest match by meaning" in chosen.answer
 
 
-def test_no_evidence_still_answers_and_says_it_is_a_guess(roles):
-    chosen = ask(roles, "Where did I park the car?", ["A. Level 1", "B. Level 2"], [])
+def test_no_evidence_still_answers_and_says_it_is_a_guess(rule_based_roles):
+    chosen = ask(rule_based_roles, "Where did I park the car?", ["A. Level 1", "B. Level 2"], [])
     assert chosen.guess and chosen.evidence_segment_ids == []
     assert chosen.text in {"Level 1", "Level 2"}  # labels dropped, letters positional
     assert chosen.answer.startswith(f"{chosen.letter}. {chosen.text} — a guess")
-    again = ask(roles, "Where did I park the car?", ["A. Level 1", "B. Level 2"], [])
+    again = ask(rule_based_roles, "Where did I park the car?", ["A. Level 1", "B. Level 2"], [])
     assert again == chosen  # deterministic
 
 
-def test_identical_choices_tie_to_the_first(roles):
+def test_identical_choices_tie_to_the_first(rule_based_roles):
     hits = [hit(1, "I drank green tea with Omar.")]
-    chosen = ask(roles, "What did I drink?", ["green tea", "green tea", "coffee"], hits)
+    chosen = ask(rule_based_roles, "What did I drink?", ["green tea", "green tea", "coffee"], hits)
     assert chosen.index == 0
 
 
@@ -114,15 +110,15 @@ def test_identical_choices_tie_to_the_first(roles):
         ),
     ],
 )
-def test_free_form_answer_starts_with_the_answer(roles, question, hits, starts):
-    reply = asyncio.run(roles.respond(question, hit_passages(hits), None))
+def test_free_form_answer_starts_with_the_answer(rule_based_roles, question, hits, starts):
+    reply = asyncio.run(rule_based_roles.respond(question, hit_passages(hits), None))
     assert reply.answer.startswith(starts), reply.answer
     for internal in ("From your memory", "Search 1", "query", "I was somewhere"):
         assert internal not in reply.answer
     assert reply.evidence == [f"S{hits[0].segment_id}"]
 
 
-def test_a_coarse_context_counts_less_than_the_moment_itself(roles):
+def test_a_coarse_context_counts_less_than_the_moment_itself(rule_based_roles):
     hits = [
         hit(
             1,
@@ -130,7 +126,7 @@ def test_a_coarse_context_counts_less_than_the_moment_itself(roles):
             context="Earlier the keys were on the shelf by the door.",
         )
     ]
-    reply = asyncio.run(roles.respond("Where are the keys?", hit_passages(hits), None))
+    reply = asyncio.run(rule_based_roles.respond("Where are the keys?", hit_passages(hits), None))
     assert reply.answer.startswith("In the white bowl")
 
 
@@ -156,7 +152,7 @@ WHO = "Who helped me carry the whiteboard upstairs?"
 HOUSEMATES = ["Shure", "Tasha", "Alice", "Lucia"]
 
 
-def test_only_the_option_the_question_evidence_supports_wins(roles):
+def test_only_the_option_the_question_evidence_supports_wins(rule_based_roles):
     # Every option is named somewhere in the pooled evidence (as each option's own search
     # brings a window naming it), but only one window is about the whiteboard.
     hits = [
@@ -165,11 +161,11 @@ def test_only_the_option_the_question_evidence_supports_wins(roles):
         hit(3, "Tasha and I carried the whiteboard up the stairs to the second floor."),
         hit(4, "Alice and Lucia watched a movie; Shure brought popcorn."),
     ]
-    chosen = ask(roles, WHO, HOUSEMATES, hits)
+    chosen = ask(rule_based_roles, WHO, HOUSEMATES, hits)
     assert chosen.text == "Tasha" and chosen.evidence_segment_ids[0] == 3
 
 
-def test_a_name_in_every_window_does_not_win_by_frequency(roles):
+def test_a_name_in_every_window_does_not_win_by_frequency(rule_based_roles):
     # Shure is named in every window, each about the whiteboard; Katrina only where it was
     # carried. By how often it is found Shure wins; against how common each name is in the
     # memory (the notes the agent gives the answerer), Katrina does.
@@ -185,19 +181,24 @@ def test_a_name_in_every_window_does_not_win_by_frequency(roles):
         OptionNote(word_shares={"katrina": 0.1}),
         OptionNote(word_shares={"alice": 0.3}),
     ]
-    assert ask(roles, WHO, choices, hits).text == "Shure"  # without the memory's shares
-    chosen = asyncio.run(answer_choices(roles, WHO, choices, hits, notes=notes))
+    assert ask(rule_based_roles, WHO, choices, hits).text == "Shure"  # without the memory's shares
+    chosen = asyncio.run(answer_choices(rule_based_roles, WHO, choices, hits, notes=notes))
     assert chosen.text == "Katrina" and chosen.evidence_segment_ids[0] == 2
 
 
-def test_time_options_are_answered_by_when_the_evidence_happened(roles):
+def test_time_options_are_answered_by_when_the_evidence_happened(rule_based_roles):
     asked = Asked(T0 + timedelta(hours=4, minutes=30), ZoneInfo("UTC"))
     hits = [hit(5, "I watered the basil plants on the balcony."), hit(40, "I read a book.")]
     choices = ["About an hour ago", "About four hours ago", "About eight hours ago"]
     notes = [OptionNote(hours_before=hours_before(c, asked)) for c in choices]
     chosen = asyncio.run(
         answer_choices(
-            roles, "When did I water the plants?", choices, hits, asked=asked, notes=notes
+            rule_based_roles,
+            "When did I water the plants?",
+            choices,
+            hits,
+            asked=asked,
+            notes=notes,
         )
     )
     assert chosen.text == "About four hours ago" and chosen.evidence_segment_ids[0] == 5
@@ -211,7 +212,7 @@ def test_time_options_are_answered_by_when_the_evidence_happened(roles):
         (["I bought bread at the bakery."], "None of the above"),
     ],
 )
-def test_none_of_the_above_wins_only_when_no_option_is_found(roles, texts, expected):
+def test_none_of_the_above_wins_only_when_no_option_is_found(rule_based_roles, texts, expected):
     hits = [hit(i, t) for i, t in enumerate(texts)]
     choices = ["Level 1", "Level 2", "None of the above"]
-    assert ask(roles, "Where did I park the car?", choices, hits).text == expected
+    assert ask(rule_based_roles, "Where did I park the car?", choices, hits).text == expected

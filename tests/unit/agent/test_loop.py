@@ -10,13 +10,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.fixtures.hits import window_hit
-from tests.unit.agent.fakes import (
+from tests.fixtures.fake_models import (
     ScriptedRoles,
     call_error,
     parse_error,
     search,
 )
+from tests.fixtures.hits import window_hit
 from worldmm.agent import AgentResult, answer_question, run_agent
 from worldmm.deps import Deps
 from worldmm.llm.schemas import AgentAction

@@ -8,11 +8,25 @@ import numpy as np
 import pytest
 
 from tests.fixtures.media import make_silence_wav, make_speech_wav, pcm_to_wav, require_espeak
-from tests.unit.asr.conftest import SENTENCE
 from worldmm.asr import AudioDecodeError, Transcript, build_transcriber
 from worldmm.asr.audio import decode_audio
 from worldmm.asr.local import LocalWhisperTranscriber
 from worldmm.settings import load_settings
+
+SENTENCE = "Please remember to buy milk and eggs at the supermarket tomorrow morning."
+
+
+@pytest.fixture(scope="session")
+def local_transcriber():
+    from worldmm.asr.local import LocalWhisperTranscriber
+
+    return LocalWhisperTranscriber()
+
+
+@pytest.fixture(scope="session")
+def speech_wav() -> bytes:
+    require_espeak()
+    return make_speech_wav(SENTENCE)
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:

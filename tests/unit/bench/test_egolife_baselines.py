@@ -6,7 +6,7 @@ import pytest
 from bench.egolife.baselines import Bm25Search, DenseSearch, tokenize
 from bench.egolife.data import Window, load_windows
 from bench.egolife.run import BenchConfig, run_benchmark
-from tests.unit.bench.egolife_fixtures import write_questions, write_sync_dir
+from tests.fixtures.egolife_data import write_questions, write_sync_dir
 from worldmm.settings import load_settings
 
 T0 = datetime(2025, 1, 1, 11, 0, 0, tzinfo=UTC)
@@ -30,13 +30,6 @@ WINDOWS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    from worldmm.embed.local import MiniLMEmbedder
-
-    return MiniLMEmbedder()
-
-
 def test_tokenize():
     assert tokenize("Jake: Who's got the RED kettle?") == [
         "jake",
@@ -50,8 +43,8 @@ def test_tokenize():
 
 
 @pytest.mark.parametrize("make", ["bm25", "dense"])
-def test_window_ending_after_the_query_time_is_never_returned(make, embedder):
-    search = Bm25Search(WINDOWS) if make == "bm25" else DenseSearch(WINDOWS, embedder)
+def test_window_ending_after_the_query_time_is_never_returned(make, minilm):
+    search = Bm25Search(WINDOWS) if make == "bm25" else DenseSearch(WINDOWS, minilm)
     query = "red kettle boils on the stove, tea"
     # with everything visible the kettle window wins
     assert search.search(query, None, 1)[0].start == WINDOWS[2].start
@@ -68,27 +61,27 @@ def test_window_ending_after_the_query_time_is_never_returned(make, embedder):
     assert search.search(query, T0 + timedelta(seconds=29), 3) == []
 
 
-def test_results_are_30s_windows_in_score_order(embedder):
-    got = DenseSearch(WINDOWS, embedder).search("watering plants", None, 3)
+def test_results_are_30s_windows_in_score_order(minilm):
+    got = DenseSearch(WINDOWS, minilm).search("watering plants", None, 3)
     assert got[0].start == WINDOWS[1].start
     assert {r.scale for r in got} == {30}
     assert len({r.start for r in got}) == 3
 
 
-def test_dense_embedding_cache_is_kept_per_day_and_reused(tmp_path, embedder):
+def test_dense_embedding_cache_is_kept_per_day_and_reused(tmp_path, minilm):
     day2 = window(2880, "I water the plants again the next morning.")  # 24 h later
-    first = DenseSearch([*WINDOWS, day2], embedder, cache_dir=tmp_path)
+    first = DenseSearch([*WINDOWS, day2], minilm, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("dense-*.npy"))) == 2  # one matrix per day
     seen: list[int] = []
-    again = DenseSearch(WINDOWS, embedder, on_progress=seen.append, cache_dir=tmp_path)
+    again = DenseSearch(WINDOWS, minilm, on_progress=seen.append, cache_dir=tmp_path)
     assert seen == [len(WINDOWS)]  # day 1 came from the cache in one step
     assert (again._matrix == first._matrix[:3]).all()
     assert len(list(tmp_path.glob("dense-*.npy"))) == 2
-    DenseSearch(WINDOWS[:2], embedder, cache_dir=tmp_path)  # other texts: another key
+    DenseSearch(WINDOWS[:2], minilm, cache_dir=tmp_path)  # other texts: another key
     assert len(list(tmp_path.glob("dense-*.npy"))) == 3
 
 
-def test_baselines_end_to_end_on_a_synthetic_sync_dir(tmp_path, embedder):
+def test_baselines_end_to_end_on_a_synthetic_sync_dir(tmp_path, minilm):
     sync = write_sync_dir(tmp_path / "data")
     questions = write_questions(tmp_path / "data")
     assert len(load_windows(sync, {1})) == 2

@@ -13,7 +13,7 @@ from bench.egolife.data import (
     parse_target_time,
     select_questions,
 )
-from tests.unit.bench.egolife_fixtures import clip, question, write_questions, write_sync_dir
+from tests.fixtures.egolife_data import clip, question, write_questions, write_sync_dir
 
 
 def utc(day: int, hh: int, mm: int, ss: int) -> datetime:

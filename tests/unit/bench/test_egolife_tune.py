@@ -9,8 +9,8 @@ import pytest
 
 from bench.egolife import tune
 from bench.egolife.data import Question
+from tests.fixtures.egolife_data import asked_question
 from tests.fixtures.weighings import weighing
-from tests.unit.bench.egolife_fixtures import asked_question
 
 DAY1 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 TYPES = ("EventRecall", "RelationMap", "EntityLog", "TaskMaster", "HabitInsight")

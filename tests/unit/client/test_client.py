@@ -17,7 +17,7 @@ from apps.client import (
     UnavailableError,
     WorldMMClient,
 )
-from tests.unit.client.fake_api import fake_api
+from tests.fixtures.fake_query_api import fake_api
 from worldmm.wire.schemas import QueryResponse, SegmentOut
 
 KEY = "wmm_test-key-123"

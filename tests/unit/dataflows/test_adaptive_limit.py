@@ -7,15 +7,8 @@ import asyncio
 
 import pytest
 
+from tests.fixtures.clocks import ManualClock
 from worldmm.llm.adaptive import AdaptiveLimit
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_bounds_must_be_ordered() -> None:
@@ -36,7 +29,7 @@ def test_grows_with_callers_up_to_the_ceiling() -> None:
 
 
 def test_one_decrease_per_round_then_additive_growth() -> None:
-    clock = Clock()
+    clock = ManualClock()
 
     async def run() -> None:
         limit = AdaptiveLimit(8, 8, clock=clock, calm_s=60)

@@ -12,29 +12,32 @@ from worldmm.settings import load_settings
 
 
 @pytest.fixture(scope="module")
-def minilm():
+def built_minilm():
+    """MiniLM as the factory builds it from settings (the shared ``minilm`` is built directly)."""
     return build_embedder(load_settings(embed_backend="local", text_embed_dim=384))
 
 
-def test_minilm_is_384_d_normalised_and_semantic(minilm):
-    vectors = minilm.embed(["I bought milk at the shop", "I purchased milk in a store", "Rain"])
+def test_minilm_is_384_d_normalised_and_semantic(built_minilm):
+    vectors = built_minilm.embed(
+        ["I bought milk at the shop", "I purchased milk in a store", "Rain"]
+    )
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
-    assert minilm.embed([]).shape == (0, 384)
-    assert minilm.name == "local:all-MiniLM-L6-v2"
+    assert built_minilm.embed([]).shape == (0, 384)
+    assert built_minilm.name == "local:all-MiniLM-L6-v2"
 
 
-def test_minilm_is_cached_per_process(minilm):
+def test_minilm_is_cached_per_process(built_minilm):
     from worldmm.embed.local import MiniLMEmbedder
 
-    assert MiniLMEmbedder()._model is minilm._model
+    assert MiniLMEmbedder()._model is built_minilm._model
 
 
-def test_dimension_mismatch_stops_start_up(minilm):
+def test_dimension_mismatch_stops_start_up(built_minilm):
     with pytest.raises(EmbeddingDimensionError, match="WORLDMM_TEXT_EMBED_DIM=384"):
         build_embedder(load_settings(embed_backend="local", text_embed_dim=1536))
-    check_dimension(minilm, 384)
+    check_dimension(built_minilm, 384)
 
 
 def openai_settings(fake, dim: int, **extra):

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gpu_worker.app import WorkerConfig, create_app
-from tests.unit.gpu_worker.images import noise, to_jpeg
+from tests.fixtures.images import noise, to_jpeg
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tests.unit.gpu_worker.images import solid, to_jpeg
+from tests.fixtures.images import solid, to_jpeg
 from worldmm.encoder.colours import (
     COLOURS,
     clip_colour_vector,

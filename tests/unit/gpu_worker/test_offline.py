@@ -5,8 +5,8 @@ import asyncio
 import numpy as np
 import pytest
 
+from tests.fixtures.images import sign, solid, to_jpeg
 from tests.fixtures.offline_encoder import clip_text
-from tests.unit.gpu_worker.images import sign, solid, to_jpeg
 from worldmm.encoder import EncoderRejected, InProcessOfflineEncoder, OfflineVisualEmbedder
 from worldmm.encoder.offline import CORE_DIM
 

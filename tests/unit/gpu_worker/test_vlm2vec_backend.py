@@ -5,7 +5,7 @@ import pytest
 
 from gpu_worker.backends import load_backend
 from gpu_worker.backends.vlm2vec import ModelNotFound
-from tests.unit.gpu_worker.images import noise, solid
+from tests.fixtures.images import noise, solid
 
 
 def _clips():

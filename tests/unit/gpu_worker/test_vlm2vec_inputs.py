@@ -8,7 +8,7 @@ from gpu_worker.backends.vlm2vec_inputs import (
     video_patches,
     video_token_count,
 )
-from tests.unit.gpu_worker.images import noise
+from tests.fixtures.images import noise
 
 GEO = VisionGeometry()
 

@@ -9,29 +9,12 @@ import json
 import pytest
 from prometheus_client import REGISTRY
 
-from fakes.openai_server import FakeOpenAI, Reply
+from fakes.openai_server import Reply
+from tests.fixtures.fake_openai import make_roles
 from tests.fixtures.media import make_frame_jpeg
 from worldmm.llm import AgentRound, ModelCallError, ParseError, build_roles
-from worldmm.llm.remote import RemoteRoles
 from worldmm.models import Triple
 from worldmm.settings import load_settings
-
-
-def make_roles(fake: FakeOpenAI, **overrides) -> RemoteRoles:
-    values = {
-        "llm_provider": "compatible",
-        "llm_base_url": fake.base_url,
-        "llm_construction_model": "mini-model",
-        "llm_agent_model": "big-model",
-        "llm_timeout_s": 0.5,
-        "llm_max_retries": 2,
-        "llm_batch_poll_s": 0.01,
-        "llm_batch_flush_s": 0.05,
-    }
-    settings = load_settings(**{**values, **overrides})
-    roles = build_roles(settings, embedder=None)
-    assert isinstance(roles, RemoteRoles)
-    return roles
 
 
 def metric(name: str, **labels: str) -> float:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fakes.openai_server import Reply
-from tests.unit.llm.test_client import make_roles
+from tests.fixtures.fake_openai import make_roles
 from worldmm.agent.choices import answer_choices
 from worldmm.agent.hit_passages import hit_passages
 from worldmm.llm import ParseError

@@ -9,20 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.fixtures.media import make_frame_jpeg
-from worldmm.llm import AgentRound, build_roles
-from worldmm.llm.rule_based import RuleBasedRoles
+from worldmm.llm import AgentRound
 from worldmm.llm.schemas import AgentAction, Passage
 from worldmm.models import Triple
-from worldmm.settings import load_settings
 
 TRANSCRIPT = "Lucia: we should buy eggs and flour for the cake.\nJake: I will pay at Hema."
-
-
-@pytest.fixture(scope="module")
-def roles(minilm) -> RuleBasedRoles:
-    built = build_roles(load_settings(llm_provider="offline"), minilm)
-    assert isinstance(built, RuleBasedRoles)
-    return built
 
 
 def run(coro):
@@ -30,16 +21,16 @@ def run(coro):
 
 
 @pytest.fixture(scope="module")
-def frame_caption(roles) -> str:
+def frame_caption(rule_based_roles) -> str:
     frames = [make_frame_jpeg("BAKERY"), make_frame_jpeg("BAKERY", color=(190, 40, 40))]
-    return run(roles.caption(frames, TRANSCRIPT))
+    return run(rule_based_roles.caption(frames, TRANSCRIPT))
 
 
-def test_label_and_versions(roles):
-    assert roles.label == "offline"
-    assert roles.versions["caption"].endswith("offline-v2")  # words before colours
-    assert roles.versions["ner"].endswith("offline-v1")
-    assert {"caption", "ner", "response", "reasoning_agent"} <= roles.versions.keys()
+def test_label_and_versions(rule_based_roles):
+    assert rule_based_roles.label == "offline"
+    assert rule_based_roles.versions["caption"].endswith("offline-v2")  # words before colours
+    assert rule_based_roles.versions["ner"].endswith("offline-v1")
+    assert {"caption", "ner", "response", "reasoning_agent"} <= rule_based_roles.versions.keys()
 
 
 def test_caption_reads_the_frame_and_the_transcript(frame_caption):
@@ -52,53 +43,56 @@ def test_caption_reads_the_frame_and_the_transcript(frame_caption):
     assert frame_caption.index("BAKERY") < frame_caption.index("I was somewhere")
 
 
-def test_caption_of_dark_frame_without_speech_is_still_a_sentence(roles):
-    caption = run(roles.caption([make_frame_jpeg("", color=(5, 5, 5))], ""))
+def test_caption_of_dark_frame_without_speech_is_still_a_sentence(rule_based_roles):
+    caption = run(rule_based_roles.caption([make_frame_jpeg("", color=(5, 5, 5))], ""))
     assert "dim" in caption and "nothing was said" in caption
 
 
-def test_ner_and_triples_on_the_caption(roles, frame_caption):
-    entities = run(roles.ner(frame_caption))
+def test_ner_and_triples_on_the_caption(rule_based_roles, frame_caption):
+    entities = run(rule_based_roles.ner(frame_caption))
     assert {"I", "BAKERY", "Lucia", "Jake", "Hema"} <= set(entities)
-    triples = run(roles.episodic_triples(frame_caption, entities))
+    triples = run(rule_based_roles.episodic_triples(frame_caption, entities))
     assert triples and all(isinstance(t, Triple) for t in triples)
     facts = {tuple(t.as_list()) for t in triples}
     assert ("I", "saw text reading", "BAKERY") in facts
     assert any(t.subject == "Lucia" and t.object == "cake" for t in triples)
 
 
-def test_ner_triples_from_plain_sentences(roles):
+def test_ner_triples_from_plain_sentences(rule_based_roles):
     text = "I picked up my phone and walked to the kitchen table. Then Jake handed me the red cup."
-    triples = {tuple(t.as_list()) for t in run(roles.episodic_triples(text, run(roles.ner(text))))}
+    triples = {
+        tuple(t.as_list())
+        for t in run(rule_based_roles.episodic_triples(text, run(rule_based_roles.ner(text))))
+    }
     assert ("I", "picked up", "phone") in triples
     assert ("I", "walked to", "kitchen table") in triples
     assert ("Jake", "handed", "red cup") in triples
 
 
-def test_merge_is_extractive_ordered_and_shorter(roles):
+def test_merge_is_extractive_ordered_and_shorter(rule_based_roles):
     captions = [
         f"I was at the desk at minute {i}. I typed a report about {topic}."
         for i, topic in enumerate(["budgets", "hiring", "travel", "budgets", "the garden", "taxes"])
     ] + ["I was at the desk at minute 0. I typed a report about budgets."]  # a repeat
-    summary = run(roles.merge_captions(captions, 180))
+    summary = run(rule_based_roles.merge_captions(captions, 180))
     sentences = [s.strip() + "." for s in summary.split(".") if s.strip()]
     all_sentences = [s.strip() + "." for c in captions for s in c.split(".") if s.strip()]
     assert 0 < len(sentences) <= 6
     assert all(s in all_sentences for s in sentences)
     positions = [all_sentences.index(s) for s in sentences]
     assert positions == sorted(positions)
-    longer = run(roles.merge_captions(captions * 3, 3600))
+    longer = run(rule_based_roles.merge_captions(captions * 3, 3600))
     assert len(longer) >= len(summary)
 
 
-def test_semantic_triples_with_aligned_evidence(roles):
+def test_semantic_triples_with_aligned_evidence(rule_based_roles):
     summary = "Lucia likes strawberry cake. I usually drink coffee after lunch with Jake."
     episodic = [
         Triple(subject="I", predicate="talks with", object="Jake"),
         Triple(subject="Lucia", predicate="eats", object="strawberry cake"),
         Triple(subject="I", predicate="walks with", object="Jake"),
     ]
-    result = run(roles.semantic_triples(summary, episodic))
+    result = run(rule_based_roles.semantic_triples(summary, episodic))
     facts = {tuple(t.as_list()) for t in result.semantic_triples}
     assert ("Lucia", "likes", "strawberry cake") in facts
     assert ("I", "usually drink", "coffee") in facts
@@ -115,33 +109,33 @@ def test_semantic_triples_with_aligned_evidence(roles):
     assert by_fact[("I", "often deals with", "Jake")] == [0, 2]
 
 
-def test_consolidation_removes_duplicates_and_conflicts_only(roles):
+def test_consolidation_removes_duplicates_and_conflicts_only(rule_based_roles):
     new = Triple(subject="Lucia", predicate="likes", object="strawberry cake")
     candidates = [
         Triple(subject="Jake", predicate="owns", object="a blue bicycle"),
         Triple(subject="Lucia", predicate="dislikes", object="strawberry cake"),
         Triple(subject="Lucia", predicate="likes", object="strawberry cakes"),
     ]
-    decision = run(roles.consolidate(new, candidates))
+    decision = run(rule_based_roles.consolidate(new, candidates))
     assert decision.updated_triple == new
     assert sorted(decision.triples_to_remove) == [1, 2]
-    assert run(roles.consolidate(new, [])).triples_to_remove == []
+    assert run(rule_based_roles.consolidate(new, [])).triples_to_remove == []
 
 
-def test_entity_confirm(roles):
-    assert run(roles.entity_confirm("Lucia", "Lucia Chen", "Lucia said hi"))
-    assert not run(roles.entity_confirm("Lucia", "Jake", "Lucia said hi"))
+def test_entity_confirm(rule_based_roles):
+    assert run(rule_based_roles.entity_confirm("Lucia", "Lucia Chen", "Lucia said hi"))
+    assert not run(rule_based_roles.entity_confirm("Lucia", "Jake", "Lucia said hi"))
 
 
-def test_rerank_prefers_the_relevant_passage(roles):
+def test_rerank_prefers_the_relevant_passage(rule_based_roles):
     candidates = [
         ("a", "I watered the plants on the balcony."),
         ("b", "I bought milk and eggs at the Hema supermarket."),
         ("c", "Jake fixed the bicycle chain."),
     ]
-    assert run(roles.rerank("where did I buy eggs", candidates, 2))[0] == "b"
-    assert len(run(roles.rerank("where did I buy eggs", candidates, 2))) == 2
-    assert run(roles.rerank("x", [], 3)) == []
+    assert run(rule_based_roles.rerank("where did I buy eggs", candidates, 2))[0] == "b"
+    assert len(run(rule_based_roles.rerank("where did I buy eggs", candidates, 2))) == 2
+    assert run(rule_based_roles.rerank("x", [], 3)) == []
 
 
 @pytest.mark.parametrize(
@@ -153,18 +147,18 @@ def test_rerank_prefers_the_relevant_passage(roles):
         ("Where did I leave the keys?", "episodic"),
     ],
 )
-def test_agent_routes_first_search(roles, question, memory):
-    action = run(roles.agent_step(question, []))
+def test_agent_routes_first_search(rule_based_roles, question, memory):
+    action = run(rule_based_roles.agent_step(question, []))
     assert action == AgentAction(action="SEARCH", memory_type=memory, query=question)
 
 
-def test_agent_answers_after_results_and_always_terminates(roles):
+def test_agent_answers_after_results_and_always_terminates(rule_based_roles):
     q = "Where did I leave the keys?"
     found = [AgentRound(memory_type="episodic", query=q, results_text="[10:02] I put keys down.")]
-    assert run(roles.agent_step(q, found)).action == "ANSWER"
+    assert run(rule_based_roles.agent_step(q, found)).action == "ANSWER"
     rounds: list[AgentRound] = []
     for _ in range(10):
-        action = run(roles.agent_step(q, rounds))
+        action = run(rule_based_roles.agent_step(q, rounds))
         if action.action == "ANSWER":
             break
         rounds.append(
@@ -187,35 +181,37 @@ def _segment(ref: int, text: str, said: str = "") -> Passage:
     )
 
 
-def test_respond_multiple_choice_cites_evidence(roles):
+def test_respond_multiple_choice_cites_evidence(rule_based_roles):
     passages = [
         _segment(2, "I walked to the fridge and took out the milk."),
         _segment(5, "Lucia and I bought flour at the supermarket."),
     ]
     choices = ["flour", "a bicycle", "shoes", "a lamp"]
-    reply = run(roles.respond("What did Lucia and I buy?", passages, choices))
+    reply = run(rule_based_roles.respond("What did Lucia and I buy?", passages, choices))
     assert reply.choice_index == 0 and reply.evidence == ["S5"] and not reply.guess
     assert reply.answer.startswith("A. flour — ")
     assert "Lucia and I bought flour at the supermarket" in reply.answer
     assert "11:05:00 on 1 May 2025" in reply.answer
-    flipped = run(roles.respond("What did Lucia and I buy?", passages, ["shoes", "flour"]))
+    flipped = run(
+        rule_based_roles.respond("What did Lucia and I buy?", passages, ["shoes", "flour"])
+    )
     assert flipped.choice_index == 1 and flipped.answer.startswith("B. flour")
 
 
-def test_respond_free_form_short_answer_first_and_empty_context(roles):
+def test_respond_free_form_short_answer_first_and_empty_context(rule_based_roles):
     passages = [
         _segment(1, "I bought a newspaper. I was somewhere bright; white dominated what I saw."),
         _segment(3, 'Jake said: "see you at the car".', said="I parked the car on level 3."),
     ]
-    reply = run(roles.respond("Where did I park the car?", passages, None))
+    reply = run(rule_based_roles.respond("Where did I park the car?", passages, None))
     assert reply.answer.startswith("On level 3 — you heard it at 11:03:00 on 1 May 2025")
     assert '"I parked the car on level 3"' in reply.answer and reply.evidence == ["S3"]
     assert reply.choice_index is None
-    empty = run(roles.respond("Where?", [], None))
+    empty = run(rule_based_roles.respond("Where?", [], None))
     assert "nothing" in empty.answer and empty.guess and empty.evidence == []
 
 
-def test_every_role_on_a_real_frame_and_speech(roles):
+def test_every_role_on_a_real_frame_and_speech(rule_based_roles):
     """Speech (espeak-ng) → local Whisper → offline caption with the drawn frame → all roles."""
     from tests.fixtures.media import make_speech_wav, require_espeak
     from worldmm.asr.local import LocalWhisperTranscriber
@@ -230,22 +226,24 @@ def test_every_role_on_a_real_frame_and_speech(roles):
     assert {"market", "noon"} <= set(transcript.text.lower().replace(".", "").split())
     said = f"{transcript.text} Lucia wants to buy strawberries."
     frames = [make_frame_jpeg("MARKET"), make_frame_jpeg("FRUIT", color=(40, 150, 60))]
-    caption = run(roles.caption(frames, said))
+    caption = run(rule_based_roles.caption(frames, said))
     assert "MARKET" in caption and "FRUIT" in caption and "strawberr" in caption.lower()
-    entities = run(roles.ner(caption))
-    triples = run(roles.episodic_triples(caption, entities))
-    summary = run(roles.merge_captions([caption, "I usually shop at the market with Lucia."], 180))
-    extraction = run(roles.semantic_triples(summary, triples))
+    entities = run(rule_based_roles.ner(caption))
+    triples = run(rule_based_roles.episodic_triples(caption, entities))
+    summary = run(
+        rule_based_roles.merge_captions([caption, "I usually shop at the market with Lucia."], 180)
+    )
+    extraction = run(rule_based_roles.semantic_triples(summary, triples))
     assert entities and triples and summary
     assert len(extraction.episodic_evidence) == len(extraction.semantic_triples) > 0
-    decision = run(roles.consolidate(extraction.semantic_triples[0], triples))
+    decision = run(rule_based_roles.consolidate(extraction.semantic_triples[0], triples))
     assert all(0 <= i < len(triples) for i in decision.triples_to_remove)
-    ranked = run(roles.rerank("strawberries", [("s1", caption), ("s2", "I slept.")], 1))
+    ranked = run(rule_based_roles.rerank("strawberries", [("s1", caption), ("s2", "I slept.")], 1))
     assert ranked == ["s1"]
-    action = run(roles.agent_step("What fruit did Lucia want?", []))
+    action = run(rule_based_roles.agent_step("What fruit did Lucia want?", []))
     assert action.action == "SEARCH" and action.memory_type == "episodic"
     reply = run(
-        roles.respond(
+        rule_based_roles.respond(
             "What fruit did Lucia want?", [_segment(0, caption)], ["bananas", "strawberries"]
         )
     )

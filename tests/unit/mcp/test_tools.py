@@ -8,7 +8,7 @@ from mcp import Client
 
 from apps.client import AsyncWorldMMClient
 from apps.mcp import build_server
-from tests.unit.client.fake_api import fake_api
+from tests.fixtures.fake_query_api import fake_api
 
 KEY = "wmm_fake"
 

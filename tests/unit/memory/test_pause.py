@@ -3,7 +3,8 @@ whichever order the pause record and the captures arrive in; windows inside say 
 
 from __future__ import annotations
 
-from tests.unit.memory.test_windows import HOUR0, FakeClock, S, audio, frame, of, stream
+from tests.fixtures.clocks import ManualClock
+from tests.fixtures.window_streams import HOUR0, WALL0, S, audio, frame, of, stream
 from worldmm.memory.windows import (
     BaseWindow,
     CoarseWindow,
@@ -19,7 +20,7 @@ def windows(events) -> dict[int, BaseWindow]:
 
 
 def test_captures_inside_a_pause_are_dropped_and_its_windows_say_paused() -> None:
-    clock, state = FakeClock(), WindowCascade("u")
+    clock, state = ManualClock(WALL0), WindowCascade("u")
     out = stream(state, clock, HOUR0, HOUR0 + 60 * S)  # first minute recorded
     out += state.ingest([Pause("s1", HOUR0 + 60 * S)], clock.advance(0))
     out += stream(state, clock, HOUR0 + 60 * S, HOUR0 + 150 * S)  # glasses keep sending
@@ -45,7 +46,7 @@ def test_captures_inside_a_pause_are_dropped_and_its_windows_say_paused() -> Non
 def test_a_pause_read_after_its_captures_still_drops_them() -> None:
     """The control topic may be read behind the frames: captures already held in open
     windows go when the pause record arrives."""
-    clock, state = FakeClock(), WindowCascade("u")
+    clock, state = ManualClock(WALL0), WindowCascade("u")
     held = [frame(HOUR0 + t * S) for t in range(0, 25, 5)]
     out = state.ingest([*held, audio(HOUR0 + 8 * S)], clock.advance(1))
     out += state.ingest([Pause("s1", HOUR0 + 10 * S)], clock.advance(1))
@@ -63,7 +64,7 @@ def test_a_pause_with_no_resume_ends_at_the_session_end_and_fills_its_windows() 
     """The glasses may stop sending during a pause: every window of its span is still
     opened, so the day shows a paused gap, not missing data; a coarse window whose children
     were all paused is itself paused (its builder sees the children's status)."""
-    clock, state = FakeClock(), WindowCascade("u")
+    clock, state = ManualClock(WALL0), WindowCascade("u")
     out = stream(state, clock, HOUR0, HOUR0 + 30 * S)
     out += state.ingest([Pause("s1", HOUR0 + 30 * S)], clock.advance(0))
     out += state.ingest([SessionEnd("s1", HOUR0 + 180 * S)], clock.advance(1))
@@ -82,7 +83,7 @@ def test_a_pause_with_no_resume_ends_at_the_session_end_and_fills_its_windows() 
 
 
 def test_repeated_and_stray_records_change_nothing_and_the_state_survives_a_snapshot() -> None:
-    clock, state = FakeClock(), WindowCascade("u")
+    clock, state = ManualClock(WALL0), WindowCascade("u")
     assert state.ingest([Pause("s1", HOUR0, resume=True)], clock.advance(1)) == []  # stray
     state.ingest([Pause("s1", HOUR0 + 10 * S)], clock.advance(1))
     state.ingest([Pause("s1", HOUR0 + 20 * S)], clock.advance(1))  # repeated: first counts
@@ -97,7 +98,7 @@ def test_repeated_and_stray_records_change_nothing_and_the_state_survives_a_snap
 def test_captures_read_before_their_resume_are_kept() -> None:
     """Frames and control records come from different topics: captures past the resume can
     be read before the resume record. They wait for it and are kept, not dropped."""
-    clock, state = FakeClock(), WindowCascade("u")
+    clock, state = ManualClock(WALL0), WindowCascade("u")
     out = stream(state, clock, HOUR0, HOUR0 + 30 * S)
     out += state.ingest([Pause("s1", HOUR0 + 30 * S)], clock.advance(0))
     out += stream(state, clock, HOUR0 + 30 * S, HOUR0 + 90 * S)  # resume not read yet

@@ -3,59 +3,22 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 
 import pytest
 
+from tests.fixtures.clocks import ManualClock
+from tests.fixtures.window_streams import HOUR0, WALL0, S, audio, frame, of, stream
 from worldmm.memory.windows import (
     BaseWindow,
     CoarseWindow,
-    Item,
     LateItem,
     SessionEnd,
     WindowCascade,
     WindowConfig,
     align,
     children_of,
-    dt_to_ms,
     parent_of,
 )
-
-HOUR0 = dt_to_ms(datetime(2026, 5, 4, 9, 0, tzinfo=UTC))  # an hour boundary
-S = 1000
-
-
-class FakeClock:
-    """Wall time in seconds; the test moves it explicitly."""
-
-    def __init__(self, start: float = 1_000_000.0) -> None:
-        self.now = start
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
-
-
-def frame(ts_ms: int, session: str = "s1") -> Item:
-    return Item("frames", f"f{ts_ms}", session, ts_ms, ts_ms)
-
-
-def audio(ts_ms: int, dur_ms: int = 5 * S, session: str = "s1") -> Item:
-    return Item("audio", f"a{ts_ms}", session, ts_ms, ts_ms + dur_ms)
-
-
-def stream(
-    state: WindowCascade, clock: FakeClock, start_ms: int, end_ms: int, step_s: int = 5
-) -> list:
-    """Feed frames and 5 s audio chunks in real-time order, one batch per step."""
-    out = []
-    for t in range(start_ms, end_ms, step_s * S):
-        out += state.ingest([frame(t), audio(t, step_s * S)], clock.advance(step_s))
-    return out
-
-
-def of(events, cls):
-    return [e for e in events if isinstance(e, cls)]
 
 
 def test_hierarchy_arithmetic() -> None:
@@ -89,7 +52,7 @@ def test_hierarchy_arithmetic() -> None:
 
 
 def test_full_hour_cascade_with_fake_clock() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     events = stream(state, clock, HOUR0, HOUR0 + 3600 * S + 60 * S)
 
@@ -115,7 +78,7 @@ def test_full_hour_cascade_with_fake_clock() -> None:
 
 
 def test_windows_close_on_event_time_with_lateness() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     out = state.ingest([frame(HOUR0), audio(HOUR0)], clock.advance(1))
     # progress: frames 39 s, audio 40 s (its end) -> watermark 29 s: window [0, 30) stays open
@@ -126,7 +89,7 @@ def test_windows_close_on_event_time_with_lateness() -> None:
 
 
 def test_lagging_stream_holds_windows_then_idle_releases() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade("u1", WindowConfig(allowed_lateness_s=0, idle_s=20))
     state.ingest([audio(HOUR0, 1 * S)], clock.advance(1))
     # frames race ahead (another topic read faster): audio's progress holds the window open
@@ -147,7 +110,7 @@ def test_lagging_stream_holds_windows_then_idle_releases() -> None:
 
 
 def test_all_streams_idle_event_time_follows_wall_time() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=5))
     state.ingest([frame(HOUR0 + 2 * S), audio(HOUR0 + 2 * S, S)], clock.advance(1))
     assert state.tick(clock.advance(4)) == []
@@ -164,7 +127,7 @@ def test_all_streams_idle_event_time_follows_wall_time() -> None:
 
 def test_session_end_flushes_partial_windows_twelve_minutes() -> None:
     """The e2e shape: 12 minutes from a 10 min boundary, then a session end."""
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     start = HOUR0 + 20 * 60 * S
     state = WindowCascade(
         "u1", WindowConfig(allowed_lateness_s=10, idle_s=60, session_end_grace_s=3)
@@ -191,7 +154,7 @@ def test_session_end_flushes_partial_windows_twelve_minutes() -> None:
 
 
 def test_session_end_mid_window_and_late_items() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade(
         "u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=0)
     )
@@ -221,7 +184,7 @@ def test_end_is_applied_when_the_next_session_starts() -> None:
 def test_end_read_before_its_session_waits_for_the_data() -> None:
     """A consumer catching up reads the control topic far ahead of the frames: the end must
     not flush (and turn the whole session late) before the session's captures arrive."""
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade(
         "u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2)
     )
@@ -245,7 +208,7 @@ def test_end_read_before_its_session_waits_for_the_data() -> None:
 
 
 def test_end_whose_data_never_comes_gives_up_after_idle() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade(
         "u1", WindowConfig(allowed_lateness_s=0, idle_s=30, session_end_grace_s=2)
     )
@@ -261,7 +224,7 @@ def test_end_whose_data_never_comes_gives_up_after_idle() -> None:
 
 
 def test_ends_read_ahead_of_two_sessions_each_wait_for_their_own() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade(
         "u1", WindowConfig(allowed_lateness_s=0, idle_s=60, session_end_grace_s=1)
     )
@@ -285,7 +248,7 @@ def test_ends_read_ahead_of_two_sessions_each_wait_for_their_own() -> None:
 
 
 def test_a_bounded_run_leaves_ends_to_the_data_or_eof() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     config = WindowConfig(allowed_lateness_s=0, idle_s=1e6, session_end_grace_s=math.inf)
     state = WindowCascade("u1", config)
     state.ingest([frame(HOUR0 + S), audio(HOUR0 + S)], clock.now)
@@ -309,7 +272,7 @@ def test_a_frame_at_the_end_time_belongs_to_the_session() -> None:
 
 
 def test_duplicates_are_merged_and_eof_keeps_open_tail() -> None:
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     batch = [frame(HOUR0 + k * S) for k in range(0, 70, 2)] + [audio(HOUR0, 70 * S)]
     out = state.ingest(batch + batch, clock.advance(1))  # redelivered input
@@ -329,7 +292,7 @@ def test_audio_chunk_spanning_a_boundary_goes_to_both_windows() -> None:
 def test_snapshot_is_picklable_and_resumes() -> None:
     import pickle
 
-    clock = FakeClock()
+    clock = ManualClock(WALL0)
     state = WindowCascade("u1", WindowConfig(allowed_lateness_s=10, idle_s=60))
     stream(state, clock, HOUR0, HOUR0 + 100 * S)
     copy = pickle.loads(pickle.dumps(state))

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.dataflows.test_adaptive_limit import Clock
+from tests.fixtures.clocks import ManualClock
 from worldmm.privacy.detect_budget import DetectionBudget
 
 
 def test_the_bucket_refills_at_the_cores_and_holds_one_window() -> None:
-    clock = Clock()
+    clock = ManualClock()
     budget = DetectionBudget(0.5, burst_s=30, clock=clock)  # holds 15 CPU-seconds
     assert budget.capacity == 15
     budget.charge(15)
@@ -23,7 +23,7 @@ def test_the_bucket_refills_at_the_cores_and_holds_one_window() -> None:
 
 
 def test_sampled_frames_may_empty_it_the_others_only_half() -> None:
-    budget = DetectionBudget(1.0, burst_s=10, clock=Clock())
+    budget = DetectionBudget(1.0, burst_s=10, clock=ManualClock())
     budget.charge(4.5)  # 5.5 left: above half
     assert budget.allows(sampled=False)
     budget.charge(1)  # 4.5 left
