@@ -22,6 +22,7 @@ from worldmm.settings import Settings, load_settings
 pytest_plugins = [
     "tests.fixtures.api",
     "tests.fixtures.database",
+    "tests.fixtures.deps",
     "tests.fixtures.fake_openai",
     "tests.fixtures.local_models",
     "tests.fixtures.random_model",
@@ -95,4 +96,7 @@ def user_id() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "served_settings(**values): settings of the module's own API (served)"
+    )
+    config.addinivalue_line(
+        "markers", "deps(**parts_and_settings): the parts and settings of the deps fixture"
     )

@@ -16,7 +16,6 @@ import redis
 
 from bench.ingest_sim import HashEmbedder, SimulatedRoles
 from tests.fixtures.windows import frame_window
-from worldmm.blobs import LocalBlobStore
 from worldmm.deps import Deps
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
 from worldmm.graph.timed import TimedGraph
@@ -24,27 +23,14 @@ from worldmm.memory.retrieval.graph_lanes import load_timed
 from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import CoarseWindow, dt_to_ms
 
-pytestmark = pytest.mark.integration
+# simulated construction (no model latency), no visual encoder: what ingest writes, cheaply
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.deps(roles=lambda: SimulatedRoles(0.0), embedder=HashEmbedder, encoder=None),
+]
 
 T10 = datetime(2026, 5, 4, 9, 10, tzinfo=UTC)  # a 10 min boundary
 KEYS = [("episodic", s) for s in (30, 180, 600, 3600)] + [("semantic", None)]
-
-
-@pytest.fixture
-def deps(settings, tmp_path):
-    from worldmm.store.db import Database
-
-    d = Deps(
-        settings=settings,
-        db=Database(settings.database_url, max_size=2),
-        roles=SimulatedRoles(0.0),
-        embedder=HashEmbedder(settings.text_embed_dim),
-        transcriber=None,
-        encoder=None,
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-    )
-    yield d
-    d.close()
 
 
 class Reader:

@@ -14,28 +14,23 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.fixtures.store import insert_alias, make_segment
-from worldmm.blobs import LocalBlobStore
-from worldmm.deps import Deps
 from worldmm.embed.local import MiniLMEmbedder
-from worldmm.graph.cache import NullCache
-from worldmm.llm.roles import build_roles
 from worldmm.memory.backfill import backfill_segment_embeddings
 from worldmm.memory.retrieval.episodic import EpisodicOptions, finish, run_lanes, search_episodic
 from worldmm.store import entities, segment_search, segments, triples, users
 from worldmm.store.db import Database
 from worldmm.store.models import TripleWrite
 
-pytestmark = pytest.mark.integration
+# the offline roles over the real MiniLM, no visual encoder
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.deps(roles="rule_based_roles", embedder="minilm", encoder=None),
+]
 
 DAY = datetime(2025, 3, 4, 9, 0, tzinfo=UTC)
 FILLER = " ".join(
     ["We talked about the weather, the garden, the neighbours and the football on Sunday."] * 20
 )
-
-
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
 
 
 class Memory:
@@ -78,8 +73,8 @@ class Memory:
 
 
 @pytest.fixture
-def memory(db, user_id, embedder) -> Memory:
-    m = Memory(db, user_id, embedder)
+def memory(db, user_id, minilm) -> Memory:
+    m = Memory(db, user_id, minilm)
     t = DAY
     m.seg("chores", t, 600, "Evening chores: I folded the laundry, washed the dishes, "
           "and took out the trash.")  # fmt: skip
@@ -102,22 +97,9 @@ def memory(db, user_id, embedder) -> Memory:
     # the next day: hidden from questions asked before it
     m.seg("later", t + timedelta(days=1), 30, "I saw qv7x again, and Alice ate spaghetti.",
           facts=[("Alice", "eats", "spaghetti")])  # fmt: skip
-    report = backfill_segment_embeddings(db, embedder, user_id=user_id, batch_size=4)
+    report = backfill_segment_embeddings(db, minilm, user_id=user_id, batch_size=4)
     assert report.total == report.written == len(m.ids)
     return m
-
-
-@pytest.fixture
-def deps(db, settings, embedder, tmp_path) -> Deps:
-    return Deps(
-        settings=settings,
-        db=db,
-        roles=build_roles(settings, embedder),
-        embedder=embedder,
-        encoder=None,
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-        cache=NullCache(),
-    )
 
 
 def lane(deps, user, query, name, as_of=None, **extra) -> list[int]:
@@ -213,25 +195,25 @@ def test_other_user_sees_nothing(deps, memory):
         assert lane(deps, "someone-else", "qv7x Alice spaghetti", name) == []
 
 
-def test_backfill_is_idempotent_and_re_embeds_another_models_rows(db, memory, user_id, embedder):
-    again = backfill_segment_embeddings(db, embedder, user_id=user_id)
+def test_backfill_is_idempotent_and_re_embeds_another_models_rows(db, memory, user_id, minilm):
+    again = backfill_segment_embeddings(db, minilm, user_id=user_id)
     assert (again.total, again.written) == (0, 0)
     with db.transaction() as conn:
         conn.execute(
             "UPDATE segment_embeddings SET model = 'old-model' WHERE segment_id = %s",
             (memory.ids["phone"],),
         )
-        assert segment_search.count_missing_embeddings(conn, embedder.name, user_id) == 1
-    redo = backfill_segment_embeddings(db, embedder, user_id=user_id)
+        assert segment_search.count_missing_embeddings(conn, minilm.name, user_id) == 1
+    redo = backfill_segment_embeddings(db, minilm, user_id=user_id)
     assert (redo.total, redo.written) == (1, 1)
 
 
-def test_backfill_command_shows_progress_and_fills_the_dense_lane(db, settings, user_id, embedder):
-    m = Memory(db, user_id, embedder)
+def test_backfill_command_shows_progress_and_fills_the_dense_lane(db, settings, user_id, minilm):
+    m = Memory(db, user_id, minilm)
     for i in range(5):
         m.seg(f"s{i}", DAY + timedelta(minutes=i), 30, f"Window {i}: I water plant number {i}.")
     with db.connection() as conn:
-        assert segment_search.count_missing_embeddings(conn, embedder.name, user_id) == 5
+        assert segment_search.count_missing_embeddings(conn, minilm.name, user_id) == 5
     from apps.cli import app
 
     env = {
@@ -242,15 +224,15 @@ def test_backfill_command_shows_progress_and_fills_the_dense_lane(db, settings, 
     assert out.exit_code == 0, out.output
     assert "embedded 5 of 5 segments" in out.output
     with db.connection() as conn:
-        assert segment_search.count_missing_embeddings(conn, embedder.name, user_id) == 0
+        assert segment_search.count_missing_embeddings(conn, minilm.name, user_id) == 0
 
 
 @pytest.fixture
-def household(db, user_id, embedder) -> Memory:
+def household(db, user_id, minilm) -> Memory:
     """Katrina and Shure each named alone in several windows; once together, where the
     window's text calls them by nicknames (the speakers "Kat" and "Shu") and ingest's alias
     resolution tied those lines to their canonical entities."""
-    m = Memory(db, user_id, embedder)
+    m = Memory(db, user_id, minilm)
     alone = [
         ("Katrina waters the plants on the balcony.", [("Katrina", "waters", "plants")]),
         ("Katrina reads a book on the sofa.", [("Katrina", "reads", "book")]),
@@ -271,8 +253,8 @@ def household(db, user_id, embedder) -> Memory:
         for nick, name in (("Kat", "Katrina"), ("Shu", "Shure")):
             canonical = entities.find_entity_by_surface(conn, user_id, name)
             assert canonical is not None
-            insert_alias(conn, user_id, nick, canonical.id, embedder.embed([nick])[0])
-    backfill_segment_embeddings(db, embedder, user_id=user_id)
+            insert_alias(conn, user_id, nick, canonical.id, minilm.embed([nick])[0])
+    backfill_segment_embeddings(db, minilm, user_id=user_id)
     return m
 
 

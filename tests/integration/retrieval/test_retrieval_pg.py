@@ -8,7 +8,7 @@ import logging
 import pytest
 import redis
 
-from tests.fixtures.fake_models import HashEmbedder, ScriptedRoles, search
+from tests.fixtures.fake_models import search
 from tests.fixtures.retrieval_memory import Memory, at
 from tests.fixtures.store_reads import triples_for_graph
 from worldmm.agent import answer_question
@@ -21,13 +21,17 @@ from worldmm.memory.retrieval import (
 )
 from worldmm.models import SCALES
 
-pytestmark = pytest.mark.integration
+# scripted roles, hash embeddings, the Redis graph cache; every lane on, the graph's too (its
+# default weight is 0 with the offline triples)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.deps(cache="graph_cache", episodic_lane_weights="lexical:1,dense:1,graph:0.5"),
+]
 
 
 @pytest.fixture
-def memory(db, user_id, settings):
-    text, vis = HashEmbedder(settings.text_embed_dim), HashEmbedder(settings.visual_embed_dim)
-    m = Memory(db, user_id, text, vis)
+def memory(db, user_id, hash_embedder, visual_hash_embedder):
+    m = Memory(db, user_id, hash_embedder, visual_hash_embedder)
     m.segment(
         "cup",
         30,
@@ -69,12 +73,9 @@ def memory(db, user_id, settings):
 
 
 @pytest.fixture
-def deps(settings, memory, tmp_path):
+def graph_cache(settings):
     cache = GraphCache.from_url(settings.redis_url, ttl_s=300)
-    roles = ScriptedRoles()
-    # every lane on, the graph's too (its default weight is 0 with the offline triples)
-    settings = settings.model_copy(update={"episodic_lane_weights": "lexical:1,dense:1,graph:0.5"})
-    yield memory.deps(settings, roles, tmp_path / "blobs", cache)
+    yield cache
     cache.close()
 
 

@@ -10,11 +10,11 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.fixtures.fake_models import HashEmbedder, ScriptedRoles
+from tests.fixtures.fake_models import ScriptedRoles
 from tests.fixtures.recording_reader import RecordingReader
 from tests.fixtures.retrieval_memory import Memory, at
 from worldmm.deps import Deps
-from worldmm.graph.cache import CacheRead, NullCache
+from worldmm.graph.cache import CacheRead
 from worldmm.memory.retrieval import (
     search,
     search_episodic,
@@ -25,7 +25,12 @@ from worldmm.memory.retrieval.episodic import EpisodicOptions, run_lanes
 from worldmm.memory.retrieval.visual import MAX_RANGE_FRAMES
 from worldmm.providers.errors import ModelCallError
 
-pytestmark = pytest.mark.integration
+# scripted roles and hash embeddings; the graph lane alone, no drill-down: what these tests
+# measure is the lane's reads
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.deps(episodic_lane_weights="graph:1", episodic_drill_parents=0),
+]
 
 
 class MemoryCache:
@@ -46,9 +51,8 @@ class MemoryCache:
 
 
 @pytest.fixture
-def memory(db, user_id, settings) -> Memory:
-    text, vis = HashEmbedder(settings.text_embed_dim), HashEmbedder(settings.visual_embed_dim)
-    m = Memory(db, user_id, text, vis)
+def memory(db, user_id, hash_embedder, visual_hash_embedder) -> Memory:
+    m = Memory(db, user_id, hash_embedder, visual_hash_embedder)
     m.segment("cup", 30, 0, "Kate hands me a red cup in the kitchen.",
               [("Kate", "hands", "red cup", False), ("I", "stand in", "kitchen", False)],
               clip_text="red cup kitchen")  # fmt: skip
@@ -86,16 +90,10 @@ class World(NamedTuple):
 
 
 @pytest.fixture
-def world(memory, settings, tmp_path) -> World:
-    roles = ScriptedRoles()
-    # the graph lane alone, no drill-down: what these tests measure is the lane's reads
-    settings = settings.model_copy(
-        update={"episodic_lane_weights": "graph:1", "episodic_drill_parents": 0}
-    )
-    deps = memory.deps(settings, roles, tmp_path / "blobs", NullCache())
+def world(memory, deps) -> World:
     reader = RecordingReader(deps.reader)
     deps.reader = reader  # type: ignore[misc]  # the same reads, recorded
-    return World(deps, reader, roles, memory, memory.user)
+    return World(deps, reader, deps.roles, memory, memory.user)
 
 
 def run(coro):

@@ -12,13 +12,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.fixtures.store import make_segment
-from tests.integration.retrieval.test_episodic_lanes import deps, embedder  # noqa: F401
 from worldmm.memory.backfill import backfill_segment_embeddings
 from worldmm.memory.recall_queue import RecallQueue
 from worldmm.memory.retrieval.episodic import EpisodicOptions, search_episodic
 from worldmm.store import users
 
-pytestmark = pytest.mark.integration
+# the episodic lanes' bundle: the offline roles over the real MiniLM, no visual encoder
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.deps(roles="rule_based_roles", embedder="minilm", encoder=None),
+]
 
 DAY = datetime(2025, 4, 7, 8, 0, tzinfo=UTC)
 # Routine look-alikes: the same act, day after day, with one detail that tells them apart.
@@ -33,7 +36,7 @@ TOPICS = {
 }
 
 
-def _memory(deps, user_id):  # noqa: F811
+def _memory(deps, user_id):
     """Every topic on four days (its detail differing), 30 s windows; ids by (topic, day)."""
     ids: dict[tuple[str, int], int] = {}
     with deps.db.transaction() as conn:
@@ -52,18 +55,18 @@ def _memory(deps, user_id):  # noqa: F811
     return ids
 
 
-def _options(deps, **prior) -> EpisodicOptions:  # noqa: F811
+def _options(deps, **prior) -> EpisodicOptions:
     base = EpisodicOptions.from_settings(deps.settings)
     flat = replace(base.prior, default_weight=0.0, weight=0.0)  # no time pull: priors alone
     return replace(base, prior=replace(flat, **prior), drill_parents=0, keep=3)
 
 
-def _top(deps, user_id, question, options, as_of) -> list[int]:  # noqa: F811
+def _top(deps, user_id, question, options, as_of) -> list[int]:
     result = asyncio.run(search_episodic(deps, user_id, question, as_of, options=options))
     return [h.segment_id for h in result.hits]
 
 
-def test_importance_lifts_the_important_look_alike(deps, user_id) -> None:  # noqa: F811
+def test_importance_lifts_the_important_look_alike(deps, user_id) -> None:
     ids = _memory(deps, user_id)
     as_of = DAY + timedelta(days=10)
     target = ids["keys", 2]
@@ -81,7 +84,7 @@ def test_importance_lifts_the_important_look_alike(deps, user_id) -> None:  # no
     assert set(on) <= {ids["keys", d] for d in range(4)}  # no other topic is pulled in
 
 
-def test_recall_prior_on_an_asked_again_workload(deps, user_id) -> None:  # noqa: F811
+def test_recall_prior_on_an_asked_again_workload(deps, user_id) -> None:
     ids = _memory(deps, user_id)
     as_of = DAY + timedelta(days=10)
     queue = RecallQueue(deps.db, flush_s=1.0, max_pending=1000)

@@ -218,7 +218,7 @@ def test_purging_a_user_drops_their_counters(conn, user_id) -> None:
     assert triples.triples_fingerprint(conn, user_id, "episodic", 30) == "0:0:0"
 
 
-def test_two_writers_of_one_scale_queue_and_both_count(conn, database, user_id) -> None:
+def test_two_writers_of_one_scale_queue_and_both_count(conn, db, user_id) -> None:
     """A second transaction writing the same user's scale waits on the counter row until
     the first commits, then counts its own rows on top: no deadlock, nothing lost."""
     import threading
@@ -232,7 +232,7 @@ def test_two_writers_of_one_scale_queue_and_both_count(conn, database, user_id) 
         return [triple(me.id, "saw", i + 2, object_literal=f"{tag} {i}") for i in range(3)]
 
     done: list[BaseException | None] = []
-    with database.connection() as a, database.connection() as b:
+    with db.connection() as a, db.connection() as b:
         triples.insert_triples(a, user_id, first, "episodic", rows("a"))
         (b_pid,) = b.execute("SELECT pg_backend_pid()").fetchone()
 

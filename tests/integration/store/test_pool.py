@@ -20,8 +20,8 @@ INSERT_SEGMENT = (
 )
 
 
-def test_searches_are_never_prepared_generically(database, user_id) -> None:
-    with database.connection() as conn:
+def test_searches_are_never_prepared_generically(db, user_id) -> None:
+    with db.connection() as conn:
         for _ in range(8):  # past psycopg's default prepare threshold (5)
             ss.first_segment_start(conn, user_id)
         # a statement prepared on the server may be planned once, without the user: blind to
@@ -32,13 +32,13 @@ def test_searches_are_never_prepared_generically(database, user_id) -> None:
         assert prepared == 0
 
 
-def test_a_new_wearers_key_checks_use_the_key(database) -> None:
+def test_a_new_wearers_key_checks_use_the_key(db) -> None:
     """A new wearer is missing from the statistics, so a plan made for its user id finds any
     index on ``user_id`` as good as the key, and the check of each 30 s window's parent then
     scanned all of the wearer's windows (a 12-week bench load ran for hours, not 24 s). The
     checks keep PostgreSQL's choice: custom plans five times, then the generic one by key."""
     known, new = (f"user-{uuid.uuid4().hex[:12]}" for _ in range(2))
-    with database.connection() as conn:
+    with db.connection() as conn:
         ensure_user(conn, known)
         conn.execute(  # enough rows that a check by key beats reading the table
             "INSERT INTO segments (user_id, scale_seconds, window_start, window_end)"

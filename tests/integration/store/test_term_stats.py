@@ -30,7 +30,7 @@ def _same(a: ts.TermStats, b: ts.TermStats) -> None:
     assert np.array_equal(a.base_ends, b.base_ends)
 
 
-def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypatch) -> None:
+def test_kept_up_to_date_equals_a_whole_count(db, conn, user_id, monkeypatch) -> None:
     clock = [0.0]
     monkeypatch.setattr(frequencies.time, "monotonic", lambda: clock[0])
     counted: list[ts.Coverage] = []
@@ -45,7 +45,7 @@ def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypat
         _write(conn, user_id, i, rng, "pending" if i in (37, 39) else "complete")
     conn.commit()
     memo = frequencies.TermStatsMemo(spawn=lambda job: job())
-    first = memo.get(conn, database, user_id)
+    first = memo.get(conn, db, user_id)
     assert first.docs == 38 and counted == [ts.NOTHING]
     seen = ts.coverage(conn, user_id)
     assert len(seen.pending) == 2
@@ -56,7 +56,7 @@ def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypat
     _write(conn, user_id, 37, rng)  # the pending window completes (same row, new text)
     conn.commit()
     clock[0] += frequencies.TERM_STATS_CHECK_S
-    second = memo.get(conn, database, user_id)
+    second = memo.get(conn, db, user_id)
     assert counted[-1] == seen  # only what changed since was counted
     _same(second, ts.read_all(conn, user_id)[0])
     assert second.docs == first.docs + 12  # 11 new complete + the one completed
@@ -65,6 +65,6 @@ def test_kept_up_to_date_equals_a_whole_count(database, conn, user_id, monkeypat
     _write(conn, user_id, 39, rng)
     conn.commit()
     clock[0] += frequencies.TERM_STATS_RECOUNT_S  # old enough for the whole recount as well
-    memo.get(conn, database, user_id)
+    memo.get(conn, db, user_id)
     assert counted[-1] == ts.NOTHING  # the recount ran (at once, in this test)
-    _same(memo.get(conn, database, user_id), ts.read_all(conn, user_id)[0])
+    _same(memo.get(conn, db, user_id), ts.read_all(conn, user_id)[0])

@@ -283,10 +283,10 @@ def test_replace_episodic_triples_drops_stale_ones(conn, user_id) -> None:
     assert sorted(t.object_name for t in left) == ["cup", "key"]
 
 
-def test_database_check_schema(database, stack) -> None:
+def test_database_check_schema(db, stack) -> None:
     from worldmm.settings import load_settings
     from worldmm.store.migrate import SchemaError
 
-    database.check_schema(load_settings())
+    db.check_schema(load_settings())
     with pytest.raises(SchemaError):
-        database.check_schema(load_settings(visual_embed_dim=512))
+        db.check_schema(load_settings(visual_embed_dim=512))

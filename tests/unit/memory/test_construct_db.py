@@ -4,18 +4,14 @@ and an embedder whose similarities the test chooses."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import io
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-import numpy as np
 import pytest
-from PIL import Image
 
-from worldmm.blobs import LocalBlobStore
-from worldmm.deps import Deps
-from worldmm.encoder.base import EncoderUnavailable
-from worldmm.llm.schemas import ConsolidationDecision, SemanticExtraction
+from tests.fixtures.construction_fakes import Embedder, Encoder, Roles
+from tests.fixtures.windows import T10, jpeg_window, segment_at
+from worldmm.llm.schemas import ConsolidationDecision
 from worldmm.memory.caption_ingest import ingest_caption_windows
 from worldmm.memory.entity_resolution import resolve_entities
 from worldmm.memory.window_inputs import CaptureRef
@@ -23,125 +19,10 @@ from worldmm.memory.window_status import process_window
 from worldmm.memory.windows import BaseWindow, Item, dt_to_ms
 from worldmm.models import Triple
 
-pytestmark = pytest.mark.integration
-
-T10 = datetime(2026, 5, 4, 9, 10, tzinfo=UTC)  # a 10 min boundary
-DIM = 384
-
-
-class Embedder:
-    """Unit vectors from a hash; names listed in ``near`` share most of a base direction."""
-
-    name = "test-hash"
-    dim = DIM
-
-    def __init__(self, near: dict[str, tuple[str, float]] | None = None) -> None:
-        self.near = near or {}  # text -> (other text, cosine wanted)
-
-    def _base(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.lower().encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(DIM)
-        return v / np.linalg.norm(v)
-
-    def _vec(self, text: str) -> np.ndarray:
-        if text in self.near:
-            other, cos = self.near[text]
-            a, b = self._base(other), self._base(text)
-            b = b - a * (a @ b)
-            b /= np.linalg.norm(b)
-            return cos * a + np.sqrt(1 - cos * cos) * b
-        return self._base(text)
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
-
-
-class Roles:
-    """Scripted roles (the model layer's offline provider is exercised by the e2e test)."""
-
-    label = "scripted"
-    versions = {"caption": "t1"}
-
-    def __init__(self) -> None:
-        self.confirm: dict[tuple[str, str], bool] = {}
-        self.semantic: list[Triple] = []
-        self.decision: ConsolidationDecision | None = None
-        self.fail_caption = False
-
-    async def caption(self, frames, transcript):
-        if self.fail_caption:
-            raise RuntimeError("model down")
-        return f"Katrina holds a red mug. {len(frames)} frames."
-
-    async def ner(self, text):
-        return sorted({w.strip(".") for w in text.split() if w[:1].isupper()})
-
-    async def episodic_triples(self, text, entities):
-        return [Triple(subject=entities[0], predicate="holds", object="red mug")]
-
-    async def merge_captions(self, captions, level_seconds):
-        return " ".join(captions[:2])
-
-    async def semantic_triples(self, summary, episodic):
-        return SemanticExtraction(
-            semantic_triples=self.semantic, episodic_evidence=[[] for _ in self.semantic]
-        )
-
-    async def consolidate(self, new, candidates):
-        return self.decision or ConsolidationDecision(updated_triple=new, triples_to_remove=[])
-
-    async def entity_confirm(self, surface, candidate, context):
-        return self.confirm.get((surface, candidate), False)
-
-
-class Encoder:
-    dim = 1536
-
-    def __init__(self, up: bool = True) -> None:
-        self.up = up
-
-    async def encode_video(self, frames):
-        if not self.up:
-            raise EncoderUnavailable("gpu worker down")
-        v = np.ones(self.dim, dtype=np.float32)
-        return v / np.linalg.norm(v)
-
-
-@pytest.fixture
-def deps(settings, tmp_path):
-    from worldmm.store.db import Database
-
-    s = settings.model_copy(update={"window_max_attempts": 2})
-    d = Deps(
-        settings=s,
-        db=Database(s.database_url, max_size=4),
-        roles=Roles(),
-        embedder=Embedder(),
-        transcriber=None,
-        encoder=Encoder(),
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-    )
-    yield d
-    d.close()
-
-
-def _jpeg_window(deps: Deps, user_id: str, start: datetime, n: int = 20) -> BaseWindow:
-    buf = io.BytesIO()
-    Image.new("RGB", (16, 16), (0, 90, 200)).save(buf, format="JPEG")
-    items = []
-    for k in range(n):
-        ts = dt_to_ms(start) + k * 1500
-        key = f"frames/{user_id}/s1/{ts}-{k}.jpg"
-        deps.blobs.put(key, buf.getvalue())
-        items.append(Item("frames", key, "s1", ts, ts, CaptureRef(key, seq=k)))
-    return BaseWindow(user_id, dt_to_ms(start), tuple(items), False, "s1")
-
-
-def _segment(deps, user_id, scale, start):
-    from worldmm.store.segments import get_segment_by_window
-
-    with deps.db.connection() as conn:
-        return get_segment_by_window(conn, user_id, scale, start)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.deps(roles=Roles, embedder=Embedder, encoder=Encoder, window_max_attempts=2),
+]
 
 
 def test_base_window_writes_everything_and_degrades_without_encoder(deps, user_id) -> None:
@@ -149,9 +30,9 @@ def test_base_window_writes_everything_and_degrades_without_encoder(deps, user_i
     from worldmm.store.frames import list_frames
     from worldmm.store.triples import triples_for_segments
 
-    out = asyncio.run(process_window(deps, _jpeg_window(deps, user_id, T10)))
+    out = asyncio.run(process_window(deps, jpeg_window(deps, user_id, T10)))
     assert out.status == "complete" and out.counts["sampled"] == 16 and out.counts["frames"] == 20
-    seg = _segment(deps, user_id, 30, T10)
+    seg = segment_at(deps, user_id, 30, T10)
     assert seg.processing_status == "complete" and seg.visual_status == "complete"
     assert seg.caption.endswith("16 frames.")  # the captioner got the 16 sampled frames
     with deps.db.connection() as conn:
@@ -162,17 +43,17 @@ def test_base_window_writes_everything_and_degrades_without_encoder(deps, user_i
 
     deps.encoder = Encoder(up=False)
     later = T10 + timedelta(seconds=30)
-    out = asyncio.run(process_window(deps, _jpeg_window(deps, user_id, later)))
-    seg = _segment(deps, user_id, 30, later)
+    out = asyncio.run(process_window(deps, jpeg_window(deps, user_id, later)))
+    seg = segment_at(deps, user_id, 30, later)
     assert out.status == "complete" and seg.processing_status == "complete"
     assert seg.visual_status == "pending"  # retried later; the text memory did not wait
 
 
 def test_model_failure_marks_the_segment_failed(deps, user_id) -> None:
     deps.roles.fail_caption = True
-    out = asyncio.run(process_window(deps, _jpeg_window(deps, user_id, T10)))
+    out = asyncio.run(process_window(deps, jpeg_window(deps, user_id, T10)))
     assert out.status == "failed" and out.attempts == 2 and "model down" in out.error
-    seg = _segment(deps, user_id, 30, T10)
+    seg = segment_at(deps, user_id, 30, T10)
     assert seg.processing_status == "failed" and "model down" in seg.error
 
 
@@ -285,7 +166,7 @@ def test_audio_only_window_becomes_a_transcript_segment(deps, user_id) -> None:
     out = asyncio.run(process_window(deps, BaseWindow(user_id, start, tuple(items), False, "s1")))
     assert out.status == "complete" and out.visual_status == "none"
     assert deps.transcriber.seen == [8000 * 30]  # exactly the window's 30 s went to ASR
-    seg = _segment(deps, user_id, 30, T10)
+    seg = segment_at(deps, user_id, 30, T10)
     assert seg.transcript == "Katrina says the Oven is hot"
     assert "Oven" in seg.caption and seg.visual_status == "none"
     with deps.db.connection() as conn:
@@ -295,25 +176,25 @@ def test_audio_only_window_becomes_a_transcript_segment(deps, user_id) -> None:
 def test_retrigger_reruns_failed_windows_and_pending_clips(deps, user_id) -> None:
     from worldmm.memory.rebuild import retrigger
 
-    w1 = _jpeg_window(deps, user_id, T10)
-    w2 = _jpeg_window(deps, user_id, T10 + timedelta(seconds=30))
+    w1 = jpeg_window(deps, user_id, T10)
+    w2 = jpeg_window(deps, user_id, T10 + timedelta(seconds=30))
     deps.roles.fail_caption = True
     asyncio.run(process_window(deps, w1))
     deps.roles.fail_caption = False
     deps.encoder = Encoder(up=False)
     asyncio.run(process_window(deps, w2))
-    assert _segment(deps, user_id, 30, T10).processing_status == "failed"
+    assert segment_at(deps, user_id, 30, T10).processing_status == "failed"
     second = T10 + timedelta(seconds=30)
-    assert _segment(deps, user_id, 30, second).visual_status == "pending"
+    assert segment_at(deps, user_id, 30, second).visual_status == "pending"
 
     deps.encoder = Encoder(up=True)
     result = asyncio.run(retrigger(deps, user_id))
     assert [(o.scale_s, o.status) for o in result.windows] == [(30, "complete")]
     assert result.visual_done == 1 and result.visual_still_pending == 0
-    first = _segment(deps, user_id, 30, T10)
+    first = segment_at(deps, user_id, 30, T10)
     assert first.processing_status == "complete" and first.error is None
     assert first.caption.endswith("16 frames.")  # rebuilt from the stored frames
-    assert _segment(deps, user_id, 30, T10 + timedelta(seconds=30)).visual_status == "complete"
+    assert segment_at(deps, user_id, 30, T10 + timedelta(seconds=30)).visual_status == "complete"
     assert asyncio.run(retrigger(deps, user_id)).windows == []  # nothing left to do
 
 
@@ -329,5 +210,5 @@ def test_a_coarse_window_of_paused_windows_is_paused_and_links_them(deps, user_i
     out = asyncio.run(process_window(deps, coarse))
     assert out.status == "paused" and out.counts == {"children": len(kids)}
     for _scale, kid in kids:
-        child = _segment(deps, user_id, 30, T10 + timedelta(milliseconds=kid - start))
+        child = segment_at(deps, user_id, 30, T10 + timedelta(milliseconds=kid - start))
         assert child.processing_status == "paused" and child.parent_segment_id == out.segment_id

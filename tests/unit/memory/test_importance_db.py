@@ -9,16 +9,18 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from tests.unit.memory import test_construct_db as built
+from tests.fixtures.construction_fakes import Embedder, Encoder, Roles
+from tests.fixtures.windows import T10, jpeg_window, segment_at
 from worldmm.llm.schemas import Scored
 from worldmm.memory.caption_ingest import ingest_caption_windows
 from worldmm.memory.window_status import process_window
 from worldmm.store.segments import list_segments
 
-pytestmark = pytest.mark.integration
-
-T10, _jpeg_window, _segment = built.T10, built._jpeg_window, built._segment
-deps = built.deps  # the same fixture: scripted roles, a hash embedder, the real store
+# the bundle of the construction tests: scripted roles, a chosen embedder, the real store
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.deps(roles=Roles, embedder=Embedder, encoder=Encoder, window_max_attempts=2),
+]
 
 
 def _windows(captions: list[tuple[str, str]]):
@@ -54,11 +56,13 @@ def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, u
         return Scored(f"I held the red mug {len(frames)}.", next(ratings))
 
     deps.roles.caption = caption
-    asyncio.run(process_window(deps, _jpeg_window(deps, user_id, T10)))
-    asyncio.run(process_window(deps, _jpeg_window(deps, user_id, T10 + timedelta(seconds=30))))
-    first = _segment(deps, user_id, 30, T10)
+    asyncio.run(process_window(deps, jpeg_window(deps, user_id, T10)))
+    asyncio.run(process_window(deps, jpeg_window(deps, user_id, T10 + timedelta(seconds=30))))
+    first = segment_at(deps, user_id, 30, T10)
     assert (first.importance, first.importance_source) == (pytest.approx(0.9), "model")
-    assert _segment(deps, user_id, 30, T10 + timedelta(seconds=30)).importance == pytest.approx(0.2)
+    assert segment_at(deps, user_id, 30, T10 + timedelta(seconds=30)).importance == pytest.approx(
+        0.2
+    )
 
     # a replay's pending mark (the window written again without a rating) keeps the rating
     # until the rebuild writes its own
@@ -66,9 +70,9 @@ def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, u
     from worldmm.store.segments import upsert_segment
 
     with deps.db.transaction() as conn:
-        window = _jpeg_window(deps, user_id, T10)
+        window = jpeg_window(deps, user_id, T10)
         upsert_segment(conn, segment_write(window, processing_status="pending"))
-    assert _segment(deps, user_id, 30, T10).importance == pytest.approx(0.9)
+    assert segment_at(deps, user_id, 30, T10).importance == pytest.approx(0.9)
 
     from worldmm.memory.summary_segment import build_summary_segment
     from worldmm.memory.windows import CoarseWindow, dt_to_ms
@@ -76,7 +80,7 @@ def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, u
     kids = ((30, dt_to_ms(T10)), (30, dt_to_ms(T10) + 30_000))
     window = CoarseWindow(user_id, 180, dt_to_ms(T10), kids, True, "s1")
     asyncio.run(build_summary_segment(deps, window))  # the scripted merge gives no rating
-    summary = _segment(deps, user_id, 180, T10)
+    summary = segment_at(deps, user_id, 180, T10)
     assert (summary.importance, summary.importance_source) == (pytest.approx(0.9), "estimate")
 
 
