@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from tests.fixtures.fake_models import search
-from tests.fixtures.retrieval_memory import Memory, at
+from tests.fixtures.retrieval_memory import BOOK, CUP, MORNING, Memory, at
 from tests.fixtures.store_reads import triples_for_graph
 from worldmm.agent import answer_question
 from worldmm.graph.cache import GraphCache, GraphMemo, cache_key
@@ -32,38 +32,12 @@ pytestmark = [
 @pytest.fixture
 def memory(db, user_id, hash_embedder, visual_hash_embedder):
     m = Memory(db, user_id, hash_embedder, visual_hash_embedder)
-    m.segment(
-        "cup",
-        30,
-        0,
-        "Kate hands me a red cup in the kitchen.",
-        [("Kate", "hands", "red cup", False), ("I", "stand in", "kitchen", False)],
-        clip_text="red cup kitchen",
-        frame_count=60,
-    )
-    m.segment(
-        "book",
-        30,
-        30,
-        "Alex reads a book on the sofa.",
-        [("Alex", "reads", "book", False), ("Alex", "sits on", "sofa", False)],
-        clip_text="book sofa",
-    )
-    m.segment(
-        "morning",
-        180,
-        0,
-        "A morning in the kitchen with Kate and Alex.",
-        [("Kate", "is in", "kitchen", False), ("Alex", "is in", "kitchen", False)],
-    )
-    m.segment(
-        "drive",
-        30,
-        3600,
-        "Kate drives to work in a blue car at 11:00.",
-        [("Kate", "drives to", "work", False), ("Kate", "leaves at", "11:00", True)],
-        clip_text="blue car road",
-    )
+    m.segment(*CUP, frame_count=60)
+    m.segment(*BOOK)
+    m.segment(*MORNING)
+    m.segment("drive", 30, 3600, "Kate drives to work in a blue car at 11:00.",
+              [("Kate", "drives to", "work", False), ("Kate", "leaves at", "11:00", True)],
+              clip_text="blue car road")  # fmt: skip
     m.fact("coffee", "I", "likes", "coffee", at(0))
     m.fact("tea", "I", "likes", "tea", at(0))
     m.fact("friend", "Kate", "is friend of", "I", at(0))

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fixtures.fake_models import ScriptedRoles
 from tests.fixtures.recording_reader import RecordingReader
-from tests.fixtures.retrieval_memory import Memory, at
+from tests.fixtures.retrieval_memory import BOOK, CUP, MORNING, Memory, at
 from worldmm.deps import Deps
 from worldmm.graph.cache import CacheRead
 from worldmm.memory.retrieval import (
@@ -53,12 +53,8 @@ class MemoryCache:
 @pytest.fixture
 def memory(db, user_id, hash_embedder, visual_hash_embedder) -> Memory:
     m = Memory(db, user_id, hash_embedder, visual_hash_embedder)
-    m.segment("cup", 30, 0, "Kate hands me a red cup in the kitchen.",
-              [("Kate", "hands", "red cup", False), ("I", "stand in", "kitchen", False)],
-              clip_text="red cup kitchen")  # fmt: skip
-    m.segment("book", 30, 30, "Alex reads a book on the sofa.",
-              [("Alex", "reads", "book", False), ("Alex", "sits on", "sofa", False)],
-              clip_text="book sofa")  # fmt: skip
+    m.segment(*CUP)
+    m.segment(*BOOK)
     m.segment("wash", 30, 60, "I wash the red cup at the sink.",
               [("I", "wash", "red cup", False), ("I", "stand at", "sink", False)])  # fmt: skip
     # Its second fact shares no word with the questions below: PostgreSQL returns equally
@@ -66,9 +62,7 @@ def memory(db, user_id, hash_embedder, visual_hash_embedder) -> Memory:
     m.segment("drive", 30, 3600, "Kate drives to work in a blue car.",
               [("Kate", "drives to", "work", False), ("I", "see", "blue car", False)],
               clip_text="blue car road")  # fmt: skip
-    m.segment("morning", 180, 0, "A morning in the kitchen with Kate and Alex.",
-              [("Kate", "is in", "kitchen", False),
-               ("Alex", "is in", "kitchen", False)])  # fmt: skip
+    m.segment(*MORNING)
     m.fact("coffee", "I", "likes", "coffee", at(0))
     m.fact("coffee_at", "I", "drinks coffee at", "8 am", at(0), literal=True)
     m.fact("friend", "Kate", "is friend of", "I", at(0))

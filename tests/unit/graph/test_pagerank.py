@@ -197,14 +197,8 @@ def test_episodic_seed_ranks_segment_of_that_entity_first():
 
 
 def test_seed_weight_divided_by_segments_holding_the_entity():
-    g = episodic(
-        [
-            t(1, "I", "walk", "Street", seg=1),
-            t(2, "I", "eat", "Apple", seg=2),
-            t(3, "I", "see", "Dog", seg=3),
-            t(4, "Kate", "pets", "Dog", seg=3),
-        ]
-    )
+    g = episodic([t(1, "I", "walk", "Street", seg=1), t(2, "I", "eat", "Apple", seg=2),
+                  t(3, "I", "see", "Dog", seg=3), t(4, "Kate", "pets", "Dog", seg=3)])  # fmt: skip
     assert segment_spread(g, vid(g, entity_node("I")), None) == 3
     assert segment_spread(g, vid(g, entity_node("Kate")), None) == 1
     assert segment_spread(g, vid(g, segment_node(1)), None) == 0
@@ -228,14 +222,8 @@ def test_dense_segment_scores_add_a_small_normalised_weight():
 
 
 def test_no_seed_falls_back_to_uniform_segment_reset():
-    g = episodic(
-        [
-            t(1, "a", "r", "b", seg=1),
-            t(2, "a", "r", "c", seg=2),
-            t(3, "d", "r", "e", seg=2),
-            t(4, "f", "r", "g", seg=2),
-        ]
-    )
+    g = episodic([t(1, "a", "r", "b", seg=1), t(2, "a", "r", "c", seg=2),
+                  t(3, "d", "r", "e", seg=2), t(4, "f", "r", "g", seg=2)])  # fmt: skip
     res = solve(g, {"e:nothing": 1.0}, method="push")
     assert res.fallback
     assert res.scores.sum() == pytest.approx(1.0)
@@ -261,14 +249,8 @@ def test_empty_graph_and_unknown_method():
 
 # --- scoring -----------------------------------------------------------------------------
 def test_edge_score_is_sum_of_endpoint_scores_and_top_k_orders_them():
-    g = semantic(
-        [
-            t(10, "a", "r", "b"),
-            t(11, "b", "r", "c"),
-            t(12, "c", "r", "d"),
-            t(13, "x", "r", "y"),
-        ]
-    )
+    g = semantic([t(10, "a", "r", "b"), t(11, "b", "r", "c"),
+                  t(12, "c", "r", "d"), t(13, "x", "r", "y")])  # fmt: skip
     scores = np.zeros(g.n)
     for name, value in {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.05, "x": 0.05}.items():
         scores[vid(g, entity_node(name))] = value
@@ -280,14 +262,9 @@ def test_edge_score_is_sum_of_endpoint_scores_and_top_k_orders_them():
 
 
 def test_semantic_ppr_from_fact_entities_ranks_adjacent_facts():
-    g = semantic(
-        [
-            t(1, "I", "likes", "coffee"),
-            t(2, "coffee", "sold at", "Cafe Luna"),
-            t(3, "Kate", "plays", "tennis"),
-            t(4, "tennis", "played at", "Club"),
-        ]
-    )
+    g = semantic([t(1, "I", "likes", "coffee"), t(2, "coffee", "sold at", "Cafe Luna"),
+                  t(3, "Kate", "plays", "tennis"),
+                  t(4, "tennis", "played at", "Club")])  # fmt: skip
     res = solve(g, {entity_node("I"): 1.0, entity_node("coffee"): 1.0})
     assert [tid for tid, _ in top_triples(g, res, 2)] == [1, 2]
 
