@@ -3,6 +3,7 @@ worldmm.llm.usage_ledger)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -15,39 +16,52 @@ from worldmm.store._sql import fetch_count
 if TYPE_CHECKING:
     from worldmm.llm.usage_ledger import UsageKey
 
+_COUNTS = ("calls", "prompt", "completion", "cached")
 _ADD = """
-INSERT INTO llm_usage AS u (user_id, minute, role, model, provider, dispatch, calls,
-                            prompt_tokens, completion_tokens, cached_tokens)
-SELECT r.* FROM unnest(%s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::text[],
-                       %s::text[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[])
-    AS r(user_id, minute, role, model, provider, dispatch, calls, prompt_tokens,
-         completion_tokens, cached_tokens)
--- a user purged while their calls were buffered: their usage went with them
-WHERE r.user_id IS NULL OR EXISTS (SELECT 1 FROM users WHERE id = r.user_id)
-ON CONFLICT ON CONSTRAINT llm_usage_key DO UPDATE SET
+INSERT INTO {table} AS u ({key}, calls, prompt_tokens, completion_tokens, cached_tokens)
+SELECT r.* FROM unnest({arrays}, %s::int[], %s::bigint[], %s::bigint[], %s::bigint[])
+    AS r({key}, calls, prompt_tokens, completion_tokens, cached_tokens)
+ON CONFLICT ON CONSTRAINT {table}_key DO UPDATE SET
     calls = u.calls + EXCLUDED.calls,
     prompt_tokens = u.prompt_tokens + EXCLUDED.prompt_tokens,
     completion_tokens = u.completion_tokens + EXCLUDED.completion_tokens,
     cached_tokens = u.cached_tokens + EXCLUDED.cached_tokens
 """
+_KEY = ("minute", "role", "model", "provider", "dispatch")
+_TYPES = ("timestamptz", "text", "text", "text", "text")
+
+
+def _add(conn: psycopg.Connection, rows: dict[UsageKey, Counter[str]], *, attributed: bool) -> None:
+    keys = list(rows)
+    key = ("user_id", *_KEY) if attributed else _KEY
+    types = ("text", *_TYPES) if attributed else _TYPES
+    statement = _ADD.format(
+        table="llm_usage" if attributed else "llm_usage_unattributed",
+        key=", ".join(key),
+        arrays=", ".join(f"%s::{t}[]" for t in types),
+    )
+    columns = [[getattr(k, name) for k in keys] for name in key]
+    conn.execute(statement, [*columns, *([rows[k][n] for k in keys] for n in _COUNTS)])
 
 
 def add_usage(conn: psycopg.Connection, rows: dict[UsageKey, Counter[str]]) -> None:
-    """Add the counts of ``rows`` to their (user, minute, role, model) rows, in one
-    statement."""
-    if not rows:
+    """Add the counts of ``rows`` to their (user, minute, role, model) rows: one statement
+    for the wearers' usage, one for usage made for no wearer (a model check)."""
+    users: dict[str | None, dict[UsageKey, Counter[str]]] = {}
+    for k, counts in rows.items():
+        users.setdefault(k.user_id, {})[k] = counts
+    if None in users:
+        _add(conn, users.pop(None), attributed=False)
+    if not users:
         return
-    keys = list(rows)
-    columns = [
-        [k.user_id for k in keys],
-        [k.minute for k in keys],
-        [k.role for k in keys],
-        [k.model for k in keys],
-        [k.provider for k in keys],
-        [k.dispatch for k in keys],
-        *([rows[k][name] for k in keys] for name in ("calls", "prompt", "completion", "cached")),
-    ]
-    conn.execute(_ADD, columns)
+    try:
+        with conn.transaction():
+            _add(conn, {k: c for part in users.values() for k, c in part.items()}, attributed=True)
+    except psycopg.errors.ForeignKeyViolation:
+        # a wearer purged while their calls were buffered: their usage went with them
+        for part in users.values():
+            with contextlib.suppress(psycopg.errors.ForeignKeyViolation), conn.transaction():
+                _add(conn, part, attributed=True)
 
 
 _TOKENS = (

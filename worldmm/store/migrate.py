@@ -18,6 +18,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from worldmm.settings import Settings
+from worldmm.store.distribute import distribute
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
 _FILE_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -172,6 +173,7 @@ def apply_migrations(
                         (migration.version, migration.name, migration.checksum, Jsonb(params)),
                     )
                 done.append(migration.version)
+            distribute(conn)  # on a Citus coordinator: every table placed (else nothing)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
     return done

@@ -47,6 +47,8 @@ def purge_user(conn: psycopg.Connection, user_id: str) -> dict[str, int]:
     """Delete the user and every row of theirs (foreign keys cascade); return the counts
     deleted per table. Purging an unknown user deletes nothing."""
     counts = count_user_rows(conn, user_id)
+    # keys are global rows (the index from a key to its wearer), not cascaded: schema/0019
+    conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,))
     conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
     return counts
 
@@ -66,12 +68,24 @@ def forget_range(
         (user_id, end, start),
     )
     counts: dict[str, int] = {}
+    # an episodic triple's evidence is its own segment: only facts cite others
+    going = (
+        "user_id = %s AND (segment_id = ANY(%s)"
+        " OR (memory_type = 'semantic' AND evidence_segment_ids && %s::bigint[]))"
+    )
+    # what points at rows about to go lets go first (no ON DELETE SET NULL: schema/0019)
+    conn.execute(
+        "UPDATE triples SET replaced_by = NULL WHERE user_id = %s"
+        f" AND replaced_by IN (SELECT id FROM triples WHERE {going})",
+        (user_id, user_id, seg_ids, seg_ids),
+    )
+    conn.execute(
+        "UPDATE segments SET parent_segment_id = NULL WHERE user_id = %s"
+        " AND parent_segment_id = ANY(%s)",
+        (user_id, seg_ids),
+    )
     counts["triples"] = conn.execute(
-        "DELETE FROM triples WHERE user_id = %s"
-        " AND (segment_id = ANY(%s)"
-        # an episodic triple's evidence is its own segment: only facts cite others
-        "  OR (memory_type = 'semantic' AND evidence_segment_ids && %s::bigint[]))",
-        (user_id, seg_ids, seg_ids),
+        f"DELETE FROM triples WHERE {going}", (user_id, seg_ids, seg_ids)
     ).rowcount
     for table in ("visual_embeddings", "consolidation_audit"):
         counts[table] = conn.execute(

@@ -118,3 +118,27 @@ def test_forget_range(conn, user_id, other_user) -> None:
     assert again.frame_blob_keys == []
     with pytest.raises(ValueError):
         purge.forget_range(conn, user_id, T0, T0)
+
+
+def test_forget_detaches_what_points_into_the_forgotten_range(conn, user_id) -> None:
+    """A summary that goes leaves its surviving children without a parent, and a fact
+    replaced by one that goes is no longer marked replaced (the code detaches them: no key
+    that carries the wearer may set NULL on delete, schema/0019)."""
+    seg_a = make_segment(conn, user_id, T0)
+    seg_c = make_segment(conn, user_id, T0 + 150 * S)
+    parent = make_segment(conn, user_id, T0, scale=180)
+    segments.link_children(conn, user_id, parent, [seg_a, seg_c])
+    alice = entities.insert_canonical_entity(conn, user_id, "Alice", unit_vector(DIM, 1))
+    fact = triple(alice.id, "drinks", 6, object_literal="tea", evidence_segment_ids=[seg_c])
+    old = insert_one(conn, user_id, seg_c, "semantic", fact)
+    newer = triple(alice.id, "drinks", 7, object_literal="coffee", evidence_segment_ids=[seg_a])
+    new = insert_one(conn, user_id, seg_c, "semantic", newer)
+    triples.invalidate_triples(conn, user_id, [old], T0 + 200 * S, replaced_by=new)
+
+    result = purge.forget_range(conn, user_id, T0, T0 + 60 * S)
+
+    assert result.counts["segments"] == 2  # window A and the summary over it
+    (left,) = segments.list_segments(conn, user_id)
+    assert left.id == seg_c and left.parent_segment_id is None
+    (kept,) = triples.triples_for_segments(conn, user_id, [seg_c])
+    assert kept.id == old and kept.replaced_by is None
