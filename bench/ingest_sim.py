@@ -54,7 +54,9 @@ class SimulatedRoles(_Simulated):
     label = "simulated"
     versions = {r: f"{r}/{SIM_VERSION}" for r in INGEST_ROLES}
 
-    async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
+    async def caption(
+        self, frames: Sequence[bytes], transcript: str, seen_text: Sequence[str] | None = None
+    ) -> str:
         await self._wait("caption")
         h = _digest(frames[0][-256:] if frames else b"") + len(frames)
         p1, p2 = PEOPLE[h % len(PEOPLE)], PEOPLE[(h // 7 + 1 + h % len(PEOPLE)) % len(PEOPLE)]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from worldmm.llm.roles import ModelRoles
     from worldmm.llm.usage_ledger import UsageLedger
     from worldmm.media.spool import WindowSpool
+    from worldmm.memory.carried_captions import RecentWindows
     from worldmm.memory.retrieval.frequencies import EntityWindowsMemo, TermStatsMemo
     from worldmm.memory.retrieval.reader import MemoryReader
     from worldmm.privacy.blur_policy import FaceBlur
@@ -63,6 +64,9 @@ class Deps:
     # by (read through :attr:`reader`); None: new ones. Copies share them, as ``graphs``.
     term_stats: TermStatsMemo = None  # type: ignore[assignment]
     entity_windows: EntityWindowsMemo = None  # type: ignore[assignment]
+    # Each wearer's latest 30 s windows built here, for a still, silent window to take the
+    # caption of the one before (worldmm.memory.carried_captions); None: a new one.
+    recent_windows: RecentWindows = None  # type: ignore[assignment]
     # Model usage per user (batched into llm_usage) and the daily token budget; NullUsage:
     # Prometheus only, no budget.
     usage: UsageLedger | NullUsage = field(default_factory=NullUsage)
@@ -79,6 +83,10 @@ class Deps:
             self.term_stats = TermStatsMemo()
         if self.entity_windows is None:
             self.entity_windows = EntityWindowsMemo()
+        if self.recent_windows is None:
+            from worldmm.memory.carried_captions import RecentWindows
+
+            self.recent_windows = RecentWindows()
 
     @cached_property
     def reader(self) -> MemoryReader:

@@ -42,7 +42,8 @@ LLM_LATENCY = histogram(
 LLM_TOKENS = counter(
     "worldmm_llm_tokens_total",
     "Tokens the provider reported, by role and kind (prompt, completion, cached: the part "
-    "of prompt served from its prompt cache).",
+    "of prompt served from its prompt cache, reasoning: the part of completion spent "
+    "reasoning).",
     "role provider kind",
 )
 # One series per user and kind: about 3 per wearer (1,000 wearers: 3,000 series).

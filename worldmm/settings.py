@@ -139,7 +139,48 @@ class WindowSettings(_Group):
     allowed_lateness_s: float = Field(
         default=10.0, ge=0, description="How late (event time) a message may be and still count."
     )
-    frames_per_window: int = Field(default=16, ge=1, le=64, description="Frames sampled per 30 s.")
+    frames_per_window: int = Field(
+        default=16,
+        ge=1,
+        le=64,
+        description="Frames sampled per 30 s: the visual encoder gets them all, the caption "
+        "call its keyframes among them.",
+    )
+    caption_frames: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="Most frames one caption call sends. The call as it was before: 16, "
+        "CAPTION_FRAME_CHOICE=uniform, CAPTION_FRAME_SIDE=0, STILL_WINDOW_CHANGE=0, "
+        "CAPTION_OCR=false.",
+    )
+    caption_frame_choice: Literal["change", "uniform"] = Field(
+        default="change",
+        description="Which sampled frames the caption call sends: keyframes where the view "
+        "changed (a static window sends one), or evenly spaced ones.",
+    )
+    caption_frame_side: int = Field(
+        default=512,
+        ge=0,
+        le=4096,
+        description="Longest side (px) of a frame sent to the caption call (image tokens grow "
+        "with the pixels); 0: as captured.",
+    )
+    keyframe_change: float = Field(
+        default=0.25,
+        gt=0,
+        le=1,
+        description="Visual change (0-1: colour-histogram or edge-hash distance) from the "
+        "last keyframe that makes a frame a new one.",
+    )
+    still_window_change: float = Field(
+        default=0.15,
+        ge=0,
+        le=1,
+        description="A window without speech whose frames all stay within this change of the "
+        "view the previous window's caption describes takes that caption, with no model call "
+        "(marked `carried` in the segment's model_versions); 0: never.",
+    )
     stream_idle_s: float = Field(
         default=30.0, gt=0, description="A stream silent this long (wall) stops holding windows."
     )
@@ -158,6 +199,16 @@ class WindowSettings(_Group):
     max_frame_side: int = Field(
         default=1280, ge=64, description="The gateway re-encodes frames larger than this (px)."
     )
+
+    @field_validator("caption_frame_side")
+    @classmethod
+    def _check_frame_side(cls, value: int) -> int:
+        if 0 < value < 64:
+            raise ValueError("a frame side is 0 (as captured) or at least 64 px")
+        return value
+
+
+Effort = Literal["default", "none", "minimal", "low", "medium", "high"]
 
 
 class ModelSettings(_Group):
@@ -194,8 +245,33 @@ class ModelSettings(_Group):
     llm_batch_max_lines: int = Field(
         default=1000, ge=1, le=50000, description="Batch dispatch: most requests in one job."
     )
-    llm_reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
-        default=None, description="reasoning_effort sent with each call (unset: not sent)."
+    llm_reasoning_effort: Effort = Field(
+        default="minimal",
+        description="reasoning_effort of the construction roles (caption, NER, triples, "
+        "merges, consolidation): minimal keeps their JSON valid with the fewest reasoning "
+        "tokens (billed as output). 'default': not sent (the model's own; needed for a model "
+        "or server that refuses the field).",
+    )
+    llm_agent_reasoning_effort: Effort = Field(
+        default="default",
+        description="reasoning_effort of the query roles (agent, answer, rerank); 'default': "
+        "not sent.",
+    )
+    llm_role_reasoning_effort: str = Field(
+        default="",
+        description="Per-role exceptions to the two above, 'role:effort' comma-separated "
+        "(e.g. 'merge_captions:low').",
+    )
+    llm_deferred_roles: str = Field(
+        default="merge_captions,episodic_triples,semantic_triples,consolidation",
+        description="Construction roles that can wait (comma-separated): they go on "
+        "LLM_DEFERRED_TIER.",
+    )
+    llm_deferred_tier: Literal["standard", "flex", "batch"] = Field(
+        default="standard",
+        description="Tier of the roles that can wait: standard; flex (service_tier 'flex': "
+        "the Batch price, slower replies, refused with 429 when the provider is busy: give "
+        "LLM_TIMEOUT_S room); or batch (the Batch API).",
     )
     llm_max_completion_tokens: int = Field(
         default=4096, ge=16, description="max_completion_tokens of one LLM call."
@@ -238,16 +314,28 @@ class ModelSettings(_Group):
         **_production(1536),
     )
     visual_embed_dim: int = Field(default=1536, ge=8, le=16000, description="Visual dimension.")
+    caption_ocr: bool = Field(
+        default=True,
+        description="Give the caption call the text OCR reads at full size in its keyframes "
+        "(OCR_FRAMES of them at most), so frames shrunk for the call lose little of what "
+        "was written.",
+    )
     ocr_frames: int = Field(
         default=4,
         ge=0,
         le=16,
         validation_alias=_env("OCR_FRAMES", "GPU_OCR_FRAMES", "OFFLINE_OCR_FRAMES"),
-        description="Frames per window the offline models read text from: the offline visual "
-        "encoder (in-process or served) and the offline captioner, which also captions the "
-        "windows of a user past their token budget (OCR is most of their CPU; tests and small "
-        "machines lower it).",
+        description="Frames per window read for text (OCR): by the offline visual encoder "
+        "(in-process or served), and for the caption call (CAPTION_OCR; the offline "
+        "captioner reads them too, as do the windows of a user past their token budget). OCR "
+        "is most of their CPU; tests and small machines lower it.",
     )
+
+    @field_validator("llm_role_reasoning_effort")
+    @classmethod
+    def _check_role_efforts(cls, value: str) -> str:
+        parse_role_efforts(value)
+        return value
 
 
 class LimitSettings(_Group):
@@ -592,6 +680,19 @@ def must_set(field: FieldInfo) -> bool:
 def production_example(field: FieldInfo) -> object | None:
     """The value deploy/production.env.example shows for this setting, if any."""
     return field.examples[0] if field.examples else None
+
+
+def parse_role_efforts(value: str) -> dict[str, str]:
+    """``'merge_captions:low,ner:minimal'`` as {role: effort}; ValueError on junk or an
+    effort the API does not take (role names are checked where the roles are built)."""
+    out: dict[str, str] = {}
+    efforts = Effort.__args__
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        role, _, effort = part.partition(":")
+        if not role.strip() or effort.strip() not in efforts:
+            raise ValueError(f"expected 'role:effort' pairs, effort one of {list(efforts)}")
+        out[role.strip()] = effort.strip()
+    return out
 
 
 EPISODIC_LANES = ("lexical", "dense", "graph", "entity")

@@ -37,11 +37,12 @@ def usage_range(start: datetime | None, end: datetime | None, now: datetime) -> 
 
 
 def _totals(rows: Iterable[UsageRow], prices: PriceTable) -> dict:
-    calls = prompt = completion = cached = 0
+    calls = prompt = completion = cached = reasoning = 0
     cost: float | None = 0.0
     for r in rows:
         calls, prompt = calls + r.calls, prompt + r.prompt_tokens
         completion, cached = completion + r.completion_tokens, cached + r.cached_tokens
+        reasoning += r.reasoning_tokens
         priced = prices.cost(
             r.model, r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.dispatch
         )
@@ -51,6 +52,7 @@ def _totals(rows: Iterable[UsageRow], prices: PriceTable) -> dict:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "cached_tokens": cached,
+        "reasoning_tokens": reasoning,
         "total_tokens": prompt + completion,
         "cost": None if cost is None else round(cost, 9),
     }

@@ -104,8 +104,15 @@ class DirectDispatcher:
         except ModelCallError:
             metrics.LLM_REQUESTS.labels(**labels, outcome="error").inc()
             raise
-        record_success(request, result, self.provider, self.name, self.usage)
+        record_success(request, result, self.provider, billed_as(request, result), self.usage)
         return result
+
+
+def billed_as(request: ChatRequest, result: ChatResult) -> str:
+    """A direct call's dispatch label: ``flex`` when the flex tier served it (the reply
+    says which tier did; a server that does not say is taken to honour the request)."""
+    tier = result.service_tier or request.service_tier
+    return "flex" if tier == "flex" else DirectDispatcher.name
 
 
 def record_success(
@@ -130,5 +137,6 @@ def record_success(
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             cached_tokens=result.cached_tokens,
+            reasoning_tokens=result.reasoning_tokens,
         )
     )

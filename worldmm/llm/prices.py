@@ -37,15 +37,21 @@ class ImageRate(BaseModel):
     patch_px: int = Field(32, gt=0)
     max_patches: int = Field(1536, gt=0)
     multiplier: float = Field(1.0, gt=0)
+    # what users measured being billed, where it differs from the documented multiplier
+    measured_multiplier: float | None = Field(None, gt=0)
     base_tokens: int = Field(0, ge=0)
     tile_tokens: int = Field(0, ge=0)
 
-    def tokens(self, width: int, height: int, detail: str = "low") -> int:
-        """Input tokens of one ``width`` × ``height`` image sent with ``detail``."""
+    def tokens(
+        self, width: int, height: int, detail: str = "low", *, measured: bool = False
+    ) -> int:
+        """Input tokens of one ``width`` × ``height`` image sent with ``detail``; with
+        ``measured``, at the multiplier users measured (when the table gives one)."""
         if width <= 0 or height <= 0:
             raise ValueError(f"image size must be positive, got {width}x{height}")
         if self.method == "patches":
-            return round(_patches(width, height, self.patch_px, self.max_patches) * self.multiplier)
+            k = (measured and self.measured_multiplier) or self.multiplier
+            return round(_patches(width, height, self.patch_px, self.max_patches) * k)
         if detail == "low":
             return self.base_tokens
         return self.base_tokens + self.tile_tokens * _tiles(width, height)
@@ -102,6 +108,7 @@ class PriceTable(BaseModel):
     sources: list[str]
     notes: list[str] = []
     batch_discount: float = Field(ge=0, lt=1)
+    flex_discount: float = Field(0.0, ge=0, lt=1)  # the flex tier's ("service_tier": "flex")
     # chat formatting around each message and the reply (for estimates from prompt text)
     message_overhead_tokens: int = Field(ge=0)
     reply_overhead_tokens: int = Field(ge=0)
@@ -119,7 +126,7 @@ class PriceTable(BaseModel):
         price = self.price_of(model)
         if price is None:
             return None
-        discount = self.batch_discount if dispatch == "batch" else 0.0
+        discount = {"batch": self.batch_discount, "flex": self.flex_discount}.get(dispatch, 0.0)
         return price.cost(prompt, cached, completion, discount=discount)
 
 

@@ -17,6 +17,7 @@ from worldmm.llm.parsing import parse_reply
 from worldmm.llm.prompts import ROLES, load_prompt
 from worldmm.llm.rendering import asked_label, render_choices, render_passages
 from worldmm.llm.request import ChatRequest, build_request
+from worldmm.llm.role_calls import RoleCall, role_calls
 from worldmm.llm.usage_ledger import current_user
 from worldmm.models import Triple, choice_letter
 from worldmm.providers.errors import ParseError
@@ -48,17 +49,19 @@ def _numbered(lines: Sequence[str]) -> str:
 
 @dataclass(kw_only=True, eq=False)
 class RemoteRoles:
-    """Construction roles go through ``construction`` (direct or batch); query-time roles
-    (rerank, agent, response) always go direct; repairs go direct too."""
+    """Construction roles go through ``construction`` (direct or batch), or ``batch`` when
+    their :class:`RoleCall` says so; query-time roles (rerank, agent, response) always go
+    direct; repairs go direct too. ``calls``: each role's effort and tier."""
 
     construction: Dispatcher
     direct: DirectDispatcher
+    batch: Dispatcher | None = None
     construction_model: str
     agent_model: str
     label: str
     max_rounds: int = 5
     max_completion_tokens: int | None = None
-    reasoning_effort: str | None = None
+    calls: dict[str, RoleCall] = field(default_factory=dict)
     versions: dict[str, str] = field(
         init=False, default_factory=lambda: {role: load_prompt(role).version for role in ROLES}
     )
@@ -73,16 +76,22 @@ class RemoteRoles:
         **variables: object,
     ) -> M:
         prompt = load_prompt(role).render(**variables)
+        call = self.calls.get(role, RoleCall())
         request = build_request(
             role,
             self.agent_model if agent else self.construction_model,
             prompt,
             images,
             max_completion_tokens=self.max_completion_tokens,
-            reasoning_effort=self.reasoning_effort,
+            reasoning_effort=call.effort,
+            service_tier=call.service_tier,
             user_id=current_user(),
         )
-        dispatcher = self.direct if agent or role == "cross_scale_rerank" else self.construction
+        dispatcher: Dispatcher = self.construction
+        if agent or role == "cross_scale_rerank":
+            dispatcher = self.direct
+        elif call.batch and self.batch is not None:
+            dispatcher = self.batch
         result = await dispatcher.complete(request)
         try:
             return parse_reply(reply_model, result.text, role=role)
@@ -106,13 +115,16 @@ class RemoteRoles:
             ) from second
 
     # --- roles ----------------------------------------------------------------------------------
-    async def caption(self, frames: Sequence[bytes], transcript: str) -> s.Scored:
+    async def caption(
+        self, frames: Sequence[bytes], transcript: str, seen_text: Sequence[str] | None = None
+    ) -> s.Scored:
         reply = await self._ask(
             "caption",
             s.CaptionReply,
             images=frames,
             frame_count=len(frames),
             transcript=transcript.strip() or "(nothing was said)",
+            seen_text="\n".join(seen_text or ()) or "(no text was read)",
         )
         return s.Scored(reply.caption.strip(), reply.importance)
 
@@ -273,24 +285,27 @@ def build_remote_roles(settings: Settings, usage: UsageSink | None = None) -> Re
         retry=model_policy(settings),
         usage=usage,
     )
-    construction: Dispatcher = direct
-    if settings.llm_dispatch == "batch":
-        construction = BatchDispatcher(
+    calls = role_calls(settings)
+    batch: Dispatcher | None = None
+    if settings.llm_dispatch == "batch" or any(c.batch for c in calls.values()):
+        batch = BatchDispatcher(
             direct,
             poll_s=settings.llm_batch_poll_s,
             flush_s=settings.llm_batch_flush_s,
             max_lines=settings.llm_batch_max_lines,
         )
+    construction: Dispatcher = batch if settings.llm_dispatch == "batch" and batch else direct
     models = settings.llm_construction_model
     if settings.llm_agent_model != models:
         models = f"{models}+{settings.llm_agent_model}"
     return RemoteRoles(
         construction=construction,
         direct=direct,
+        batch=batch,
         construction_model=settings.llm_construction_model,
         agent_model=settings.llm_agent_model,
         label=f"{provider}:{models}",
         max_rounds=settings.agent_max_rounds,
         max_completion_tokens=settings.llm_max_completion_tokens,
-        reasoning_effort=settings.llm_reasoning_effort,
+        calls=calls,
     )

@@ -27,6 +27,7 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     max_completion_tokens: int | None = None
     reasoning_effort: str | None = None
+    service_tier: str | None = None  # "flex": the cheaper, slower tier
     json_mode: bool = True
     prompt_version: str = ""
     user_id: str | None = None
@@ -38,6 +39,8 @@ class ChatRequest:
             out["max_completion_tokens"] = self.max_completion_tokens
         if self.reasoning_effort is not None:
             out["reasoning_effort"] = self.reasoning_effort
+        if self.service_tier is not None:
+            out["service_tier"] = self.service_tier
         if self.json_mode:
             out["response_format"] = {"type": "json_object"}
         return out
@@ -64,6 +67,7 @@ def build_request(
     *,
     max_completion_tokens: int | None = None,
     reasoning_effort: str | None = None,
+    service_tier: str | None = None,
     json_mode: bool = True,
     user_id: str | None = None,
 ) -> ChatRequest:
@@ -76,6 +80,7 @@ def build_request(
         messages=[{"role": "system", "content": prompt.system}, {"role": "user", "content": user}],
         max_completion_tokens=max_completion_tokens,
         reasoning_effort=reasoning_effort,
+        service_tier=service_tier,
         json_mode=json_mode,
         prompt_version=prompt.version,
         user_id=user_id,
@@ -89,6 +94,8 @@ class ChatResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # of prompt_tokens, served from the provider's prompt cache
+    reasoning_tokens: int = 0  # of completion_tokens, spent reasoning (billed as output)
+    service_tier: str | None = None  # the tier that served the call, when the reply says
     latency_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -101,11 +108,14 @@ def result_from_body(body: dict[str, Any], latency_s: float = 0.0) -> ChatResult
     choice = choices[0]
     usage = body.get("usage") or {}
     details = usage.get("prompt_tokens_details") or {}
+    completion_details = usage.get("completion_tokens_details") or {}
     return ChatResult(
         text=(choice.get("message") or {}).get("content") or "",
         model=body.get("model", ""),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         cached_tokens=int(details.get("cached_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        service_tier=body.get("service_tier"),
         latency_s=latency_s,
     )

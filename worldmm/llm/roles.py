@@ -31,9 +31,13 @@ class ModelRoles(Protocol):
     label: str
     versions: dict[str, str]
 
-    async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
+    async def caption(
+        self, frames: Sequence[bytes], transcript: str, seen_text: Sequence[str] | None = None
+    ) -> str:
         """The window's caption; a :class:`~worldmm.llm.schemas.Scored` when the provider
-        also rates the moment's importance (so does :meth:`merge_captions`)."""
+        also rates the moment's importance (so does :meth:`merge_captions`). ``seen_text``:
+        the text OCR read in the window's frames at full size (None: not read, so a local
+        captioner reads ``frames`` itself)."""
         ...
 
     async def ner(self, text: str) -> list[str]: ...

@@ -2,8 +2,8 @@
 
 Work for one user starts under :func:`for_user` (a window's construction, a question, a
 note); the roles put that user on each request they build, and the dispatcher hands the
-API's reported usage (prompt, completion and cached tokens) of every successful call to a
-:class:`UsageSink`. The :class:`UsageLedger` keeps the records in memory, adds them up per
+API's reported usage (prompt, completion, cached and reasoning tokens) of every successful
+call to a :class:`UsageSink`. The :class:`UsageLedger` keeps the records in memory, adds them up per
 (user, minute, role, model) and writes them to PostgreSQL in batches from a background
 thread, so a call never waits for the database; it also counts them in Prometheus and
 answers the per-user daily token budget (:meth:`UsageLedger.over_budget`).
@@ -62,7 +62,8 @@ class UsageRecord:
     dispatch: str
     prompt_tokens: int
     completion_tokens: int
-    cached_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens
+    reasoning_tokens: int = 0  # of completion_tokens
 
     @property
     def total_tokens(self) -> int:
@@ -86,13 +87,17 @@ class UsageKey:
 
 
 def aggregate(records: list[UsageRecord]) -> dict[UsageKey, Counter[str]]:
-    """Records added up per :class:`UsageKey` (calls and the three token counts)."""
+    """Records added up per :class:`UsageKey` (calls and the four token counts)."""
     rows: dict[UsageKey, Counter[str]] = defaultdict(Counter)
     for r in records:
         minute = r.at.astimezone(UTC).replace(second=0, microsecond=0)
         key = UsageKey(r.user_id, minute, r.role, r.model, r.provider, r.dispatch)
         rows[key].update(
-            calls=1, prompt=r.prompt_tokens, completion=r.completion_tokens, cached=r.cached_tokens
+            calls=1,
+            prompt=r.prompt_tokens,
+            completion=r.completion_tokens,
+            cached=r.cached_tokens,
+            reasoning=r.reasoning_tokens,
         )
     return rows
 
@@ -129,6 +134,7 @@ def count(rec: UsageRecord) -> None:
         ("prompt", rec.prompt_tokens),
         ("completion", rec.completion_tokens),
         ("cached", rec.cached_tokens),
+        ("reasoning", rec.reasoning_tokens),
     ):
         tokens.labels(role=rec.role, provider=rec.provider, kind=kind).inc(n)
         if rec.user_id is not None:

@@ -1,6 +1,7 @@
 """A closed 30 s window's memory: its captures stored as one container, then audio → ASR,
-sampled frames → caption → text memory, the clip embedded beside them, and one transaction
-that writes it all. Audio-only windows become segments from their transcript."""
+sampled frames → keyframes → caption → text memory, the clip embedded beside them (from every
+sampled frame), and one transaction that writes it all. Audio-only windows become segments
+from their transcript; a still, silent window takes the caption before it."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 # imported with the module, not at the first window's clip: the encoder package's imports
 # took a CPU-second of the ingest worker's first window
 from worldmm.encoder.base import EncoderRejected, EncoderUnavailable
 from worldmm.media import window as window_media
 from worldmm.media.window import WindowMedia
 from worldmm.memory.caption_budget import caption_window
+from worldmm.memory.caption_frames import FramePlan, plan_frames
+from worldmm.memory.carried_captions import Carry, Slot, still_since
+from worldmm.memory.forget_fence import check_fence
 from worldmm.memory.importance import model_rating, window_importance
 from worldmm.memory.text_memory import TextMemory, extract_text_memory, write_text_memory
 from worldmm.memory.window_inputs import AudioPiece, sample_uniform, window_audio
 from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.memory.window_rows import model_versions, segment_write
-from worldmm.memory.windows import BaseWindow, Item
+from worldmm.memory.windows import BaseWindow, Item, ms_to_dt
 from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import users as user_store
@@ -57,6 +63,16 @@ async def build_base_segment(
 ) -> WindowOutcome:
     """Turn one closed 30 s window into its segment, entities, triples and clip embedding
     (``media``: its captures, as :func:`worldmm.media.window.store_window` left them)."""
+    slot, before = deps.recent_windows.begin(window.user_id, window.start_ms)
+    try:
+        return await _build(deps, window, media, slot, before)
+    finally:
+        slot.settle(None)  # nothing to carry unless the build settled it
+
+
+async def _build(
+    deps: Deps, window: BaseWindow, media: WindowMedia | None, slot: Slot, before: Slot | None
+) -> WindowOutcome:
     settings = deps.settings
     if media is None:
         media = await asyncio.to_thread(window_media.gather, deps, window)
@@ -74,16 +90,26 @@ async def build_base_segment(
         else None
     )
     degraded: str | None = None
+    carried: Carry | None = None
+    plan: FramePlan | None = None
     try:
         heard = [(i, found[i.ref.blob_key]) for i in audio if i.ref.blob_key in found]
         transcript = await _transcribe(deps, window, heard)
         if jpegs:
-            caption, degraded = await caption_window(deps, window.user_id, list(jpegs), transcript)
+            plan = await asyncio.to_thread(plan_frames, jpegs, settings)
+            carried = await _carried(deps, before, plan, transcript)
+        if carried is not None:
+            caption = carried.caption
+            mem = _carried_memory(deps, carried)
+        elif plan is not None:
+            caption, degraded = await caption_window(deps, window.user_id, jpegs, plan, transcript)
         else:
             caption = f"(audio only) {transcript}" if transcript else ""
-        mem = await extract_text_memory(
-            deps, window.user_id, caption, segment_search.search_text(caption, transcript)
-        )
+        if carried is None:
+            mem = await extract_text_memory(
+                deps, window.user_id, caption, segment_search.search_text(caption, transcript)
+            )
+        slot.settle(_to_carry(window, plan, transcript, degraded, caption, mem, carried))
     except BaseException:
         if encoding is not None:
             encoding.cancel()
@@ -96,6 +122,9 @@ async def build_base_segment(
     if degraded:  # captioned locally, not by the caption prompt: the segment says why
         models["degraded"] = degraded
         prompts.pop("caption", None)
+    if carried is not None:  # no model call: the caption of the window it names
+        models["carried"] = ms_to_dt(carried.made_for_ms).isoformat()
+        prompts = {k: v for k, v in prompts.items() if k == "caption"}
     seg = segment_write(
         window,
         caption=caption or None,
@@ -111,6 +140,8 @@ async def build_base_segment(
     counts = {
         "frames": len(frames),
         "sampled": len(jpegs),
+        "keyframes": len(plan.keyframes) if plan is not None and carried is None else 0,
+        "carried": int(carried is not None),
         "audio_chunks": len(audio),
         "entities": len(mem.resolutions),
         "triples": len(mem.triples),
@@ -120,6 +151,45 @@ async def build_base_segment(
     return WindowOutcome.of(
         window, "complete", segment_id, counts=counts, visual_status=visual_status
     )
+
+
+async def _carried(
+    deps: Deps, before: Slot | None, plan: FramePlan, transcript: str
+) -> Carry | None:
+    """The caption the window before gives, when this window has nothing new: no speech,
+    and every frame still within ``still_window_change`` of the view it describes."""
+    threshold = deps.settings.still_window_change
+    if before is None or threshold <= 0 or transcript.strip() or not plan.looks:
+        return None
+    carry = await before.carry()
+    if carry is None or not still_since(carry, plan.looks, threshold):
+        return None
+    return carry
+
+
+def _carried_memory(deps: Deps, carry: Carry) -> TextMemory:
+    """A carrying window's text memory: the same search vector, no entities or triples of
+    its own (the window it carries from holds them)."""
+    empty = np.zeros((0, deps.embedder.dim), dtype=np.float32)
+    return TextMemory([], {}, empty, carry.search_embedding)
+
+
+def _to_carry(
+    window: BaseWindow,
+    plan: FramePlan | None,
+    transcript: str,
+    degraded: str | None,
+    caption: Any,
+    mem: TextMemory,
+    carried: Carry | None,
+) -> Carry | None:
+    """What this window gives the next: its caption when made from one view and no speech
+    (a carried caption passes on as it came)."""
+    if carried is not None:
+        return carried
+    if plan is None or plan.one_view is None or transcript.strip() or degraded or not caption:
+        return None
+    return Carry(caption, plan.one_view, mem.search_embedding, window.start_ms)
 
 
 async def _transcribe(deps: Deps, window: BaseWindow, audio: list[tuple[Any, bytes]]) -> str:
@@ -173,6 +243,7 @@ def write_base(
     user = window.user_id
     session_id = session_id or window.session_id
     with deps.db.transaction() as conn:
+        check_fence(conn)  # a forget since the build started: built again
         user_store.ensure_user(conn, user)
         if session_id:
             user_store.upsert_session(conn, user, session_id)

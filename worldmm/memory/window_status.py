@@ -30,7 +30,7 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
     A 30 s window's captures are stored first; if the blob store fails the window is failed
     at once with reason ``store_failed`` (no model runs: retrigger rebuilds it). Every model
     call made for it is the window's user's usage."""
-    with for_user(window.user_id):
+    with for_user(window.user_id), deps.recent_windows.building(window):
         return await _process_window(deps, window)
 
 

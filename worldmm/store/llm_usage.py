@@ -16,16 +16,19 @@ from worldmm.store._sql import fetch_count
 if TYPE_CHECKING:
     from worldmm.llm.usage_ledger import UsageKey
 
-_COUNTS = ("calls", "prompt", "completion", "cached")
+_COUNTS = ("calls", "prompt", "completion", "cached", "reasoning")
 _ADD = """
-INSERT INTO {table} AS u ({key}, calls, prompt_tokens, completion_tokens, cached_tokens)
-SELECT r.* FROM unnest({arrays}, %s::int[], %s::bigint[], %s::bigint[], %s::bigint[])
-    AS r({key}, calls, prompt_tokens, completion_tokens, cached_tokens)
+INSERT INTO {table} AS u ({key}, calls, prompt_tokens, completion_tokens, cached_tokens,
+                          reasoning_tokens)
+SELECT r.* FROM unnest({arrays}, %s::int[], %s::bigint[], %s::bigint[], %s::bigint[],
+                       %s::bigint[])
+    AS r({key}, calls, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens)
 ON CONFLICT ON CONSTRAINT {table}_key DO UPDATE SET
     calls = u.calls + EXCLUDED.calls,
     prompt_tokens = u.prompt_tokens + EXCLUDED.prompt_tokens,
     completion_tokens = u.completion_tokens + EXCLUDED.completion_tokens,
-    cached_tokens = u.cached_tokens + EXCLUDED.cached_tokens
+    cached_tokens = u.cached_tokens + EXCLUDED.cached_tokens,
+    reasoning_tokens = u.reasoning_tokens + EXCLUDED.reasoning_tokens
 """
 _KEY = ("minute", "role", "model", "provider", "dispatch")
 _TYPES = ("timestamptz", "text", "text", "text", "text")
@@ -89,7 +92,8 @@ class UsageRow(BaseModel):
     calls: int
     prompt_tokens: int
     completion_tokens: int
-    cached_tokens: int
+    cached_tokens: int  # of prompt_tokens, from the provider's prompt cache
+    reasoning_tokens: int  # of completion_tokens, spent reasoning
 
 
 def usage_rows(
@@ -99,7 +103,8 @@ def usage_rows(
     dispatch mode, oldest day first."""
     rows = conn.execute(
         "SELECT date_trunc('day', minute, 'UTC'), role, model, dispatch, sum(calls)::bigint,"
-        " sum(prompt_tokens)::bigint, sum(completion_tokens)::bigint, sum(cached_tokens)::bigint"
+        " sum(prompt_tokens)::bigint, sum(completion_tokens)::bigint, sum(cached_tokens)::bigint,"
+        " sum(reasoning_tokens)::bigint"
         " FROM llm_usage WHERE user_id = %s AND minute >= %s AND minute < %s"
         " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
         (user_id, start, end),

@@ -472,6 +472,11 @@ class UsageTotalsOut(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int = Field(description="Of prompt_tokens, served from the prompt cache.")
+    reasoning_tokens: int = Field(
+        default=0,
+        description="Of completion_tokens, spent reasoning (billed as output; the role's "
+        "reasoning effort sets how many).",
+    )
     total_tokens: int = Field(description="prompt_tokens + completion_tokens.")
     cost: float | None = Field(
         description="Estimated from the price table (see `prices`); null when it does not "
@@ -482,7 +487,10 @@ class UsageTotalsOut(BaseModel):
 class RoleUsageOut(UsageTotalsOut):
     role: str
     model: str
-    dispatch: str = Field(description="direct, or batch (the Batch API's lower price).")
+    dispatch: str = Field(
+        description="direct, flex (the flex tier) or batch (the Batch API): the last two at "
+        "the lower price."
+    )
 
 
 class DayUsageOut(UsageTotalsOut):

@@ -29,7 +29,7 @@ class FailingCaptions:
     def __getattr__(self, name: str):
         return getattr(self._roles, name)
 
-    async def caption(self, frames, transcript):
+    async def caption(self, frames, transcript, seen_text=None):
         from worldmm.providers.errors import ModelCallError
 
         if self._poisoned.intersection(frames):

@@ -34,7 +34,8 @@ def test_base_window_writes_everything_and_degrades_without_encoder(deps, user_i
     assert out.status == "complete" and out.counts["sampled"] == 16 and out.counts["frames"] == 20
     seg = segment_at(deps, user_id, 30, T10)
     assert seg.processing_status == "complete" and seg.visual_status == "complete"
-    assert seg.caption.endswith("16 frames.")  # the captioner got the 16 sampled frames
+    # a still window: the captioner got its one keyframe, the encoder the 16 sampled frames
+    assert seg.caption.endswith("1 frames.") and out.counts["keyframes"] == 1
     with deps.db.connection() as conn:
         assert get_visual_embedding(conn, user_id, seg.id) is not None
         assert len(list_frames(conn, user_id, limit=100)) == 20
@@ -193,7 +194,7 @@ def test_retrigger_reruns_failed_windows_and_pending_clips(deps, user_id) -> Non
     assert result.visual_done == 1 and result.visual_still_pending == 0
     first = segment_at(deps, user_id, 30, T10)
     assert first.processing_status == "complete" and first.error is None
-    assert first.caption.endswith("16 frames.")  # rebuilt from the stored frames
+    assert first.caption.endswith("1 frames.")  # rebuilt from the stored frames
     assert segment_at(deps, user_id, 30, T10 + timedelta(seconds=30)).visual_status == "complete"
     assert asyncio.run(retrigger(deps, user_id)).windows == []  # nothing left to do
 

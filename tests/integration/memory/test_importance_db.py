@@ -52,7 +52,7 @@ def test_routine_repeats_weigh_less_than_a_new_conversation_with_names(deps, use
 def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, user_id) -> None:
     ratings = iter([0.9, 0.2])
 
-    async def caption(frames, transcript):
+    async def caption(frames, transcript, seen_text=None):
         return Scored(f"I held the red mug {len(frames)}.", next(ratings))
 
     deps.roles.caption = caption

@@ -35,7 +35,7 @@ T10 = datetime(2026, 5, 4, 9, 10, tzinfo=UTC)
 
 
 def counted_usage():
-    """Usage that differs from call to call (cached tokens included)."""
+    """Usage that differs from call to call (cached and reasoning tokens included)."""
     n = itertools.count(1)
 
     def usage(body, content):
@@ -43,7 +43,14 @@ def counted_usage():
         base = rough_usage(body, content)
         prompt = base["prompt_tokens"] + 10 * k
         details = {"cached_tokens": prompt // 3}
-        return {**base, "prompt_tokens": prompt, "prompt_tokens_details": details}
+        thought = {"reasoning_tokens": base["completion_tokens"] // 2 + k}
+        return {
+            **base,
+            "completion_tokens": base["completion_tokens"] + k,
+            "prompt_tokens": prompt,
+            "prompt_tokens_details": details,
+            "completion_tokens_details": thought,
+        }
 
     return usage
 
@@ -66,7 +73,7 @@ def _db_rows(db: Database, users: list[str]) -> list[tuple]:
     with db.connection() as conn:
         return conn.execute(
             "SELECT user_id, role, dispatch, sum(calls), sum(prompt_tokens),"
-            " sum(completion_tokens), sum(cached_tokens) FROM llm_usage"
+            " sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens) FROM llm_usage"
             " WHERE user_id = ANY(%s) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
             (users,),
         ).fetchall()
@@ -96,7 +103,12 @@ def test_recorded_usage_equals_what_the_provider_reported(
     assert len(reported) == 4
     # each call's reported usage, in call order: alice's three, then bob's one
     by_call = [
-        (r["prompt_tokens"], r["completion_tokens"], r["prompt_tokens_details"]["cached_tokens"])
+        (
+            r["prompt_tokens"],
+            r["completion_tokens"],
+            r["prompt_tokens_details"]["cached_tokens"],
+            r["completion_tokens_details"]["reasoning_tokens"],
+        )
         for r in reported
     ]
     calls = [
@@ -116,12 +128,14 @@ def test_recorded_usage_equals_what_the_provider_reported(
     got = r.json()
     mine = by_call[:3]
     assert got["total"]["calls"] == 3
-    assert got["total"]["prompt_tokens"] == sum(p for p, _, _ in mine)
-    assert got["total"]["completion_tokens"] == sum(c for _, c, _ in mine)
-    assert got["total"]["cached_tokens"] == sum(k for _, _, k in mine)
+    assert got["total"]["prompt_tokens"] == sum(p for p, _, _, _ in mine)
+    assert got["total"]["completion_tokens"] == sum(c for _, c, _, _ in mine)
+    assert got["total"]["cached_tokens"] == sum(k for _, _, k, _ in mine)
+    # reasoning tokens apart: part of the completion, reported and priced with it
+    assert got["total"]["reasoning_tokens"] == sum(r for _, _, _, r in mine) > 0
     prices = load_prices()
     batch_row = next(x for x in got["by_role"] if x["dispatch"] == "batch")
-    p, c, k = by_call[2]
+    p, c, k, _ = by_call[2]
     assert batch_row["model"] == "gpt-5-mini"
     assert batch_row["cost"] == pytest.approx(prices.cost("gpt-5-mini", p, k, c, "batch"), abs=1e-9)
     assert batch_row["cost"] == pytest.approx(prices.cost("gpt-5-mini", p, k, c) / 2, abs=1e-9)

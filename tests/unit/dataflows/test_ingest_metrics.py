@@ -39,7 +39,7 @@ def test_lag_is_high_watermark_minus_next_offset() -> None:
 class Model:
     label = "fake"
 
-    async def caption(self, frames, transcript: str) -> str:
+    async def caption(self, frames, transcript: str, seen_text=None) -> str:
         return "I saw " + transcript
 
     async def ner(self, text: str) -> list[str]:

@@ -25,7 +25,7 @@ def test_caption_request_shape(fake_openai):
     roles = make_roles(fake_openai, llm_max_completion_tokens=300, llm_reasoning_effort="low")
     fake_openai.chat.push(Reply.chat('{"caption": "I stood in the BAKERY."}'))
     frame = make_frame_jpeg("BAKERY")
-    caption = asyncio.run(roles.caption([frame, frame], "Lucia: hello"))
+    caption = asyncio.run(roles.caption([frame, frame], "Lucia: hello", ["OPEN 7-19"]))
     assert caption == "I stood in the BAKERY."
     (body,) = fake_openai.chat_requests()
     assert body["model"] == "mini-model"
@@ -36,11 +36,13 @@ def test_caption_request_shape(fake_openai):
     assert system["role"] == "system" and '"caption"' in system["content"]
     text, *images = user["content"]
     assert "Lucia: hello" in text["text"] and "2 frames" in text["text"]
+    assert "OPEN 7-19" in text["text"]  # the text read at full size goes with the frames
     assert len(images) == 2
     url = images[0]["image_url"]["url"]
     assert url.startswith("data:image/jpeg;base64,")
     assert base64.b64decode(url.split(",", 1)[1]) == frame
-    assert roles.versions["caption"].startswith("caption/v2-")  # v2: rates importance
+    # v2: rates importance; v3: is given the text read in the frames
+    assert roles.versions["caption"].startswith("caption/v3-")
     assert roles.label == "compatible:mini-model+big-model"
     assert caption.importance is None  # the model gave no rating: construction estimates it
 

@@ -51,17 +51,36 @@ def test_reported_usage_includes_cached_tokens() -> None:
     assert result_from_body(body).cached_tokens == 0
 
 
+def test_reported_usage_keeps_reasoning_tokens_apart() -> None:
+    body = {
+        "model": "gpt-5-mini",
+        "service_tier": "flex",
+        "choices": [{"message": {"content": "{}"}}],
+        "usage": {
+            "prompt_tokens": 300,
+            "completion_tokens": 250,
+            "completion_tokens_details": {"reasoning_tokens": 192},
+        },
+    }
+    result = result_from_body(body)
+    assert (result.completion_tokens, result.reasoning_tokens) == (250, 192)
+    assert result.service_tier == "flex"
+    del body["usage"]["completion_tokens_details"]
+    assert result_from_body(body).reasoning_tokens == 0
+
+
 def test_records_add_up_per_user_minute_role_and_model() -> None:
-    def rec(user, second, role="ner", p=10, c=2, k=1):
+    def rec(user, second, role="ner", p=10, c=2, k=1, r=1):
         at = datetime(2026, 5, 4, 9, 10, second, tzinfo=UTC)
-        return UsageRecord(at, user, role, "gpt-5-mini", "openai", "direct", p, c, k)
+        return UsageRecord(at, user, role, "gpt-5-mini", "openai", "direct", p, c, k, r)
 
     rows = aggregate([rec("a", 1), rec("a", 59, p=5), rec("a", 30, "caption"), rec("b", 2)])
     got = {(k.user_id, k.role, k.minute.minute): dict(v) for k, v in rows.items()}
+    one = {"calls": 1, "prompt": 10, "completion": 2, "cached": 1, "reasoning": 1}
     assert got == {
-        ("a", "ner", 10): {"calls": 2, "prompt": 15, "completion": 4, "cached": 2},
-        ("a", "caption", 10): {"calls": 1, "prompt": 10, "completion": 2, "cached": 1},
-        ("b", "ner", 10): {"calls": 1, "prompt": 10, "completion": 2, "cached": 1},
+        ("a", "ner", 10): {"calls": 2, "prompt": 15, "completion": 4, "cached": 2, "reasoning": 2},
+        ("a", "caption", 10): one,
+        ("b", "ner", 10): one,
     }
 
 

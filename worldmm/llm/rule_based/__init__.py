@@ -108,8 +108,12 @@ class RuleBasedRoles:
         self._ocr_frames = ocr_frames
         self.versions = {role: f"{role}/{_REVISED.get(role, OFFLINE_VERSION)}" for role in _ROLES}
 
-    async def caption(self, frames: Sequence[bytes], transcript: str) -> str:
-        cues = await asyncio.to_thread(scene_cues, list(frames), ocr_frames=self._ocr_frames)
+    async def caption(
+        self, frames: Sequence[bytes], transcript: str, seen_text: Sequence[str] | None = None
+    ) -> str:
+        cues = await asyncio.to_thread(
+            scene_cues, list(frames), ocr_frames=self._ocr_frames, texts=seen_text
+        )
         return describe_scene(cues, transcript)
 
     async def ner(self, text_: str) -> list[str]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from worldmm.media.jpeg import DECODE_CEILING_PIXELS
 from worldmm.providers.errors import ModelCallError
 
 _PALETTE: dict[str, tuple[int, int, int]] = {
@@ -50,7 +51,12 @@ class SceneCues:
 
 def _decode(jpeg: bytes) -> Image.Image:
     try:
-        img = Image.open(io.BytesIO(jpeg))
+        img = Image.open(io.BytesIO(jpeg))  # reads the header only
+        if img.width * img.height > DECODE_CEILING_PIXELS:  # never decode a declared giant
+            raise ModelCallError(
+                f"offline captioner refuses a {img.width}x{img.height} frame (limit "
+                f"{DECODE_CEILING_PIXELS} pixels)"
+            )
         img.load()
     except (UnidentifiedImageError, OSError) as exc:
         raise ModelCallError(f"offline captioner could not decode a frame: {exc}") from exc
@@ -68,23 +74,38 @@ def _dominant_colours(pixels: np.ndarray, top: int = 2, min_share: float = 0.15)
 
 
 def scene_cues(
-    frames: Sequence[bytes], *, ocr_frames: int = 4, min_score: float = 0.5
+    frames: Sequence[bytes],
+    *,
+    ocr_frames: int = 4,
+    min_score: float = 0.5,
+    texts: Sequence[str] | None = None,
 ) -> SceneCues:
-    """Brightness, dominant colours and motion over all frames; OCR on a few evenly spaced."""
+    """Brightness, dominant colours and motion over all frames; OCR on a few evenly spaced,
+    unless the text read is given (``texts``: read elsewhere, at full size)."""
     if not frames:
-        return SceneCues(brightness="unknown", colours=[], motion="steady")
+        return SceneCues(brightness="unknown", colours=[], motion="steady", texts=list(texts or []))
     small = [np.asarray(_decode(f).resize((64, 48))) for f in frames]
     stack = np.stack(small).astype(np.float32)
     luma = float((stack @ np.asarray([0.299, 0.587, 0.114], dtype=np.float32)).mean())
     brightness = "dim" if luma < 70 else "bright" if luma > 170 else "normally lit"
     change = float(np.abs(stack[-1] - stack[0]).mean()) if len(small) > 1 else 0.0
-    cues = SceneCues(
+    read = list(texts) if texts is not None else read_text(frames, ocr_frames, min_score)
+    return SceneCues(
         brightness=brightness,
         colours=_dominant_colours(stack),
         motion="changing" if change > 25 else "steady",
+        texts=read,
     )
-    picks = np.linspace(0, len(frames) - 1, num=min(ocr_frames, len(frames))).round().astype(int)
+
+
+def read_text(frames: Sequence[bytes], limit: int, min_score: float = 0.5) -> list[str]:
+    """The text OCR reads in ``limit`` evenly spaced frames, as decoded (full size): each
+    line once (case aside), in the order read."""
+    if not frames or limit <= 0:
+        return []
+    picks = np.linspace(0, len(frames) - 1, num=min(limit, len(frames))).round().astype(int)
     seen: set[str] = set()
+    out: list[str] = []
     engine = _ocr_engine()
     for i in dict.fromkeys(picks.tolist()):
         result, _ = engine(np.asarray(_decode(frames[i])))
@@ -92,5 +113,5 @@ def scene_cues(
             text = " ".join(str(text).split())
             if float(score) >= min_score and len(text) >= 2 and text.lower() not in seen:
                 seen.add(text.lower())
-                cues.texts.append(text)
-    return cues
+                out.append(text)
+    return out
