@@ -32,6 +32,7 @@ from pydantic import (
     field_validator,
 )
 
+from worldmm.media.jpeg import DECODE_CEILING_PIXELS, JpegError, frame_size
 from worldmm.models import SAFE_ID_RE, from_epoch_ms, to_epoch_ms
 
 TopicKind = Literal["frames", "audio", "control"]
@@ -58,12 +59,18 @@ EMPTY_PAYLOAD = "empty_payload"
 PAYLOAD_TOO_LARGE = "payload_too_large"
 UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"
 BAD_JPEG = "bad_jpeg"
+FRAME_TOO_LARGE = "frame_too_large"
 UNSUPPORTED_AUDIO = "unsupported_audio_codec"
 BAD_AUDIO = "bad_audio"
+AUDIO_TOO_LONG = "audio_too_long"
+DURATION_MISMATCH = "duration_mismatch"
 BAD_CONTROL = "bad_control"
 TS_IN_FUTURE = "ts_in_future"
 TS_TOO_OLD = "ts_too_old"
 UNKNOWN_TOPIC = "unknown_topic"
+UNKNOWN_USER = "unknown_user"  # the flow's user check, not decode: a user the API does not know
+
+BIGINT_MAX = 2**63 - 1  # what the database's bigint columns hold (seq)
 
 
 class InvalidMessage(ValueError):
@@ -83,14 +90,13 @@ class CodecLimits(BaseModel):
     max_future_skew_s: float = Field(default=300.0, ge=0)
     max_past_age_s: float = Field(default=30 * 24 * 3600.0, ge=0)
     max_payload_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
+    max_frame_pixels: int = Field(default=24_000_000, ge=1, le=DECODE_CEILING_PIXELS)
+    max_audio_chunk_ms: int = Field(default=120_000, ge=1)
+    audio_duration_tolerance_ms: int = Field(default=100, ge=0)
 
     @classmethod
     def from_settings(cls, settings: object) -> CodecLimits:
-        return cls(
-            max_future_skew_s=settings.max_future_skew_s,  # type: ignore[attr-defined]
-            max_past_age_s=settings.max_past_age_s,  # type: ignore[attr-defined]
-            max_payload_bytes=settings.max_payload_bytes,  # type: ignore[attr-defined]
-        )
+        return cls(**{name: getattr(settings, name) for name in cls.model_fields})
 
 
 def _check_id(value: str) -> str:
@@ -125,7 +131,7 @@ class _Base(BaseModel):
 
 class FrameMessage(_Base):
     kind: Literal["frames"] = "frames"
-    seq: int = Field(ge=0)
+    seq: int = Field(ge=0, le=BIGINT_MAX)
     content_type: Literal["image/jpeg"] = JPEG
     jpeg: bytes
 
@@ -303,75 +309,43 @@ def _check_time(ts_ms: int, now: datetime, limits: CodecLimits) -> datetime:
     return ts
 
 
-# Start-of-frame markers (baseline, progressive, lossless, arithmetic): they carry the size.
-_SOF_MARKERS = frozenset({*range(0xC0, 0xC4), *range(0xC5, 0xC8), *range(0xC9, 0xCC),
-                          *range(0xCD, 0xD0)})  # fmt: skip
-# Markers without a length field: TEM and the restart markers.
-_STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})
-
-
-def check_jpeg(data: bytes) -> None:
-    """Raise InvalidMessage(bad_jpeg) unless ``data`` is a structurally valid JPEG: SOI, whole
-    marker segments up to the start of scan with a frame header of non-zero size, and EOI at
-    the end. Walks the markers itself (no image library: this runs for every frame, and
-    Pillow's header parse was most of the decode step's CPU)."""
-    if not data.startswith(b"\xff\xd8"):
-        kind = "PNG" if data.startswith(b"\x89PNG") else "GIF" if data[:3] == b"GIF" else None
-        detail = f"payload is {kind}, not JPEG" if kind else "undecodable JPEG: no SOI marker"
-        raise InvalidMessage(BAD_JPEG, detail)
-    n, i, size = len(data), 2, None
-    while True:
-        if i + 2 > n:
-            raise InvalidMessage(BAD_JPEG, "undecodable JPEG: truncated before the image data")
-        if data[i] != 0xFF:
-            raise InvalidMessage(BAD_JPEG, f"undecodable JPEG: no marker at byte {i}")
-        marker = data[i + 1]
-        if marker == 0xFF:  # fill byte
-            i += 1
-            continue
-        if marker in _STANDALONE:
-            i += 2
-            continue
-        if marker in (0xD8, 0xD9):
-            raise InvalidMessage(BAD_JPEG, "undecodable JPEG: image ends before its data")
-        length = int.from_bytes(data[i + 2 : i + 4], "big")
-        if length < 2 or i + 2 + length > n:
-            raise InvalidMessage(BAD_JPEG, "undecodable JPEG: truncated marker segment")
-        if marker in _SOF_MARKERS:
-            if length < 8:
-                raise InvalidMessage(BAD_JPEG, "undecodable JPEG: short frame header")
-            height = int.from_bytes(data[i + 5 : i + 7], "big")
-            width = int.from_bytes(data[i + 7 : i + 9], "big")
-            size = (width, height)
-        if marker == 0xDA:  # start of scan: entropy-coded data follows
-            break
-        i += 2 + length
-    if size is None or 0 in size:
-        raise InvalidMessage(BAD_JPEG, f"undecodable JPEG: frame size {size}")
-    if b"\xff\xd9" not in data[-64:]:
-        raise InvalidMessage(BAD_JPEG, "undecodable JPEG: no EOI marker (truncated?)")
+def check_jpeg(data: bytes, max_pixels: int | None = None) -> tuple[int, int]:
+    """The frame's (width, height), or InvalidMessage: ``bad_jpeg`` unless ``data`` is a
+    structurally valid JPEG (worldmm.media.jpeg), ``frame_too_large`` when its header
+    declares more than ``max_pixels`` (checked before anything decodes it)."""
+    try:
+        width, height = frame_size(data)
+    except JpegError as exc:
+        text = str(exc)
+        raise InvalidMessage(
+            BAD_JPEG, text if text.startswith("payload is") else f"undecodable JPEG: {text}"
+        ) from None
+    if max_pixels is not None and width * height > max_pixels:
+        raise InvalidMessage(
+            FRAME_TOO_LARGE, f"frame declares {width}x{height} pixels (limit {max_pixels})"
+        )
+    return width, height
 
 
 def wav_info(data: bytes) -> tuple[int, int, int]:
-    """(sample_rate, channels, n_frames) of a PCM16 WAV; InvalidMessage otherwise."""
+    """(sample_rate, channels, n_frames) of a PCM16 WAV; InvalidMessage otherwise. The frames
+    are those the payload holds, not what its header declares (a header may claim more)."""
     try:
         with wave.open(io.BytesIO(data), "rb") as w:
-            rate, channels, width, n = (
-                w.getframerate(),
-                w.getnchannels(),
-                w.getsampwidth(),
-                w.getnframes(),
-            )
+            rate, channels, width = w.getframerate(), w.getnchannels(), w.getsampwidth()
+            n = len(w.readframes(w.getnframes())) // max(1, channels * width)
     except (wave.Error, EOFError) as exc:
         raise InvalidMessage(BAD_AUDIO, f"not a readable WAV file: {exc}") from None
     if width != 2:
         raise InvalidMessage(UNSUPPORTED_AUDIO, f"WAV sample width {8 * width} bit; need 16")
     if n == 0:
         raise InvalidMessage(BAD_AUDIO, "WAV holds no samples")
+    if rate <= 0:
+        raise InvalidMessage(BAD_AUDIO, f"WAV sample rate {rate}")
     return rate, channels, n
 
 
-def _decode_audio(h: dict[str, str], value: bytes, base: dict) -> AudioMessage:
+def _decode_audio(h: dict[str, str], value: bytes, base: dict, limits: CodecLimits) -> AudioMessage:
     ctype = _need(h, "content_type").strip().lower()
     ctype = _AUDIO_ALIASES.get(ctype, ctype)
     if ctype not in AUDIO_CODECS:
@@ -379,17 +353,32 @@ def _decode_audio(h: dict[str, str], value: bytes, base: dict) -> AudioMessage:
     rate_hdr = _int(h, "sample_rate", required=ctype == PCM16)
     dur_hdr = _int(h, "duration_ms", required=False)
     if ctype == WAV:
-        rate, channels, n = wav_info(value)
+        rate, _channels, n = wav_info(value)
         if rate_hdr is not None and rate_hdr != rate:
             raise InvalidMessage(INVALID_HEADER, f"sample_rate header {rate_hdr} ≠ WAV's {rate}")
     else:
-        rate, channels = rate_hdr or 0, 1
+        rate = rate_hdr or 0
         if rate <= 0:
             raise InvalidMessage(INVALID_HEADER, f"sample_rate {rate} must be positive")
         if len(value) % 2:
             raise InvalidMessage(BAD_AUDIO, "PCM16 payload has an odd number of bytes")
         n = len(value) // 2
-    duration_ms = dur_hdr if dur_hdr is not None else max(1, round(1000 * n / (rate * channels)))
+    # The payload says how long the chunk is; a header may only agree with it. Believed, a
+    # 2-byte chunk claiming 2,000,000,000 ms opened 66,666 windows nobody recorded.
+    held_ms = 1000 * n / rate
+    if held_ms > limits.max_audio_chunk_ms:
+        raise InvalidMessage(
+            AUDIO_TOO_LONG, f"chunk holds {held_ms:.0f} ms (limit {limits.max_audio_chunk_ms} ms)"
+        )
+    duration_ms = max(1, round(held_ms))
+    if dur_hdr is not None:
+        if abs(dur_hdr - held_ms) > limits.audio_duration_tolerance_ms:
+            raise InvalidMessage(
+                DURATION_MISMATCH,
+                f"duration_ms header {dur_hdr} but the payload holds {held_ms:.0f} ms "
+                f"(tolerance {limits.audio_duration_tolerance_ms} ms)",
+            )
+        duration_ms = dur_hdr
     try:
         return AudioMessage(
             **base, duration_ms=duration_ms, sample_rate=rate, content_type=ctype, data=value
@@ -398,7 +387,7 @@ def _decode_audio(h: dict[str, str], value: bytes, base: dict) -> AudioMessage:
         raise InvalidMessage(INVALID_HEADER, _first_error(exc)) from None
 
 
-def _decode_control(value: bytes, base: dict) -> ControlMessage:
+def _decode_control(value: bytes, base: dict, now: datetime, limits: CodecLimits) -> ControlMessage:
     try:
         body = json.loads(value)
         event = body["event"]
@@ -410,6 +399,13 @@ def _decode_control(value: bytes, base: dict) -> ControlMessage:
     last_ms = body.get("last_ms")
     if last_ms is not None and event != "session_end":
         raise InvalidMessage(BAD_CONTROL, "last_ms belongs to a session_end only")
+    if isinstance(last_ms, dict):  # the ends of captures: bounded like capture times
+        for kind, ms in last_ms.items():
+            if isinstance(ms, int) and not isinstance(ms, bool):
+                try:
+                    _check_time(ms, now, limits)
+                except InvalidMessage as exc:
+                    raise InvalidMessage(BAD_CONTROL, f"last_ms.{kind}: {exc.detail}") from None
     try:
         return ControlMessage(**base, event=event, last_ms=last_ms)
     except ValidationError as exc:
@@ -456,13 +452,13 @@ def decode(
         if ctype not in (JPEG, "image/jpg"):
             raise InvalidMessage(UNSUPPORTED_CONTENT_TYPE, f"frames need image/jpeg, got {ctype!r}")
         seq = _int(h, "seq")
-        if seq is None or seq < 0:
-            raise InvalidMessage(INVALID_HEADER, f"seq must be ≥ 0, got {seq}")
-        check_jpeg(value)
+        if seq is None or not 0 <= seq <= BIGINT_MAX:
+            raise InvalidMessage(INVALID_HEADER, f"seq must be in [0, {BIGINT_MAX}], got {seq}")
+        check_jpeg(value, limits.max_frame_pixels)
         return FrameMessage(**base, seq=seq, jpeg=value)
     if topic_kind == "audio":
-        return _decode_audio(h, value, base)
-    return _decode_control(value, base)
+        return _decode_audio(h, value, base, limits)
+    return _decode_control(value, base, now, limits)
 
 
 # --- audio helpers for consumers -----------------------------------------------------------

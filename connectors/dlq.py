@@ -19,6 +19,7 @@ from connectors.codec import from_epoch_ms, header_dict, to_epoch_ms
 ORIG_PREFIX = "orig."
 MAX_DETAIL_CHARS = 2000
 PAYLOAD_DROPPED = "payload_dropped"
+ORIG_HEADERS_DROPPED = "orig_headers_dropped"
 
 Headers = list[tuple[str, bytes]]
 
@@ -199,13 +200,51 @@ def without_payload(record: DlqRecord) -> DlqRecord:
     return DlqRecord(key=record.key, value=None, headers=headers)
 
 
+def record_size(record: DlqRecord) -> int:
+    """Bytes the record takes on the wire, near enough (key, value, header names and values)."""
+    heads = sum(len(n) + len(v or b"") for n, v in record.headers)
+    return len(record.key or b"") + len(record.value or b"") + heads
+
+
+# Room left for the broker's own framing of one record.
+_FRAMING = 512
+
+
+def fit(record: DlqRecord, max_bytes: int) -> DlqRecord:
+    """The record as it fits ``max_bytes``: whole, else without its payload (header
+    ``payload_dropped``: the size), else also without the sender's copied headers (header
+    ``orig_headers_dropped``: how many). Its own headers (the reason, the source offset)
+    always stay: the failure is never lost to its size."""
+    if record_size(record) + _FRAMING <= max_bytes:
+        return record
+    if record.value:
+        record = without_payload(record)
+        if record_size(record) + _FRAMING <= max_bytes:
+            return record
+    own = [(n, v) for n, v in record.headers if not n.startswith(ORIG_PREFIX)]
+    dropped = len(record.headers) - len(own)
+    return DlqRecord(
+        key=record.key[:256] if record.key else record.key,
+        value=None,
+        headers=[*own, (ORIG_HEADERS_DROPPED, str(dropped).encode())],
+    )
+
+
 # --- producer ------------------------------------------------------------------------------
 
 
 class DlqProducer:
-    """Writes DLQ records to one topic. ``flush`` raises DeliveryError if any were lost."""
+    """Writes DLQ records to one topic. A record too large for the producer or the broker
+    is sent again without its payload (:func:`fit`); ``flush`` raises DeliveryError for
+    the records that were still lost."""
 
-    def __init__(self, producer_or_brokers: Any, topic: str, **conf: Any) -> None:
+    def __init__(
+        self,
+        producer_or_brokers: Any,
+        topic: str,
+        max_record_bytes: int | None = None,
+        **conf: Any,
+    ) -> None:
         from connectors import kafka_io
 
         self._kafka_io = kafka_io
@@ -214,31 +253,64 @@ class DlqProducer:
         else:
             self.producer = producer_or_brokers
         self.topic = topic
+        self.max_record_bytes = max_record_bytes
         self.tracker = kafka_io.DeliveryTracker()
+        self._too_large: list[DlqRecord] = []  # refused by the broker: resent without payload
         self.sent = 0
+        self.payloads_dropped = 0
 
     def send(self, record: DlqRecord) -> None:
-        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka import KafkaException
 
+        if self.max_record_bytes is not None:
+            fitted = fit(record, self.max_record_bytes)
+            self.payloads_dropped += fitted is not record
+            record = fitted
         try:
             self._produce(record)
         except KafkaException as exc:
             # A payload larger than the producer accepts must not lose the failure itself.
-            if exc.args and exc.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                self._produce(without_payload(record))
-            else:
+            if not (_too_large(exc.args[0] if exc.args else None) and record.value):
                 raise
+            self.payloads_dropped += 1
+            self._produce(without_payload(record))
         self.sent += 1
 
     def _produce(self, record: DlqRecord) -> None:
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None and _too_large(err) and record.value:
+                self._too_large.append(record)
+            else:
+                self.tracker(err, msg)
+
         self._kafka_io.produce(
             self.producer,
             self.topic,
             record.key,
             record.value,
             record.headers,
-            on_delivery=self.tracker,
+            on_delivery=delivered,
         )
 
     def flush(self, timeout: float = 30.0) -> None:
-        self._kafka_io.flush(self.producer, self.tracker, timeout)
+        left = self.producer.flush(timeout)
+        while self._too_large and not left:
+            again, self._too_large = self._too_large, []
+            for record in again:
+                self.payloads_dropped += 1
+                self._produce(without_payload(record))
+            left = self.producer.flush(timeout)
+        if left:
+            raise self._kafka_io.DeliveryError(
+                [f"{left} message(s) still queued after {timeout:.0f}s"]
+            )
+        self.tracker.raise_if_failed()
+
+
+def _too_large(err: Any) -> bool:
+    from confluent_kafka import KafkaError
+
+    return err is not None and err.code() in (
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+    )

@@ -32,6 +32,7 @@ from worldmm.memory.windows import (
     LateItem,
     WindowEvent,
     WindowId,
+    parent_of,
 )
 from worldmm.store.outage import retry_while_down_async
 
@@ -94,7 +95,7 @@ async def run_event(deps: Deps, event: WindowEvent) -> WindowOutcome:
     # idempotent, and neither failing the window nor stopping the flow would be right.
     if isinstance(event, LateItem):
         try:
-            await retry_while_down_async(
+            kept = await retry_while_down_async(
                 lambda: asyncio.to_thread(record_late, deps, event.user_id, event.item),
                 what="record_late",
             )
@@ -109,7 +110,8 @@ async def run_event(deps: Deps, event: WindowEvent) -> WindowOutcome:
                 reason="store_failed",
                 capture=event.item,
             )
-        return WindowOutcome(event.user_id, BASE_S, event.window_start_ms, "late")
+        status = "late" if kept else "forgotten"  # a range its wearer forgot: not kept
+        return WindowOutcome(event.user_id, BASE_S, event.window_start_ms, status)
     return await retry_while_down_async(
         lambda: process_window(deps, event), what=f"window {event.user_id}/{event.wid}"
     )
@@ -145,8 +147,10 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
     def _accept(self, event: WindowEvent) -> None:
         if isinstance(event, CoarseWindow) and not self._ready(event):
             self.waiting.append(event)
-        else:
-            self.running.append((event, self.runner().submit(event)))
+            return
+        if isinstance(event, CoarseWindow):
+            self.done.difference_update(event.children)  # each child has one parent
+        self.running.append((event, self.runner().submit(event)))
 
     def _ready(self, event: CoarseWindow) -> bool:
         return all(child in self.done for child in event.children)
@@ -159,18 +163,9 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
                 still.append((event, fut))
                 continue
             exc = fut.exception()
-            if exc is not None:  # process_window records its own failures; this is a bug
-                outcome = WindowOutcome(
-                    event.user_id,
-                    _scale(event),
-                    _start(event),
-                    "failed",
-                    error=f"{type(exc).__name__}: {exc}",
-                )
-            else:
-                outcome = fut.result()
-            if not isinstance(event, LateItem):
-                self.done.add(event.wid)
+            outcome = fut.result() if exc is None else self._failed(event, exc)
+            if not isinstance(event, LateItem) and parent_of(event.wid) is not None:
+                self.done.add(event.wid)  # a top window has no parent to wait for it
             if isinstance(event, BaseWindow):
                 self._forget_spool(event, outcome)
             out.append(outcome)
@@ -183,15 +178,41 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
                 self.running.append((w, self.runner().submit(w)))
         return out
 
+    def _failed(self, event: WindowEvent, exc: BaseException) -> WindowOutcome:
+        """An error that escaped process_window (which records its own failures): the
+        window's captures are kept (its spool, and the DLQ), never dropped with it."""
+        reason = type(exc).__name__
+        log.error("window_crashed user=%s event=%s error=%r", event.user_id, _start(event), exc)
+        failed = WindowOutcome(
+            event.user_id,
+            _scale(event),
+            _start(event),
+            "failed",
+            error=f"{reason}: {exc}",
+            reason=reason,
+        )
+        if isinstance(event, LateItem):
+            failed.capture = event.item
+        elif isinstance(event, BaseWindow):
+            self._spool_carried(event)
+            failed.unrecorded = event.items
+        return failed
+
+    def _idle(self) -> bool:
+        """Nothing in flight, waiting, or kept for a parent: the state may go."""
+        return not (self.running or self.waiting or self.done)
+
     # -- Bytewax hooks ------------------------------------------------------------------
 
     def on_batch(self, values: list[WindowEvent]) -> tuple[Iterable[WindowOutcome], bool]:
         for event in values:
             self._accept(event)
-        return self._harvest(), self.RETAIN
+        out = self._harvest()
+        return out, self.DISCARD if self._idle() else self.RETAIN
 
     def on_notify(self) -> tuple[Iterable[WindowOutcome], bool]:
-        return self._harvest(), self.RETAIN
+        out = self._harvest()
+        return out, self.DISCARD if self._idle() else self.RETAIN
 
     def on_eof(self) -> tuple[Iterable[WindowOutcome], bool]:
         out = self._harvest()
@@ -231,6 +252,19 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
                 return event
             self.spooled.add(event.wid)
         return strip_bytes(event)
+
+    def _spool_carried(self, event: BaseWindow) -> None:
+        carried = [
+            (i.ref.blob_key, i.ref.data) for i in event.items if getattr(i.ref, "data", None)
+        ]
+        if self.spool is None or not carried or event.wid in self.spooled:
+            return
+        try:
+            self.spool.append(event.user_id, event.start_ms, carried)
+        except OSError as exc:  # the bytes still travel with the outcome to the DLQ
+            log.warning(
+                "spool_failed user=%s start=%s error=%s", event.user_id, event.start_ms, exc
+            )
 
     def _forget_spool(self, event: BaseWindow, outcome: WindowOutcome) -> None:
         self.spooled.discard(event.wid)

@@ -33,6 +33,7 @@ from connectors import codec
 from connectors.dlq import DlqRecord, message_dlq_record, window_dlq_record
 from dataflows import ingest_metrics
 from dataflows.construct_step import AsyncRunner, Process, construct_builder, run_event
+from dataflows.known_users import KnownUsers
 from dataflows.window_step import window_builder
 from worldmm.blobs import audio_key, frame_key
 from worldmm.deps import Deps, build_deps
@@ -40,7 +41,15 @@ from worldmm.media.spool import WindowSpool
 from worldmm.memory.late_and_control import record_session
 from worldmm.memory.window_inputs import CaptureRef
 from worldmm.memory.window_outcome import WindowOutcome
-from worldmm.memory.windows import Item, Pause, SessionEnd, WindowConfig, ms_to_dt
+from worldmm.memory.windows import (
+    BASE_S,
+    Item,
+    Pause,
+    SessionEnd,
+    WindowConfig,
+    dt_to_ms,
+    ms_to_dt,
+)
 from worldmm.redact import configure_logging
 from worldmm.settings import Settings, load_settings
 from worldmm.store.db import Database
@@ -193,27 +202,56 @@ def window_input(msg: codec.Message) -> tuple[str, Item | SessionEnd | SessionSt
     return msg.user_id, Item("audio", key, msg.session_id, msg.ts_ms, end, ref)
 
 
-def outcome_dlq(outcome: WindowOutcome, now: datetime, settings: Settings) -> DlqRecord:
-    """The DLQ record of a failed window; a late capture whose store failed goes whole, as
+def outcome_dlq(
+    outcome: WindowOutcome, now: datetime, settings: Settings, spool: WindowSpool | None = None
+) -> list[DlqRecord]:
+    """The DLQ records of a failed window: the window (retrigger or retry it), and each of
+    its captures no row points at, whole; a late capture whose store failed goes whole, as
     the record it came in (re-producing it to its topic retries it)."""
+    reason = outcome.reason or "window_failed"
+    error = outcome.error or ""
     if outcome.capture is not None:
-        return capture_dlq(outcome.user_id, outcome.capture, outcome.error or "", now, settings)
-    return window_dlq_record(
-        reason=outcome.reason or "window_failed",
-        user_id=outcome.user_id,
-        scale_seconds=outcome.scale_s,
-        window_start=ms_to_dt(outcome.start_ms),
-        failed_at=now,
-        error=outcome.error or "",
-        extra={"attempts": outcome.attempts, "segment_id": outcome.segment_id},
-    )
+        return [capture_dlq(outcome.user_id, outcome.capture, error, now, settings, reason)]
+    records = [
+        window_dlq_record(
+            reason=reason,
+            user_id=outcome.user_id,
+            scale_seconds=outcome.scale_s,
+            window_start=ms_to_dt(outcome.start_ms),
+            failed_at=now,
+            error=error,
+            extra={
+                "attempts": outcome.attempts,
+                "segment_id": outcome.segment_id,
+                "captures_on_dlq": len(outcome.unrecorded),
+            },
+        )
+    ]
+    spooled: dict[str, bytes] | None = None
+    for item in outcome.unrecorded:
+        data = getattr(item.ref, "data", None)
+        if data is None and spool is not None:
+            if spooled is None:
+                spooled = spool.read(outcome.user_id, outcome.start_ms)
+            data = spooled.get(item.ref.blob_key)
+        if data is None:  # neither carried nor spooled: the window's record names it
+            log.error("dlq_capture_missing user=%s key=%s", outcome.user_id, item.ref.blob_key)
+            continue
+        item = replace(item, ref=replace(item.ref, data=data))
+        records.append(capture_dlq(outcome.user_id, item, error, now, settings, reason))
+    return records
 
 
 def capture_dlq(
-    user_id: str, item: Item, error: str, now: datetime, settings: Settings
+    user_id: str,
+    item: Item,
+    error: str,
+    now: datetime,
+    settings: Settings,
+    reason: str = "store_failed",
 ) -> DlqRecord:
-    """A capture as a ``store_failed`` message record: key, value and headers of a record
-    of its topic that carries it."""
+    """A capture as a message record (``reason``: why it could not be kept otherwise): key,
+    value and headers of a record of its topic that carries it."""
     ref, ts = item.ref, ms_to_dt(item.ts_ms)
     if item.kind == "frames":
         record = codec.encode_frame(user_id, item.session_id, ts, ref.seq, ref.data)
@@ -228,7 +266,7 @@ def capture_dlq(
         )
     key, value, headers = record
     return message_dlq_record(
-        reason="store_failed",
+        reason=reason,
         source_topic=settings.topic(item.kind),
         source_partition=None,
         source_offset=None,
@@ -296,18 +334,64 @@ class LogSink(DynamicSink[WindowOutcome]):
         return _LogPartition()
 
 
-def _kafka_dlq_output(step_id: str, up: Stream[DlqRecord], settings: Settings) -> None:
-    from bytewax.connectors.kafka import KafkaSinkMessage
-    from bytewax.connectors.kafka import operators as kop
-
+def _kafka_dlq_sink(settings: Settings) -> Sink[DlqRecord]:
     from connectors.topics import topic_names
+    from dataflows.dlq_sink import DlqSink
 
-    msgs = op.map(
-        f"{step_id}_msg",
-        up,
-        lambda r: KafkaSinkMessage(key=r.key, value=r.value, headers=list(r.headers)),
+    if not settings.kafka_brokers:
+        raise ValueError("WORLDMM_KAFKA_BROKERS is not set (run `worldmm up` or point it at Kafka)")
+    return DlqSink(
+        settings.kafka_brokers, topic_names(settings)["dlq"], settings.dlq_max_record_bytes
     )
-    kop.output(step_id, msgs, brokers=[settings.kafka_brokers], topic=topic_names(settings)["dlq"])
+
+
+def user_gate(
+    known: KnownUsers, now: Callable[[], datetime]
+) -> Callable[[list[tuple[RawRecord, codec.Message]]], list[Any]]:
+    """The batch step that keeps records of users the database knows; the others become
+    DLQ records (``unknown_user``). One read per batch for ids not answered lately."""
+
+    def gate(pairs: list[tuple[RawRecord, codec.Message]]) -> list[Any]:
+        ids = {msg.user_id for _, msg in pairs}
+        users = retry_while_down(lambda: known.known(ids), what="known_users")
+        out: list[Any] = []
+        for rec, msg in pairs:
+            if msg.user_id in users:
+                out.append((rec, msg))
+            else:
+                detail = (
+                    f"user {msg.user_id!r} is not known (create it first, or set "
+                    "WORLDMM_INGEST_CREATE_USERS=true)"
+                )
+                out.append(_dlq_for(rec, codec.UNKNOWN_USER, detail, now()))
+        return out
+
+    return gate
+
+
+def _known_users(database: Callable[[], Database]) -> KnownUsers:
+    from worldmm.store.users import existing_users
+
+    def lookup(ids: list[str]) -> set[str]:
+        with database().connection() as conn:
+            return existing_users(conn, ids)
+
+    return KnownUsers(lookup)
+
+
+def _window_floor(database: Callable[[], Database]) -> Callable[[str], int]:
+    """Where a user's built windows end, for a window state made afresh (live flow)."""
+    from worldmm.store.segments import last_window_end
+
+    def floor(user_id: str) -> int:
+        def read() -> int:
+            with database().connection() as conn:
+                end = last_window_end(conn, user_id, BASE_S)
+            return 0 if end is None else dt_to_ms(end)
+
+        return retry_while_down(read, what="window_floor")
+
+    return floor
 
 
 def _kafka_input(
@@ -360,6 +444,7 @@ def build_flow(
     select: Callable[[codec.Message], bool] | None = None,
     resend_bad_records: bool = True,
     process_id: int = 0,
+    known_users: KnownUsers | None = None,
 ) -> Dataflow:
     """The ingest flow. Kafka in/out by default; tests pass a source, sinks and fake deps.
 
@@ -368,8 +453,9 @@ def build_flow(
     ``select`` keeps only the valid messages it accepts (a replay of one user or time range).
     ``resend_bad_records=False`` counts and logs invalid input without producing it to the
     DLQ again (a replay: the live flow already put those records there); window failures
-    always go to the DLQ. With Kafka input the process serves its metrics on
-    ``dataflow_metrics_port + process_id``.
+    always go to the DLQ. Unless ``ingest_create_users`` is set, only records of users the
+    database knows pass (``known_users``: which; by default read from the database). With
+    Kafka input the process serves its metrics on ``dataflow_metrics_port + process_id``.
     """
     shared = _Shared(settings, deps_factory, process)
     if source is None:
@@ -396,6 +482,17 @@ def build_flow(
     valid = split.trues
     if select is not None:
         valid = op.filter("select", valid, lambda pair: select(pair[1]))
+    if not settings.ingest_create_users:
+        # a user id is the sender's claim: only users the API made are served
+        users = known_users if known_users is not None else _known_users(lambda: shared.deps().db)
+        known = user_gate(users, now)
+        gated = op.branch(
+            "known_user",
+            op.flat_map_batch("users", valid, known),
+            lambda x: not isinstance(x, DlqRecord),
+        )
+        valid = gated.trues
+        bad = op.merge("bad_or_unknown", bad, gated.falses)
 
     def record_sessions(pairs: list[tuple[RawRecord, codec.Message]]) -> list[Any]:
         """Session rows for control messages; a session write that fails goes to the DLQ.
@@ -424,11 +521,14 @@ def build_flow(
         # never for wall time (a loaded machine must not turn a replay's frames late).
         config = replace(config, session_end_grace_s=math.inf)
     spool = WindowSpool(settings.resolved_spool_dir)
-    windows = op.stateful_batch("windows", keyed, window_builder(config, clock, spool))
+    # A live flow drops idle wearers' state; made again, it starts where their built
+    # windows end. A bounded run (a replay) rebuilds what it reads, wherever that lies.
+    floor = _window_floor(lambda: shared.deps().db) if tail and source is None else None
+    windows = op.stateful_batch("windows", keyed, window_builder(config, clock, spool, floor))
     construct = construct_builder(shared.runner, spool)
     outcomes = op.key_rm("outcomes", op.stateful_batch("construct", windows, construct))
     failed = op.filter("failed_windows", outcomes, lambda o: o.status == "failed")
-    window_dlq = op.map("window_dlq", failed, lambda o: outcome_dlq(o, now(), settings))
+    window_dlq = op.flat_map("window_dlq", failed, lambda o: outcome_dlq(o, now(), settings, spool))
     if resend_bad_records:
         dlq = op.merge("dlq_records", bad, stored_split.falses, window_dlq)
     else:
@@ -436,10 +536,7 @@ def build_flow(
         dlq = op.merge("dlq_records", stored_split.falses, window_dlq)
     dlq = op.inspect("count_dlq", dlq, _count_dlq)
 
-    if dlq_sink is not None:
-        op.output("dlq_out", dlq, dlq_sink)
-    else:
-        _kafka_dlq_output("dlq_out", dlq, settings)
+    op.output("dlq_out", dlq, dlq_sink or _kafka_dlq_sink(settings))
     outcomes = op.inspect("count_windows", outcomes, _count_window)
     op.output("report", outcomes, report_sink or LogSink())
     return flow

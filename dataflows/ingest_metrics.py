@@ -52,6 +52,15 @@ SESSION_ENDS_FORCED = counter(
 DLQ_RECORDS = counter(
     "worldmm_ingest_dlq_total", "Records sent to the DLQ, by kind and reason.", "kind reason"
 )
+DLQ_DELIVERY_FAILURES = counter(
+    "worldmm_ingest_dlq_delivery_failures_total",
+    "DLQ records the broker did not acknowledge (logged; the flow goes on).",
+)
+DLQ_PAYLOADS_DROPPED = counter(
+    "worldmm_ingest_dlq_payloads_dropped_total",
+    "DLQ records sent without their payload: larger than WORLDMM_DLQ_MAX_RECORD_BYTES or "
+    "than the broker takes (header payload_dropped says so).",
+)
 INPUT_LOST = counter(
     "worldmm_ingest_input_lost_records_total",
     "Records the broker no longer holds where this worker's position said it would read or "

@@ -52,29 +52,47 @@ def _without_paused(events: list[WindowEvent]) -> list[WindowEvent]:
     return out
 
 
+Floor = Callable[[str], int]
+"""Where a wearer's closed windows end (epoch ms), for a state made afresh: read from the
+store, so a capture older than the user's last built window is late, not a new window,
+after the user's idle state was dropped."""
+
+
 class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, WindowCascade]):
+    """One wearer's cascade. A state that has held nothing for ``state_idle_s`` of wall
+    time is dropped (Bytewax forgets the key): idle wearers cost nothing."""
+
     def __init__(
         self,
         state: WindowCascade | None,
         config: WindowConfig,
         clock: Clock,
         spool: WindowSpool | None = None,
+        floor: Floor | None = None,
     ) -> None:
         self.state = state
         self.config = config
         self.clock = clock
         self.spool = spool
+        self.floor = floor
 
     def on_batch(self, values: list[UserInput]) -> tuple[Iterable[WindowEvent], bool]:
         if self.state is None:
             self.state = WindowCascade(values[0][0], self.config)
+            if self.floor is not None:
+                self.state.closed_until_ms = self.floor(self.state.user_id)
         state, forced = self.state, self.state.forced_ends
         return self._out(state.ingest([v for _, v in values], self.clock()), forced), self.RETAIN
 
     def on_notify(self) -> tuple[Iterable[WindowEvent], bool]:
         if self.state is None:
-            return [], self.RETAIN
-        return self._out(self.state.tick(self.clock()), self.state.forced_ends), self.RETAIN
+            return [], self.DISCARD
+        now = self.clock()
+        out = self._out(self.state.tick(now), self.state.forced_ends)
+        evict = self.state.evict_at()
+        if not out and evict is not None and now >= evict:
+            return [], self.DISCARD  # an idle wearer: the next capture starts afresh
+        return out, self.RETAIN
 
     def on_eof(self) -> tuple[Iterable[WindowEvent], bool]:
         if self.state is None:
@@ -100,8 +118,12 @@ class WindowLogic(StatefulBatchLogic[UserInput, WindowEvent, WindowCascade]):
         return event
 
     def notify_at(self) -> datetime | None:
-        wake = self.state.next_wake(self.clock()) if self.state else None
-        return None if wake is None else datetime.fromtimestamp(wake, tz=UTC)
+        if self.state is None:
+            return None
+        wakes = [
+            w for w in (self.state.next_wake(self.clock()), self.state.evict_at()) if w is not None
+        ]
+        return datetime.fromtimestamp(min(wakes), tz=UTC) if wakes else None
 
     def snapshot(self) -> WindowCascade | None:
         if self.state is None:
@@ -154,10 +176,15 @@ def spool_held(state: WindowCascade, spool: WindowSpool) -> int:
     return n
 
 
-def window_builder(config: WindowConfig, clock: Clock, spool: WindowSpool | None = None):
+def window_builder(
+    config: WindowConfig,
+    clock: Clock,
+    spool: WindowSpool | None = None,
+    floor: Floor | None = None,
+):
     """Builder for ``op.stateful_batch``: a fresh or resumed state per user key."""
 
     def build(resume: WindowCascade | None) -> WindowLogic:
-        return WindowLogic(resume, config, clock, spool)
+        return WindowLogic(resume, config, clock, spool, floor)
 
     return build

@@ -32,6 +32,7 @@ from query_api.routes import (
 from query_api.ui import install_ui
 from worldmm.deps import Deps, build_deps
 from worldmm.llm.prices import prices_for
+from worldmm.privacy.forget_media import DeletionSweeper
 from worldmm.settings import Settings
 
 log = logging.getLogger("query_api")
@@ -61,6 +62,9 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
         if owned:  # only PostgreSQL and Redis: the query service never talks to Kafka
             install(app.state, build_deps(settings, role="api"))
         app.state.recalls.start()
+        # blobs a forget or purge could not delete yet (the store was down): retried here
+        sweeper = DeletionSweeper(app.state.deps.db, app.state.deps.blobs)
+        sweeper.start()
         log.info(
             "query_api.start provider=%s cache=%s blobs=%r",
             app.state.deps.roles.label,
@@ -70,6 +74,7 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
         try:
             yield
         finally:
+            sweeper.close()
             await app.state.recalls.close()  # what answers recalled is written before the pool goes
             if owned:
                 app.state.deps.close()

@@ -31,6 +31,9 @@ pytest_plugins = [
 # Models load from wheels only; a hub lookup must fail fast rather than hang.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Most tests stream for users they never made through the API: let the flow create them
+# (the default refuses them: tests of that set it false, tests/integration/ingest).
+os.environ.setdefault("WORLDMM_INGEST_CREATE_USERS", "true")
 # Anything that resolves the state dir without being given one (a CLI run, a bench's
 # stack-or-start) must find an empty one, never the developer's running stack in ./.worldmm.
 if "WORLDMM_STATE_DIR" not in os.environ:

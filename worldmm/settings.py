@@ -129,6 +129,12 @@ class KafkaSettings(_Group):
     max_payload_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Larger messages go to the DLQ."
     )
+    dlq_max_record_bytes: int = Field(
+        default=1_000_000,
+        ge=4096,
+        description="Largest DLQ record the flow produces (the broker's message limit): a "
+        "larger copy goes without its payload and says so (header payload_dropped).",
+    )
 
 
 class WindowSettings(_Group):
@@ -198,6 +204,36 @@ class WindowSettings(_Group):
     )
     max_frame_side: int = Field(
         default=1280, ge=64, description="The gateway re-encodes frames larger than this (px)."
+    )
+    max_frame_pixels: int = Field(
+        default=24_000_000,
+        ge=4096,
+        le=64_000_000,
+        description="Frames whose JPEG header declares more pixels go to the DLQ "
+        "(frame_too_large), before anything decodes them.",
+    )
+    max_audio_chunk_ms: int = Field(
+        default=120_000,
+        ge=1000,
+        description="Audio chunks holding more than this go to the DLQ (audio_too_long).",
+    )
+    audio_duration_tolerance_ms: int = Field(
+        default=100,
+        ge=0,
+        description="How far an audio chunk's duration_ms header may differ from what its "
+        "payload holds (more: DLQ, duration_mismatch).",
+    )
+    ingest_create_users: bool = Field(
+        default=False,
+        description="Let the flow create a user the first time a record names one. Off: a "
+        "record of a user the API does not know goes to the DLQ (unknown_user); create users "
+        "with `worldmm users create` or POST /v1/users first.",
+    )
+    user_state_idle_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="Wall time after which the flow drops the state of a wearer with nothing "
+        "open (windows, session ends, pauses); their next capture starts it again.",
     )
 
     @field_validator("caption_frame_side")

@@ -26,6 +26,7 @@ from worldmm.memory.entity_resolution import (
     resolve_entities,
     surface_key,
 )
+from worldmm.memory.forget_fence import check_fence
 from worldmm.models import Triple
 from worldmm.store import audit as audit_store
 from worldmm.store import triples as triple_store
@@ -228,6 +229,7 @@ def _write_if_unchanged(
     plan = decided.plan
     with deps.db.transaction() as conn:
         lock_consolidation(conn, user_id)
+        check_fence(conn)  # a fact of a summary forgotten meanwhile is not written
         if triple_store.triples_fingerprint(conn, user_id, "semantic") != decided.version:
             return False
         new_id = None

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from worldmm.media import window as window_media
+from worldmm.memory.forget_fence import ForgetFence, ForgottenMeanwhile
 from worldmm.memory.window_inputs import CaptureRef
 from worldmm.memory.windows import ms_to_dt
+from worldmm.store import blob_deletions
 from worldmm.store import frames as frame_store
 from worldmm.store import privacy as privacy_store
 from worldmm.store import users as user_store
@@ -31,11 +33,15 @@ def record_session(deps: Deps, msg) -> None:
             privacy_store.end_pauses(conn, msg.user_id, msg.session_id, msg.ts)
 
 
-def record_late(deps: Deps, user_id: str, item) -> None:
+def record_late(deps: Deps, user_id: str, item) -> bool:
     """Keep a capture that missed its window (timestamp retrieval still finds it): stored
     alone under its own key (its window's container is written already), a frame with its
-    faces blurred as in a window, then its row. Raises OSError (BlobStoreError) when the
-    blob store fails."""
+    faces blurred as in a window, then its row; False (nothing kept) when it lies in a
+    range the wearer forgot, also one forgotten while it was stored. Raises OSError
+    (BlobStoreError) when the blob store fails."""
+    fence = ForgetFence.read(deps, user_id, item.ts_ms, max(item.end_ms, item.ts_ms + 1))
+    if fence.forgets(item):
+        return False
     data = getattr(item.ref, "data", None)
     if data is not None:
         if item.kind == "frames":
@@ -43,6 +49,11 @@ def record_late(deps: Deps, user_id: str, item) -> None:
             data = (blur or window_media.keep_frame)(window_media.capture_of(item, data))
         deps.blobs.put(item.ref.blob_key, data)
     with deps.db.transaction() as conn:
+        try:
+            fence.check(conn)
+        except ForgottenMeanwhile:  # its bytes were stored a moment too early: they go
+            blob_deletions.enqueue(conn, user_id, [(item.ref.blob_key, "object")])
+            return False
         user_store.ensure_user(conn, user_id)
         if item.kind == "frames":
             frame_store.insert_frame(
@@ -58,6 +69,7 @@ def record_late(deps: Deps, user_id: str, item) -> None:
             )
         else:
             frame_store.insert_audio_chunk(conn, audio_row(user_id, item, late=True))
+    return True
 
 
 def audio_row(user_id: str, item, *, late: bool = False) -> AudioChunkRow:

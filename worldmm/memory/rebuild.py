@@ -183,6 +183,20 @@ def _stored_windows(deps: Deps, user_id: str, wids: set[WindowId]) -> dict[Windo
     return out
 
 
+async def rebuild_summaries(deps: Deps, user_id: str, windows: list[tuple[int, datetime]]) -> int:
+    """Rebuild summaries a forget kept (``(scale seconds, start)``, pending) from the
+    windows that remain, finest first (a 10 min summary merges the rebuilt 3 min one);
+    returns how many completed. One that fails stays failed for ``worldmm retrigger``."""
+    wanted = {(scale, dt_to_ms(start)) for scale, start in windows}
+    rows = await asyncio.to_thread(_stored_windows, deps, user_id, wanted)
+    done = 0
+    for scale in SCALES[1:]:
+        level = [coarse_window_from_store(r) for w, r in sorted(rows.items()) if w[0] == scale]
+        outcomes = await asyncio.gather(*(process_window(deps, w) for w in level))
+        done += sum(o.status == "complete" for o in outcomes)
+    return done
+
+
 def forget_derived(
     db: Database, user_id: str, start: datetime | None, end: datetime | None
 ) -> dict[str, int]:

@@ -8,6 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from worldmm.memory.consolidation import consolidate_semantic
+from worldmm.memory.forget_fence import check_fence
 from worldmm.memory.importance import summary_rating
 from worldmm.memory.text_memory import TextMemory, extract_text_memory, write_text_memory
 from worldmm.memory.window_outcome import WindowOutcome
@@ -80,6 +81,7 @@ def load_children(deps: Deps, window: CoarseWindow) -> list[SegmentRow]:
 def _write_summary(deps, window: CoarseWindow, seg, mem: TextMemory, children) -> int:
     user = window.user_id
     with deps.db.transaction() as conn:
+        check_fence(conn)  # a forget since the build started: built again
         user_store.ensure_user(conn, user)
         segment_id = segment_store.upsert_segment(conn, seg)
         segment_store.link_children(conn, user, segment_id, [c.id for c in children])

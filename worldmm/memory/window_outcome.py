@@ -17,7 +17,7 @@ class WindowOutcome:
     user_id: str
     scale_s: int
     start_ms: int
-    status: Literal["complete", "failed", "late", "paused"]
+    status: Literal["complete", "failed", "late", "paused", "forgotten"]
     partial: bool = False
     segment_id: int | None = None
     visual_status: str = "none"
@@ -25,15 +25,20 @@ class WindowOutcome:
     attempts: int = 1
     counts: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
-    # Why a failed window failed: window_failed (its models) or store_failed (the blob
-    # store: its captures are kept in the spool, or ``capture`` for a late one).
+    # Why a failed window failed: window_failed (its models), store_failed (the blob
+    # store: its captures are kept in the spool, or ``capture`` for a late one), or the
+    # class of an unexpected error (its captures kept the same way).
     reason: str | None = None
     capture: Any = None  # the late capture whose store failed (it goes to the DLQ whole)
+    # Captures of a window that could not even be recorded as failed (no rows point at
+    # them): each goes to the DLQ whole, as a record of its topic.
+    unrecorded: tuple[Any, ...] = ()
 
     @property
     def media_durable(self) -> bool:
-        """The window's captures are in the blob store (its spool may go)."""
-        return self.reason != "store_failed"
+        """The window's captures are in the blob store (its spool may go): it was built,
+        paused, or failed in its models after its captures were stored."""
+        return self.status != "failed" or self.reason == "window_failed"
 
     @property
     def key(self) -> str:
@@ -43,7 +48,7 @@ class WindowOutcome:
     def of(
         cls,
         window: Window,
-        status: Literal["complete", "failed", "paused"],
+        status: Literal["complete", "failed", "paused", "forgotten"],
         segment_id: int | None,
         **fields: Any,
     ) -> WindowOutcome:

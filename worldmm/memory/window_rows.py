@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from worldmm.memory.forget_fence import check_fence
 from worldmm.memory.window_outcome import Window
 from worldmm.memory.windows import BaseWindow, ms_to_dt
+from worldmm.store import blob_deletions
 from worldmm.store import frames as frame_store
 from worldmm.store import segments as segment_store
 from worldmm.store import users as user_store
@@ -40,6 +42,7 @@ def model_versions(deps: Deps, roles: list[str]) -> tuple[dict, dict]:
 
 def mark_pending(deps: Deps, window: Window, refs: dict[str, MediaRef]) -> None:
     with deps.db.transaction() as conn:
+        check_fence(conn)  # a forget since the build started: built again
         user_store.ensure_user(conn, window.user_id)
         existing = segment_store.get_segment_by_window(
             conn, window.user_id, window.scale_s, ms_to_dt(window.start_ms)
@@ -72,6 +75,7 @@ def record_captures(conn, window: BaseWindow, refs: dict[str, MediaRef]) -> None
 
 def mark_failed(deps: Deps, window: Window, error: str) -> int:
     with deps.db.transaction() as conn:
+        check_fence(conn)
         existing = segment_store.get_segment_by_window(
             conn, window.user_id, window.scale_s, ms_to_dt(window.start_ms)
         )
@@ -87,6 +91,7 @@ def write_paused(deps: Deps, window: Window, children: list[SegmentRow] | None =
     """A window inside a privacy pause: a segment that says so, with no text, no triples and
     no model call (the day view shows the gap and its reason)."""
     with deps.db.transaction() as conn:
+        check_fence(conn)
         user_store.ensure_user(conn, window.user_id)
         segment_id = segment_store.upsert_segment(
             conn, segment_write(window, processing_status="paused", caption=None, transcript=None)
@@ -94,3 +99,11 @@ def write_paused(deps: Deps, window: Window, children: list[SegmentRow] | None =
         if children:
             segment_store.link_children(conn, window.user_id, segment_id, [c.id for c in children])
     return segment_id
+
+
+def queue_container(deps: Deps, user_id: str, key: str) -> None:
+    """A container written before a forget showed may hold forgotten captures: queue it,
+    and the deletion queue keeps of it only what rows point at
+    (:mod:`worldmm.privacy.forget_media`)."""
+    with deps.db.transaction() as conn:
+        blob_deletions.enqueue(conn, user_id, [(key, "container")])

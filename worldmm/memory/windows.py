@@ -204,6 +204,8 @@ class WindowConfig:
     # Input of later sessions held while an end waits for its session (see the module doc);
     # past this many the end applies at once. ~8 min of 1 fps frames and 5 s audio chunks.
     max_held: int = 512
+    # Wall time after which a state holding nothing (see ``holds_nothing``) may be dropped.
+    state_idle_s: float = 900.0
 
     @classmethod
     def from_settings(cls, settings: Any) -> WindowConfig:
@@ -211,6 +213,7 @@ class WindowConfig:
             allowed_lateness_s=settings.allowed_lateness_s,
             idle_s=getattr(settings, "stream_idle_s", cls.idle_s),
             session_end_grace_s=getattr(settings, "session_end_grace_s", cls.session_end_grace_s),
+            state_idle_s=getattr(settings, "user_state_idle_s", cls.state_idle_s),
         )
 
 
@@ -283,6 +286,28 @@ class WindowCascade:
             held=dict(self.held),
             forced_ends=self.forced_ends,
         )
+
+    # -- idle wearers ------------------------------------------------------------------
+
+    def holds_nothing(self) -> bool:
+        """No window open or waiting for its children, no session end, held input or
+        pause: dropping the state loses only ``closed_until_ms``, which the store knows
+        (the end of the user's last window)."""
+        return not (
+            self.open_base
+            or self.closed_children
+            or self.pending_ends
+            or self.held
+            or self.pause_held
+            or self.pauses
+            or self.paused_since is not None
+        )
+
+    def evict_at(self) -> float | None:
+        """Wall time from which the state may be dropped (None: it holds something)."""
+        if not self.holds_nothing():
+            return None
+        return (self.last_input_s or 0.0) + self.config.state_idle_s
 
     # -- feeding ----------------------------------------------------------------------
 

@@ -106,10 +106,13 @@ class WindowBlur:
                 return data
             cpu = self.budget.cpu_clock()
             result = self.blurrer(capture.data, found)
-        except ValueError as exc:
-            # a frame that cannot be decoded cannot be checked for faces: a small grey frame
-            # is stored in its place, never the frame itself
-            log.warning("face_blur.unreadable key=%s error=%s", capture.key, exc)
+        except Exception as exc:  # noqa: BLE001 - one frame's failure is not its window's
+            # a frame that cannot be decoded (or declares a huge image, or breaks the
+            # detector) cannot be checked for faces: a small grey frame is stored in its
+            # place, never the frame itself, and the window's other frames go on
+            log.warning(
+                "face_blur.unreadable key=%s error=%s: %s", capture.key, type(exc).__name__, exc
+            )
             metrics.FACE_BLUR_FRAMES.labels("unreadable").inc()
             return UNREADABLE_JPEG
         if result.detected:

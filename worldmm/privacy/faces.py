@@ -22,6 +22,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from worldmm.media.jpeg import DECODE_CEILING_PIXELS, JpegError, check_decodable
 from worldmm.privacy.veil_mark import mark_veiled
 
 Box = tuple[int, int, int, int]
@@ -70,12 +71,21 @@ def _encode(bgr: np.ndarray, quality: int) -> bytes:
     return buf.tobytes()
 
 
+def _check(jpeg: bytes, max_pixels: int) -> None:
+    """ValueError before any decode of bytes that are no JPEG or declare a huge image."""
+    try:
+        check_decodable(jpeg, max_pixels)
+    except JpegError as exc:
+        raise ValueError(f"frame is not a decodable JPEG; not stored unchecked ({exc})") from None
+
+
 def veil(jpeg: bytes, *, quality: int = 90) -> bytes:
     """The whole frame obscured, for a frame no detection reached: decoded at 1/8 of its size
     (cheap: the JPEG's own scaled decoding), pixelated to the same 8×8 cells a face box gets,
     smoothed, and stored at that 1/8 size, marked (:mod:`worldmm.privacy.veil_mark`). Nothing
     of any face is recoverable, whatever its size. ValueError when the JPEG cannot be
     decoded."""
+    _check(jpeg, DECODE_CEILING_PIXELS)  # a header declaring a huge image: refused first
     small = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_REDUCED_COLOR_8)
     if small is None:
         raise ValueError("frame is not a decodable JPEG; not stored unchecked")
@@ -208,18 +218,23 @@ class BlurResult:
 
 class FrameBlurrer:
     """JPEG in, JPEG out with every detected face blurred. A frame with no face comes back
-    unchanged (same bytes); one that cannot be decoded raises ValueError (the caller must
-    not store it: an unreadable frame cannot be checked for faces)."""
+    unchanged (same bytes); one that cannot be decoded, or whose header declares more than
+    ``max_pixels``, raises ValueError before any decode (the caller must not store it: an
+    unreadable frame cannot be checked for faces)."""
 
-    def __init__(self, detector: FaceDetector, *, jpeg_quality: int = 90) -> None:
+    def __init__(
+        self, detector: FaceDetector, *, jpeg_quality: int = 90, max_pixels: int | None = None
+    ) -> None:
         self.detector = detector
         self.jpeg_quality = jpeg_quality
+        self.max_pixels = max_pixels
 
     def __call__(self, jpeg: bytes, boxes: tuple[Box, ...] | None = None) -> BlurResult:
         """Blur ``jpeg``; ``boxes`` found for these bytes before skip the detector."""
         started = time.perf_counter()
         if boxes == ():
             return BlurResult(jpeg, (), time.perf_counter() - started, False)
+        _check(jpeg, self.max_pixels or DECODE_CEILING_PIXELS)
         bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
         if bgr is None:
             raise ValueError("frame is not a decodable JPEG; not stored unchecked")
@@ -243,4 +258,4 @@ def build_blurrer(settings: Any) -> FrameBlurrer | None:
         max_side=settings.face_blur_max_side,
         nets=min(usable_cores(), int(settings.face_blur_cores) + 1),
     )
-    return FrameBlurrer(detector)
+    return FrameBlurrer(detector, max_pixels=settings.max_frame_pixels)

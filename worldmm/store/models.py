@@ -197,3 +197,7 @@ class ForgetResult(BaseModel):
     frame_blob_keys: list[str] = Field(default_factory=list)
     audio_blob_keys: list[str] = Field(default_factory=list)
     media_keys: list[str] = Field(default_factory=list)
+    # every container a deleted row pointed into (rewritten without the forgotten captures)
+    touched_media: list[str] = Field(default_factory=list)
+    # summaries kept to be rebuilt from their remaining windows: (scale seconds, start)
+    rebuild: list[tuple[int, AwareDatetime]] = Field(default_factory=list)

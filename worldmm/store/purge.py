@@ -54,12 +54,20 @@ def purge_user(conn: psycopg.Connection, user_id: str) -> dict[str, int]:
 
 
 def forget_range(
-    conn: psycopg.Connection, user_id: str, start: datetime, end: datetime
+    conn: psycopg.Connection,
+    user_id: str,
+    start: datetime,
+    end: datetime,
+    *,
+    keep_summaries: bool = False,
 ) -> ForgetResult:
     """Forget [start, end): segments overlapping it at any scale and everything derived from
     them (triples, including semantic facts citing them as evidence, clip embeddings, audit
     records), entities no longer used by any triple, and frame / audio rows in the range.
-    Returns counts and the blob keys the caller must delete."""
+    With ``keep_summaries`` a 3 min / 10 min / 1 h segment some of whose 30 s windows remain
+    is kept for a rebuild from them instead (its text and everything derived from it go
+    now; it waits as ``pending``, listed in ``rebuild``). Returns counts and the blob keys
+    the caller must delete (or, for containers, rewrite)."""
     if end <= start:
         raise ValueError("forget_range: end must be after start")
     seg_ids = fetch_column(
@@ -67,6 +75,8 @@ def forget_range(
         "SELECT id FROM segments WHERE user_id = %s AND window_start < %s AND window_end > %s",
         (user_id, end, start),
     )
+    kept = _summaries_with_windows_left(conn, user_id, seg_ids) if keep_summaries else []
+    going_ids = sorted(set(seg_ids) - set(kept))
     counts: dict[str, int] = {}
     # an episodic triple's evidence is its own segment: only facts cite others
     going = (
@@ -82,7 +92,7 @@ def forget_range(
     conn.execute(
         "UPDATE segments SET parent_segment_id = NULL WHERE user_id = %s"
         " AND parent_segment_id = ANY(%s)",
-        (user_id, seg_ids),
+        (user_id, going_ids),
     )
     counts["triples"] = conn.execute(
         f"DELETE FROM triples WHERE {going}", (user_id, seg_ids, seg_ids)
@@ -95,8 +105,21 @@ def forget_range(
             (user_id, seg_ids),
         ).rowcount
     counts["segments"] = conn.execute(
-        "DELETE FROM segments WHERE user_id = %s AND id = ANY(%s)", (user_id, seg_ids)
+        "DELETE FROM segments WHERE user_id = %s AND id = ANY(%s)", (user_id, going_ids)
     ).rowcount
+    rebuild: list[tuple[int, datetime]] = []
+    if kept:
+        conn.execute(
+            "DELETE FROM segment_embeddings WHERE user_id = %s AND segment_id = ANY(%s)",
+            (user_id, kept),
+        )
+        rebuild = conn.execute(
+            "UPDATE segments SET caption = NULL, transcript = NULL,"
+            " processing_status = 'pending', error = %s"
+            " WHERE user_id = %s AND id = ANY(%s) RETURNING scale_seconds, window_start",
+            (FORGOTTEN_PENDING, user_id, kept),
+        ).fetchall()
+        counts["summaries_to_rebuild"] = len(rebuild)
     counts["entities"] = _delete_unused_entities(conn, user_id)
     frames = conn.execute(
         "DELETE FROM frames WHERE user_id = %s AND captured_at >= %s AND captured_at < %s"
@@ -111,13 +134,36 @@ def forget_range(
     ).fetchall()
     counts["frames"] = len(frames)
     counts["audio_chunks"] = len(audio)
+    touched = {m for _, m in [*frames, *audio] if m}
     return ForgetResult(
         counts=counts,
         # a capture stored alone goes with its row; one inside a container goes with the
         # container, once no row of a capture outside the range points into it
         frame_blob_keys=[k for k, m in frames if m is None],
         audio_blob_keys=[k for k, m in audio if m is None],
-        media_keys=unreferenced_media(conn, user_id, {m for _, m in [*frames, *audio] if m}),
+        media_keys=unreferenced_media(conn, user_id, touched),
+        touched_media=sorted(touched),
+        rebuild=sorted(rebuild),
+    )
+
+
+# What a summary kept for a rebuild says until it is rebuilt (worldmm retrigger redoes it too).
+FORGOTTEN_PENDING = "forgotten: to be rebuilt from the windows that remain"
+
+
+def _summaries_with_windows_left(
+    conn: psycopg.Connection, user_id: str, seg_ids: list[int]
+) -> list[int]:
+    """The coarse segments among ``seg_ids`` with a 30 s window outside ``seg_ids`` in
+    their span (what a rebuild merges; the others go whole)."""
+    return fetch_column(
+        conn,
+        "SELECT c.id FROM segments c WHERE c.user_id = %s AND c.id = ANY(%s)"
+        " AND c.scale_seconds > 30 AND EXISTS (SELECT 1 FROM segments b"
+        "  WHERE b.user_id = %s AND b.scale_seconds = 30 AND b.window_start >= c.window_start"
+        "  AND b.window_start < c.window_end AND NOT b.id = ANY(%s))"
+        " ORDER BY c.id",
+        (user_id, seg_ids, user_id, seg_ids),
     )
 
 

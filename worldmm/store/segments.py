@@ -184,6 +184,15 @@ def children_of(conn: psycopg.Connection, user_id: str, parent_id: int) -> list[
     return _select(conn, where, (user_id, parent_id))
 
 
+def last_window_end(conn: psycopg.Connection, user_id: str, scale_seconds: int) -> datetime | None:
+    """End of the user's latest window of that scale (None: no window yet)."""
+    row = conn.execute(
+        "SELECT max(window_end) FROM segments WHERE user_id = %s AND scale_seconds = %s",
+        (user_id, scale_seconds),
+    ).fetchone()
+    return row[0] if row else None
+
+
 def segments_needing_work(
     conn: psycopg.Connection,
     user_id: str,

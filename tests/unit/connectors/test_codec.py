@@ -121,7 +121,8 @@ def test_control_round_trip(event):
 
 
 def test_session_end_carries_where_each_stream_ended():
-    last = {"frames": 1_000, "audio": 2_500}
+    ts_ms = codec.to_epoch_ms(TS)
+    last = {"frames": ts_ms - 1_000, "audio": ts_ms - 500}
     rec = encode_control("u1", "s1", TS, "session_end", last)
     assert json.loads(rec[1]) == {"event": "session_end", "last_ms": last}
     msg = dec("control", rec)
@@ -133,6 +134,8 @@ def test_session_end_carries_where_each_stream_ended():
     [
         b'{"event":"session_end","last_ms":{"video":1}}',
         b'{"event":"session_end","last_ms":{"frames":-1}}',
+        b'{"event":"session_end","last_ms":{"frames":1000}}',  # 1970: past the age limit
+        b'{"event":"session_end","last_ms":{"audio":99999999999999}}',  # far in the future
         b'{"event":"session_end","last_ms":{"frames":"soon"}}',
         b'{"event":"session_end","last_ms":[1]}',
         b'{"event":"session_start","last_ms":{"frames":1}}',

@@ -9,12 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from query_api.cursors import CursorError, decode_cursor, encode_cursor
-from query_api.ops.forget import delete_blobs, user_cache_pattern
+from query_api.ops.forget import user_cache_pattern
 from query_api.ops.query import RoundsOutOfRange, check_rounds, frame_url, to_response
 from query_api.ops.remember import note_window
 from tests.fixtures.hits import window_hit
 from worldmm.agent import AgentResult, RoundRecord
-from worldmm.blobs import LocalBlobStore
 from worldmm.graph.cache import cache_key
 from worldmm.memory.retrieval import FrameHit, SegmentHit
 from worldmm.store.input_gaps import InputGapSpan
@@ -53,16 +52,6 @@ def test_cache_pattern_matches_the_cache_keys_of_that_user_only():
     assert fnmatch.fnmatchcase(cache_key("a:b*", "semantic"), pattern)
     assert not fnmatch.fnmatchcase(cache_key("a:bc", "semantic"), pattern)
     assert not fnmatch.fnmatchcase(cache_key("a", "semantic"), pattern)
-
-
-def test_delete_blobs_removes_exactly_the_given_keys(tmp_path):
-    store = LocalBlobStore(tmp_path)
-    keep = ["frames/u/s1/1000-0.jpg", "frames/u/s1/1000-10.jpg", "audio/u/s2/5.wav"]
-    drop = ["frames/u/s1/1000-1.jpg", "frames/u/s3/7-0.jpg", "frames/u/s3/8-0.jpg"]
-    for key in keep + drop:
-        store.put(key, key.encode())
-    assert delete_blobs(store, drop + ["frames/u/s9/404-0.jpg"]) == 3
-    assert sorted(store.list("frames/") + store.list("audio/")) == sorted(keep)
 
 
 def test_check_rounds_limits_to_the_server_setting():
