@@ -110,8 +110,8 @@ def test_the_prompts_carry_the_question_time_and_the_wearers_zone(fake_openai):
     from worldmm.llm.prompts import load_prompt
     from worldmm.localtime import Asked
 
-    assert load_prompt("response").version.startswith("response/v3-")
-    assert load_prompt("reasoning_agent").version.startswith("reasoning_agent/v2-")
+    assert load_prompt("response").version.startswith("response/v4-")
+    assert load_prompt("reasoning_agent").version.startswith("reasoning_agent/v3-")
     roles = make_roles(fake_openai)
     asked = Asked(T0 + timedelta(days=1), ZoneInfo("Asia/Tokyo"))  # 19:00 on 2 May in Tokyo
     fake_openai.chat.push(Reply.chat('{"action": "ANSWER"}'))

@@ -217,9 +217,9 @@ def test_every_role_on_a_real_frame_and_speech(rule_based_roles):
     from worldmm.asr.local import LocalWhisperTranscriber
 
     require_espeak()
-    # A sentence Whisper tiny.en hears exactly with greedy decoding: one it mishears ("Lucia
-    # wants to buy strawberries" came out "strawberry net", "survive strong") falls back to
-    # sampling at higher temperatures, and then the words change from run to run.
+    # A sentence Whisper (base, tiny.en too) hears exactly with greedy decoding: one it
+    # mishears ("Lucia wants to buy strawberries" came out "strawberry net", "survive strong")
+    # falls back to sampling at higher temperatures, and the words change from run to run.
     transcript = LocalWhisperTranscriber().transcribe(
         make_speech_wav("Meet me at the market at noon.", words_per_minute=130)
     )

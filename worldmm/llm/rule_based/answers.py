@@ -2,7 +2,9 @@
 
 Free-form: the unit (a line said, a text read, a sentence seen) most relevant to the question,
 cut to what follows the question's last word in it when that reads as an answer ("on the
-kitchen table" from "I put the mug on the kitchen table"). Multiple choice: every choice
+kitchen table" from "I put the mug on the kitchen table"). A question about what was written
+(or shown, read) is answered from the text read in the frames of the window it finds, one about
+what was said from the transcript (:func:`scoring.kind_relevance`). Multiple choice: every choice
 weighed against the pooled evidence (see :mod:`worldmm.llm.rule_based.weighing`); the answer
 names the letter, the choice and the unit it rests on most. Times are said on the wearer's clock,
 relative to the question when it is near ("yesterday at 15:02"); without the question's time,
@@ -31,6 +33,7 @@ MAX_SHORT_WORDS = 12
 SUPPORT_SHARE = 0.5  # units contributing at least this share of the best one are cited too
 MAX_CITED = 3
 _TOKEN = re.compile(r"[\w'’-]+")
+_LETTER = re.compile(r"[^\W\d_]")
 _ABBREVIATION_END = re.compile(r"\b\w\.\w\.$")  # "p.m.", "e.g."
 # Copulas and reporting verbs that open a tail ("is 4711", "says buy milk") are not the answer.
 _LEADING_VERB = re.compile(
@@ -113,11 +116,44 @@ def answer_free(
     q_terms = set(scoring.terms(question))
     idf_of = scoring.idf([*u_terms, q_terms])
     rel = scoring.relevance(q_terms, u_terms, idf_of, vectors[1:] @ vectors[0])
-    rel += scoring.source_bonus(question, [u.source for u in units])
+    rel = scoring.kind_relevance(rel, question, [u.source for u in units], [u.ref for u in units])
     best = units[scoring.best_index(rel * np.asarray([u.weight for u in units]))]
+    if best.source == "read" and best.texts:
+        return _written(best, passages, asked)
     short = short_answer(question, best)
     said = f': "{_quote(best)}"' if short.strip('"') != _quote(best) else ""
     return Response(answer=f"{short} — {attribution(best, asked)}{said}.", evidence=[best.ref])
+
+
+def _written(u: Unit, passages: Sequence[Passage], asked: Asked | None) -> Response:
+    """What was written, from the texts read in the window the question found: those read in
+    the fewest passages first (a place's sign is read in many windows, the note of this moment
+    in few), the others after them ("beside")."""
+    picked, beside = read_texts(u.texts, passages)
+    rest = f", beside {_quoted(beside)}" if beside else ""
+    return Response(answer=f"{_quoted(picked)} — {attribution(u, asked)}{rest}.", evidence=[u.ref])
+
+
+def _quoted(texts: Sequence[str]) -> str:
+    return ", ".join(f'"{t}"' for t in texts)
+
+
+def read_texts(texts: Sequence[str], passages: Sequence[Passage]) -> tuple[list[str], list[str]]:
+    """(the texts read in the fewest of ``passages``, the others) among ``texts`` read in one
+    window, in reading order. A text without a letter (a clock's "13:20:05") is left out unless
+    nothing else was read; one read again without its spaces ("Buymilk") counts once."""
+    kept: dict[str, str] = {}
+    for t in texts:
+        kept.setdefault(_squashed(t), t)
+    worded = [t for t in kept.values() if _LETTER.search(t)] or list(kept.values())
+    held = [" ".join(f"{p.said} {p.text} {p.context}".lower().split()) for p in passages]
+    count = {t: sum(" ".join(t.lower().split()) in h for h in held) for t in worded}
+    fewest = min(count.values())
+    return [t for t in worded if count[t] == fewest], [t for t in worded if count[t] > fewest]
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
 
 
 def answer_choice(

@@ -38,6 +38,7 @@ class Unit:
     end: datetime | None = None
     speaker: str | None = None  # who said it, when the transcript names them
     weight: float = 1.0
+    texts: tuple[str, ...] = ()  # a "read" unit's texts, each as read in the frames
 
 
 def _norm(text: str) -> str:
@@ -60,8 +61,8 @@ def _caption_unit(p: Passage, sentence: str, source: Source, weight: float) -> U
         return Unit(speech.group(2).strip(), p.ref, "said", p.start, p.end, speech.group(1))
     read = _CAPTION_READ.match(sentence)
     if read and source != "context":
-        shown = _QUOTED.findall(read.group(1)) or [read.group(1)]
-        return Unit(", ".join(t.strip() for t in shown), p.ref, "read", p.start, p.end)
+        shown = tuple(t.strip() for t in _QUOTED.findall(read.group(1)) or [read.group(1)])
+        return Unit(", ".join(shown), p.ref, "read", p.start, p.end, texts=shown)
     if _SCENE_CUE.match(sentence):
         return Unit(sentence, p.ref, "scene", p.start, p.end, weight=weight * SCENE_WEIGHT)
     return Unit(sentence, p.ref, source, p.start, p.end, weight=weight)

@@ -16,17 +16,36 @@ import math
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Literal
 
 import numpy as np
 import snowballstemmer
 
 from worldmm.llm.rule_based.text import STOPWORDS
 
-# A question asking what was written or what was said favours units of that kind.
-_READ_CUES = ("written", "write", "wrote", "read", "sign", "label", "text", "printed", "print")
-_SAID_CUES = ("say", "said", "says", "tell", "told", "talk", "talked", "mention", "ask", "asked")
-SOURCE_CUES = {"read": frozenset(_READ_CUES), "said": frozenset(_SAID_CUES)}
+# A question asking what was written (shown, read) or what was said favours units of that
+# kind: text read in the frames, or the transcript.
+# fmt: off
+_READ_CUES = frozenset((
+    "written", "write", "wrote", "read", "sign", "label", "text", "printed", "print", "shown",
+    "displayed",
+))
+_SAID_CUES = frozenset((
+    "say", "said", "says", "tell", "told", "talk", "talked", "mention", "mentioned", "ask",
+    "asked", "hear", "heard", "spoke",
+))
+# fmt: on
+# Things that hold writing: "what did the note say" asks what was written on it.
+_WRITTEN_THINGS = (
+    "note|notes|sign|signs|label|labels|poster|screen|board|whiteboard|menu|card|letter|"
+    "page|sticker|list"
+)
+_WRITTEN_SAYS = re.compile(
+    rf"\b(?:{_WRITTEN_THINGS})\b.*\b(?:say|says|said|read|reads)\b", re.IGNORECASE
+)
+_WRITTEN_THING = re.compile(rf"\b(?:{_WRITTEN_THINGS})\b", re.IGNORECASE)
 SOURCE_BONUS = 0.25
+WINDOW_SOURCES = frozenset(("said", "read", "seen", "scene"))  # a window's own units
 ATTENTION_TEMPERATURE = 0.1  # relevance differences of 0.1 weigh e (2.7) times more
 QUESTION_TERM_WEIGHT = 0.5  # a choice word the question already names tells less
 _WORD = re.compile(r"[a-z]+|\d+")
@@ -94,11 +113,45 @@ def attention(relevance: np.ndarray, unit_weights: np.ndarray) -> np.ndarray:
     return z / z.sum()
 
 
+def asked_kind(question: str) -> Literal["read", "said"] | None:
+    """What the question asks about: text seen written ("What was written on the note?",
+    "What did the sign say?"), words said ("What did Alice say?"), or neither."""
+    if _WRITTEN_SAYS.search(question):
+        return "read"
+    words = set(_WORD.findall(question.lower()))
+    read, said = bool(words & _READ_CUES), bool(words & _SAID_CUES)
+    if read and said:
+        return "read" if _WRITTEN_THING.search(question) else "said"
+    return "read" if read else "said" if said else None
+
+
 def source_bonus(question: str, sources: Sequence[str]) -> np.ndarray:
     """SOURCE_BONUS for each unit whose kind (said, read) the question asks about."""
-    words = set(_WORD.findall(question.lower()))
-    wanted = {source for source, cues in SOURCE_CUES.items() if words & cues}
-    return np.asarray([SOURCE_BONUS if s in wanted else 0.0 for s in sources], dtype=np.float64)
+    wanted = asked_kind(question)
+    return np.asarray([SOURCE_BONUS if s == wanted else 0.0 for s in sources], dtype=np.float64)
+
+
+def kind_relevance(
+    relevance: np.ndarray, question: str, sources: Sequence[str], windows: Sequence[str]
+) -> np.ndarray:
+    """Relevance for a question about what was written or said: a unit of that kind takes
+    the relevance of its window's best unit of another kind when that is higher (the moment
+    the question finds by any of its words: "the note on the fridge" may only be heard, its
+    text only read), plus SOURCE_BONUS, so the text read there answers what was written, and
+    the transcript what was said. Other units, and every unit of a question of neither kind,
+    keep their own relevance."""
+    out = np.asarray(relevance, dtype=np.float64).copy()
+    wanted = asked_kind(question)
+    if wanted is None:
+        return out
+    other: dict[str, float] = {}  # window -> best relevance of its units of another kind
+    for r, source, window in zip(out, sources, windows, strict=True):
+        if source in WINDOW_SOURCES and source != wanted:
+            other[window] = max(other.get(window, -math.inf), float(r))
+    for i, (source, window) in enumerate(zip(sources, windows, strict=True)):
+        if source == wanted:
+            out[i] = max(out[i], other.get(window, out[i])) + SOURCE_BONUS
+    return out
 
 
 def relevance(
