@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from gpu_worker.backends.base import EncoderBackend
 from gpu_worker.batching import DynamicBatcher, QueueFull
 from gpu_worker.worker_metrics import WorkerMetrics
+from worldmm.body_limit import BodySizeLimit
 from worldmm.encoder.frames import (
     MAX_FRAME_BYTES,
     MAX_FRAMES,
@@ -37,6 +38,14 @@ class WorkerConfig(BaseModel):
     max_frames: int = Field(default=MAX_FRAMES, ge=1)
     max_frame_bytes: int = Field(default=MAX_FRAME_BYTES, ge=1024)
     max_text_chars: int = Field(default=MAX_TEXT_CHARS, ge=1)
+    # unset: the largest clip the limits above allow, as base64 JSON (4/3 of its bytes)
+    max_body_bytes: int | None = Field(default=None, ge=1024)
+
+    @property
+    def body_limit(self) -> int:
+        if self.max_body_bytes is not None:
+            return self.max_body_bytes
+        return self.max_frames * (self.max_frame_bytes * 4 // 3 + 4) + 64 * 1024
 
 
 class TextRequest(BaseModel):
@@ -109,6 +118,8 @@ def create_app(backend: EncoderBackend, config: WorkerConfig | None = None) -> F
             executor.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(title="WorldMM GPU encoder", lifespan=lifespan)
+    # a body over the limit is refused (413) before it is read whole
+    app.add_middleware(BodySizeLimit, max_bytes=config.body_limit)
     app.state.batchers = batchers
     app.state.metrics = metrics
 

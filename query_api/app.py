@@ -13,11 +13,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from query_api.api_metrics import API_LATENCY, API_REQUESTS
 from query_api.depends import install
 from query_api.errors import install_error_handlers, route_of
-from query_api.limits import BodySizeLimit
+from query_api.proxies import TrustedProxies
 from query_api.routes import (
     health,
     keys,
@@ -30,6 +31,7 @@ from query_api.routes import (
     whoami,
 )
 from query_api.ui import install_ui
+from worldmm.body_limit import BodySizeLimit
 from worldmm.deps import Deps, build_deps
 from worldmm.llm.prices import prices_for
 from worldmm.privacy.forget_media import DeletionSweeper
@@ -51,6 +53,36 @@ Times are ISO 8601 with a zone. Every user has a time zone (`GET`/`PATCH
 afternoon" asked without `as_of` means the wearer's yesterday, as of the moment it is
 asked), and answers give times on it; stored times are UTC.
 """
+
+
+class ObserveRequests:
+    """ASGI middleware counting requests and their latency by route template. Plain ASGI,
+    not ``@app.middleware``: that wrapper ends a streamed body cleanly when the app fails
+    in the middle of it, so a client would take a cut-off export for a whole one."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def observed_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            route = route_of(Request(scope))
+            method = scope["method"]
+            API_REQUESTS.labels(method, route, str(status)).inc()
+            API_LATENCY.labels(method, route).observe(time.perf_counter() - started)
 
 
 def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
@@ -89,21 +121,11 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
         install(app.state, deps)
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next):
-        started = time.perf_counter()
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            route = route_of(request)
-            API_REQUESTS.labels(request.method, route, str(status)).inc()
-            API_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
-
+    app.add_middleware(ObserveRequests)  # innermost: it sees the matched route
     for module in (health, users, profile, keys, whoami, query, memory, usage, privacy):
         app.include_router(module.router)
+    # who is asking: proxy headers believed only from WORLDMM_API_TRUSTED_PROXIES
+    app.add_middleware(TrustedProxies, networks=settings.trusted_proxy_networks())
     # outermost: an oversized body is refused before any route or middleware reads it
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
     install_ui(app)  # the memory browser at /ui

@@ -6,6 +6,9 @@
   keys cannot probe which users exist)
 - the admin key acts for any existing user; an unknown user → 404
 - over ``WORLDMM_API_RATE_LIMIT`` requests a minute with one key → 429 with Retry-After
+- over ``WORLDMM_API_AUTH_FAILURES_PER_ADDRESS`` failed keys a minute from one client address,
+  or ``..._PER_USER`` on one user id's routes → 429 with Retry-After for every attempt, a
+  valid key's too, until the budget refills (checked before the key: no oracle)
 
 Per-user routes are authorised by their router (:func:`user_router`), not by each handler
 remembering an argument: a route added to it cannot skip the check, and a test walks the
@@ -17,11 +20,12 @@ from __future__ import annotations
 import hmac
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Path, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from query_api.depends import AppDeps, Limiter
-from query_api.limits import RateLimiter, key_identity
+from query_api.depends import AppDeps, Failures, Limiter
+from query_api.limits import AuthFailures, RateLimiter, key_identity
+from query_api.proxies import client_address
 from worldmm.deps import Deps as Bundle
 from worldmm.store.users import user_exists, user_for_key, verify_api_key
 from worldmm.wire.schemas import USER_ID_PATTERN
@@ -63,7 +67,11 @@ def is_admin_key(deps: Bundle, key: str) -> bool:
 
 def enforce_rate_limit(limiter: RateLimiter, key: str) -> None:
     """Take one request from this key's budget; 429 with Retry-After when it is spent."""
-    decision = limiter.check(key_identity(key))
+    enforce_identity_rate_limit(limiter, key_identity(key))
+
+
+def enforce_identity_rate_limit(limiter: RateLimiter, identity: str) -> None:
+    decision = limiter.check(identity)
     if not decision.allowed:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
@@ -73,7 +81,23 @@ def enforce_rate_limit(limiter: RateLimiter, key: str) -> None:
         )
 
 
-def require_admin(deps: AppDeps, limiter: Limiter, key: BearerKey) -> None:
+def check_failures(failures: AuthFailures, address: str, user_id: str | None = None) -> None:
+    """429 with Retry-After while this address (or user id) has spent its failed
+    authentications: asked before any key is looked at."""
+    decision = failures.check(address, user_id)
+    if not decision.allowed:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many failed authentications; retry in {decision.retry_after_s} s",
+            headers={"Retry-After": str(decision.retry_after_s)},
+        )
+
+
+def require_admin(
+    request: Request, deps: AppDeps, limiter: Limiter, failures: Failures, key: BearerKey
+) -> None:
+    address = client_address(request)
+    check_failures(failures, address)
     if is_admin_key(deps, key):
         enforce_rate_limit(limiter, key)
         return
@@ -81,13 +105,23 @@ def require_admin(deps: AppDeps, limiter: Limiter, key: BearerKey) -> None:
         known = user_for_key(conn, key) is not None
     if known:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "this route needs the admin key")
+    failures.failed(address)
     raise _unauthorized("invalid API key")
 
 
-def authorized_user(user_id: UserIdPath, deps: AppDeps, limiter: Limiter, key: BearerKey) -> str:
+def authorized_user(
+    user_id: UserIdPath,
+    request: Request,
+    deps: AppDeps,
+    limiter: Limiter,
+    failures: Failures,
+    key: BearerKey,
+) -> str:
     """The path's user id, once the key may act for that user."""
     if user_id in (".", ".."):
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "invalid user id")
+    address = client_address(request)
+    check_failures(failures, address, user_id)
     with deps.db.connection() as conn:
         if is_admin_key(deps, key):
             if not user_exists(conn, user_id):
@@ -100,6 +134,7 @@ def authorized_user(user_id: UserIdPath, deps: AppDeps, limiter: Limiter, key: B
                     status.HTTP_403_FORBIDDEN, "this API key belongs to another user"
                 )
     if not allowed:
+        failures.failed(address, user_id)
         raise _unauthorized("invalid API key")
     enforce_rate_limit(limiter, key)  # outside the DB connection: no pooled conn held for Redis
     return user_id

@@ -1,15 +1,16 @@
-"""Limits on what one client may ask of the API: requests per minute per key, body size.
+"""Limits on what one client may ask of the API: requests per minute per key, and failed
+authentications per client address and per user id tried (the body size limit is
+:mod:`worldmm.body_limit`, shared with the GPU worker).
 
-The rate is a GCRA kept in Redis, so every API process shares one budget per key. While Redis
-is away each process keeps the same limit in its own memory: refusing every request would
-turn a cache outage into an API outage, and keys and isolation are checked against
-PostgreSQL either way. A body is refused (413) by its length, never buffered whole first.
+Both rates are a GCRA kept in Redis, so every API process shares one budget. While Redis is
+away each process keeps the same limit in its own memory: refusing every request would turn
+a cache outage into an API outage, and keys and isolation are checked against PostgreSQL
+either way.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import threading
@@ -18,12 +19,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import redis
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("query_api.limits")
 
 WINDOW_S = 60.0
 _KEY_PREFIX = "worldmm:ratelimit:"
+_FAIL_PREFIX = "worldmm:authfail:"
 
 # KEYS[1]: the bucket; ARGV[1]: ms between requests, ARGV[2]: burst window in ms.
 # Returns {allowed (1/0), ms until the next request would be allowed}.
@@ -41,6 +42,28 @@ if allow_at > now then
 end
 redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(window + interval))
 return {1, 0}
+"""
+
+# The failed-authentication buckets, all in one call. KEYS: the buckets; ARGV[1]: '1' spends
+# one from each bucket that has room, '0' only looks; ARGV[2i], ARGV[2i+1]: ms between
+# failures and burst window of KEYS[i]. Returns ms until every bucket has room (0: now).
+_FAIL_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local wait = 0
+for i, key in ipairs(KEYS) do
+  local interval = tonumber(ARGV[2 * i])
+  local window = tonumber(ARGV[2 * i + 1])
+  local tat = tonumber(redis.call('GET', key) or now)
+  if tat < now then tat = now end
+  local allow_at = tat + interval - window
+  if allow_at > now then
+    if allow_at - now > wait then wait = allow_at - now end
+  elseif ARGV[1] == '1' then
+    redis.call('SET', key, tat + interval, 'PX', math.ceil(window + interval))
+  end
+end
+return wait
 """
 
 
@@ -77,6 +100,13 @@ class LocalBuckets:
             self._tat.move_to_end(bucket)
             while len(self._tat) > self._max:
                 self._tat.popitem(last=False)
+        return ok, retry
+
+    def look(self, bucket: str, interval_ms: float, window_ms: float) -> tuple[bool, float]:
+        """Whether ``take`` would be allowed now, spending nothing."""
+        now = time.monotonic() * 1000
+        with self._lock:
+            ok, retry, _ = gcra(self._tat.get(bucket), now, interval_ms, window_ms)
         return ok, retry
 
 
@@ -123,72 +153,59 @@ def key_identity(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-class BodySizeLimit:
-    """ASGI middleware: 413 for bodies over ``max_bytes``, decided on Content-Length or while
-    the body streams in, before the app has read it whole."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = _content_length(scope)
-        if declared is not None and declared > self.max_bytes:
-            await self._refuse(send)
-            return
-        seen = 0
-        started = refused = False
-
-        async def counting_receive() -> Message:
-            nonlocal seen, refused
-            if refused:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    # answer now and tell the app the client left: whatever the app makes
-                    # of a cut-off body is dropped by tracking_send
-                    refused = True
-                    if not started:
-                        await self._refuse(send)
-                    return {"type": "http.disconnect"}
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if refused:
-                return
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        await self.app(scope, counting_receive, tracking_send)
-
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes"}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+def hash_identity(key_hash: str) -> str:
+    """:func:`key_identity` of a key known only by its stored hash ('sha256:<hex>', the same
+    digest): a browser session spends its key's budget without the key."""
+    return key_hash.partition(":")[2][:32]
 
 
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope.get("headers", []):
-        if name == b"content-length":
+class AuthFailures:
+    """Failed authentications per client address and per user id tried (0 = that limit
+    off). :meth:`check` runs before any key is looked at, so while a budget is spent every
+    attempt gets the same 429 whether its key is valid or not (no oracle, and no guessing
+    on); :meth:`failed` spends one from each budget. Bucket names are hashes: Redis holds no
+    address or user id."""
+
+    def __init__(self, per_address: int, per_user: int, client: redis.Redis | None) -> None:
+        self.per_address = per_address
+        self.per_user = per_user
+        self.local = LocalBuckets()
+        self._script = client.register_script(_FAIL_LUA) if client is not None else None
+        self._warned = False
+
+    def check(self, address: str, user_id: str | None = None) -> Decision:
+        return self._run(address, user_id, spend=False)
+
+    def failed(self, address: str, user_id: str | None = None) -> None:
+        self._run(address, user_id, spend=True)
+
+    def _buckets(self, address: str, user_id: str | None) -> list[tuple[str, float]]:
+        out = []
+        if self.per_address > 0:
+            out.append((_FAIL_PREFIX + key_identity("address:" + address), self.per_address))
+        if self.per_user > 0 and user_id is not None:
+            out.append((_FAIL_PREFIX + key_identity("user:" + user_id), self.per_user))
+        return [(b, WINDOW_S * 1000 / n) for b, n in out]
+
+    def _run(self, address: str, user_id: str | None, *, spend: bool) -> Decision:
+        buckets = self._buckets(address, user_id)
+        if not buckets:
+            return Decision(True)
+        window = WINDOW_S * 1000
+        if self._script is not None:
+            args: list[float | str] = ["1" if spend else "0"]
+            for _, interval in buckets:
+                args += [interval, window]
             try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+                wait_ms = float(self._script(keys=[b for b, _ in buckets], args=args))
+                self._warned = False
+                return _decision(wait_ms <= 0, wait_ms)
+            except redis.RedisError as exc:
+                if not self._warned:  # once per outage
+                    log.warning(
+                        "auth_failures.redis_unavailable fallback=per_process error=%s", exc
+                    )
+                    self._warned = True
+        step = self.local.take if spend else self.local.look
+        waits = [step(b, interval, window)[1] for b, interval in buckets]
+        return _decision(max(waits) <= 0, max(waits))

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from worldmm.durable import make_dirs, sync_dir
 from worldmm.metrics import BLOB_BYTES, BLOB_REQUESTS
 from worldmm.models import SAFE_ID_RE, from_epoch_ms, to_epoch_ms
 
@@ -187,11 +188,13 @@ class LocalBlobStore:
             view = memoryview(data)
             while view:  # os.write, not a file object: no buffer or wrapper per blob
                 view = view[os.write(fd, view) :]
+            os.fsync(fd)  # on disk before the row that names it is written
         except BaseException:
             Path(path).unlink(missing_ok=True)
             raise
         finally:
             os.close(fd)
+        sync_dir(directory)  # and its name
         return True
 
     def _replace(self, path: str, directory: str, data: bytes) -> bool:
@@ -206,10 +209,13 @@ class LocalBlobStore:
         try:
             with open(tmp, "xb") as fh:
                 fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        sync_dir(directory)
         return True
 
     def _dir_of(self, key: str) -> tuple[str, str]:
@@ -220,7 +226,7 @@ class LocalBlobStore:
             resolved = Path(directory).resolve()  # before mkdir: never create through a link
             if resolved != self.root and self.root not in resolved.parents:
                 raise BlobKeyError(f"key {key!r} resolves outside the store")
-            os.makedirs(directory, exist_ok=True)
+            make_dirs(directory)
             self._dirs.add(directory)
         return directory, name
 

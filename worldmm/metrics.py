@@ -5,6 +5,7 @@ the default registry, which the services expose on ``/metrics`` beside their own
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
@@ -46,12 +47,38 @@ LLM_TOKENS = counter(
     "reasoning).",
     "role provider kind",
 )
-# One series per user and kind: about 3 per wearer (1,000 wearers: 3,000 series).
+# One series per user and kind for the first USER_SERIES users a process sees (3 each); the
+# others count under user_id="_other" (per-user usage is in the database: the usage API).
+USER_SERIES = 200
 USER_TOKENS = counter(
     "worldmm_llm_user_tokens_total",
-    "Tokens the provider reported for one user's calls, by kind (prompt, completion, cached).",
+    "Tokens the provider reported for one user's calls, by kind (prompt, completion, cached); "
+    f"users past the first {USER_SERIES} of a process count as user _other.",
     "user_id kind",
 )
+
+
+class BoundedLabel:
+    """A label's values, at most ``limit`` distinct ones per process: any value after them
+    is ``other``, so a stream of new user ids cannot grow the series without bound."""
+
+    def __init__(self, limit: int, other: str = "_other") -> None:
+        self.limit = limit
+        self.other = other
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str) -> str:
+        with self._lock:
+            if value in self._seen:
+                return value
+            if len(self._seen) < self.limit:
+                self._seen.add(value)
+                return value
+        return self.other
+
+
+USER_LABEL = BoundedLabel(USER_SERIES)
 WINDOWS_DEGRADED = counter(
     "worldmm_windows_degraded_total",
     "30 s windows captioned without the vision call, by reason (daily_token_budget).",

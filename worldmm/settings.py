@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -619,6 +620,64 @@ class ApiSettings(_Group):
         description="Largest request body the API reads; larger ones get 413 before they "
         "are read whole.",
     )
+    api_auth_failures_per_address: int = Field(
+        default=30,
+        ge=0,
+        description="Failed authentications (a key or session nobody holds) a minute from one "
+        "client address, checked before any key is (0 = no limit); over it: 429 with "
+        "Retry-After, even for a valid key.",
+    )
+    api_auth_failures_per_user: int = Field(
+        default=30,
+        ge=0,
+        description="Failed authentications a minute on one user id's routes, from any "
+        "address (0 = no limit): a wrong-key flood can hold the user's own key off for that "
+        "long.",
+    )
+    api_trusted_proxies: str = Field(
+        default="",
+        description="Reverse proxies (addresses or CIDRs, comma-separated) whose "
+        "X-Forwarded-For and X-Forwarded-Proto the API believes: the client's address for "
+        "the failed-login limit, https for the browser's Secure cookie. Empty: none.",
+        **_production("10.0.0.0/8"),
+    )
+    api_metrics_key: SecretStr | None = Field(
+        default=None,
+        description="Bearer key a Prometheus scraper sends for the query API's /metrics (the "
+        "admin key works too).",
+        **_production("CHANGE_ME_METRICS_KEY"),
+    )
+    api_metrics_public: bool = Field(
+        default=False,
+        description="Serve the query API's /metrics without a key, series labelled with a user "
+        "id left out (only where no one but the scraper reaches the port).",
+    )
+    api_export_concurrency: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="Exports an API process streams at once, each on a database connection of "
+        "its own (outside the request pool); more get 429 with Retry-After.",
+    )
+    api_export_per_key: int = Field(
+        default=1, ge=1, le=64, description="Exports one API key may stream at once."
+    )
+    api_export_statement_timeout_s: float = Field(
+        default=120.0, gt=0, description="Longest single read of an export (statement_timeout)."
+    )
+    api_export_idle_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long an export may wait on a slow client between reads before its "
+        "snapshot is given up (idle_in_transaction_session_timeout).",
+    )
+    ui_session_minutes: int = Field(
+        default=720,
+        ge=1,
+        le=43200,
+        description="How long a memory-browser login lasts (its session id expires then; "
+        "revoking the key ends it at once).",
+    )
     dataflow_metrics_port: int = Field(
         default=9464,
         ge=0,
@@ -634,6 +693,15 @@ class ApiSettings(_Group):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level."
     )
+
+    @field_validator("api_trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: str) -> str:
+        parse_networks(value)
+        return value
+
+    def trusted_proxy_networks(self) -> tuple[IPv4Network | IPv6Network, ...]:
+        return parse_networks(self.api_trusted_proxies)
 
 
 # In the order the docs list them.
@@ -716,6 +784,14 @@ def must_set(field: FieldInfo) -> bool:
 def production_example(field: FieldInfo) -> object | None:
     """The value deploy/production.env.example shows for this setting, if any."""
     return field.examples[0] if field.examples else None
+
+
+def parse_networks(value: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    """``'10.0.0.0/8, 127.0.0.1'`` as networks (an address is a network of one); ValueError
+    on anything else."""
+    return tuple(
+        ip_network(part.strip(), strict=False) for part in value.split(",") if part.strip()
+    )
 
 
 def parse_role_efforts(value: str) -> dict[str, str]:

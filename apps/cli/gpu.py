@@ -59,6 +59,15 @@ def register(app: typer.Typer) -> None:
                 help="Queued requests per endpoint before answering 503.",
             ),
         ] = 64,
+        max_body_bytes: Annotated[
+            int | None,
+            typer.Option(
+                envvar="WORLDMM_GPU_MAX_BODY_BYTES",
+                min=1024,
+                help="Largest request body read (413 above it, before it is read whole); "
+                "default: the largest clip the frame limits allow.",
+            ),
+        ] = None,
     ) -> None:
         """Serve the visual encoder (POST /encode-video, /encode-text; GET /healthz, /metrics)."""
         settings = settings_or_exit()
@@ -69,7 +78,12 @@ def register(app: typer.Typer) -> None:
         from gpu_worker.backends.vlm2vec import ModelNotFound
         from gpu_worker.server import serve
 
-        config = WorkerConfig(batch_size=batch_size, max_wait_ms=max_wait_ms, queue_size=queue_size)
+        config = WorkerConfig(
+            batch_size=batch_size,
+            max_wait_ms=max_wait_ms,
+            queue_size=queue_size,
+            max_body_bytes=max_body_bytes,
+        )
         try:
             serve(settings, config, backend=backend, model_dir=model_dir, host=host, port=port)
         except ModelNotFound as exc:

@@ -55,6 +55,7 @@ def serve(
         port=port or settings.api_port,
         log_level=settings.log_level.lower(),
         log_config=_uvicorn_log_config(),
+        proxy_headers=False,  # the app believes only WORLDMM_API_TRUSTED_PROXIES
     )
 
 

@@ -18,18 +18,25 @@ from pydantic import ValidationError
 
 from query_api.auth import enforce_rate_limit
 from query_api.cursors import CursorError, decode_cursor, page_of, segment_key
-from query_api.depends import AppDeps, Limiter
+from query_api.depends import AppDeps, Failures, Limiter
 from query_api.ops.forget import forget
 from query_api.ops.frames import frame_jpeg
 from query_api.ops.query import run_query
 from query_api.ops.remember import is_note
+from query_api.proxies import client_address
 from query_api.ui import views
 from query_api.ui.session import (
+    COOKIE,
+    Csrf,
+    Session,
     UiUser,
     UiWrite,
     clear_session,
+    login_token,
+    login_token_matches,
+    owner_of_key,
+    set_login_cookie,
     set_session,
-    user_of_key,
 )
 from worldmm.localtime import in_zone, zone
 from worldmm.models import SCALES
@@ -39,6 +46,7 @@ from worldmm.store import segments as segment_store
 from worldmm.store.input_gaps import list_gaps
 from worldmm.store.models import FrameRecord
 from worldmm.store.triples import list_semantic, triples_for_segments
+from worldmm.store.ui_sessions import close_session, open_session
 from worldmm.wire.schemas import QueryRequest, in_range
 
 HERE = Path(__file__).parent
@@ -64,25 +72,58 @@ def _zone(deps: AppDeps, user_id: str) -> ZoneInfo:
 # --- session -----------------------------------------------------------------------------
 @router.get("/login")
 def login_form(request: Request) -> HTMLResponse:
-    return _page(request, "login.html", error=None)
+    return _login_page(request, None)
+
+
+def _login_page(request: Request, error: str | None, code: int = 200) -> HTMLResponse:
+    """The login form with its CSRF token (the cookie's, or a new one set beside it)."""
+    token = login_token(request)
+    response = _page(request, "login.html", code, error=error, csrf=token)
+    set_login_cookie(response, request, token)
+    return response
 
 
 @router.post("/login")
 def login(
-    request: Request, deps: AppDeps, limiter: Limiter, key: Annotated[str, Form()] = ""
+    request: Request,
+    deps: AppDeps,
+    limiter: Limiter,
+    failures: Failures,
+    key: Annotated[str, Form()] = "",
+    csrf_token: Annotated[str, Form()] = "",
 ) -> Response:
+    if not login_token_matches(request, csrf_token):
+        return _login_page(
+            request, "The login form had expired: log in again.", status.HTTP_403_FORBIDDEN
+        )
+    address = client_address(request)
+    decision = failures.check(address)
+    if not decision.allowed:
+        response = _login_page(
+            request,
+            f"Too many failed logins: try again in {decision.retry_after_s} s.",
+            status.HTTP_429_TOO_MANY_REQUESTS,
+        )
+        response.headers["Retry-After"] = str(decision.retry_after_s)
+        return response
     try:
-        user_of_key(deps, key)
+        owner = owner_of_key(deps, key)
     except ValueError as exc:
-        return _page(request, "login.html", status.HTTP_401_UNAUTHORIZED, error=str(exc))
+        failures.failed(address)
+        return _login_page(request, str(exc), status.HTTP_401_UNAUTHORIZED)
     enforce_rate_limit(limiter, key.strip())  # a login is a request of that key too
+    lifetime = timedelta(minutes=deps.settings.ui_session_minutes)
+    with deps.db.transaction() as conn:
+        session_id, _ = open_session(conn, owner.user_id, owner.key_id, lifetime)
     response = RedirectResponse("/ui/", status_code=status.HTTP_303_SEE_OTHER)
-    set_session(response, request, key.strip())
+    set_session(response, request, session_id)
     return response
 
 
-@router.post("/logout")
-def logout() -> Response:
+@router.post("/logout", dependencies=[Csrf])
+def logout(request: Request, deps: AppDeps, session: Session) -> Response:
+    with deps.db.transaction() as conn:
+        close_session(conn, session.user_id, request.cookies.get(COOKIE, ""))
     response = RedirectResponse("/ui/login", status_code=status.HTTP_303_SEE_OTHER)
     clear_session(response)
     return response
@@ -121,7 +162,11 @@ def _latest_day(deps: AppDeps, user_id: str, tz: tzinfo) -> date:
 
 @router.get("/")
 def day_view(
-    request: Request, deps: AppDeps, user_id: UiUser, day: Annotated[str | None, Query()] = None
+    request: Request,
+    deps: AppDeps,
+    session: Session,
+    user_id: UiUser,
+    day: Annotated[str | None, Query()] = None,
 ) -> HTMLResponse:
     tz = _zone(deps, user_id)
     try:
@@ -141,6 +186,7 @@ def day_view(
         prev_day=shown - timedelta(days=1),
         next_day=shown + timedelta(days=1),
         lanes=lanes,
+        csrf=session.csrf_token,
     )
 
 
@@ -247,7 +293,7 @@ def thumbnail(deps: AppDeps, user_id: UiUser, segment_id: int) -> Response:
 
 # --- semantic facts --------------------------------------------------------------------------
 @router.get("/facts")
-def facts(request: Request, deps: AppDeps, user_id: UiUser) -> HTMLResponse:
+def facts(request: Request, deps: AppDeps, session: Session, user_id: UiUser) -> HTMLResponse:
     with deps.db.connection() as conn:
         rows = list_semantic(conn, user_id, history=True, limit=2000)
     return _page(
@@ -256,11 +302,12 @@ def facts(request: Request, deps: AppDeps, user_id: UiUser) -> HTMLResponse:
         user_id=user_id,
         chains=views.fact_histories(rows),
         tz=_zone(deps, user_id),
+        csrf=session.csrf_token,
     )
 
 
 # --- ask and forget --------------------------------------------------------------------------
-@router.post("/ask", dependencies=[UiWrite])
+@router.post("/ask", dependencies=[UiWrite, Csrf])
 async def ask(
     request: Request, deps: AppDeps, user_id: UiUser, question: Annotated[str, Form()] = ""
 ) -> HTMLResponse:
@@ -295,7 +342,7 @@ def _range(start: str, end: str, tz: tzinfo) -> tuple[datetime, datetime]:
     return a, b
 
 
-@router.post("/forget/confirm", dependencies=[UiWrite])
+@router.post("/forget/confirm", dependencies=[UiWrite, Csrf])
 def forget_confirm(
     request: Request,
     deps: AppDeps,
@@ -314,7 +361,7 @@ def forget_confirm(
     return _page(request, "_forget_confirm.html", start=a, end=b, count=count, tz=tz)
 
 
-@router.post("/forget", dependencies=[UiWrite])
+@router.post("/forget", dependencies=[UiWrite, Csrf])
 async def forget_range(
     request: Request,
     deps: AppDeps,

@@ -138,7 +138,8 @@ def count(rec: UsageRecord) -> None:
     ):
         tokens.labels(role=rec.role, provider=rec.provider, kind=kind).inc(n)
         if rec.user_id is not None:
-            metrics.USER_TOKENS.labels(user_id=rec.user_id, kind=kind).inc(n)
+            user = metrics.USER_LABEL(rec.user_id)
+            metrics.USER_TOKENS.labels(user_id=user, kind=kind).inc(n)
 
 
 @dataclass

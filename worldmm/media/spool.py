@@ -15,12 +15,13 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from worldmm.durable import make_dirs, sync_dir
 from worldmm.models import SAFE_ID_RE
 
 MAGIC = b"WMSP"
 _HEAD = struct.Struct("<4sHII")  # magic, key length, data length, CRC-32 of key + data
 _MAX_RECORD = 256 << 20
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_APPEND = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 SUFFIX = ".spool"
 
 
@@ -55,12 +56,11 @@ def parse(blob: bytes) -> dict[str, bytes]:
 
 
 class WindowSpool:
-    """Spool files under ``root``: ``<user>/<window start ms>.spool``. Stateless apart from
-    the directories it made, so every part of a process may build its own."""
+    """Spool files under ``root``: ``<user>/<window start ms>.spool``. Stateless, so every
+    part of a process may build its own."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        self._made: set[Path] = set()
 
     def __repr__(self) -> str:
         return f"WindowSpool({str(self.root)!r})"
@@ -71,26 +71,27 @@ class WindowSpool:
         return self.root / user_id / f"{int(start_ms)}{SUFFIX}"
 
     def append(self, user_id: str, start_ms: int, entries: Iterable[tuple[str, bytes]]) -> int:
-        """Append captures (key, bytes) in one write; returns the bytes written. Raises
-        OSError when the disk refuses (the caller keeps the bytes in memory then)."""
+        """Append captures (key, bytes) in one write, on disk when it returns (the snapshot
+        taken next counts on them); returns the bytes written. Raises OSError when the disk
+        refuses (the caller keeps the bytes in memory then)."""
         buf = b"".join(_record(k, d) for k, d in entries)
         if not buf:
             return 0
         path = self.path(user_id, start_ms)
-        if path.parent not in self._made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._made.add(path.parent)
         try:
-            fd = os.open(path, _APPEND, 0o600)
-        except FileNotFoundError:  # the user's directory was swept meanwhile
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, _APPEND, 0o600)
+            fd, created = os.open(path, _APPEND), False
+        except FileNotFoundError:  # a new window (or its user's directory was swept)
+            make_dirs(path.parent)
+            fd, created = os.open(path, _APPEND | os.O_CREAT, 0o600), True
         try:
             view = memoryview(buf)
             while view:
                 view = view[os.write(fd, view) :]
+            os.fsync(fd)
         finally:
             os.close(fd)
+        if created:
+            sync_dir(path.parent)
         return len(buf)
 
     def read(self, user_id: str, start_ms: int) -> dict[str, bytes]:

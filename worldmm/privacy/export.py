@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 FORMAT = "worldmm-export/1"
 SPOOL_BYTES = 8 << 20
 # columns never exported: they are credentials, not data about the user
-REDACTED = {"api_keys": ("key_hash",)}
+REDACTED = {"api_keys": ("key_hash",), "ui_sessions": ("id_hash", "csrf_token")}
 
 
 @dataclass
@@ -102,13 +102,27 @@ def _add(
 
 
 def export_user(
-    db: Database, blobs: BlobStore, user_id: str, now: datetime, *, page: int = 1000
+    db: Database,
+    blobs: BlobStore,
+    user_id: str,
+    now: datetime,
+    *,
+    page: int = 1000,
+    statement_timeout_s: float | None = None,
+    idle_timeout_s: float | None = None,
 ) -> Iterator[bytes]:
     """The archive of ``user_id``, in chunks as it is written (a user that does not exist, or
-    was purged, gets a manifest and no rows)."""
+    was purged, gets a manifest and no rows). It reads on a connection of its own, never a
+    pooled one, and its snapshot lasts as long as its reader: the timeouts bound one read
+    and the wait for a slow reader (:meth:`Database.dedicated`)."""
     pipe = _Pipe()
     manifest = Manifest(user_id, now)
-    with db.connection() as conn, tarfile.open(fileobj=pipe, mode="w|gz") as tar:
+    connection = db.dedicated(
+        statement_timeout_s=statement_timeout_s,
+        idle_timeout_s=idle_timeout_s,
+        application_name="worldmm-export",
+    )
+    with connection as conn, tarfile.open(fileobj=pipe, mode="w|gz") as tar:
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         for table, query in _table_queries(conn, user_id):
             with tempfile.SpooledTemporaryFile(SPOOL_BYTES) as spool:

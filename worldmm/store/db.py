@@ -75,6 +75,29 @@ class Database:
         with self.pool.connection() as conn, conn.transaction():
             yield conn
 
+    @contextmanager
+    def dedicated(
+        self,
+        *,
+        statement_timeout_s: float | None = None,
+        idle_timeout_s: float | None = None,
+        application_name: str = "worldmm",
+    ) -> Iterator[psycopg.Connection]:
+        """A connection of its own, outside the pool (a long read, such as an export, never
+        holds a pooled one); committed when the block ends, rolled back on error, then
+        closed. ``statement_timeout_s`` bounds each statement and ``idle_timeout_s`` how long
+        an open transaction may wait on its caller (the server ends the session after it)."""
+        options = []
+        if statement_timeout_s is not None:
+            options.append(f"-c statement_timeout={round(statement_timeout_s * 1000)}")
+        if idle_timeout_s is not None:
+            options.append(f"-c idle_in_transaction_session_timeout={round(idle_timeout_s * 1000)}")
+        with psycopg.connect(
+            self.database_url, options=" ".join(options), application_name=application_name
+        ) as conn:
+            configure_connection(conn)
+            yield conn
+
     def check_schema(self, settings: Settings) -> None:
         """Raise SchemaError unless the database is fully migrated for these settings."""
         with self.connection() as conn:

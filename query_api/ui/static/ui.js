@@ -1,14 +1,20 @@
 // The browser's only script (no build step, no library): forms with data-post and elements
 // with data-get fetch an HTML fragment and put it into data-target (or in place of themselves
-// with data-swap="outer"). Every request carries X-WorldMM-UI, which the server requires on
-// writes: another site's form cannot send it. The session cookie goes along by itself.
+// with data-swap="outer"). Every request carries X-WorldMM-UI and the session's CSRF token
+// (from the page's meta tag), which the server requires on writes: another site's form can
+// send neither. The session cookie goes along by itself.
 "use strict";
+
+function csrfToken() {
+  const meta = document.querySelector('meta[name="csrf-token"]');
+  return meta ? meta.content : "";
+}
 
 async function load(method, url, body) {
   const response = await fetch(url, {
     method,
     body,
-    headers: { "X-WorldMM-UI": "1" },
+    headers: { "X-WorldMM-UI": "1", "X-CSRF-Token": csrfToken() },
     credentials: "same-origin",
   });
   return { html: await response.text(), reload: response.headers.get("X-UI-Reload") === "1" };

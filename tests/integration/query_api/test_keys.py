@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from query_api.app import create_app
 from tests.fixtures.api import ADMIN, auth
+from tests.fixtures.browser_login import ui_login
 from worldmm.deps import Deps
 from worldmm.store.db import Database
 
@@ -167,8 +168,9 @@ def test_rate_limit_is_shared_by_processes_and_per_key(api_deps, make_user):
 def test_the_browser_spends_the_same_rate_limit_as_the_api(api_deps, make_user):
     u = make_user()
     with _second_process(api_deps, api_rate_limit=3) as c:
+        c.base_url = "http://127.0.0.1"  # plain http on loopback: the cookie is not Secure
         key = c.post(f"/v1/users/{u.user_id}/keys", headers=ADMIN).json()["api_key"]
-        login = c.post("/ui/login", data={"key": key}, follow_redirects=False)
+        login = ui_login(c, key)  # the form's GET spends nothing
         assert login.status_code == 303  # 1 of 3
         assert c.get("/ui/").status_code == 200  # 2
         assert _segments(c, u.user_id, key) == 200  # 3, through the JSON API

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from query_api.app import create_app
+from tests.fixtures.api import ADMIN
 from tests.fixtures.wearers import seed_segment
 from worldmm.providers.errors import ModelCallError
 
@@ -160,7 +161,7 @@ def test_failing_model_is_502_and_the_service_stays_up(api_settings, api_deps, m
         r = flaky.post(url, json={"question": "What did I do?"}, headers=a.headers)
         assert r.status_code == 200, r.text
         assert r.json()["answer"]
-        metrics = flaky.get("/metrics").text
+        metrics = flaky.get("/metrics", headers=ADMIN).text
         assert 'worldmm_api_model_errors_total{route="/v1/users/{user_id}/query"}' in metrics
 
 

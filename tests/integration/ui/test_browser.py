@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fixtures.browser_login import SESSION_COOKIE, ui_login
 from tests.fixtures.wearers import DAY, seed_segment, seed_wearer
 
 pytestmark = pytest.mark.integration
@@ -65,8 +66,11 @@ def test_browse_ask_and_forget(served, browser):
     assert "blue bowl" in page.inner_text("#lane-30")
     assert page.locator("#lane-180 .seg").count() == 1
     assert alice.key not in page.url
-    cookie = next(c for c in context.cookies() if c["name"] == "worldmm_ui_key")
+    cookie = next(c for c in context.cookies() if c["name"] == SESSION_COOKIE)
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/ui"
+    # an opaque session id, never the key; not Secure only because this is http on loopback
+    assert alice.key not in {c["value"] for c in context.cookies()}
+    assert not cookie["secure"]
 
     # a segment's detail: caption, triples, its parent, its frame
     page.click(f"#seg-{alice.segments[0]}")
@@ -134,7 +138,7 @@ def test_another_users_key_sees_nothing_and_a_bad_key_is_refused(served, browser
     _login(page, served.url, "wmm_not-a-key")
     assert page.inner_text("#login-error") == "Invalid API key."
     assert page.url.endswith("/ui/login")
-    assert not [c for c in context.cookies() if c["name"] == "worldmm_ui_key"]
+    assert not [c for c in context.cookies() if c["name"] == SESSION_COOKIE]
 
     page.fill("#key", bob.key)
     page.click("button[type=submit]")
@@ -167,7 +171,7 @@ def test_writes_need_the_ui_header(served):
     older browsers) yet cannot add X-WorldMM-UI: refused."""
     alice = seed_wearer(served.deps, "ui-csrf")
     with httpx.Client(base_url=served.url) as http:
-        login = http.post("/ui/login", data={"key": alice.key})
+        login = ui_login(http, alice.key)
         assert login.status_code == 303
         r = http.post(
             "/ui/forget",
@@ -191,7 +195,7 @@ def test_a_day_reads_only_its_own_range_a_page_at_a_time(served):
     for t in starts:
         seed_segment(served.deps, user_id, t, f"window at {t:%Y-%m-%d %H:%M:%S}")
     with httpx.Client(base_url=served.url) as http:
-        assert http.post("/ui/login", data={"key": key}).status_code == 303
+        assert ui_login(http, key).status_code == 303
         page = http.get("/ui/", params={"day": DAY.date().isoformat()}).text
         assert page.count('class="seg s30') == LANE_PAGE
         assert "window at 2026-11-19" not in page  # the day before is not read
@@ -232,7 +236,7 @@ def test_facts_page_shows_each_fact_with_its_history_and_evidence(served):
         new = fact(w.segments[3], "Lisbon", 1)
         triple_store.invalidate_triples(conn, w.user_id, [old], DAY + timedelta(days=1), new)
     with httpx.Client(base_url=served.url) as http:
-        assert http.post("/ui/login", data={"key": w.key}).status_code == 303
+        assert ui_login(http, w.key).status_code == 303
         page = http.get("/ui/facts")
     assert page.status_code == 200
     chain = re.search(r'<li class="fact">(.*?)</li>', page.text, re.S)
@@ -256,7 +260,7 @@ def test_a_segment_shows_its_importance_and_recalls(served):
         )
         reinforce(conn, w.user_id, {w.segments[0]: 2}, {}, DAY + timedelta(days=1))
     with httpx.Client(base_url=served.url) as http:
-        assert http.post("/ui/login", data={"key": w.key}).status_code == 303
+        assert ui_login(http, w.key).status_code == 303
         detail = http.get(f"/ui/segments/{w.segments[0]}").text
         other = http.get(f"/ui/segments/{w.segments[1]}").text
         day = http.get("/ui/", params={"day": DAY.date().isoformat()}).text
@@ -322,7 +326,7 @@ def test_a_frame_past_retention_shows_a_placeholder(served):
             headers={"Authorization": f"Bearer {alice.key}"},
         )
         assert api.status_code == 410 and "retention" in api.json()["detail"]
-        assert http.post("/ui/login", data={"key": alice.key}).status_code == 303
+        assert ui_login(http, alice.key).status_code == 303
         for path in (f"/ui/frames/{alice.frame_key}", f"/ui/thumb/{alice.segments[0]}"):
             r = http.get(path)
             assert r.status_code == 200, path
@@ -330,3 +334,16 @@ def test_a_frame_past_retention_shows_a_placeholder(served):
             assert (
                 r.headers["x-worldmm-media"] == "expired" and b"past media retention" in r.content
             )
+
+
+def test_a_forwarded_https_from_an_untrusted_peer_is_not_believed(served):
+    """This module's API trusts no proxy: a client claiming X-Forwarded-Proto gets the
+    loopback cookie (no Secure), as any other plain-http client of loopback."""
+    w = seed_wearer(served.deps, "ui-untrusted")
+    with httpx.Client(base_url=served.url) as http:
+        r = ui_login(http, w.key, **{"X-Forwarded-Proto": "https"})
+        assert r.status_code == 303
+        cookie = next(
+            v for k, v in r.headers.multi_items() if k == "set-cookie" and SESSION_COOKIE in v
+        )
+        assert "secure" not in cookie.lower()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from query_api.limits import LocalBuckets, gcra
+from query_api.limits import AuthFailures, LocalBuckets, gcra
 from worldmm.retry import RetryPolicy
 from worldmm.store.outage import is_db_unavailable, retry_while_down
 
@@ -47,3 +47,26 @@ def test_outage_errors_are_retried_other_errors_are_not():
     with pytest.raises(psycopg.errors.UniqueViolation):
         retry_while_down(lambda: (_ for _ in ()).throw(psycopg.errors.UniqueViolation()), what="t")
     assert RetryPolicy(backoff_s=1, max_delay_s=4).delay(10) == 4
+
+
+def test_failed_logins_are_counted_per_address_and_per_user_checked_before_spending():
+    """Without Redis each process keeps the budgets itself: ``check`` only looks, ``failed``
+    spends one from the address's and the user's budgets."""
+    f = AuthFailures(per_address=2, per_user=3, client=None)
+    assert f.check("198.51.100.1", "alice").allowed
+    f.failed("198.51.100.1", "alice")
+    f.failed("198.51.100.1", "alice")
+    refused = f.check("198.51.100.1", "bob")  # the address is spent, whoever is tried
+    assert not refused.allowed and 1 <= refused.retry_after_s <= 60
+    assert f.check("198.51.100.2", "bob").allowed
+    f.failed("198.51.100.2", "alice")  # alice's third failure, from another address
+    assert not f.check("198.51.100.3", "alice").allowed  # alice is held from anywhere
+    assert f.check("198.51.100.3", "carol").allowed
+    assert AuthFailures(0, 0, None).check("198.51.100.1", "alice").allowed  # both off
+
+
+def test_looking_at_a_bucket_spends_nothing():
+    b = LocalBuckets()
+    assert all(b.look("a", 30_000, 60_000)[0] for _ in range(5))
+    assert [b.take("a", 30_000, 60_000)[0] for _ in range(3)] == [True, True, False]
+    assert not b.look("a", 30_000, 60_000)[0]
