@@ -6,7 +6,8 @@ pydantic model), and the reply is built from the prompt's own text: a caption (t
 between them, a summary of the first sentence of each entry, and an agent that searches the
 memories in ``searches`` (with the question) and then answers, citing the first passage it
 was shown. The usage each reply reports comes from ``usage`` (default: a quarter of the
-characters), so tests and ``worldmm bench cost`` can check what gets recorded.
+characters; ``worldmm bench cost`` adds reasoning tokens apart), so tests and the bench can
+check what gets recorded.
 
     with FakeOpenAI(ProtocolResponder()) as fake: ...
 """
@@ -93,6 +94,8 @@ class ProtocolResponder:
             reply = getattr(self, role, lambda _p: {})(text_of(body["messages"][-1]))
         content = json.dumps(reply)
         response = chat_body(content, body.get("model", "fake-model"))
+        if body.get("service_tier"):  # the tier that served it, as OpenAI's replies say
+            response["service_tier"] = body["service_tier"]
         response["usage"] = {**self.usage(body, content)}
         response["usage"]["total_tokens"] = sum(
             response["usage"].get(k, 0) for k in ("prompt_tokens", "completion_tokens")

@@ -1,5 +1,6 @@
-"""`worldmm bench cost` at its smallest: two minutes of one wearer through the ingest flow and
-two EgoLife questions through the agent, both against the fake OpenAI provider."""
+"""`worldmm bench cost` at its smallest: two minutes of a busy and of a quiet wearer through
+the ingest flow at the old and the new caption defaults, and two EgoLife questions through the
+agent, all against the fake OpenAI provider."""
 
 from __future__ import annotations
 
@@ -22,38 +23,42 @@ def test_tiny_cost_benchmark(settings, tmp_path, user_id) -> None:
         questions=questions,
         user_id=user_id,
         minutes=2,
-        frame_size="64x48",
-        reasoning_tokens=100,
+        frame_size="320x180",
         limit_questions=2,
+        guard=False,
     )
     report = json.loads(json.dumps(run_benchmark(cfg, settings, lambda _m: None)))
 
-    hour = report["wearer_hour"]
-    assert hour["scaled_to_an_hour_by"] == 30 and hour["windows_complete"]["30"] == 4
-    assert hour["windows_failed"] == 0
-    # what the service recorded (llm_usage) is what the counter billed, call by call
-    assert hour["recorded_usage_equals_counted"] is True
-    roles = hour["model"]["by_role"]
-    caption = roles["caption"]
-    assert caption["calls"] == 4 * 30 and caption["model"] == "gpt-5-mini"
-    assert caption["images"] == 4 * 16 * 30  # 16 sampled frames per window
-    per_image = load_prices().price_of("gpt-5-mini").image.tokens(64, 48)
-    assert caption["image_tokens"] == caption["images"] * per_image
-    assert caption["prompt_tokens"] == caption["text_tokens"] + caption["image_tokens"]
-    # the test captions name nobody: NER finds no one, so no episodic triples are asked for
-    assert {"ner", "semantic_triples"} <= set(roles) and "episodic_triples" not in roles
-    assert all(r["completion_tokens"] >= 100 * r["calls"] for r in roles.values())
-    assert hour["model"]["total"]["cost"] > 0
-    assert hour["model"]["total"]["cost_with_batch_api"] == pytest.approx(
-        hour["model"]["total"]["cost"] / 2, abs=1e-6
+    busy, quiet = report["wearer_hour"]["busy"], report["wearer_hour"]["quiet"]
+    for hour in (busy["old"], busy["new"], quiet["old"], quiet["new"]):
+        assert hour["scaled_to_an_hour_by"] == 30 and hour["windows_complete"]["30"] == 4
+        assert hour["windows_failed"] == 0
+        # what the service recorded (llm_usage) is what the counter billed, call by call
+        assert hour["recorded_usage_equals_counted"] is True
+    price = load_prices().price_of("gpt-5-mini").image
+    old, new = busy["old"]["model"]["by_role"], busy["new"]["model"]["by_role"]
+    # before: 16 sampled frames a window as captured; now at most 4 keyframes within 512 px
+    assert old["caption"]["images"] == 4 * 16 * 30
+    assert old["caption"]["image_tokens"] == old["caption"]["images"] * price.tokens(320, 180)
+    assert 0 < new["caption"]["images"] <= 4 * 4 * 30
+    measured = new["caption"]["images"] * price.tokens(320, 180, measured=True)
+    assert new["caption"]["image_tokens_measured"] == measured
+    assert (
+        new["caption"]["prompt_tokens"]
+        == new["caption"]["text_tokens"] + new["caption"]["image_tokens"]
     )
-    assert hour["blob_store"]["requests_total"] > 0
-    blob = hour["blob_store"]
-    assert blob["captured_bytes"]["frames"] > 0 and blob["captured_bytes"]["audio"] > 0
-    # every capture is stored: the objects written hold at least the captures' bytes
-    assert sum(blob["bytes_written"].values()) >= sum(blob["captured_bytes"].values())
-    assert hour["database"]["row_bytes"] > 0 and hour["database"]["vector_bytes"] > 0
-    assert "segments" in hour["database"]["tables"]
+    # reasoning: the model's default effort before (assumed medium), minimal now
+    assert old["caption"]["reasoning_tokens"] == 448 * 4 * 30
+    assert all(r["reasoning_tokens"] == 0 for r in new.values())
+    # the quiet desk: the first window is captioned, the three still, silent ones carry it
+    assert quiet["new"]["windows_carried"] == 3 * 30
+    assert quiet["new"]["model"]["by_role"]["caption"]["calls"] == 1 * 30
+    assert quiet["old"]["model"]["by_role"]["caption"]["calls"] == 4 * 30
+    rows = {(r["session"], r["defaults"]): r for r in report["summary"]}
+    for name in ("busy", "quiet"):
+        assert rows[(name, "new")]["cost"] < rows[(name, "old")]["cost"]
+        for r in (rows[(name, "new")], rows[(name, "old")]):
+            assert r["cost_cheaper_tier"] < r["cost"] and r["cost_measured_images"] <= r["cost"]
 
     asked = report["question"]
     assert asked["n"] == 2 and asked["rounds"]["p50"] == 2  # two searches, then the answer
@@ -62,5 +67,6 @@ def test_tiny_cost_benchmark(settings, tmp_path, user_id) -> None:
         # NER call per episodic search, the agent's one and each of the two options' look-ups
         assert row["calls"] == {"reasoning_agent": 3, "response": 1, "ner": 3}
         assert 0 < row["tokens"] <= asked["goal_tokens"]
-    assert asked["within_goal"] == 1.0
+        assert row["reasoning_tokens"] == 3 * 640 + 512  # the agent at its own effort
     assert report["prices"]["as_of"] == str(load_prices().as_of)
+    assert report["quality_guard"] is None
