@@ -252,7 +252,12 @@ def _reference_run(settings: Settings) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     ref = settings.model_copy(
-        update={"database_url": f"{server}/{name}", "redis_url": "none", "gpu_worker_url": None}
+        update={
+            "database_url": f"{server}/{name}",
+            "redis_url": "none",
+            "gpu_worker_url": None,
+            "ingest_create_users": True,  # a new database: nobody made its wearers there
+        }
     )
     apply_migrations(ref.database_url, ref)
     flow = build_flow(

@@ -56,7 +56,7 @@ SERVICE_FIELDS = words(
     " session_end_grace_s, dataflow_metrics_port, frames_per_window, max_past_age_s,"
     " text_embed_dim, visual_embed_dim, gpu_worker_url, ocr_frames, gpu_timeout_s,"
     " gpu_max_retries, gpu_breaker_reset_s, llm_provider, embed_backend,"
-    " api_rate_limit, admin_api_key"
+    " api_rate_limit, admin_api_key, ingest_create_users"
 )
 
 

@@ -223,6 +223,7 @@ def run_level(base: Settings, cfg: BenchConfig, users: int, run_id: str, echo: E
             "blob_dir": Path(tempfile.mkdtemp(prefix="blobs-", dir=cfg.blob_root or tmp)),
             "state_dir": tmp / "state",
             "max_past_age_s": max(base.max_past_age_s, 3 * 3600.0),
+            "ingest_create_users": True,  # simulated wearers nobody made through the API
         }
     )
     names = [f"bench-{run_id}-u{u:03d}" for u in range(users)]

@@ -50,6 +50,7 @@ class _DlqPartition(StatelessSinkPartition[DlqRecord]):
 
     def close(self) -> None:
         self._flush()
+        self.dlq.producer = None  # the producer goes now, not when the flow object does
 
 
 def _lost(n: int, error: str, record: DlqRecord | None = None) -> None:

@@ -245,7 +245,9 @@ class _Run:
 
         assert self.result.start is not None
         expected = expected_windows(self.result.start, duration_s)
-        self.dataflow = procs.start_dataflow(self.settings)
+        # The demo's wearer gets its API key after ingest (step 5): its stream makes it.
+        flow_settings = self.settings.model_copy(update={"ingest_create_users": True})
+        self.dataflow = procs.start_dataflow(flow_settings)
         self.result.started_pids["dataflow"] = self.dataflow.pid
         self.note(f"dataflow pid {self.dataflow.pid}, log {self.dataflow.log_file}")
         # The API loads its models while the dataflow works; step 5 waits for it.

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("worldmm.privacy.faces")
 
 OPT_OUT_TTL_S = 60.0  # an opt-out (or its end) applies to windows closing after this
+# Wearers whose choice is remembered (least recently used out): an id is a few dozen bytes,
+# and a wearer forgotten here is read again at their next window.
+OPT_OUT_USERS = 10_000
 # Captures whose boxes are remembered: about two window closes of 1,000 wearers at 1 fps
 # (a few MB), enough for a store retried while the database is down.
 BOX_MEMO_CAPTURES = 65_536
@@ -144,7 +147,7 @@ class FaceBlur:
         self.budget = budget
         self.models_see = models_see
         self._clock = clock
-        self._opted_in: dict[str, tuple[bool, float]] = {}
+        self._opted_in: OrderedDict[str, tuple[bool, float]] = OrderedDict()
         self._lock = threading.Lock()
         self.memo = BoxMemo()
 
@@ -167,6 +170,9 @@ class FaceBlur:
         blur = profile is None or profile.face_blur  # a user first seen now: the default
         with self._lock:
             self._opted_in[user_id] = (blur, now)
+            self._opted_in.move_to_end(user_id)
+            while len(self._opted_in) > OPT_OUT_USERS:
+                self._opted_in.popitem(last=False)
         return blur
 
     def transform(self, user_id: str, sampled: Iterable[str] = ()) -> WindowBlur | None:
