@@ -228,7 +228,7 @@ class WindowSettings(_Group):
         default=False,
         description="Let the flow create a user the first time a record names one. Off: a "
         "record of a user the API does not know goes to the DLQ (unknown_user); create users "
-        "with `worldmm users create` or POST /v1/users first.",
+        "with POST /v1/users (the admin key) first.",
     )
     user_state_idle_s: float = Field(
         default=900.0,
