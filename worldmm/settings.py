@@ -333,6 +333,14 @@ class ModelSettings(_Group):
     )
     asr_base_url: str | None = Field(default=None, description="Whisper API base URL (Groq...).")
     asr_model: str = Field(default="whisper-1", description="Whisper API model name.")
+    asr_local_model: Literal["base", "tiny.en"] = Field(
+        default="base",
+        description="Whisper weights of the local backend: base (fewer word errors than "
+        "tiny.en for about twice its CPU; docs/benchmarks/asr.md) or tiny.en.",
+    )
+    asr_beam_size: int = Field(
+        default=1, ge=1, le=10, description="Beam size of local decoding; 1 is greedy."
+    )
     embed_backend: Literal["local", "openai"] = Field(
         default="local",
         description="Text embeddings: local MiniLM or the OpenAI API.",

@@ -18,6 +18,7 @@ BENCHMARKS = {  # name -> module (also ``python -m <module>``)
     "egolife-tune": "bench.egolife.tune",
     "chaos": "bench.chaos",
     "cost": "bench.cost",
+    "asr": "bench.asr",
 }
 
 

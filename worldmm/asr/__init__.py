@@ -1,4 +1,5 @@
-"""Speech recognition: local faster-whisper (offline default) or a Whisper API."""
+"""Speech recognition: local faster-whisper (offline default: Whisper base, or tiny.en) or a
+Whisper API."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def build_transcriber(settings: Settings) -> Transcriber:
     if settings.asr_backend == "local":
         from worldmm.asr.local import LocalWhisperTranscriber
 
-        return LocalWhisperTranscriber()
+        return LocalWhisperTranscriber(settings.asr_local_model, beam_size=settings.asr_beam_size)
     if settings.asr_backend == "none":
         return NullTranscriber()
     from worldmm.asr.api import WhisperAPITranscriber
