@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg import sql
 
+from worldmm.store import knn
 from worldmm.store._sql import fetch_count
 
 # The tables a memory grows in; a sequential scan of one of them grows with the memory.
@@ -29,7 +30,7 @@ MEMORY_TABLES = ("segments", "segment_embeddings", "visual_embeddings", "triples
 # Below this many rows a sequential scan is a fine plan (small memories, tests).
 WHOLE_SCAN_MIN_ROWS = 10_000
 
-_SET_LOCAL = re.compile(r"^\s*SET\s+LOCAL\s+([\w.]+)\s*=\s*'?([^';]*)'?\s*$", re.IGNORECASE)
+_SET_LOCAL = re.compile(r"^\s*SET\s+LOCAL\s+([\w.\"]+)\s*=\s*'?([^';]*)'?\s*$", re.IGNORECASE)
 _SET_CONFIG = re.compile(r"^\s*SELECT\s+set_config\(", re.IGNORECASE)
 _READ = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE)
 
@@ -55,7 +56,7 @@ class StatementLog:
         if isinstance(query, bytes):
             text = query.decode()
         if m := _SET_LOCAL.match(text):
-            self._pending[m.group(1)] = m.group(2)
+            self._pending[m.group(1).replace('"', "")] = m.group(2)
         elif _SET_CONFIG.match(text) and isinstance(params, list | tuple) and len(params) >= 2:
             self._pending[str(params[0])] = str(params[1])
         elif _READ.match(text):
@@ -92,17 +93,36 @@ def explain(conn: psycopg.Connection, stmt: Recorded) -> dict[str, Any]:
     """The planner's plan (EXPLAIN's JSON root ``Plan``) of ``stmt`` with its parameters,
     under its settings, in a transaction rolled back afterwards."""
     with conn.transaction(force_rollback=True):
-        for name, value in stmt.settings.items():
-            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+        knn.set_local(conn, stmt.settings)
         row = conn.execute(f"EXPLAIN (FORMAT JSON) {stmt.sql}", stmt.params).fetchone()
     return row[0][0]["Plan"]
 
 
 def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every node of a plan, depth first (init plans and subplans included)."""
+    """Every node of a plan, depth first (init plans and subplans included, and on a Citus
+    coordinator the plans its tasks run on the workers)."""
     yield plan
-    for child in plan.get("Plans", []):
+    for child in _children(plan):
         yield from nodes(child)
+
+
+def _children(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    found = list(plan.get("Plans", []))
+    job = plan.get("Distributed Query", {}).get("Job", {})
+    for task in job.get("Tasks", []):
+        for remote in task.get("Remote Plan", []):
+            found += [r["Plan"] for r in remote if "Plan" in r]
+    return found
+
+
+def task_counts(plan: dict[str, Any]) -> list[int]:
+    """The task count of every distributed job in ``plan`` (none on plain PostgreSQL): a
+    one-wearer statement must plan to one task, on the one shard group of its wearer."""
+    return [
+        int(n["Distributed Query"]["Job"]["Task Count"])
+        for n in nodes(plan)
+        if "Job" in n.get("Distributed Query", {})
+    ]
 
 
 def render(plan: dict[str, Any], depth: int = 0) -> list[str]:
@@ -113,13 +133,14 @@ def render(plan: dict[str, Any], depth: int = 0) -> list[str]:
     if "Relation Name" in plan:
         parts.append(f"on {plan['Relation Name']}")
     line = "  " * depth + " ".join(parts) + f" (rows={plan.get('Plan Rows')})"
-    return [line, *(x for child in plan.get("Plans", []) for x in render(child, depth + 1))]
+    return [line, *(x for child in _children(plan) for x in render(child, depth + 1))]
 
 
 def memory_table(relation: str) -> str | None:
-    """The memory table a relation is, or is a partition of (``visual_embeddings_p07``)."""
+    """The memory table a relation is, or is a partition (``visual_embeddings_p07``) or a
+    Citus shard (``segments_102253``, ``visual_embeddings_p07_102600``) of."""
     for table in MEMORY_TABLES:
-        if relation == table or re.fullmatch(rf"{table}_p\d+", relation):
+        if re.fullmatch(rf"{table}(_p\d+)?(_\d{{5,}})?", relation):
             return table
     return None
 
@@ -135,11 +156,11 @@ def problems(
     least ``min_rows`` rows, unless a Limit right above it stops it early; and, with
     ``needs_hnsw``, no HNSW index scanned although a scan of a memory table expects that
     many rows (fewer rows, read through a btree and sorted, are a fine plan)."""
-    found: list[str] = []
+    found = [f"multi-shard plan ({n} tasks)" for n in task_counts(plan) if n > 1]
     indexes, most = [], 0
     for node, parent in _with_parents(plan, None):
-        if "Index Name" in node:
-            indexes.append(node["Index Name"])
+        if "Index Name" in node:  # a Citus shard's index: its shell's name
+            indexes.append(re.sub(r"_\d{5,}$", "", node["Index Name"]))
         relation = node.get("Relation Name", "")
         if not memory_table(relation):
             continue
@@ -158,7 +179,7 @@ def _with_parents(
     plan: dict[str, Any], parent: dict[str, Any] | None
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
     yield plan, parent
-    for child in plan.get("Plans", []):
+    for child in _children(plan):
         yield from _with_parents(child, plan)
 
 

@@ -3,13 +3,11 @@
 -- CSRF token and its expiry. A session ends at its expiry, at logout, and at once when its key
 -- is revoked or gone: every lookup joins the key's row and reads its revoked_at.
 --
--- Per-wearer rows (on Citus: distributed by user_id, colocated with users): every key
--- carries user_id, and nothing sets a key column to NULL. No foreign key to api_keys (a
--- reference table on Citus, placed after the per-wearer ones): the lookup's join is the
--- check, and a purge removes the rows with the user. The cookie's lookup goes by the hash
--- alone through its own index (on Citus that asks every shard: a browser's requests are few).
+-- Global rows, like api_keys (on Citus a reference table, on every node): the cookie's lookup
+-- goes by the id's hash alone, before the wearer is known, and joins the key's row. No
+-- foreign key: the lookup's join is the check, and a purge deletes the wearer's sessions.
 CREATE TABLE ui_sessions (
-    user_id     text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    user_id     text NOT NULL,
     id_hash     text NOT NULL,
     key_id      bigint NOT NULL,
     csrf_token  text NOT NULL,

@@ -61,18 +61,74 @@ def _base_settings(state_dir: Path, **extra: object) -> Settings:
     return load_settings(state_dir=state_dir, **extra)
 
 
-@pytest.fixture(scope="session")
-def stack() -> Iterator[TestStack]:
-    from deploy import stack as stack_mod
+# The Citus lane (`pytest -m on_citus --database citus`, run by `make test`): the tests of the
+# memory's paths on a coordinator and two workers, where any statement that plans to more than
+# one shard is an error unless the code marks it as spanning wearers (spans_wearers in
+# worldmm/store/distribute.py).
+CITUS_WORKERS = 2
+CITUS_SHARDS = 8  # a few per node: enough to route, quick to create
+
+
+# The memory's paths: the store's SQL, retrieval, the API (questions, forget, purge, export,
+# keys, usage), construction and consolidation across processes, privacy, ingest end to end.
+CITUS_PATHS = (
+    "tests/integration/store/",
+    "tests/integration/retrieval/",
+    "tests/integration/query_api/",
+    "tests/integration/memory/",
+    "tests/integration/privacy/",
+    "tests/e2e/test_ingest_e2e.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        if str(Path(str(item.path)).relative_to(root)).startswith(CITUS_PATHS):
+            item.add_marker(pytest.mark.on_citus)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--database",
+        choices=("postgres", "citus"),
+        default="postgres",
+        help="the embedded database the tests run on: single-node PostgreSQL, or a Citus "
+        "coordinator with two workers (built from the vendored source when missing)",
+    )
+
+
+def _start_database(stack_mod, settings: Settings, kind: str):
     from worldmm.store.migrate import apply_migrations
+
+    if kind == "postgres":
+        urls = stack_mod.up(settings)
+        apply_migrations(urls.database_url, settings)
+        return urls
+    import psycopg
+
+    from deploy.stack import citus
+
+    citus.build()  # a failed build fails the lane loudly, with what is missing
+    urls = stack_mod.up(settings, citus_workers=CITUS_WORKERS)
+    with psycopg.connect(urls.database_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE worldmm SET citus.shard_count = {CITUS_SHARDS}")
+    apply_migrations(urls.database_url, settings)
+    with psycopg.connect(urls.database_url, autocommit=True) as conn:
+        conn.execute("ALTER DATABASE worldmm SET citus.multi_task_query_log_level = 'error'")
+    return urls
+
+
+@pytest.fixture(scope="session")
+def stack(request: pytest.FixtureRequest) -> Iterator[TestStack]:
+    from deploy import stack as stack_mod
 
     # Not pytest's tmp dir: PostgreSQL runs as another OS user and needs to enter it.
     state_dir = Path(tempfile.mkdtemp(prefix="worldmm-test-stack-"))
     state_dir.chmod(0o755)
     settings = _base_settings(state_dir)
     try:
-        urls = stack_mod.up(settings)
-        apply_migrations(urls.database_url, settings)
+        urls = _start_database(stack_mod, settings, request.config.getoption("--database"))
         yield TestStack(state_dir, urls)
     finally:
         stack_mod.down(settings)
@@ -97,6 +153,9 @@ def user_id() -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "on_citus: also runs in the Citus lane (pytest -m on_citus --database citus)"
+    )
     config.addinivalue_line(
         "markers", "served_settings(**values): settings of the module's own API (served)"
     )

@@ -208,6 +208,8 @@ def start(root: Path, port: int | None = None, *, citus: bool = False) -> dict:
     # (`worldmm bench ingest` reads them): a hash-table update per statement, no logging.
     preload = "citus,pg_stat_statements" if citus else "pg_stat_statements"  # citus goes first
     opts += f" -c shared_preload_libraries={preload} -c pg_stat_statements.track=all"
+    if citus:  # a shard moves online by logical replication (writes go on while it copies)
+        opts += " -c wal_level=logical"
     res = _pg(
         "pg_ctl", ["-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start"], user
     )

@@ -27,6 +27,10 @@ def configure_connection(conn: psycopg.Connection) -> None:
     # (`plan_cache_mode = force_custom_plan` did that too, but also for the foreign-key
     # checks: a new wearer, missing from the statistics, had each check scan its rows.)
     conn.prepare_threshold = None
+    # On a Citus coordinator a search's SET LOCAL settings (its HNSW candidate list) must reach
+    # the worker that runs it; on plain PostgreSQL this names a placeholder and does nothing.
+    conn.execute("SET citus.propagate_set_commands = 'local'")
+    conn.commit()
 
 
 class Database:

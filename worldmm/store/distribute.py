@@ -13,14 +13,24 @@ from __future__ import annotations
 
 import psycopg
 
-# Not a wearer's rows: the index from a key to its wearer (looked up by key alone on every
-# request), the admin's record (it outlives the users it names), model usage made for no one.
-REFERENCE_TABLES = ("api_keys", "admin_audit", "llm_usage_unattributed")
+# Not a wearer's rows: the index from a key (or a browser session) to its wearer, looked up
+# by key alone on every request; the admin's record (it outlives the users it names); model
+# usage made for no one.
+REFERENCE_TABLES = ("api_keys", "ui_sessions", "admin_audit", "llm_usage_unattributed")
 LOCAL_TABLES = ("schema_migrations",)  # the coordinator's own bookkeeping
 
 
 class PlacementError(RuntimeError):
     """A table is neither per-wearer (no user_id column) nor listed as global."""
+
+
+def spans_wearers(conn: psycopg.Connection, *, transaction: bool = True) -> None:
+    """The statements that follow span wearers on purpose (a migration, an admin's listing, a
+    batch of many wearers' rows): on a Citus cluster set to log or refuse multi-shard
+    statements (``citus.multi_task_query_log_level``, which the tests set to 'error'), they
+    pass; until the transaction ends, or for the session with ``transaction=False``. A no-op
+    setting on plain PostgreSQL."""
+    conn.execute("SELECT set_config('citus.multi_task_query_log_level', 'off', %s)", (transaction,))
 
 
 def is_citus(conn: psycopg.Connection) -> bool:
@@ -88,7 +98,17 @@ def distribute(conn: psycopg.Connection) -> list[str]:
     # the triple counters' triggers write only their colocated shard (schema/0019)
     conn.execute("SET citus.enable_unsafe_triggers TO on")
     done: list[str] = []
-    for table in placement_order(tables, _referenced(conn)):
+    order = placement_order(tables, _referenced(conn))
+    # A per-wearer table may point at a global one (never the other way). Citus places neither
+    # while the other is local, so those keys step aside while both are placed.
+    aside = _keys_to_global(conn, [t for t in order if t not in placed])
+    for table, name, _ in aside:
+        conn.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
+    for table in REFERENCE_TABLES:
+        if table in tables and table not in placed:
+            conn.execute("SELECT create_reference_table(%s)", (table,))
+            done.append(table)
+    for table in order:
         if table in placed:
             continue
         if table == "users":
@@ -99,8 +119,17 @@ def distribute(conn: psycopg.Connection) -> list[str]:
                 (table,),
             )
         done.append(table)
-    for table in REFERENCE_TABLES:
-        if table in tables and table not in placed:
-            conn.execute("SELECT create_reference_table(%s)", (table,))
-            done.append(table)
+    for table, name, definition in aside:
+        conn.execute(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {definition}')
     return done
+
+
+def _keys_to_global(conn: psycopg.Connection, tables: list[str]) -> list[tuple[str, str, str]]:
+    """Foreign keys of ``tables`` that point at a global table: (table, name, definition)."""
+    rows = conn.execute(
+        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE contype = 'f' AND conparentid = 0 AND conrelid::regclass::text = ANY(%s)"
+        " AND confrelid::regclass::text = ANY(%s)",
+        (tables, list(REFERENCE_TABLES)),
+    ).fetchall()
+    return [(t, n, d) for t, n, d in rows]

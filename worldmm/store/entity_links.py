@@ -214,7 +214,7 @@ def windows_of(
         # a look-up per row (LIMIT keeps the planner from joining, which hashed the user's
         # whole segments table to meet a few hundred rows)
         " LEFT JOIN LATERAL (SELECT p.window_start, p.window_end FROM segments p"
-        "  WHERE p.user_id = s.user_id AND p.id = s.parent_segment_id LIMIT 1) AS p ON true"
+        "  WHERE p.user_id = %(u)s AND p.id = s.parent_segment_id LIMIT 1) AS p ON true"
         " WHERE s.user_id = %(u)s"
         f" AND s.processing_status = 'complete'{where.where('s')} ORDER BY s.id",
         {"u": user_id, **where.params()},

@@ -119,7 +119,8 @@ def fine_windows(conn: psycopg.Connection, user_id: str) -> list[FineWindow]:
         "   ON e.user_id = t.user_id AND e.id IN (t.subject_entity_id, t.object_entity_id)"
         "   WHERE t.user_id = s.user_id AND t.segment_id = s.id AND t.memory_type = 'episodic'),"
         " g.embedding, s.importance_source IN ('model', 'note')"
-        " FROM segments s LEFT JOIN segment_embeddings g ON g.segment_id = s.id"
+        " FROM segments s LEFT JOIN segment_embeddings g"
+        " ON g.user_id = s.user_id AND g.segment_id = s.id"
         " WHERE s.user_id = %s AND s.scale_seconds = 30 AND s.processing_status = 'complete'"
         " ORDER BY s.window_start, s.id",
         (user_id,),

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from worldmm.store._sql import as_vector, fetch_count, fetch_dicts, vec_cast
 
@@ -124,11 +125,21 @@ def statement(
     return Statement(query.wrap.format(nearest), params, settings)
 
 
+def set_local(conn: psycopg.Connection, settings: dict[str, str]) -> None:
+    """``SET LOCAL`` each setting: it lasts for this transaction, and a Citus coordinator
+    passes it on to the worker that runs the search (``citus.propagate_set_commands``)."""
+    for name, value in settings.items():
+        conn.execute(
+            sql.SQL("SET LOCAL {} = {}").format(
+                sql.SQL(".").join(map(sql.Identifier, name.split("."))), sql.Literal(value)
+            )
+        )
+
+
 def run(conn: psycopg.Connection, stmt: Statement) -> list[dict]:
     """Execute ``stmt`` under its settings (they last for this transaction or savepoint)."""
     with conn.transaction():
-        for name, value in stmt.settings.items():
-            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+        set_local(conn, stmt.settings)
         return fetch_dicts(conn, stmt.sql, stmt.params)
 
 

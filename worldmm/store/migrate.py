@@ -18,7 +18,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from worldmm.settings import Settings
-from worldmm.store.distribute import distribute
+from worldmm.store.distribute import distribute, spans_wearers
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
 _FILE_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -158,6 +158,7 @@ def apply_migrations(
     done: list[str] = []
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        spans_wearers(conn, transaction=False)  # a migration touches every wearer's rows
         try:
             conn.execute(_BOOKKEEPING)
             applied = _applied(conn)

@@ -47,7 +47,9 @@ def purge_user(conn: psycopg.Connection, user_id: str) -> dict[str, int]:
     """Delete the user and every row of theirs (foreign keys cascade); return the counts
     deleted per table. Purging an unknown user deletes nothing."""
     counts = count_user_rows(conn, user_id)
-    # keys are global rows (the index from a key to its wearer), not cascaded: schema/0019
+    # keys and browser sessions are global rows (the index from a key to its wearer), not
+    # cascaded: schema/0019, 0023
+    conn.execute("DELETE FROM ui_sessions WHERE user_id = %s", (user_id,))
     conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,))
     conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
     return counts
@@ -126,11 +128,17 @@ def forget_range(
         " RETURNING blob_key, media_key",
         (user_id, start, end),
     ).fetchall()
-    audio = conn.execute(
-        "DELETE FROM audio_chunks WHERE user_id = %s AND started_at < %s"
-        " AND started_at + duration_ms * interval '1 millisecond' > %s"
-        " RETURNING blob_key, media_key",
+    # found first: Citus evaluates no time arithmetic on a column inside a write
+    running_in = fetch_column(
+        conn,
+        "SELECT id FROM audio_chunks WHERE user_id = %s AND started_at < %s"
+        " AND started_at + duration_ms * interval '1 millisecond' > %s",
         (user_id, end, start),
+    )
+    audio = conn.execute(
+        "DELETE FROM audio_chunks WHERE user_id = %s AND id = ANY(%s)"
+        " RETURNING blob_key, media_key",
+        (user_id, running_in),
     ).fetchall()
     counts["frames"] = len(frames)
     counts["audio_chunks"] = len(audio)

@@ -50,7 +50,7 @@ def upsert_segment(conn: psycopg.Connection, seg: SegmentWrite) -> int:
         # a pending mark carries no importance: keep the last one until the rebuild sets it
         " importance = COALESCE(EXCLUDED.importance, segments.importance),"
         " importance_source = COALESCE(EXCLUDED.importance_source, segments.importance_source),"
-        " updated_at = now()"
+        " updated_at = EXCLUDED.updated_at"
         " RETURNING id",
         (
             seg.user_id,

@@ -29,40 +29,44 @@ _TRIPLE_SELECT = (
     " t.valid_from, t.invalidated_at, t.replaced_by, t.evidence_segment_ids, t.origin,"
     " t.created_at"
 )
+# joined by wearer too: one shard group on Citus, and never another wearer's entity
 _TRIPLE_JOINS = (
-    " JOIN entities s ON s.id = t.subject_entity_id"
-    " LEFT JOIN entities o ON o.id = t.object_entity_id"
+    " JOIN entities s ON s.user_id = t.user_id AND s.id = t.subject_entity_id"
+    " LEFT JOIN entities o ON o.user_id = t.user_id AND o.id = t.object_entity_id"
 )
 
 # One statement for all the rows of a call (a window's triples: one round trip, and one run of
 # the statement-level counter triggers, not one per triple). Rows naming the same fact are
-# written once, with the first one's values and all their evidence; the ids come back in the
-# order of the rows given, a repeated fact's for each of its rows.
+# merged before (the first one's values, all their evidence); the ids come back in the order
+# of the rows given, a repeated fact's for each of its rows. A plain INSERT ... SELECT from
+# arrays: on Citus the coordinator reads them and sends the rows to the wearer's shard.
 _INSERT = (
-    "WITH given AS (SELECT * FROM unnest(%(subj)s::bigint[], %(pred)s::text[],"
-    " %(obj)s::bigint[], %(lit)s::text[], %(emb)s::{vec}[], %(vf)s::timestamptz[],"
-    " %(ev)s::text[], %(origin)s::text[]) WITH ORDINALITY"
-    " AS g(subj, pred, obj, lit, emb, vf, ev, origin, ord)),"
-    " facts AS (SELECT DISTINCT ON (subj, lower(pred), obj, lower(lit)) * FROM given"
-    " ORDER BY subj, lower(pred), obj, lower(lit), ord),"
-    " written AS (INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds,"
+    "INSERT INTO triples AS t (user_id, memory_type, segment_id, scale_seconds,"
     " subject_entity_id, predicate, object_entity_id, object_literal, embedding, valid_from,"
     " evidence_segment_ids, origin)"
     " SELECT %(u)s, %(mt)s, %(seg)s, %(scale)s, f.subj, f.pred, f.obj, f.lit, f.emb, f.vf,"
-    " ARRAY(SELECT DISTINCT x FROM given o, unnest(o.ev::bigint[]) AS x"
-    "   WHERE (o.subj, lower(o.pred), o.obj, lower(o.lit))"
-    "   IS NOT DISTINCT FROM (f.subj, lower(f.pred), f.obj, lower(f.lit)) ORDER BY x),"
-    " f.origin FROM facts f ORDER BY f.ord"
+    " f.ev::bigint[], f.origin"
+    " FROM unnest(%(subj)s::bigint[], %(pred)s::text[], %(obj)s::bigint[], %(lit)s::text[],"
+    " %(emb)s::{vec}[], %(vf)s::timestamptz[], %(ev)s::text[], %(origin)s::text[])"
+    " AS f(subj, pred, obj, lit, emb, vf, ev, origin)"
     " ON CONFLICT ON CONSTRAINT triples_natural_key DO UPDATE SET"
     " embedding = EXCLUDED.embedding,"
     " evidence_segment_ids = ARRAY(SELECT DISTINCT x FROM"
-    "   unnest(triples.evidence_segment_ids || EXCLUDED.evidence_segment_ids) AS x ORDER BY x)"
-    " RETURNING id, subject_entity_id, lower(predicate) AS pred, object_entity_id,"
-    " lower(object_literal) AS lit)"
-    " SELECT w.id FROM given g JOIN written w ON (w.subject_entity_id, w.pred,"
-    " w.object_entity_id, w.lit) IS NOT DISTINCT FROM (g.subj, lower(g.pred), g.obj,"
-    " lower(g.lit)) ORDER BY g.ord"
+    "   unnest(t.evidence_segment_ids || EXCLUDED.evidence_segment_ids) AS x ORDER BY x)"
+    " RETURNING id, natural_key"
 )
+# The natural key of each row given, computed as the table's generated column computes it (the
+# server's lower(), which need not be Python's), so rows naming one fact are merged before the
+# insert and each row's id is found in what the insert returns.
+_NATURAL_KEYS = (
+    "SELECT md5(%(mt)s || '|' || coalesce(%(seg)s::text, '') || '|' || g.s::text || '|'"
+    " || lower(g.p) || '|' || coalesce(g.o::text, '') || '|' || coalesce(lower(g.l), ''))"
+    " FROM unnest(%(subj)s::bigint[], %(pred)s::text[], %(obj)s::bigint[], %(lit)s::text[])"
+    " WITH ORDINALITY AS g(s, p, o, l, n) ORDER BY g.n"
+)
+
+
+_COLUMNS = ("subj", "pred", "obj", "lit", "emb", "vf", "ev", "origin")
 
 
 def _memory_type(value: str) -> TripleType:
@@ -117,34 +121,42 @@ def insert_triples(
         r.object_entity_id for r in rows if r.object_entity_id is not None
     }
     canonical = _canonical_ids(conn, user_id, entity_ids)
-    cols: dict[str, list[Any]] = {c: [] for c in ("subj", "pred", "obj", "lit", "emb", "vf", "ev")}
+    given: list[dict[str, Any]] = []
     for r in rows:
         valid_from = window_end if memory_type == "episodic" else (r.valid_from or window_end)
         if valid_from is None:
             raise ValueError("a semantic triple without a segment needs valid_from")
         evidence = r.evidence_segment_ids or ([segment_id] if segment_id is not None else [])
-        cols["subj"].append(canonical[r.subject_entity_id])
-        cols["pred"].append(r.predicate.strip())
         obj = r.object_entity_id
-        cols["obj"].append(canonical[obj] if obj is not None else None)
-        cols["lit"].append(r.object_literal)
-        cols["emb"].append(as_vector(r.embedding))
-        cols["vf"].append(valid_from)
-        cols["ev"].append("{" + ",".join(str(int(e)) for e in sorted(set(evidence))) + "}")
-    cast = vec_cast(cols["emb"][0])
+        given.append(
+            {
+                "subj": canonical[r.subject_entity_id], "pred": r.predicate.strip(),
+                "obj": canonical[obj] if obj is not None else None, "lit": r.object_literal,
+                "emb": as_vector(r.embedding), "vf": valid_from, "origin": r.origin,
+                "ev": {int(e) for e in evidence},
+            }
+        )  # fmt: skip
+    fixed = {"u": user_id, "mt": memory_type, "seg": segment_id, "scale": scale}
+    keys = [
+        str(k)
+        for (k,) in conn.execute(
+            _NATURAL_KEYS, {**fixed, **{c: [g[c] for g in given] for c in _COLUMNS[:4]}}
+        ).fetchall()
+    ]
+    facts: dict[str, dict[str, Any]] = {}  # the first row of each fact, all its evidence
+    for key, g in zip(keys, given, strict=True):
+        if key in facts:
+            facts[key]["ev"] |= g["ev"]
+        else:
+            facts[key] = g
+    cols: dict[str, list[Any]] = {c: [f[c] for f in facts.values()] for c in _COLUMNS}
+    cols["ev"] = ["{" + ",".join(map(str, sorted(e))) + "}" for e in cols["ev"]]
     found = conn.execute(
-        _INSERT.format(vec=cast.removeprefix("::")),
-        {
-            "u": user_id,
-            "mt": memory_type,
-            "seg": segment_id,
-            "scale": scale,
-            "origin": [r.origin for r in rows],
-            **cols,
-        },
+        _INSERT.format(vec=vec_cast(cols["emb"][0]).removeprefix("::")), {**fixed, **cols}
     ).fetchall()
-    assert len(found) == len(rows)  # every row is written or meets its existing fact
-    return [int(r[0]) for r in found]
+    ids = {str(key): int(id_) for id_, key in found}
+    assert ids.keys() == facts.keys()  # every fact is written or meets its existing row
+    return [ids[k] for k in keys]
 
 
 def replace_episodic_triples(
@@ -194,7 +206,8 @@ def _knn_semantic(
         f" SELECT t.id, t.embedding <=> %(q)s{cast} AS distance FROM triples t"
         f" WHERE {' AND '.join(where)}"
         f" ORDER BY t.embedding <=> %(q)s{cast} LIMIT %(k)s)"
-        f" {_TRIPLE_SELECT}, n.distance FROM nearest n JOIN triples t ON t.id = n.id"
+        f" {_TRIPLE_SELECT}, n.distance FROM nearest n"
+        " JOIN triples t ON t.user_id = %(u)s AND t.id = n.id"
         f" {_TRIPLE_JOINS} WHERE n.distance <= %(maxd)s ORDER BY n.distance, t.id",
         {"q": q, "u": user_id, "k": k, "as_of": as_of, "maxd": 1.0 - min_cosine},
         k=k,

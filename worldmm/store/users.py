@@ -189,7 +189,7 @@ def revoke_key(conn: psycopg.Connection, user_id: str, key_id: int) -> ApiKeyRow
     has no such key. Every API process refuses it from the next request on."""
     row = fetch_found(
         conn,
-        "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
+        "UPDATE api_keys SET revoked_at = LEAST(revoked_at, now())"  # LEAST skips NULL
         f" WHERE user_id = %s AND id = %s RETURNING {_KEY_COLUMNS}",
         (user_id, key_id),
         f"user {user_id!r} has no key {key_id}",
@@ -280,7 +280,8 @@ def upsert_session(
         else "DO UPDATE SET"
         " started_at = LEAST(sessions.started_at, EXCLUDED.started_at),"  # LEAST skips NULL
         " ended_at = COALESCE(EXCLUDED.ended_at, sessions.ended_at),"
-        " updated_at = now()"
+        # the proposed row's default: Citus evaluates no volatile function in DO UPDATE
+        " updated_at = EXCLUDED.updated_at"
     )
     conn.execute(
         "INSERT INTO sessions (user_id, session_id, started_at, ended_at) VALUES (%s, %s, %s, %s)"

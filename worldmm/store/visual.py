@@ -29,16 +29,21 @@ def upsert_visual_embedding(
     ``mark_segment=False``: the caller wrote the segment with that status in this
     transaction (a second update of the row would write every index of it again)."""
     q = as_vector(embedding)
+    window = fetch_found(  # read first, then one write: each on the wearer's shard group alone
+        conn,
+        "SELECT window_start, window_end FROM segments WHERE user_id = %s AND id = %s",
+        (user_id, segment_id),
+        f"no segment {segment_id} for this user",
+    )
     row = fetch_found(
         conn,
         "INSERT INTO visual_embeddings (user_id, segment_id, window_start, window_end, embedding)"
-        f" SELECT user_id, id, window_start, window_end, %s{vec_cast(q)} FROM segments"
-        " WHERE user_id = %s AND id = %s"
+        f" VALUES (%s, %s, %s, %s, %s{vec_cast(q)})"
         " ON CONFLICT ON CONSTRAINT visual_embeddings_segment_key DO UPDATE SET"
         " embedding = EXCLUDED.embedding, window_start = EXCLUDED.window_start,"
-        " window_end = EXCLUDED.window_end, updated_at = now()"
+        " window_end = EXCLUDED.window_end, updated_at = EXCLUDED.updated_at"
         " RETURNING id",
-        (q, user_id, segment_id),
+        (user_id, segment_id, *window, q),
         f"no segment {segment_id} for this user",
     )
     if mark_segment:
@@ -71,7 +76,8 @@ def visual_query(
         count_where="".join(ends),
         wrap="WITH nearest AS MATERIALIZED ({})"
         f" SELECT {_SEG_COLUMNS}, n.distance FROM nearest n"
-        " JOIN segments g ON g.id = n.segment_id ORDER BY n.distance, g.id",
+        " JOIN segments g ON g.user_id = %(u)s AND g.id = n.segment_id"
+        " ORDER BY n.distance, g.id",
     )
 
 

@@ -50,7 +50,7 @@ def _fill(conn: psycopg.Connection, user: str) -> int:
             "INSERT INTO triples (user_id, memory_type, segment_id, scale_seconds,"
             " subject_entity_id, predicate, object_literal, embedding, valid_from)"
             " SELECT s.user_id, 'episodic', s.id, 30, %(e)s, 'talks about', 'window ' || s.id,"
-            " (SELECT embedding FROM entities WHERE id = %(e)s), s.window_end"
+            " (SELECT embedding FROM entities WHERE user_id = %(u)s AND id = %(e)s), s.window_end"
             " FROM (SELECT *, row_number() OVER (ORDER BY id) AS n FROM segments"
             "       WHERE user_id = %(u)s) AS s WHERE s.n %% %(every)s = 0",
             {"u": user, "e": linked, "every": every},
