@@ -148,8 +148,6 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
         if isinstance(event, CoarseWindow) and not self._ready(event):
             self.waiting.append(event)
             return
-        if isinstance(event, CoarseWindow):
-            self.done.difference_update(event.children)  # each child has one parent
         self.running.append((event, self.runner().submit(event)))
 
     def _ready(self, event: CoarseWindow) -> bool:
@@ -164,6 +162,10 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
                 continue
             exc = fut.exception()
             outcome = fut.result() if exc is None else self._failed(event, exc)
+            if isinstance(event, CoarseWindow):
+                # its children are kept until it is done, not until it starts: a snapshot
+                # taken while it runs resubmits it, and it must find them still done
+                self.done.difference_update(event.children)  # each child has one parent
             if not isinstance(event, LateItem) and parent_of(event.wid) is not None:
                 self.done.add(event.wid)  # a top window has no parent to wait for it
             if isinstance(event, BaseWindow):
@@ -174,7 +176,6 @@ class ConstructLogic(StatefulBatchLogic[WindowEvent, WindowOutcome, ConstructSta
         if ready:
             self.waiting = [w for w in self.waiting if not self._ready(w)]
             for w in ready:
-                self.done.difference_update(w.children)  # each child has one parent
                 self.running.append((w, self.runner().submit(w)))
         return out
 

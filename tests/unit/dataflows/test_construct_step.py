@@ -76,3 +76,24 @@ def test_snapshot_holds_inputs_of_unfinished_work_and_resumes_them() -> None:
     runner2.finish(bases[5])
     out, _ = resumed.on_notify()
     assert len(out) == 2 and runner2.submitted[-1][0] == parent
+
+
+def test_a_parent_snapshotted_while_it_runs_runs_again_on_resume() -> None:
+    """A crash while a 3 min window is built: the snapshot holds it and the children it
+    merges, so it is submitted again at once, not left waiting for children that finished
+    before the crash (issue #42's chaos run: every wearer's 3 min, 10 min and 1 h windows
+    never built after a worker kill at that moment)."""
+    runner = ManualRunner()
+    logic = ConstructLogic(lambda: runner, None)
+    bases, parent = _events()
+    logic.on_batch([*bases, parent])
+    for b in bases:
+        runner.finish(b)
+    logic.on_notify()
+    assert runner.submitted[-1][0] == parent  # running now
+    state = pickle.loads(pickle.dumps(logic.snapshot()))
+    assert state.unfinished == [parent] and state.done == {b.wid for b in bases}
+
+    runner2 = ManualRunner()
+    ConstructLogic(lambda: runner2, state)
+    assert [e for e, _ in runner2.submitted] == [parent]
