@@ -78,6 +78,7 @@ CITUS_PATHS = (
     "tests/integration/memory/",
     "tests/integration/privacy/",
     "tests/e2e/test_ingest_e2e.py",
+    "tests/integration/citus/",
 )
 
 

@@ -117,13 +117,13 @@ def fine_windows(conn: psycopg.Connection, user_id: str) -> list[FineWindow]:
         "SELECT s.id, s.window_start, coalesce(s.caption, ''), coalesce(s.transcript, ''),"
         " array(SELECT DISTINCT e.surface_form FROM triples t JOIN entities e"
         "   ON e.user_id = t.user_id AND e.id IN (t.subject_entity_id, t.object_entity_id)"
-        "   WHERE t.user_id = s.user_id AND t.segment_id = s.id AND t.memory_type = 'episodic'),"
+        "   WHERE t.user_id = %(u)s AND t.segment_id = s.id AND t.memory_type = 'episodic'),"
         " g.embedding, s.importance_source IN ('model', 'note')"
         " FROM segments s LEFT JOIN segment_embeddings g"
         " ON g.user_id = s.user_id AND g.segment_id = s.id"
-        " WHERE s.user_id = %s AND s.scale_seconds = 30 AND s.processing_status = 'complete'"
+        " WHERE s.user_id = %(u)s AND s.scale_seconds = 30 AND s.processing_status = 'complete'"
         " ORDER BY s.window_start, s.id",
-        (user_id,),
+        {"u": user_id},
     ).fetchall()
     return [
         FineWindow(

@@ -115,8 +115,9 @@ def _facts(conn, user: str) -> tuple[Counter[Fact], Counter[Fact], list[dict]]:
     rows = conn.execute(
         "SELECT lower(coalesce(s.canonical_name, s.surface_form)), lower(t.predicate),"
         " lower(coalesce(o.canonical_name, o.surface_form, t.object_literal)),"
-        " t.invalidated_at IS NULL FROM triples t JOIN entities s ON s.id = t.subject_entity_id"
-        " LEFT JOIN entities o ON o.id = t.object_entity_id"
+        " t.invalidated_at IS NULL FROM triples t"
+        " JOIN entities s ON s.user_id = t.user_id AND s.id = t.subject_entity_id"
+        " LEFT JOIN entities o ON o.user_id = t.user_id AND o.id = t.object_entity_id"
         " WHERE t.user_id = %s AND t.memory_type = 'semantic'",
         (user,),
     ).fetchall()

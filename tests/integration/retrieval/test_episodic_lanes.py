@@ -200,8 +200,9 @@ def test_backfill_is_idempotent_and_re_embeds_another_models_rows(db, memory, us
     assert (again.total, again.written) == (0, 0)
     with db.transaction() as conn:
         conn.execute(
-            "UPDATE segment_embeddings SET model = 'old-model' WHERE segment_id = %s",
-            (memory.ids["phone"],),
+            "UPDATE segment_embeddings SET model = 'old-model'"
+            " WHERE user_id = %s AND segment_id = %s",
+            (user_id, memory.ids["phone"]),
         )
         assert segment_search.count_missing_embeddings(conn, minilm.name, user_id) == 1
     redo = backfill_segment_embeddings(db, minilm, user_id=user_id)
