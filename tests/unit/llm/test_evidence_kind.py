@@ -102,6 +102,33 @@ def test_one_window_holding_both_kinds_answers_each_from_its_own(rule_based_role
     assert spoken.startswith("We are out of bread — Alice said so at 08:01:00"), spoken
 
 
+def test_text_glimpsed_at_the_windows_edge_is_not_the_answer(rule_based_roles):
+    """The demo's five-minute session: the fridge scene starts 10 s into the window where the
+    note is mentioned (its first frame still shows the meeting room) and fills the next one."""
+    said = "The note on the fridge says buy milk and bags."
+    edge = 'I saw text reading "MEETINGROOM3", "Budgetreview", "KITCHEN", "Buy milk", "Eggs".'
+    first = _window(1, said, f'I heard: "{said}". {edge}')
+    second = _window(1, "", 'I saw text reading "KITCHEN", "Buy milk", "Eggs", "08:01:44".')
+    second = second.model_copy(
+        update={"ref": "S9", "start": first.end, "end": first.end + timedelta(seconds=30)}
+    )
+    question = "What was written on the note on the fridge?"
+    answer = ask(rule_based_roles, question, [first, _kitchen(), second])
+    assert answer.startswith('"Buy milk", "Eggs" — you saw it written at 08:01:00'), answer
+    assert answer.endswith('beside "MEETINGROOM3", "Budgetreview", "KITCHEN".'), answer
+
+
+def test_a_line_heard_may_hold_a_question_word_misheard(rule_based_roles):
+    """Whisper base hears the demo's "red mug" as "red mud"."""
+    assert scoring.heard_alike({"mug", "put"}, {"red", "mud", "kitchen"}) == {"mug"}
+    assert scoring.heard_alike({"mug"}, {"bug", "mugs", "mu"}) == set()  # first letter, length
+    mud = "I am putting the red mud on the kitchen table."
+    keys = "I left my car keys in the white bowl by the front door."
+    passages = [_window(0, mud, f'I heard: "{mud}".'), _window(4, keys, f'I heard: "{keys}".')]
+    answer = ask(rule_based_roles, "Where did I put the mug?", passages)
+    assert "on the kitchen table" in answer.split(" — ")[0], answer
+
+
 def test_the_providers_prompt_gets_both_kinds_and_says_which_answers_what(fake_openai):
     roles = make_roles(fake_openai)
     window = _window(

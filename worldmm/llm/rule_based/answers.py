@@ -112,8 +112,13 @@ def answer_free(
     if not units:
         return Response(answer=NOTHING_FOUND, guess=True)
     vectors = _vectors(embedder, [question, *(u.text for u in units)])
-    u_terms = [set(scoring.terms(u.text)) for u in units]
     q_terms = set(scoring.terms(question))
+    u_terms = [set(scoring.terms(u.text)) for u in units]
+    # a line heard may hold a question word misheard ("the red mud on the kitchen table")
+    u_terms = [
+        t | scoring.heard_alike(q_terms, t) if u.source == "said" else t
+        for u, t in zip(units, u_terms, strict=True)
+    ]
     idf_of = scoring.idf([*u_terms, q_terms])
     rel = scoring.relevance(q_terms, u_terms, idf_of, vectors[1:] @ vectors[0])
     rel = scoring.kind_relevance(rel, question, [u.source for u in units], [u.ref for u in units])
@@ -126,10 +131,9 @@ def answer_free(
 
 
 def _written(u: Unit, passages: Sequence[Passage], asked: Asked | None) -> Response:
-    """What was written, from the texts read in the window the question found: those read in
-    the fewest passages first (a place's sign is read in many windows, the note of this moment
-    in few), the others after them ("beside")."""
-    picked, beside = read_texts(u.texts, passages)
+    """What was written, from the texts read in the window the question found (see
+    :func:`read_texts`); the others read there follow as "beside"."""
+    picked, beside = read_texts(u, passages)
     rest = f", beside {_quoted(beside)}" if beside else ""
     return Response(answer=f"{_quoted(picked)} — {attribution(u, asked)}{rest}.", evidence=[u.ref])
 
@@ -138,18 +142,32 @@ def _quoted(texts: Sequence[str]) -> str:
     return ", ".join(f'"{t}"' for t in texts)
 
 
-def read_texts(texts: Sequence[str], passages: Sequence[Passage]) -> tuple[list[str], list[str]]:
-    """(the texts read in the fewest of ``passages``, the others) among ``texts`` read in one
-    window, in reading order. A text without a letter (a clock's "13:20:05") is left out unless
-    nothing else was read; one read again without its spaces ("Buymilk") counts once."""
+def read_texts(u: Unit, passages: Sequence[Passage]) -> tuple[list[str], list[str]]:
+    """(the texts that answer, the others) among those read in ``u``'s window, in reading
+    order. A text read in a window that touches this one too stays in view across the moment,
+    one read only here was glimpsed at its edge (the scene before); of those that stay, the
+    ones read in the fewest passages answer (a place's sign is read whenever one is there).
+    A text without a letter (a clock's "13:20:05") is left out unless nothing else was read;
+    one read again without its spaces ("Buymilk") counts once."""
     kept: dict[str, str] = {}
-    for t in texts:
+    for t in u.texts:
         kept.setdefault(_squashed(t), t)
     worded = [t for t in kept.values() if _LETTER.search(t)] or list(kept.values())
-    held = [" ".join(f"{p.said} {p.text} {p.context}".lower().split()) for p in passages]
-    count = {t: sum(" ".join(t.lower().split()) in h for h in held) for t in worded}
+    held = {p.ref: _squashed(f"{p.said} {p.text} {p.context}") for p in passages}
+    touching = [p.ref for p in passages if p.ref != u.ref and _touches(p, u)]
+    steady = [t for t in worded if any(_squashed(t) in held[r] for r in touching)] or worded
+    count = {t: sum(_squashed(t) in h for h in held.values()) for t in steady}
     fewest = min(count.values())
-    return [t for t in worded if count[t] == fewest], [t for t in worded if count[t] > fewest]
+    picked = [t for t in steady if count[t] == fewest]
+    return picked, [t for t in worded if t not in picked]
+
+
+def _touches(p: Passage, u: Unit) -> bool:
+    """``p`` is a window of the same length just before or after ``u``'s."""
+    start, end = p.start, p.end
+    if start is None or end is None or u.start is None or u.end is None:
+        return False
+    return end - start == u.end - u.start and (end == u.start or start == u.end)
 
 
 def _squashed(text: str) -> str:

@@ -154,6 +154,23 @@ def kind_relevance(
     return out
 
 
+def heard_alike(question: set[str], unit: set[str]) -> set[str]:
+    """The question's words that a word of a transcript may be a mishearing of: as long (three
+    letters at least), the same first letter, one letter different ("mud" for "mug"). Speech
+    recognition swaps a sound where text read or written does not."""
+    out = set()
+    for q in question - unit:
+        if len(q) < 3 or q.isdigit():
+            continue
+        for w in unit:
+            if len(w) != len(q) or w[0] != q[0]:
+                continue
+            if sum(a != b for a, b in zip(w, q, strict=True)) == 1:
+                out.add(q)
+                break
+    return out
+
+
 def relevance(
     question: set[str], units: Sequence[set[str]], idf_of: dict[str, float], cosine: np.ndarray
 ) -> np.ndarray:
