@@ -99,11 +99,14 @@ def backfill_importance_command(
     segment embeddings (`worldmm db backfill-embeddings`) for the novelty cue."""
     from worldmm.memory.importance import backfill_importance
     from worldmm.store.db import Database
+    from worldmm.store.distribute import spans_wearers
 
     settings = settings_or_exit()
     db = Database(_database_url(settings), max_size=2)
     try:
         with db.connection() as conn:
+            if not user_id:
+                spans_wearers(conn)  # every wearer
             users = user_id or [r[0] for r in conn.execute("SELECT id FROM users ORDER BY id")]
         for uid in users:
             with db.transaction() as conn:

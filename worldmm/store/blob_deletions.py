@@ -16,6 +16,8 @@ from typing import Literal
 
 import psycopg
 
+from worldmm.store.distribute import spans_wearers
+
 Kind = Literal["object", "container", "prefix"]
 
 
@@ -52,7 +54,7 @@ def pending(conn: psycopg.Connection, user_id: str, limit: int = 1000) -> list[D
 
 def waiting_users(conn: psycopg.Connection, limit: int = 100) -> list[str]:
     """Users with deletions queued (a sweep over every wearer's rows, on purpose)."""
-    conn.execute("SELECT set_config('citus.multi_task_query_log_level', 'off', true)")
+    spans_wearers(conn)
     rows = conn.execute(
         "SELECT DISTINCT user_id FROM blob_deletions ORDER BY user_id LIMIT %s", (limit,)
     ).fetchall()

@@ -15,6 +15,8 @@ from datetime import datetime
 
 import psycopg
 
+from worldmm.store.distribute import spans_wearers
+
 
 @dataclass(frozen=True)
 class InputGapSpan:
@@ -50,6 +52,7 @@ def record_gap(
 ) -> int:
     """The gap, for each of ``user_ids`` the database knows (a wearer without a row has no
     memory to mark); idempotent. Returns how many rows were new."""
+    spans_wearers(conn)  # every wearer of a partition
     return conn.execute(
         "INSERT INTO input_gaps (user_id, topic, partition, first_offset, end_offset, reason,"
         " span_start, span_end) SELECT id, %s, %s, %s, %s, %s, %s, %s FROM users"
@@ -69,6 +72,7 @@ def record_gap(
 
 def known_users(conn: psycopg.Connection) -> list[str]:
     """Every wearer the database knows (the partitioner maps them to partitions)."""
+    spans_wearers(conn)
     return [r[0] for r in conn.execute("SELECT id FROM users ORDER BY id").fetchall()]
 
 

@@ -12,6 +12,7 @@ import psycopg
 from pydantic import BaseModel
 
 from worldmm.store._sql import fetch_count
+from worldmm.store.distribute import spans_wearers
 
 if TYPE_CHECKING:
     from worldmm.llm.usage_ledger import UsageKey
@@ -59,6 +60,7 @@ def add_usage(conn: psycopg.Connection, rows: dict[UsageKey, Counter[str]]) -> N
         return
     try:
         with conn.transaction():
+            spans_wearers(conn)  # one statement for every wearer's usage of the batch
             _add(conn, {k: c for part in users.values() for k, c in part.items()}, attributed=True)
     except psycopg.errors.ForeignKeyViolation:
         # a wearer purged while their calls were buffered: their usage went with them

@@ -11,6 +11,7 @@ from typing import Literal
 import psycopg
 
 from worldmm.store._sql import fetch_count
+from worldmm.store.distribute import spans_wearers
 
 MediaTable = Literal["frames", "audio_chunks"]
 # when a capture ends: retention expires a capture once all of it is older than the cutoff
@@ -23,6 +24,7 @@ _MEDIA_END = {
 def retention_days_of(conn: psycopg.Connection, default_days: int | None) -> dict[str, int]:
     """Every user whose media expire, with their retention in days (a user's own value wins
     over ``default_days``; users with neither keep their media)."""
+    spans_wearers(conn)  # the retention sweep reads every wearer's setting
     rows = conn.execute(
         "SELECT id, coalesce(retention_days, %s) FROM users"
         " WHERE coalesce(retention_days, %s) IS NOT NULL ORDER BY id",

@@ -24,6 +24,7 @@ from psycopg import sql
 
 from worldmm.store import knn
 from worldmm.store._sql import as_vector, fetch_count, segments_by_id, vec_cast
+from worldmm.store.distribute import spans_wearers
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -99,6 +100,8 @@ _MISSING_WHERE = (
 def count_missing_embeddings(conn: psycopg.Connection, model: str, user_id: str | None) -> int:
     """Complete segments with text but no embedding by ``model`` (all users when None)."""
     user = " AND s.user_id = %(u)s" if user_id is not None else ""
+    if user_id is None:
+        spans_wearers(conn)
     return fetch_count(
         conn,
         "SELECT count(*) FROM segments s LEFT JOIN segment_embeddings e"
@@ -113,6 +116,8 @@ def missing_embeddings(
 ) -> list[SegmentText]:
     """The next ``limit`` segments (by id, above ``after_id``) that need an embedding."""
     user = " AND s.user_id = %(u)s" if user_id is not None else ""
+    if user_id is None:
+        spans_wearers(conn)
     rows = conn.execute(
         "SELECT s.id, s.user_id, s.caption, s.transcript FROM segments s"
         " LEFT JOIN segment_embeddings e"

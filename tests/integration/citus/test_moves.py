@@ -41,7 +41,7 @@ def _placement(conn: psycopg.Connection, user: str) -> tuple[int, str, int]:
     """The wearer's shard group (its users shard) and the worker that holds it."""
     row = conn.execute(
         "SELECT shardid, nodename, nodeport FROM citus_shards WHERE shardid ="
-        " get_shard_id_for_distribution_column('users', %s)",
+        " get_shard_id_for_distribution_column('users', %s::text)",
         (user,),
     ).fetchone()
     return int(row[0]), str(row[1]), int(row[2])
