@@ -1,7 +1,9 @@
-"""One answered demo question, read from the query API's JSON reply, and how it is shown."""
+"""One answered demo question, read from the query API's JSON reply, whether it says what the
+question expects, and how it is shown."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +13,9 @@ from rich.panel import Panel
 from rich.text import Text
 
 from apps.demo.script import DemoQuestion
+from worldmm.llm.rule_based.scoring import terms
+
+_AM_PM = re.compile(r"\b([ap])\.\s?m\b\.?", re.IGNORECASE)  # "3 p.m." says "three pm"
 
 
 class EvidenceView(BaseModel):
@@ -43,6 +48,7 @@ class AnswerView(BaseModel):
     evidence: list[EvidenceView]  # episodic segments the answer drew on
     frames: list[FrameView]  # frames that visual searches found
     seconds: float
+    right: bool  # the short answer says what the question expects
 
     @classmethod
     def from_reply(cls, q: DemoQuestion, reply: dict[str, Any], seconds: float) -> AnswerView:
@@ -70,7 +76,16 @@ class AnswerView(BaseModel):
                 for h in r["results"]
             ],
             seconds=round(seconds, 2),
+            right=says_expected(reply["answer"], q.expect),
         )
+
+
+def says_expected(answer: str, expect: str) -> bool:
+    """Whether the short answer (what comes before its evidence, " — ") holds every content
+    word of ``expect``, compared as stems with numbers as digits ("moved to 3pm" says "moved
+    to three pm"; "Buy milk", "Eggs" says "buy milk, eggs")."""
+    short = _AM_PM.sub(r"\1m", answer.split(" — ", 1)[0])
+    return set(terms(expect)) <= set(terms(short))
 
 
 def _clock(ts: datetime, origin: datetime | None) -> str:
@@ -98,7 +113,8 @@ def render_answer(n: int, view: AnswerView, origin: datetime | None, max_evidenc
     answer.append(view.answer.strip() or "(empty)")
     answer.append(f"   [{view.provider}]", style="magenta")
     lines.append(answer)
-    lines.append(Text(f"expected: {view.expect}", style="dim"))
+    mark = Text("✓ " if view.right else "✗ ", style="green" if view.right else "bold red")
+    lines.append(mark + Text(f"expected: {view.expect}", style="dim"))
     lines.append(
         Text(f"rounds  {len(view.rounds)} ({view.stopped}, {view.seconds:.1f}s)", style="bold")
     )

@@ -39,7 +39,10 @@ class DemoQuestion(BaseModel):
     question: str
     choices: list[str] | None = None
     scene: int = Field(description="Index of the scene that holds the answer.")
-    expect: str = Field(description="What a good answer mentions (shown, not checked).")
+    expect: str = Field(
+        description="What a right answer says: its short answer holds each of these words "
+        "(apps.demo.answers.says_expected)."
+    )
 
 
 QUESTIONS: list[DemoQuestion] = [
