@@ -38,8 +38,8 @@ class AsrConfig(harness.Options):
     out: Path = Field(description="Where to write the JSON report.")
     variants: StrList = Field(
         VARIANTS,
-        description="Recogniser options: MODEL[/beamN][/no-vad][/prompt], MODEL base or "
-        "tiny.en (greedy decoding with VAD unless said).",
+        description="Recogniser options: MODEL, then any of /beamN, /no-vad, /prompt (MODEL "
+        "base or tiny.en; greedy decoding with VAD unless said).",
     )
     per_sentence: int = Field(4, ge=1, description="Conditions each sentence is said under.")
     cpu_threads: int = Field(2, ge=1, description="Threads of each model (production uses 2).")

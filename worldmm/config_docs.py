@@ -1,7 +1,8 @@
-"""Keep the README's settings tables, `.env.example` and `deploy/production.env.example` in
-step with `Settings`, group by group, the settings production must set marked.
+"""Keep the settings docs in step with `Settings`: every setting, group by group, in
+docs/settings.md; the ones a production deployment must set in the README; `.env.example`
+and `deploy/production.env.example`.
 
-`python -m worldmm.config_docs` rewrites all three; a unit test fails when they drift.
+`python -m worldmm.config_docs` rewrites all four; a unit test fails when they drift.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _older(names: list[str]) -> str:
 
 
 def settings_tables() -> str:
-    """The README's configuration section: one table per group."""
+    """Every setting: one table per group."""
     parts = [
         f"Settings marked **{MUST}** are the ones a production deployment sets (with example "
         "values in `deploy/production.env.example`); every other one has a default that works."
@@ -56,6 +57,33 @@ def settings_tables() -> str:
             rows.append(f"| `{var}` | `{_default(field)}` | {_meaning(name, field)} |")
         parts += [f"### {group.title}", _doc_line(group), "\n".join(rows)]
     return "\n\n".join(parts)
+
+
+SETTINGS_PAGE_HEAD = """# Settings
+
+Every setting is an environment variable (prefix `WORLDMM_`), validated at start-up: an invalid
+value stops the command with a message naming the variable. They come in groups, one class
+each in `worldmm/settings.py`; `.env.example` lists them all at their defaults,
+`deploy/production.env.example` the ones a production deployment sets. This page and both
+files are generated from `worldmm/settings.py` (`python -m worldmm.config_docs`; a test fails
+when they are stale).
+"""
+
+
+def settings_page() -> str:
+    """docs/settings.md: every setting, group by group."""
+    return f"{SETTINGS_PAGE_HEAD}\n{settings_tables()}\n"
+
+
+def must_set_table() -> str:
+    """The README's settings: those a production deployment must set, with an example."""
+    rows = ["| variable | example | meaning |", "|---|---|---|"]
+    for group in GROUPS:
+        for name, field in group.model_fields.items():
+            if must_set(field):
+                var, example = env_names(field, name)[0], production_example(field)
+                rows.append(f"| `{var}` | `{example}` | {field.description or ''} |")
+    return "\n".join(rows)
 
 
 def _doc_line(group: type) -> str:
@@ -122,12 +150,13 @@ def readme_with_tables(readme: str) -> str:
     if not sep or END not in rest:
         raise ValueError(f"README lacks the {START} ... {END} markers")
     _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{settings_tables()}\n{END}{tail}"
+    return f"{head}{START}\n{must_set_table()}\n{END}{tail}"
 
 
 # Each generated file and how to make it from its current text.
 GENERATED = {
     "README.md": readme_with_tables,
+    "docs/settings.md": lambda _: settings_page(),
     ".env.example": lambda _: env_example(),
     "deploy/production.env.example": lambda _: production_env_example(),
 }

@@ -47,13 +47,13 @@ LLM_TOKENS = counter(
     "reasoning).",
     "role provider kind",
 )
-# One series per user and kind for the first USER_SERIES users a process sees (3 each); the
+# One series per user and kind for the first USER_SERIES users a process sees (4 each); the
 # others count under user_id="_other" (per-user usage is in the database: the usage API).
 USER_SERIES = 200
 USER_TOKENS = counter(
     "worldmm_llm_user_tokens_total",
-    "Tokens the provider reported for one user's calls, by kind (prompt, completion, cached); "
-    f"users past the first {USER_SERIES} of a process count as user _other.",
+    "Tokens the provider reported for one user's calls, by kind (prompt, completion, cached, "
+    f"reasoning); users past the first {USER_SERIES} of a process count as user _other.",
     "user_id kind",
 )
 

@@ -27,7 +27,8 @@ def up(
         "--citus",
         min=0,
         help="Run the database as a Citus coordinator with N workers on loopback (builds "
-        "Citus once from the vendored source); 0: single-node PostgreSQL. Default: as last started.",
+        "Citus once from the vendored source); 0: single-node PostgreSQL. Default: as last "
+        "started.",
     ),
 ) -> None:
     """Start the embedded Kafka broker, PostgreSQL+pgvector and Redis (harmless if running)."""

@@ -21,6 +21,7 @@ from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 from bench import harness
 from bench.egolife import data, truth
 from bench.egolife import memory_method as mm
+from bench.egolife.agent_method import AGENT, AgentAnswers, run_agent_method
 from bench.egolife.data import DataError, EgoLifeData, Question, Window
 from bench.egolife.truth import QuestionScore, Ranked
 from bench.egolife.tune import LOOK_GRID, Picks, accuracy, answer_cv, folds, grid_letters
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 # retriever asked as the API asks a live question: no as_of, the clock set to the question time)
 MEMORY_METHODS = (*mm.VARIANTS, mm.LIVE)
 BASELINES = ("bm25", "dense")
-METHODS = (*MEMORY_METHODS, *BASELINES, "random")
+# agent: the served path, each question asked as POST /v1/users/{id}/query asks it
+METHODS = (AGENT, *MEMORY_METHODS, *BASELINES, "random")
 METRICS = ("hit@1", "hit@3", "tiou", "accuracy")
 TOP3_ONLY = "worldmm-top3-only"  # worldmm's answer from its top 3 alone (reported in its info)
 INGEST_MEMO_TEXTS = 100_000  # 384-d float32: about 150 MB
@@ -154,29 +156,36 @@ async def run_worldmm(
     questions: Sequence[Question],
     progress: Progress,
     echo: harness.Echo,
-) -> tuple[Hits, Hits, dict]:
+) -> tuple[Hits, Hits, dict, AgentAnswers | None]:
     """The memory of ``windows`` built, then every question through its variants: their
     hits, what the API's answerer looks up per question for ``worldmm`` and ``worldmm-live``
-    besides those (one search per option), and the ingest and question figures."""
+    besides those (one search per option), the ingest and question figures, and (method
+    ``agent``) every question asked of the served agent."""
     ingest = await mm.build_memory(
         deps, cfg.user_id, windows, cfg.reuse, echo, progress, cfg.speech_in_caption
     )
     info = {"user_id": cfg.user_id, "ingest": ingest, "rows": mm.memory_counts(deps, cfg.user_id)}
     rdeps = mm.retrieval_deps(deps)
+    served = None
+    if AGENT in cfg.methods:
+        served = await run_agent_method(rdeps, cfg.user_id, questions, offered, progress)
+        info[AGENT] = served.info()
     names = [m for m in MEMORY_METHODS if m in cfg.methods]
     hits: Hits = {n: [] for n in names}
-    full_s: list[float] = []
-    started = time.perf_counter()
-    for q in progress.track(questions, description="ask worldmm (+ variants)"):
-        found, seconds = await mm.search_variants(
-            rdeps, cfg.user_id, q.query_text, q.question, q.query_time, names
-        )
-        for n in names:
-            hits[n].append(found[n])
-        full_s.append(seconds)
-    ms = harness.summary(full_s, digits=1, scale=1000)
-    info |= {f"query_ms{k}": ms.get(s) for k, s in (("", "mean"), ("_p50", "p50"), ("_p95", "p95"))}
-    info["questions_s"] = round(time.perf_counter() - started, 1)
+    if names:
+        full_s: list[float] = []
+        started = time.perf_counter()
+        for q in progress.track(questions, description="ask worldmm (+ variants)"):
+            found, seconds = await mm.search_variants(
+                rdeps, cfg.user_id, q.query_text, q.question, q.query_time, names
+            )
+            for n in names:
+                hits[n].append(found[n])
+            full_s.append(seconds)
+        ms = harness.summary(full_s, digits=1, scale=1000)
+        stats = (("", "mean"), ("_p50", "p50"), ("_p95", "p95"))
+        info |= {f"query_ms{k}": ms.get(s) for k, s in stats}
+        info["questions_s"] = round(time.perf_counter() - started, 1)
     # worldmm and worldmm-live answer from what the API's answerer reads (its option look)
     looked: Hits = {}
     for name in [n for n in ("worldmm", mm.LIVE) if n in hits]:
@@ -185,7 +194,7 @@ async def run_worldmm(
             texts = [t for _, t in offered(q)]
             args = (rdeps, cfg.user_id, q.question, texts, q.query_time, name == mm.LIVE)
             looked[name].append(await mm.option_evidence(*args) if len(texts) > 1 else [])
-    return hits, looked, info
+    return hits, looked, info, served
 
 
 async def answer_all(
@@ -313,7 +322,8 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         "settings": used
         | {"speech_in_caption": cfg.speech_in_caption, "top_k": cfg.top_k, "episodic": episodic}
     }
-    memory = any(m in cfg.methods for m in MEMORY_METHODS)
+    memory = any(m in cfg.methods for m in (AGENT, *MEMORY_METHODS))
+    served: AgentAnswers | None = None
     columns = (*Progress.get_default_columns(), MofNCompleteColumn(), TimeElapsedColumn())
     with (
         Progress(*columns, console=console) as progress,
@@ -321,7 +331,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     ):
         if deps is not None:
             built = run_worldmm(cfg, deps, windows, questions, progress, console.print)
-            evidence, looked, extra["worldmm"] = asyncio.run(built)
+            evidence, looked, extra["worldmm"], served = asyncio.run(built)
             roles, embedder = deps.roles, (lambda: deps.embedder)
         else:
             from worldmm.embed import build_embedder
@@ -345,6 +355,8 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     if "random" not in cfg.methods:
         answers.pop("random", None)
     rankings = {m: [mm.ranked(h) for h in evidence[m]] for m in METHODS if m in answered}
+    if served is not None:
+        rankings[AGENT], answers[AGENT] = served.ranked, served.letters
     rows = question_rows(questions, rankings, answers)
     report = {
         "benchmark": "egolife-retrieval",
@@ -366,8 +378,11 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
     return report
 
 
-_PALETTE = "#1f77b4 #9ecae1 #6baed6 #4292c6 #3182bd #2171b5 #08519c #17becf #ff7f0e #2ca02c #7f7f7f"
-COLOURS = dict(zip(METHODS, _PALETTE.split(), strict=True))  # the memory's in blues
+_PALETTE = (
+    "#d62728 #1f77b4 #9ecae1 #6baed6 #4292c6 #3182bd #2171b5 #08519c #17becf #ff7f0e #2ca02c"
+    " #7f7f7f"
+)
+COLOURS = dict(zip(METHODS, _PALETTE.split(), strict=True))  # the served agent red, the rest blue
 
 
 def days_label(days: list[int]) -> str:

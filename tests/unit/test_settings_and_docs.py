@@ -70,11 +70,11 @@ def test_every_setting_is_in_exactly_one_group_and_the_docs_list_them_by_group()
     grouped = [name for group in GROUPS for name in group.model_fields]
     assert sorted(grouped) == sorted(Settings.model_fields), "a setting outside every group"
     assert len(grouped) == len(set(grouped)), "a setting in two groups"
-    readme = _settings_section()
+    page = _settings_page()
     env = config_docs.env_example()
     for group in GROUPS:
         # each group's heading, then its own variables before the next group's heading
-        section = readme.split(f"### {group.title}\n", 1)[1].split("\n### ", 1)[0]
+        section = page.split(f"### {group.title}\n", 1)[1].split("\n### ", 1)[0]
         env_section = env.split(f"# --- {group.title} ", 1)[1].split("\n# --- ", 1)[0]
         for name in group.model_fields:
             assert f"`WORLDMM_{name.upper()}`" in section, (group.title, name)
@@ -82,8 +82,18 @@ def test_every_setting_is_in_exactly_one_group_and_the_docs_list_them_by_group()
 
 
 def _settings_section() -> str:
+    """The README's settings: the ones production must set."""
     readme = (config_docs.ROOT / "README.md").read_text()
     return readme.split(config_docs.START, 1)[1].split(config_docs.END, 1)[0]
+
+
+def _settings_page() -> str:
+    """docs/settings.md: every setting."""
+    return (config_docs.ROOT / "docs/settings.md").read_text()
+
+
+def _rows(text: str) -> dict[str, str]:
+    return {row.split("`", 2)[1]: row for row in text.splitlines() if row[:3] == "| `"}
 
 
 # What a production deployment must set: the services' URLs, the blob store, the model
@@ -104,9 +114,9 @@ MUST_SET = {
 def test_the_settings_production_must_set_are_marked_in_every_generated_doc():
     marked = {name for name, field in Settings.model_fields.items() if must_set(field)}
     assert marked == MUST_SET
-    rows = {
-        row.split("`", 2)[1]: row for row in _settings_section().splitlines() if row[:3] == "| `"
-    }
+    rows = _rows(_settings_page())
+    readme = _rows(_settings_section())  # the README lists exactly these, with an example
+    assert set(readme) == {f"WORLDMM_{name.upper()}" for name in MUST_SET}
     production = (config_docs.ROOT / "deploy/production.env.example").read_text()
     for name in Settings.model_fields:
         var = f"WORLDMM_{name.upper()}"
@@ -114,6 +124,7 @@ def test_the_settings_production_must_set_are_marked_in_every_generated_doc():
         assert marked == (name in MUST_SET), var
         if name in MUST_SET:
             assert f"\n{var}=" in production, var  # set there, with an example value
+            assert readme[var].split("`")[3], var
 
 
 def test_an_omitted_lane_weighs_zero_and_no_lane_at_all_is_refused(monkeypatch):

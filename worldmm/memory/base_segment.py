@@ -18,14 +18,22 @@ from worldmm.media import window as window_media
 from worldmm.media.window import WindowMedia
 from worldmm.memory.caption_budget import caption_window
 from worldmm.memory.caption_frames import FramePlan, plan_frames
-from worldmm.memory.carried_captions import Carry, Slot, still_since
+from worldmm.memory.carried_captions import (
+    CARRIED,
+    VIEW,
+    Carry,
+    Slot,
+    as_stored,
+    carried_caption,
+    encode_view,
+)
 from worldmm.memory.forget_fence import check_fence
 from worldmm.memory.importance import model_rating, window_importance
 from worldmm.memory.text_memory import TextMemory, extract_text_memory, write_text_memory
 from worldmm.memory.window_inputs import AudioPiece, sample_uniform, window_audio
 from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.memory.window_rows import model_versions, segment_write
-from worldmm.memory.windows import BaseWindow, Item, ms_to_dt
+from worldmm.memory.windows import BaseWindow, Item
 from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import users as user_store
@@ -65,13 +73,13 @@ async def build_base_segment(
     (``media``: its captures, as :func:`worldmm.media.window.store_window` left them)."""
     slot, before = deps.recent_windows.begin(window.user_id, window.start_ms)
     try:
-        return await _build(deps, window, media, slot, before)
+        return await _build(deps, window, media, before)
     finally:
-        slot.settle(None)  # nothing to carry unless the build settled it
+        slot.settle()  # the next window may read what was written
 
 
 async def _build(
-    deps: Deps, window: BaseWindow, media: WindowMedia | None, slot: Slot, before: Slot | None
+    deps: Deps, window: BaseWindow, media: WindowMedia | None, before: Slot | None
 ) -> WindowOutcome:
     settings = deps.settings
     if media is None:
@@ -97,10 +105,10 @@ async def _build(
         transcript = await _transcribe(deps, window, heard)
         if jpegs:
             plan = await asyncio.to_thread(plan_frames, jpegs, settings)
-            carried = await _carried(deps, before, plan, transcript)
+            carried = await carried_caption(deps, window, before, plan.looks or [], transcript)
         if carried is not None:
             caption = carried.caption
-            mem = _carried_memory(deps, carried)
+            mem = await _carried_memory(deps, caption)
         elif plan is not None:
             caption, degraded = await caption_window(deps, window.user_id, jpegs, plan, transcript)
         else:
@@ -109,7 +117,6 @@ async def _build(
             mem = await extract_text_memory(
                 deps, window.user_id, caption, segment_search.search_text(caption, transcript)
             )
-        slot.settle(_to_carry(window, plan, transcript, degraded, caption, mem, carried))
     except BaseException:
         if encoding is not None:
             encoding.cancel()
@@ -123,8 +130,11 @@ async def _build(
         models["degraded"] = degraded
         prompts.pop("caption", None)
     if carried is not None:  # no model call: the caption of the window it names
-        models["carried"] = ms_to_dt(carried.made_for_ms).isoformat()
+        models[CARRIED] = carried.made_for
         prompts = {k: v for k, v in prompts.items() if k == "caption"}
+    view = _view(plan, transcript, degraded, caption, carried)
+    if view is not None:  # the next window may take this caption while the view holds
+        models[VIEW] = view
     seg = segment_write(
         window,
         caption=caption or None,
@@ -153,43 +163,29 @@ async def _build(
     )
 
 
-async def _carried(
-    deps: Deps, before: Slot | None, plan: FramePlan, transcript: str
-) -> Carry | None:
-    """The caption the window before gives, when this window has nothing new: no speech,
-    and every frame still within ``still_window_change`` of the view it describes."""
-    threshold = deps.settings.still_window_change
-    if before is None or threshold <= 0 or transcript.strip() or not plan.looks:
-        return None
-    carry = await before.carry()
-    if carry is None or not still_since(carry, plan.looks, threshold):
-        return None
-    return carry
-
-
-def _carried_memory(deps: Deps, carry: Carry) -> TextMemory:
-    """A carrying window's text memory: the same search vector, no entities or triples of
-    its own (the window it carries from holds them)."""
+async def _carried_memory(deps: Deps, caption: str) -> TextMemory:
+    """A carrying window's text memory: its search vector (the same text as its source's),
+    no entities or triples of its own (the window it carries from holds them)."""
     empty = np.zeros((0, deps.embedder.dim), dtype=np.float32)
-    return TextMemory([], {}, empty, carry.search_embedding)
+    search = segment_search.search_text(caption, "")
+    vec = await asyncio.to_thread(deps.embedder.embed, [search]) if search.strip() else None
+    return TextMemory([], {}, empty, None if vec is None else vec[0])
 
 
-def _to_carry(
-    window: BaseWindow,
+def _view(
     plan: FramePlan | None,
     transcript: str,
     degraded: str | None,
-    caption: Any,
-    mem: TextMemory,
+    caption: object,
     carried: Carry | None,
-) -> Carry | None:
-    """What this window gives the next: its caption when made from one view and no speech
-    (a carried caption passes on as it came)."""
+) -> str | None:
+    """The view a window's caption describes, stored when the next window may take it: a
+    caption made from one view and no speech (a carried one passes its source's on)."""
     if carried is not None:
-        return carried
+        return encode_view(carried.view)
     if plan is None or plan.one_view is None or transcript.strip() or degraded or not caption:
         return None
-    return Carry(caption, plan.one_view, mem.search_embedding, window.start_ms)
+    return encode_view(as_stored(plan.one_view))
 
 
 async def _transcribe(deps: Deps, window: BaseWindow, audio: list[tuple[Any, bytes]]) -> str:

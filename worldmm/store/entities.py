@@ -83,11 +83,13 @@ def insert_surfaces(
         if missing := set(targets) - {int(r[0]) for r in found}:
             raise NotFoundError(f"no canonical entities {sorted(missing)} for this user")
     vectors = [as_vector(e) for _, e, _ in items]
+    # Inserted in one order for every writer (by the unique key): two windows naming the
+    # same new people in different orders would otherwise wait on each other (a deadlock).
     conn.execute(
         "INSERT INTO entities (user_id, canonical_entity_id, surface_form, canonical_name,"
         " embedding) SELECT %s, g.c, g.s, CASE WHEN g.c IS NULL THEN g.s END, g.e"
         f" FROM unnest(%s::bigint[], %s::text[], %s{vec_cast(vectors[0])}[])"
-        " WITH ORDINALITY AS g(c, s, e, ord) ORDER BY g.ord"
+        " WITH ORDINALITY AS g(c, s, e, ord) ORDER BY lower(g.s), g.ord"
         " ON CONFLICT (user_id, lower(surface_form)) DO NOTHING",
         (user_id, [c for _, _, c in items], surfaces, vectors),
     )

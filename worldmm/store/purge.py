@@ -82,13 +82,13 @@ def forget_range(
     counts: dict[str, int] = {}
     # an episodic triple's evidence is its own segment: only facts cite others
     going = (
-        "user_id = %s AND (segment_id = ANY(%s)"
+        "(segment_id = ANY(%s)"
         " OR (memory_type = 'semantic' AND evidence_segment_ids && %s::bigint[]))"
     )
     # what points at rows about to go lets go first (no ON DELETE SET NULL: schema/0019)
     conn.execute(
         "UPDATE triples SET replaced_by = NULL WHERE user_id = %s"
-        f" AND replaced_by IN (SELECT id FROM triples WHERE {going})",
+        f" AND replaced_by IN (SELECT id FROM triples WHERE user_id = %s AND {going})",
         (user_id, user_id, seg_ids, seg_ids),
     )
     conn.execute(
@@ -97,7 +97,7 @@ def forget_range(
         (user_id, going_ids),
     )
     counts["triples"] = conn.execute(
-        f"DELETE FROM triples WHERE {going}", (user_id, seg_ids, seg_ids)
+        f"DELETE FROM triples WHERE user_id = %s AND {going}", (user_id, seg_ids, seg_ids)
     ).rowcount
     for table in ("visual_embeddings", "consolidation_audit"):
         counts[table] = conn.execute(

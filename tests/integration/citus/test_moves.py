@@ -181,7 +181,7 @@ def test_a_wearer_moves_to_another_worker_while_the_flow_writes(cluster, setting
 
     moved, alone, failures = _run_beside(settings, tmp_path, move)
 
-    (before, after), = moves
+    ((before, after),) = moves
     assert before != after
     assert failures == []
     _same_memory(moved, alone)

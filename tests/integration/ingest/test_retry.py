@@ -35,7 +35,7 @@ class FailingCaptions:
         if self._poisoned.intersection(frames):
             self.failures += 1
             raise ModelCallError("provider returned 503 three times", role="caption", status=503)
-        return await self._roles.caption(frames, transcript)
+        return await self._roles.caption(frames, transcript, seen_text)
 
 
 def _send(settings, user: str, frames_dir) -> list:
@@ -68,7 +68,9 @@ def test_failed_model_call_is_recorded_and_retriggered(
     from worldmm.deps import build_deps
     from worldmm.memory.windows import dt_to_ms
 
-    settings = cheap(settings, window_max_attempts=2)
+    # frames sent as captured and every window captioned (no carrying): a poisoned frame is
+    # one the caption call gets
+    settings = cheap(settings, window_max_attempts=2, caption_frame_side=0, still_window_change=0.0)
     create_topics(settings.kafka_brokers, settings)
     items = _send(settings, user_id, session_frames(tmp_path / "session", 1))
     bad_start = START + timedelta(seconds=30)

@@ -114,8 +114,8 @@ def test_windows_of_different_users_overlap(settings, tmp_path: Path) -> None:
 
 
 async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_path) -> None:
-    """The visual encoder needs only the frames: its call overlaps the caption call instead
-    of waiting for caption → NER → triples."""
+    """The visual encoder needs only the frames: its call starts with the window instead of
+    waiting for caption → NER → triples."""
     from bench.ingest_sim import SimulatedEncoder
     from tests.fixtures.windows import frame_window
     from worldmm.memory.window_status import process_window
@@ -129,4 +129,6 @@ async def test_clip_encoding_runs_beside_the_text_chain(settings, user_id, tmp_p
         deps.close()
     assert outcome.status == "complete" and outcome.visual_status == "complete"
     (caption,), (encode,) = log.of("caption"), log.of("encode_video")
-    assert encode.start < caption.end and caption.start < encode.end
+    # it starts with the window, before the caption call (which waits for keyframes and OCR)
+    # and long before NER and triples: a chain would start it after the caption ended
+    assert encode.start < caption.start < caption.end

@@ -56,6 +56,8 @@ def test_a_models_rating_is_stored_and_a_summary_takes_its_highest_child(deps, u
         return Scored(f"I held the red mug {len(frames)}.", next(ratings))
 
     deps.roles.caption = caption
+    # every window captioned (the second, still and silent, would take the first's caption)
+    deps = deps.with_settings(still_window_change=0.0)
     asyncio.run(process_window(deps, jpeg_window(deps, user_id, T10)))
     asyncio.run(process_window(deps, jpeg_window(deps, user_id, T10 + timedelta(seconds=30))))
     first = segment_at(deps, user_id, 30, T10)

@@ -212,7 +212,8 @@ def test_a_budget_spent_mid_session_degrades_the_next_windows(
     responder = ProtocolResponder(captions=["Alice handed me a mug."] * 5, usage=fixed)
     degraded_before = metrics.WINDOWS_DEGRADED.labels("daily_token_budget")._value.get()
     with FakeOpenAI(responder) as fake:
-        budget = {"llm_user_daily_token_budget": 500, "ocr_frames": 1}
+        # every window captioned (still, silent ones would take the caption before them)
+        budget = {"llm_user_daily_token_budget": 500, "ocr_frames": 1, "still_window_change": 0}
         settings = remote(api_settings, fake, **budget)
         db = Database(settings.database_url, max_size=2)
         ledger = UsageLedger(db, flush_s=3600, daily_budget=500)

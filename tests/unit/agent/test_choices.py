@@ -106,7 +106,7 @@ def test_identical_choices_tie_to_the_first(rule_based_roles):
         (
             "What was written on the note on the fridge?",
             [hit(3, 'I saw text reading "BUY MILK", "EGGS". I was somewhere bright.')],
-            '"BUY MILK, EGGS" — you saw it written at 04:03:05',
+            '"BUY MILK", "EGGS" — you saw it written at 04:03:05',
         ),
     ],
 )

@@ -1,0 +1,104 @@
+"""The served method (``agent``): each question asked as ``POST /v1/users/{id}/query`` asks it.
+
+The route's own function (:func:`query_api.ops.query.run_query`) runs with the choices, no
+``as_of`` and the question's time as the clock's now, so the agent reads the question live:
+its memory choices and rounds, its per-option lookups and its answer are the API's. Its
+retrieval figures are scored from the segments of the agent's own episodic rounds (the
+options' lookups left out), in the order it found them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bench.egolife.data import Question
+from bench.egolife.truth import Ranked
+from worldmm.agent.loop import OPTION_LOOKUP
+from worldmm.deps import Deps
+from worldmm.wire.schemas import QueryRequest, QueryResponse
+
+AGENT = "agent"
+
+
+@dataclass
+class AgentAnswers:
+    """Per question: the letter the served agent chose (None: no answer), the segments of
+    its own episodic rounds, and the memories its own rounds searched."""
+
+    letters: list[str | None] = field(default_factory=list)
+    ranked: list[list[Ranked]] = field(default_factory=list)
+    memories: list[list[str]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def info(self) -> dict:
+        """How the agent searched: rounds per question, the memory of its first round, and
+        how often each memory was searched (its own rounds, not the options' lookups)."""
+        n = max(1, len(self.memories))
+        return {
+            "rounds_mean": round(sum(len(m) for m in self.memories) / n, 3),
+            "first_memory": dict(Counter(m[0] if m else "none" for m in self.memories)),
+            "memories_searched": dict(Counter(x for m in self.memories for x in m)),
+            "failures": self.failures[:5],
+        }
+
+
+def own_rounds(reply: QueryResponse) -> list:
+    """The agent's own rounds: those its choices did not ask for."""
+    return [r for r in reply.rounds if not (r.note or "").startswith(OPTION_LOOKUP)]
+
+
+def episodic_ranking(reply: QueryResponse) -> list[Ranked]:
+    """The segments of the agent's own episodic rounds, each once, in the order found."""
+    out: dict[tuple[datetime, datetime], Ranked] = {}
+    for r in own_rounds(reply):
+        if r.memory_type != "episodic":
+            continue
+        for hit in r.results:
+            if "scale" not in hit:
+                continue
+            start, end = datetime.fromisoformat(hit["start"]), datetime.fromisoformat(hit["end"])
+            out.setdefault((start, end), Ranked(start=start, end=end, scale=hit["scale"]))
+    return list(out.values())
+
+
+async def ask_served(
+    deps: Deps, user_id: str, q: Question, choices: Sequence[tuple[str, str]]
+) -> QueryResponse:
+    """One question through the query route's function, asked live at its time."""
+    from query_api.ops.query import run_query
+
+    req = QueryRequest(question=q.question, choices=[t for _, t in choices] or None)
+    live = deps.with_clock(lambda: q.query_time)
+    return await run_query(live, user_id, req)
+
+
+async def run_agent_method(
+    deps: Deps,
+    user_id: str,
+    questions: Sequence[Question],
+    offered,
+    progress,
+) -> AgentAnswers:
+    """Every question asked of the served agent (``offered(q)``: its (letter, text)
+    choices)."""
+    from worldmm.providers.errors import ModelCallError
+
+    out = AgentAnswers()
+    for q in progress.track(questions, description="ask the served agent"):
+        choices = offered(q)
+        try:
+            reply = await ask_served(deps, user_id, q, choices)
+        except (ValueError, ModelCallError) as exc:
+            out.letters.append(None)
+            out.ranked.append([])
+            out.memories.append([])
+            out.failures.append(f"{q.id}: {exc}")
+            continue
+        chosen = reply.choice
+        out.letters.append(choices[chosen.index][0] if chosen is not None else None)
+        out.ranked.append(episodic_ranking(reply))
+        out.memories.append([r.memory_type for r in own_rounds(reply)])
+    return out
