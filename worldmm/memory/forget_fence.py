@@ -27,6 +27,7 @@ from worldmm.store.forgotten import (
     last_forgotten_id,
     lock_forget,
 )
+from worldmm.store.users import lock_user, user_exists
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
 
 class ForgottenMeanwhile(Exception):
     """A range overlapping the window was forgotten while it was built: build it again."""
+
+
+class WearerPurged(ForgottenMeanwhile):
+    """The window's wearer was purged while it was built: built again, nothing is left."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +51,24 @@ class ForgetFence:
     end_ms: int
     ranges: tuple[ForgottenRange, ...]
     seen_id: int  # the newest range of the user when the build started
+    # Whether the wearer must be there to write: they were when the build started, or the
+    # flow may not make users. A writer never makes again a wearer purged meanwhile.
+    must_exist: bool = False
+    exists: bool = True
 
     @classmethod
     def read(cls, deps: Deps, user_id: str, start_ms: int, end_ms: int) -> ForgetFence:
         with deps.db.connection() as conn:
             seen = last_forgotten_id(conn, user_id)
             ranges = forgotten_within(conn, user_id, ms_to_dt(start_ms), ms_to_dt(end_ms))
-        return cls(user_id, start_ms, end_ms, tuple(ranges), seen)
+            exists = user_exists(conn, user_id)
+        must = exists or not deps.settings.ingest_create_users
+        return cls(user_id, start_ms, end_ms, tuple(ranges), seen, must, exists)
+
+    @property
+    def purged(self) -> bool:
+        """The wearer is gone (purged) and may not be made again: nothing to build."""
+        return self.must_exist and not self.exists
 
     def forgets(self, item: Item) -> bool:
         """Whether any part of the capture lies in a forgotten range (the rows a forget
@@ -70,6 +86,10 @@ class ForgetFence:
         """In a writing transaction: hold the forget lock shared, and raise
         ForgottenMeanwhile if a range overlapping the span was recorded since the read."""
         lock_forget(conn, self.user_id, exclusive=False)
+        # the wearer's row held (key share) to the commit: a purge waits, then deletes
+        # what this transaction wrote; one that went first leaves nothing to write for
+        if self.must_exist and not lock_user(conn, self.user_id):
+            raise WearerPurged(self.user_id)
         newer = forgotten_within(
             conn,
             self.user_id,

@@ -25,7 +25,10 @@ def record_session(deps: Deps, msg) -> None:
     start = msg.ts if msg.event == "session_start" else None
     end = msg.ts if msg.event == "session_end" else None
     with deps.db.transaction() as conn:
-        user_store.ensure_user(conn, msg.user_id)
+        if deps.settings.ingest_create_users:
+            user_store.ensure_user(conn, msg.user_id)
+        elif not user_store.lock_user(conn, msg.user_id):
+            return  # purged since the flow let it in: never made again
         user_store.upsert_session(conn, msg.user_id, msg.session_id, start, end)
         if msg.event == "pause":
             privacy_store.record_pause(conn, msg.user_id, msg.session_id, msg.ts)
@@ -40,7 +43,7 @@ def record_late(deps: Deps, user_id: str, item) -> bool:
     range the wearer forgot, also one forgotten while it was stored. Raises OSError
     (BlobStoreError) when the blob store fails."""
     fence = ForgetFence.read(deps, user_id, item.ts_ms, max(item.end_ms, item.ts_ms + 1))
-    if fence.forgets(item):
+    if fence.purged or fence.forgets(item):
         return False
     data = getattr(item.ref, "data", None)
     if data is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from worldmm.blobs import BlobKeyError, user_prefixes
 from worldmm.memory.forget_fence import check_fence
 from worldmm.memory.window_outcome import Window
 from worldmm.memory.windows import BaseWindow, ms_to_dt
@@ -99,6 +100,17 @@ def write_paused(deps: Deps, window: Window, children: list[SegmentRow] | None =
         if children:
             segment_store.link_children(conn, window.user_id, segment_id, [c.id for c in children])
     return segment_id
+
+
+def queue_wearer_blobs(deps: Deps, user_id: str) -> None:
+    """A window stored media for a wearer purged meanwhile: their blobs are queued to go
+    again (the deletion sweep works the queue)."""
+    try:
+        prefixes = user_prefixes(user_id)
+    except BlobKeyError:
+        return
+    with deps.db.transaction() as conn:
+        blob_deletions.enqueue(conn, user_id, [(p, "prefix") for p in prefixes])
 
 
 def queue_container(deps: Deps, user_id: str, key: str) -> None:

@@ -13,10 +13,16 @@ from worldmm.llm.usage_ledger import for_user
 from worldmm.media import window as window_media
 from worldmm.media.window import MediaStoreFailed, WindowMedia
 from worldmm.memory.base_segment import build_base_segment, store_media
-from worldmm.memory.forget_fence import ForgottenMeanwhile, read_fence, use_fence
+from worldmm.memory.forget_fence import ForgottenMeanwhile, WearerPurged, read_fence, use_fence
 from worldmm.memory.summary_segment import build_summary_segment, load_children
 from worldmm.memory.window_outcome import Window, WindowOutcome
-from worldmm.memory.window_rows import mark_failed, mark_pending, queue_container, write_paused
+from worldmm.memory.window_rows import (
+    mark_failed,
+    mark_pending,
+    queue_container,
+    queue_wearer_blobs,
+    write_paused,
+)
 from worldmm.memory.windows import BaseWindow, CoarseWindow
 from worldmm.store.outage import is_db_unavailable
 
@@ -42,6 +48,8 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
         for _ in range(MAX_FORGET_RESTARTS - 1):
             try:
                 return await _fenced(deps, window)
+            except WearerPurged:  # not built again: that would make the wearer again
+                return WindowOutcome.of(window, "forgotten", None)
             except ForgottenMeanwhile as exc:
                 log.info(
                     "window_restarted_after_forget user=%s scale=%s start=%s range=%s",
@@ -50,13 +58,18 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
                     window.start_ms,
                     exc,
                 )
-        return await _fenced(deps, window)
+        try:
+            return await _fenced(deps, window)
+        except WearerPurged:
+            return WindowOutcome.of(window, "forgotten", None)
 
 
 async def _fenced(deps: Deps, window: Window) -> WindowOutcome:
     """The window without what its wearer forgot, built under that fence."""
     fence = await asyncio.to_thread(read_fence, deps, window)
     use_fence(fence)
+    if fence.purged:  # nothing is kept of a purged wearer, nor are they made again
+        return WindowOutcome.of(window, "forgotten", None)
     if fence.ranges and isinstance(window, BaseWindow):
         kept = fence.kept(window)
         if window.items and not kept.items:
@@ -92,7 +105,10 @@ async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
                 return await _store_failed(deps, window, exc, loop.time() - started)
         await asyncio.to_thread(mark_pending, deps, window, media.refs if media else {})
     except Exception as exc:  # noqa: BLE001 - the window is kept and failed, never dropped
-        if isinstance(exc, ForgottenMeanwhile) and media and media.container_key:
+        if isinstance(exc, WearerPurged) and media:
+            # stored after the purge's blobs went: they go the same way
+            await asyncio.to_thread(queue_wearer_blobs, deps, window.user_id)
+        elif isinstance(exc, ForgottenMeanwhile) and media and media.container_key:
             # stored before the forget showed: the container may hold forgotten captures
             await asyncio.to_thread(queue_container, deps, window.user_id, media.container_key)
         if _passes(exc):
@@ -110,6 +126,8 @@ async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
             outcome.duration_s = loop.time() - started
             return outcome
         except Exception as exc:  # noqa: BLE001 - recorded on the segment and in the DLQ
+            if isinstance(exc, WearerPurged) and media:
+                await asyncio.to_thread(queue_wearer_blobs, deps, window.user_id)
             if _passes(exc):
                 raise  # not this window's fault: the caller waits, or it is built again
             error = f"{type(exc).__name__}: {exc}"

@@ -224,6 +224,12 @@ def ensure_user(conn: psycopg.Connection, user_id: str) -> None:
     conn.execute("INSERT INTO users (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (user_id,))
 
 
+def lock_user(conn: psycopg.Connection, user_id: str) -> bool:
+    """Whether the user is there, their row held against a delete until the commit."""
+    row = conn.execute("SELECT 1 FROM users WHERE id = %s FOR KEY SHARE", (user_id,))
+    return row.fetchone() is not None
+
+
 def user_exists(conn: psycopg.Connection, user_id: str) -> bool:
     return conn.execute("SELECT 1 FROM users WHERE id = %s", (user_id,)).fetchone() is not None
 

@@ -260,3 +260,33 @@ def test_concurrent_forget_and_build_never_leave_forgotten_rows(deps, user) -> N
     with deps.db.connection() as conn:
         rows = list_segments(conn, user, T10, T10 + timedelta(minutes=2))
     assert [s for s in rows if s.processing_status == "complete" and s.caption] == []
+
+
+@pytest.mark.parametrize("create_users", [False, True])
+def test_a_purge_while_the_window_is_built_leaves_nothing_and_no_user(
+    deps, user, create_users
+) -> None:
+    """The wearer purged while their window waits on its caption: the build ends with
+    nothing written, the wearer is not made again (also where the flow may make users: they
+    were there when the build began), and the media it stored leaves the store."""
+    from dataclasses import replace
+
+    from worldmm.store.users import user_exists
+
+    roles = _ForgetMidBuild(lambda: purge(deps, user))
+    built = replace(deps, roles=roles).with_settings(ingest_create_users=create_users)
+    outcome = asyncio.run(process_window(built, _window(user)))
+    assert outcome.status == "forgotten" and outcome.segment_id is None
+    with deps.db.connection() as conn:
+        assert not user_exists(conn, user)
+        assert (
+            conn.execute("SELECT count(*) FROM segments WHERE user_id = %s", (user,)).fetchone()[0]
+            == 0
+        )
+    drain(deps.db, deps.blobs, user)
+    assert not _bytes_anywhere(_blob_root(deps), f"FRAME-{user}-0003".encode())
+    if not create_users:  # (where the flow makes users, a later capture makes one anew)
+        # a late capture of the purged wearer is not kept either
+        assert record_late(built, user, _frame(user, 40)) is False
+        with deps.db.connection() as conn:
+            assert not user_exists(conn, user)
