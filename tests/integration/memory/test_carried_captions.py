@@ -136,3 +136,21 @@ def test_carrying_off_captions_every_window(deps, user_id) -> None:
     deps = deps.with_settings(still_window_change=0.0)
     outs = build(deps, [window(deps, user_id, k) for k in range(3)])
     assert [o.counts["carried"] for o in outs] == [0, 0, 0] and len(roles.captions) == 3
+
+
+def test_a_window_built_after_a_restart_carries_as_a_clean_run_does(deps, user_id) -> None:
+    """The window before was built by another process (this one remembers nothing of it):
+    what is carried comes from its stored segment, so the result is the clean run's."""
+    from worldmm.memory.carried_captions import RecentWindows
+
+    deps.roles = roles = CountingRoles()
+    build(deps, [window(deps, user_id, 0)])
+    deps.recent_windows = RecentWindows()  # a fresh process
+    (out,) = build(deps, [window(deps, user_id, 1)])
+    assert out.counts["carried"] == 1 and len(roles.captions) == 1
+    seg = segment_at(deps, user_id, 30, T10 + timedelta(seconds=30))
+    assert seg.model_versions["carried"] == T10.isoformat()
+    # and a moved view after the restart is captioned
+    deps.recent_windows = RecentWindows()
+    (moved,) = build(deps, [window(deps, user_id, 2, colour=(200, 60, 30))])
+    assert moved.counts["carried"] == 0 and len(roles.captions) == 2
