@@ -107,17 +107,38 @@ def _rates(before: dict, after: dict, seconds: float, n: int = 0) -> dict[str, f
             for k, v in before.items()}  # fmt: skip
 
 
+def _postmaster(conn) -> int | None:
+    stat = proc_stat(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+    return int(stat[1]) if stat else None
+
+
 class DbServerCpu:
-    """CPU of the PostgreSQL server's processes (the postmaster's children) when the server
-    runs on this machine, else None; a lower bound (a process that exits takes its CPU)."""
+    """CPU of the PostgreSQL servers' processes (each postmaster's children: on Citus the
+    coordinator's and every worker's) when they run on this machine, else None; a lower
+    bound (a process that exits takes its CPU)."""
 
     def __init__(self, database_url: str) -> None:
+        from psycopg.conninfo import make_conninfo
+
         from worldmm.store.db import Database
+        from worldmm.store.distribute import is_citus
 
         self.db = lambda: Database(database_url, max_size=1)
         with self.db() as db, db.connection() as conn:
-            stat = proc_stat(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
-        self.postmaster = int(stat[1]) if stat else None
+            masters = [_postmaster(conn)]
+            nodes = (
+                conn.execute(
+                    "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0"
+                    " AND noderole = 'primary'"
+                ).fetchall()
+                if is_citus(conn)
+                else []
+            )
+        for host, port in nodes:
+            url = make_conninfo(database_url, host=host, port=port)
+            with Database(url, max_size=1) as db, db.connection() as conn:
+                masters.append(_postmaster(conn))
+        self.postmasters = [m for m in masters if m is not None] if None not in masters else []
 
     def statements_reset(self) -> bool:
         """Start the statement profile (pg_stat_statements, preloaded by the embedded stack);
@@ -146,9 +167,9 @@ class DbServerCpu:
                  "ms_per_window": round(t / windows, 3)} for q, c, t in rows]  # fmt: skip
 
     def read(self) -> dict[int, float] | None:
-        if self.postmaster is None:
+        if not self.postmasters:
             return None
-        return {pid: cpu_s(stat) for pid, stat in children(self.postmaster).items()}
+        return {pid: cpu_s(stat) for pm in self.postmasters for pid, stat in children(pm).items()}
 
     def since(self, before: dict[int, float] | None) -> float | None:
         now = self.read()
