@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 # Re-install when the dependency list changes; the stamp makes `make setup` idempotent.
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=25
 
 .PHONY: setup system-packages citus test demo lint clean-state
 

@@ -341,6 +341,15 @@ class ModelSettings(_Group):
     asr_beam_size: int = Field(
         default=1, ge=1, le=10, description="Beam size of local decoding; 1 is greedy."
     )
+    asr_prompt_names: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="Names of the wearer's memory (their newest people, places and things) "
+        "given to the recogniser as a vocabulary prompt; 0: none. With every name of the test "
+        "set it cuts Whisper base's word error rate from 0.370 to 0.325 "
+        "(docs/benchmarks/asr.md); from a wearer's own memory it is not measured, so it is off.",
+    )
     embed_backend: Literal["local", "openai"] = Field(
         default="local",
         description="Text embeddings: local MiniLM or the OpenAI API.",

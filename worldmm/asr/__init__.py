@@ -26,7 +26,12 @@ class NullTranscriber:
     name = "none"
 
     def transcribe(
-        self, audio: bytes, *, content_type: str = "audio/wav", sample_rate: int | None = None
+        self,
+        audio: bytes,
+        *,
+        content_type: str = "audio/wav",
+        sample_rate: int | None = None,
+        prompt: str | None = None,
     ) -> Transcript:
         from worldmm.asr.audio import TARGET_RATE, decode_audio
 

@@ -33,7 +33,9 @@ class WhisperAPITranscriber(SpeechTranscriber):
         self._label = label
         self.name = f"{label}:{model}"
 
-    def _recognise(self, samples: np.ndarray, duration_s: float) -> Transcript:
+    def _recognise(
+        self, samples: np.ndarray, duration_s: float, prompt: str | None = None
+    ) -> Transcript:
         import openai
 
         wav = to_wav(samples)
@@ -44,6 +46,7 @@ class WhisperAPITranscriber(SpeechTranscriber):
                     file=("chunk.wav", wav, "audio/wav"),
                     response_format="verbose_json",
                     timestamp_granularities=["segment"],
+                    **({"prompt": prompt} if prompt else {}),
                 ),
                 self._retry,
                 role="asr",

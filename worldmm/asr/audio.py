@@ -111,7 +111,12 @@ class SpeechTranscriber(ABC):
     backend: str
 
     def transcribe(
-        self, audio: bytes, *, content_type: str = "audio/wav", sample_rate: int | None = None
+        self,
+        audio: bytes,
+        *,
+        content_type: str = "audio/wav",
+        sample_rate: int | None = None,
+        prompt: str | None = None,
     ) -> Transcript:
         try:
             samples = decode_audio(audio, content_type, sample_rate)
@@ -122,13 +127,15 @@ class SpeechTranscriber(ABC):
         if is_silent(samples):
             return Transcript(text="", segments=[], duration_s=duration)
         started = time.perf_counter()
-        transcript = self._recognise(samples, duration)
+        transcript = self._recognise(samples, duration, prompt)
         metrics.ASR_LATENCY.labels(backend=self.backend).observe(time.perf_counter() - started)
         metrics.ASR_AUDIO_SECONDS.labels(backend=self.backend).inc(duration)
         return transcript
 
     @abstractmethod
-    def _recognise(self, samples: np.ndarray, duration_s: float) -> Transcript:
+    def _recognise(
+        self, samples: np.ndarray, duration_s: float, prompt: str | None = None
+    ) -> Transcript:
         """The speech in ``samples`` (16 kHz mono float32, not silent)."""
 
 

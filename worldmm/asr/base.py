@@ -31,5 +31,10 @@ class Transcriber(Protocol):
     name: str
 
     def transcribe(
-        self, audio: bytes, *, content_type: str = "audio/wav", sample_rate: int | None = None
+        self,
+        audio: bytes,
+        *,
+        content_type: str = "audio/wav",
+        sample_rate: int | None = None,
+        prompt: str | None = None,
     ) -> Transcript: ...

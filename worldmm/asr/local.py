@@ -57,14 +57,16 @@ class LocalWhisperTranscriber(SpeechTranscriber):
         self._prompt = prompt or None
         self.name = f"local:whisper-{model}"
 
-    def _recognise(self, samples: np.ndarray, duration_s: float) -> Transcript:
+    def _recognise(
+        self, samples: np.ndarray, duration_s: float, prompt: str | None = None
+    ) -> Transcript:
         segments, info = self._model.transcribe(
             samples,
             language="en",
             beam_size=self._beam,
             vad_filter=self._vad,
             condition_on_previous_text=False,
-            initial_prompt=self._prompt,
+            initial_prompt=prompt or self._prompt,
         )
         parts = [
             TranscriptSegment(start_s=round(s.start, 2), end_s=round(s.end, 2), text=s.text.strip())

@@ -34,6 +34,7 @@ from worldmm.memory.window_inputs import AudioPiece, sample_uniform, window_audi
 from worldmm.memory.window_outcome import WindowOutcome
 from worldmm.memory.window_rows import model_versions, segment_write
 from worldmm.memory.windows import BaseWindow, Item
+from worldmm.store import entities as entity_store
 from worldmm.store import segment_search
 from worldmm.store import segments as segment_store
 from worldmm.store import users as user_store
@@ -188,6 +189,13 @@ def _view(
     return encode_view(as_stored(plan.one_view))
 
 
+def _vocabulary(deps: Deps, user_id: str, names: int) -> str:
+    """The wearer's newest names as a recogniser prompt ("Alice, Tasha, the red mug.")."""
+    with deps.db.connection() as conn:
+        found = entity_store.newest_names(conn, user_id, names)
+    return ", ".join(found) + "." if found else ""
+
+
 async def _transcribe(deps: Deps, window: BaseWindow, audio: list[tuple[Any, bytes]]) -> str:
     if not audio or deps.transcriber is None:
         return ""
@@ -195,8 +203,12 @@ async def _transcribe(deps: Deps, window: BaseWindow, audio: list[tuple[Any, byt
     wav, rate = window_audio(pieces, window.start_ms, window.end_ms)
     if not wav:
         return ""
+    extra = {}
+    names = deps.settings.asr_prompt_names
+    if names and (prompt := await asyncio.to_thread(_vocabulary, deps, window.user_id, names)):
+        extra["prompt"] = prompt
     result = await asyncio.to_thread(
-        deps.transcriber.transcribe, wav, content_type="audio/wav", sample_rate=rate
+        deps.transcriber.transcribe, wav, content_type="audio/wav", sample_rate=rate, **extra
     )
     return (getattr(result, "text", result) or "").strip()
 

@@ -29,6 +29,16 @@ def _canonical_of_surface(conn: psycopg.Connection, user_id: str, surface: str) 
     return EntityRow.model_validate(row) if row else None
 
 
+def newest_names(conn: psycopg.Connection, user_id: str, limit: int) -> list[str]:
+    """The wearer's ``limit`` newest canonical entity names, newest first."""
+    rows = conn.execute(
+        "SELECT canonical_name FROM entities WHERE user_id = %s AND canonical_entity_id IS NULL"
+        " ORDER BY id DESC LIMIT %s",
+        (user_id, limit),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def find_entity_by_surface(
     conn: psycopg.Connection, user_id: str, surface: str
 ) -> EntityRow | None:

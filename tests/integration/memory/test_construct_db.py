@@ -138,10 +138,12 @@ def test_caption_windows_build_the_cascade(deps, user_id) -> None:
 class Transcriber:
     def __init__(self) -> None:
         self.seen: list[int] = []
+        self.prompts: list[str | None] = []
 
-    def transcribe(self, audio_bytes, *, content_type, sample_rate):
+    def transcribe(self, audio_bytes, *, content_type, sample_rate, prompt=None):
         import wave
 
+        self.prompts.append(prompt)
         with wave.open(io.BytesIO(audio_bytes)) as w:
             self.seen.append(w.getnframes())
 
@@ -172,6 +174,40 @@ def test_audio_only_window_becomes_a_transcript_segment(deps, user_id) -> None:
     assert "Oven" in seg.caption and seg.visual_status == "none"
     with deps.db.connection() as conn:
         assert triples_for_segments(conn, user_id, [seg.id])
+
+
+def _audio_window(deps, user_id, at) -> BaseWindow:
+    from connectors.codec import wav_bytes
+
+    ts = dt_to_ms(at)
+    key = f"audio/{user_id}/s1/{ts}.wav"
+    deps.blobs.put(key, wav_bytes(b"\x01\x00" * 8000 * 5, 8000))
+    ref = CaptureRef(key, sample_rate=8000, duration_ms=5000, content_type="audio/wav")
+    return BaseWindow(user_id, ts, (Item("audio", key, "s1", ts, ts + 5000, ref),), False, "s1")
+
+
+def test_the_recogniser_is_prompted_with_the_wearers_newest_names(deps, user_id) -> None:
+    """WORLDMM_ASR_PROMPT_NAMES: the names the wearer's memory holds go to the recogniser
+    (newest first, at most that many); 0, the default, sends none."""
+    deps.transcriber = Transcriber()
+    asyncio.run(process_window(deps, _audio_window(deps, user_id, T10)))  # no memory yet
+    assert deps.transcriber.prompts == [None]
+    # the first window's transcript put Katrina and the Oven in the memory
+    later = T10 + timedelta(seconds=30)
+    asyncio.run(process_window(deps, _audio_window(deps, user_id, later)))
+    assert deps.transcriber.prompts[1] is None  # off by default
+    prompted = deps.with_settings(asr_prompt_names=1)
+    prompted.transcriber = deps.transcriber
+    asyncio.run(process_window(prompted, _audio_window(deps, user_id, later + timedelta(30))))
+    (prompt,) = deps.transcriber.prompts[2:]
+    assert prompt is not None and prompt.endswith(".") and prompt.count(",") == 0
+    with deps.db.connection() as conn:
+        names = conn.execute(
+            "SELECT canonical_name FROM entities WHERE user_id = %s"
+            " AND canonical_entity_id IS NULL",
+            (user_id,),
+        ).fetchall()
+    assert len(names) > 1 and prompt[:-1] in {n for (n,) in names}  # one name, the wearer's
 
 
 def test_retrigger_reruns_failed_windows_and_pending_clips(deps, user_id) -> None:

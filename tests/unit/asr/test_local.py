@@ -133,3 +133,22 @@ def test_base_weights_are_joined_from_two_wheels_and_checked(monkeypatch):
         whisper_weights("base")
     with pytest.raises(WeightsError, match="unknown local Whisper model"):
         whisper_weights("large")  # type: ignore[arg-type]
+
+
+def test_a_call_s_prompt_goes_to_whisper_before_the_transcribers_own(
+    local_transcriber, speech_wav, monkeypatch
+):
+    """The wearer's names (a call's prompt) condition Whisper; without one, the
+    transcriber's own prompt does, if it has one."""
+    seen: list[str | None] = []
+    real = local_transcriber._model.transcribe
+
+    def spy(samples, **kw):
+        seen.append(kw.get("initial_prompt"))
+        return real(samples, **kw)
+
+    monkeypatch.setattr(local_transcriber._model, "transcribe", spy)
+    said = local_transcriber.transcribe(speech_wav, prompt="Tasha, Katrina.")
+    assert "milk" in said.text.lower()
+    local_transcriber.transcribe(speech_wav)
+    assert seen == ["Tasha, Katrina.", None]
