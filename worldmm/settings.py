@@ -372,7 +372,8 @@ class ModelSettings(_Group):
         default=True,
         description="Give the caption call the text OCR reads at full size in its keyframes "
         "(OCR_FRAMES of them at most), so frames shrunk for the call lose little of what "
-        "was written.",
+        "was written. It runs in the dataflow, on its CPU: about 0.7 s a frame, most of a "
+        "window's CPU (docs/benchmarks/ingest.md); false or fewer OCR_FRAMES on small workers.",
     )
     ocr_frames: int = Field(
         default=4,
