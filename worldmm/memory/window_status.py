@@ -45,23 +45,30 @@ async def process_window(deps: Deps, window: Window) -> WindowOutcome:
     (nothing written); a forget during the build starts it again. Every model call made for
     it is the window's user's usage."""
     with for_user(window.user_id), deps.recent_windows.building(window):
-        for _ in range(MAX_FORGET_RESTARTS - 1):
-            try:
-                return await _fenced(deps, window)
-            except WearerPurged:  # not built again: that would make the wearer again
-                return WindowOutcome.of(window, "forgotten", None)
-            except ForgottenMeanwhile as exc:
-                log.info(
-                    "window_restarted_after_forget user=%s scale=%s start=%s range=%s",
-                    window.user_id,
-                    window.scale_s,
-                    window.start_ms,
-                    exc,
-                )
+        try:
+            return await _restarting(deps, window)
+        except WearerPurged:  # not built again: that would make the wearer again
+            # what the build stored after the purge's blobs went goes the same way
+            await asyncio.to_thread(queue_wearer_blobs, deps, window.user_id)
+            return WindowOutcome.of(window, "forgotten", None)
+
+
+async def _restarting(deps: Deps, window: Window) -> WindowOutcome:
+    """The window built, again after each forget that lands while it is built."""
+    for _ in range(MAX_FORGET_RESTARTS - 1):
         try:
             return await _fenced(deps, window)
         except WearerPurged:
-            return WindowOutcome.of(window, "forgotten", None)
+            raise
+        except ForgottenMeanwhile as exc:
+            log.info(
+                "window_restarted_after_forget user=%s scale=%s start=%s range=%s",
+                window.user_id,
+                window.scale_s,
+                window.start_ms,
+                exc,
+            )
+    return await _fenced(deps, window)
 
 
 async def _fenced(deps: Deps, window: Window) -> WindowOutcome:
@@ -105,10 +112,12 @@ async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
                 return await _store_failed(deps, window, exc, loop.time() - started)
         await asyncio.to_thread(mark_pending, deps, window, media.refs if media else {})
     except Exception as exc:  # noqa: BLE001 - the window is kept and failed, never dropped
-        if isinstance(exc, WearerPurged) and media:
-            # stored after the purge's blobs went: they go the same way
-            await asyncio.to_thread(queue_wearer_blobs, deps, window.user_id)
-        elif isinstance(exc, ForgottenMeanwhile) and media and media.container_key:
+        if (
+            isinstance(exc, ForgottenMeanwhile)
+            and not isinstance(exc, WearerPurged)
+            and media
+            and media.container_key
+        ):
             # stored before the forget showed: the container may hold forgotten captures
             await asyncio.to_thread(queue_container, deps, window.user_id, media.container_key)
         if _passes(exc):
@@ -126,8 +135,6 @@ async def _process_window(deps: Deps, window: Window) -> WindowOutcome:
             outcome.duration_s = loop.time() - started
             return outcome
         except Exception as exc:  # noqa: BLE001 - recorded on the segment and in the DLQ
-            if isinstance(exc, WearerPurged) and media:
-                await asyncio.to_thread(queue_wearer_blobs, deps, window.user_id)
             if _passes(exc):
                 raise  # not this window's fault: the caller waits, or it is built again
             error = f"{type(exc).__name__}: {exc}"
