@@ -85,7 +85,11 @@ class ObserveRequests:
             API_LATENCY.labels(method, route).observe(time.perf_counter() - started)
 
 
-def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
+def create_app(
+    settings: Settings, deps: Deps | None = None, *, sweep_every_s: float = 30.0
+) -> FastAPI:
+    """The service. ``sweep_every_s`` paces the retry of queued blob deletions; a test that
+    inspects the queue sets it past its own length so the sweep cannot race it."""
     prices_for(settings)  # a bad price table stops the service here, with its file named
 
     @asynccontextmanager
@@ -95,7 +99,7 @@ def create_app(settings: Settings, deps: Deps | None = None) -> FastAPI:
             install(app.state, build_deps(settings, role="api"))
         app.state.recalls.start()
         # blobs a forget or purge could not delete yet (the store was down): retried here
-        sweeper = DeletionSweeper(app.state.deps.db, app.state.deps.blobs)
+        sweeper = DeletionSweeper(app.state.deps.db, app.state.deps.blobs, sweep_every_s)
         sweeper.start()
         log.info(
             "query_api.start provider=%s cache=%s blobs=%r",
