@@ -1,7 +1,7 @@
 """Replies that follow each model role's protocol, for the fake OpenAI server.
 
-The role of a request is read from its prompt (the reply schema each prompt embeds names its
-pydantic model), and the reply is built from the prompt's own text: a caption (the next of
+The role of a request is read from its prompt (the reply schema each prompt embeds, which is
+the role's own), and the reply is built from the prompt's own text: a caption (the next of
 ``captions`` when given), the capitalised names of a passage as its entities, triples
 between them, a summary of the first sentence of each entry, and an agent that searches the
 memories in ``searches`` (with the question) and then answers, citing the first passage it
@@ -21,11 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from fakes.openai_server import Reply, chat_body
-from worldmm.llm.schemas import ROLE_REPLIES
+from worldmm.llm.prompts import ROLES, load_prompt
 
 Usage = Callable[[dict[str, Any], str], dict[str, Any]]
-_TITLES = {model.__name__: role for role, model in ROLE_REPLIES.items()}
-_TITLE_RE = re.compile(r'"title": "(\w+)"')
 _NAME_RE = re.compile(r"\b[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?\b")
 _NOT_NAMES = {"The", "This", "That", "Then", "There", "They", "She", "His", "Her", "And", "But"}
 _REF_RE = re.compile(r"\[([SF]\d+)\]")
@@ -40,12 +38,11 @@ def text_of(message: dict[str, Any]) -> str:
 
 
 def role_of(body: dict[str, Any]) -> str | None:
-    """The role a chat request is for, from the reply schema in its system prompt."""
+    """The role a chat request is for, from the reply schema in its system prompt (the
+    longest that matches: no schema is part of another, but that is not promised)."""
     system = text_of(body["messages"][0])
-    for title in _TITLE_RE.findall(system):
-        if title in _TITLES:
-            return _TITLES[title]
-    return None
+    found = [(len(load_prompt(r).schema), r) for r in ROLES if load_prompt(r).schema in system]
+    return max(found)[1] if found else None
 
 
 def quoted(prompt: str) -> str:

@@ -21,6 +21,25 @@ _VAR = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 _SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)
 
 
+def compact_schema(schema: str) -> str:
+    """A reply schema as the prompt carries it: one line, without the ``title`` pydantic
+    derives from each field's name. Every call pays for these tokens (about half of the
+    indented file's), and a model reads the compact form as well."""
+
+    def strip(node: object, field_names: bool = False) -> object:
+        if isinstance(node, dict):
+            return {
+                k: strip(v, field_names=k in ("properties", "$defs") and not field_names)
+                for k, v in node.items()
+                if field_names or not (k == "title" and isinstance(v, str))
+            }
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return json.dumps(strip(json.loads(schema)), separators=(",", ":"), ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class RenderedPrompt:
     system: str
@@ -77,12 +96,14 @@ def parse_template(role: str, text: str, schema: str) -> PromptTemplate:
     sections = dict(zip(parts[1::2], parts[2::2], strict=True))
     if set(sections) != {"system", "user"}:
         raise PromptError(f"prompt {role!r}: needs exactly one [system] and one [user] section")
-    digest = hashlib.sha256((text + schema).encode()).hexdigest()[:8]
+    sent = compact_schema(schema)
+    # the digest covers what is sent: a change in how the schema is written is a new version
+    digest = hashlib.sha256((text + sent).encode()).hexdigest()[:8]
     return PromptTemplate(
         role=role,
         system=sections["system"],
         user=sections["user"],
-        schema=schema,
+        schema=sent,
         version=f"{role}/v{m.group(1)}-{digest}",
     )
 

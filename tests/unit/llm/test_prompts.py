@@ -1,8 +1,18 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from worldmm.llm.prompts import PROMPTS_DIR, ROLES, load_prompt, parse_template, schema_text
+from worldmm.llm.prompts import (
+    PROMPTS_DIR,
+    ROLES,
+    compact_schema,
+    load_prompt,
+    parse_template,
+    schema_text,
+)
+from worldmm.llm.schemas import ROLE_REPLIES
 from worldmm.providers.errors import PromptError
 
 
@@ -23,6 +33,36 @@ def test_every_template_renders_with_its_variables(role):
     for value in values.values():
         assert value in rendered.system + rendered.user
     assert '"properties"' in rendered.system  # the reply schema is embedded
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_prompt_carries_the_whole_schema_in_fewer_characters(role):
+    sent = load_prompt(role).schema
+    assert "\n" not in sent and '"title"' not in sent
+    assert len(sent) < 0.7 * len(schema_text(role))
+    full = ROLE_REPLIES[role].model_json_schema()
+
+    def without_titles(node):
+        if isinstance(node, dict):
+            return {k: without_titles(v) for k, v in node.items() if k != "title"}
+        return [without_titles(v) for v in node] if isinstance(node, list) else node
+
+    # nothing but the derived titles is dropped: every field, type, bound and description stays
+    assert json.loads(sent) == without_titles(full)
+
+
+def test_a_field_named_title_is_kept():
+    schema = {
+        "title": "Note",
+        "properties": {"title": {"title": "Title", "type": "string"}},
+        "required": ["title"],
+        "type": "object",
+    }
+    assert json.loads(compact_schema(json.dumps(schema))) == {
+        "properties": {"title": {"type": "string"}},
+        "required": ["title"],
+        "type": "object",
+    }
 
 
 def test_missing_variable_is_an_error():
