@@ -154,7 +154,7 @@ class WindowSettings(_Group):
         "call its keyframes among them.",
     )
     caption_frames: int = Field(
-        default=4,
+        default=3,
         ge=1,
         le=64,
         description="Most frames one caption call sends. The call as it was before: 16, "
