@@ -1,6 +1,12 @@
 """A closed 3 min / 10 min / 1 h window's memory: its children's captions merged into a
 summary, the summary's text memory and parent links; at 10 min also semantic triples,
-consolidated against the user's facts."""
+consolidated against the user's facts.
+
+A run of one caption repeated (windows that carried the caption before them, or summaries of
+such windows) is given to the merge once; when only one caption is left there is nothing to
+merge, and it becomes the summary without a model call (``model_versions["merge_captions"]``
+says so), as a still window takes the caption before it.
+"""
 
 from __future__ import annotations
 
@@ -28,10 +34,18 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
     if children and all(c.processing_status == "paused" for c in children):
         segment_id = await asyncio.to_thread(write_paused, deps, window, children)
         return WindowOutcome.of(window, "paused", segment_id, counts={"children": len(children)})
-    captions = [c.caption for c in children if c.processing_status == "complete" and c.caption]
-    summary = await deps.roles.merge_captions(captions, window.scale_s) if captions else ""
+    captions = distinct_runs(
+        [c.caption for c in children if c.processing_status == "complete" and c.caption]
+    )
+    if len(captions) > 1:
+        summary = await deps.roles.merge_captions(captions, window.scale_s)
+    else:
+        summary = captions[0] if captions else ""
     mem = await extract_text_memory(deps, window.user_id, summary)
     models, prompts = model_versions(deps, ["merge_captions", "ner", "episodic_triples"])
+    if len(captions) == 1:
+        models["merge_captions"] = NOT_MERGED
+        prompts.pop("merge_captions", None)
     failed_children = [c.id for c in children if c.processing_status == "failed"]
     seg = segment_write(
         window,
@@ -66,6 +80,14 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
             semantic_redecided=stats.retried,
         )
     return WindowOutcome.of(window, "complete", segment_id, counts=counts)
+
+
+NOT_MERGED = "none: one caption"
+
+
+def distinct_runs(captions: list[str]) -> list[str]:
+    """``captions`` in order, each run of one repeated caption given once."""
+    return [c for i, c in enumerate(captions) if i == 0 or c != captions[i - 1]]
 
 
 def load_children(deps: Deps, window: CoarseWindow) -> list[SegmentRow]:
