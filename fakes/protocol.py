@@ -18,6 +18,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 from typing import Any
 
 from fakes.openai_server import Reply, chat_body
@@ -41,8 +42,13 @@ def role_of(body: dict[str, Any]) -> str | None:
     """The role a chat request is for, from the reply schema in its system prompt (the
     longest that matches: no schema is part of another, but that is not promised)."""
     system = text_of(body["messages"][0])
-    found = [(len(load_prompt(r).schema), r) for r in ROLES if load_prompt(r).schema in system]
-    return max(found)[1] if found else None
+    return next((role for schema, role in _schemas() if schema in system), None)
+
+
+@cache
+def _schemas() -> list[tuple[str, str]]:
+    """(schema as the prompt carries it, role), longest first."""
+    return sorted(((load_prompt(r).schema, r) for r in ROLES), key=lambda x: -len(x[0]))
 
 
 def quoted(prompt: str) -> str:

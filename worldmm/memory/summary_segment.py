@@ -27,6 +27,8 @@ from worldmm.store.models import SegmentRow
 if TYPE_CHECKING:
     from worldmm.deps import Deps
 
+NOT_MERGED = "none: one caption"  # model_versions["merge_captions"] of a summary made by none
+
 
 async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutcome:
     """Merge the children's captions into this window's summary and extract its memory."""
@@ -80,9 +82,6 @@ async def build_summary_segment(deps: Deps, window: CoarseWindow) -> WindowOutco
             semantic_redecided=stats.retried,
         )
     return WindowOutcome.of(window, "complete", segment_id, counts=counts)
-
-
-NOT_MERGED = "none: one caption"
 
 
 def distinct_runs(captions: list[str]) -> list[str]:
