@@ -418,12 +418,26 @@ class WindowCascade:
             return []  # already paused (a repeated record)
         self.paused_since = ts_ms
         out: list[WindowEvent] = []
-        # captures read before the pause record but inside its span go too
+        # Captures read before the pause record: one that straddles its start goes; one
+        # after it waits for the resume, as if read now (the resume, behind them on the
+        # control topic, may end the pause before them: they were dropped before).
+        # Their progress is taken back too: a capture held for the resume holds its windows.
+        seen: set[str] = set()  # an audio chunk lies in two windows: one event
         for start in sorted(self.open_base):
             items = self.open_base[start]
             for key in [k for k, i in items.items() if self._in_pause(i)]:
-                out.append(PausedItem(self.user_id, items.pop(key)))
-                self.paused_windows.add(start)
+                item = items.pop(key)
+                if item.ts_ms < ts_ms:
+                    self.paused_windows.add(start)
+                    if key not in seen:
+                        out.append(PausedItem(self.user_id, item))
+                elif key not in seen:
+                    self.pause_held.append(item)
+                    self.progress_ms[item.kind] = min(self.progress_ms[item.kind], ts_ms)
+                seen.add(key)
+        self.pause_held.sort(key=lambda i: i.ts_ms)
+        while len(self.pause_held) > self.config.max_held:
+            out.append(PausedItem(self.user_id, self.pause_held.pop(0)))  # as in _add
         return out
 
     def _resume(self, ts_ms: int) -> list[WindowEvent]:

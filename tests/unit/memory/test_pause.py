@@ -50,12 +50,15 @@ def test_a_pause_read_after_its_captures_still_drops_them() -> None:
     held = [frame(HOUR0 + t * S) for t in range(0, 25, 5)]
     out = state.ingest([*held, audio(HOUR0 + 8 * S)], clock.advance(1))
     out += state.ingest([Pause("s1", HOUR0 + 10 * S)], clock.advance(1))
-    # the audio chunk [8 s, 13 s) straddles the pause's start: it goes whole
+    # the audio chunk [8 s, 13 s) straddles the pause's start: it goes whole, at once; the
+    # frames after the start wait for the resume, which here never comes
+    assert [p.item.ts_ms for p in of(out, PausedItem)] == [HOUR0 + 8 * S]
+    assert [i.ts_ms for i in state.pause_held] == [HOUR0 + t * S for t in (10, 15, 20)]
+    out += state.ingest([SessionEnd("s1", HOUR0 + 25 * S)], clock.advance(10))
+    out += state.tick(clock.advance(60))
     assert sorted(p.item.ts_ms for p in of(out, PausedItem)) == [
         HOUR0 + t * S for t in (8, 10, 15, 20)
     ]
-    out += state.ingest([SessionEnd("s1", HOUR0 + 25 * S)], clock.advance(10))
-    out += state.tick(clock.advance(60))
     (w,) = of(out, BaseWindow)
     assert [i.ts_ms for i in w.items] == [HOUR0, HOUR0 + 5 * S] and not w.paused
 
@@ -115,3 +118,31 @@ def test_captures_read_before_their_resume_are_kept() -> None:
     assert {i.ts_ms for i in after.items if i.kind == "frames"} == {
         HOUR0 + t * S for t in range(60, 90, 5)
     }
+
+
+def test_captures_read_before_the_pause_and_its_resume_are_kept_after_it() -> None:
+    """The frames topic read ahead of the control topic: every capture of 90 s is in open
+    windows when the pause (30 s) and its resume (60 s) are read. Those after the resume are
+    kept in their window; before, the open pause dropped everything after its start (a
+    flow run lost frames of the window after a pause this way)."""
+    clock, state = ManualClock(WALL0), WindowCascade("u")
+    out = state.ingest([frame(HOUR0 + t * S) for t in range(90)], clock.advance(1))
+    out += state.ingest([Pause("s1", HOUR0 + 30 * S)], clock.advance(1))
+    assert not of(out, PausedItem) and len(state.pause_held) == 60
+    out += state.ingest([audio(HOUR0 + t * S) for t in range(0, 90, 5)], clock.advance(1))
+    # the held frames hold their windows: nothing from the pause's start on has closed
+    assert all(w.start_ms < HOUR0 + 30 * S for w in of(out, BaseWindow))
+    out += state.ingest([Pause("s1", HOUR0 + 60 * S, resume=True)], clock.advance(1))
+    out += state.ingest([SessionEnd("s1", HOUR0 + 90 * S)], clock.advance(1))
+    out += state.tick(clock.advance(60))
+    dropped = {p.item.key for p in of(out, PausedItem)}
+    assert {p.item.ts_ms for p in of(out, PausedItem)} == {HOUR0 + t * S for t in range(30, 60)}
+    by_start = windows(out)
+    assert by_start[HOUR0 + 30 * S].paused and by_start[HOUR0 + 30 * S].items == ()
+    for start in (0, 60):
+        w = by_start[HOUR0 + start * S]
+        assert not w.paused
+        assert {i.ts_ms for i in w.items if i.kind == "frames"} == {
+            HOUR0 + t * S for t in range(start, start + 30)
+        }
+        assert not {i.key for i in w.items} & dropped
