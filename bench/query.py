@@ -122,22 +122,58 @@ def stage_seconds() -> Counter[str]:
 
 
 async def timed_searches(
-    deps: Any, user_id: str, queries: Sequence[Query], as_of: Sequence[datetime | None], fresh: bool
-) -> tuple[list[float], list[int]]:
+    deps: Any,
+    user_id: str,
+    queries: Sequence[Query],
+    as_of: Sequence[datetime | None],
+    fresh: bool,
+    probe: Any = None,
+) -> tuple[list[float], list[int], list[dict[str, float]]]:
     """Milliseconds and hits of each query's search (``as_of`` one per query); with ``fresh``
     the graph memo is emptied first, as in a process that has not served this user (graphs
-    come from Redis, or are built from PostgreSQL when no Redis is configured)."""
+    come from Redis, or are built from PostgreSQL when no Redis is configured). ``probe``
+    returns running totals (seconds per step); each search's share of them is returned."""
     from worldmm.memory.retrieval import search
 
-    times, hits = [], []
+    times, hits, shares = [], [], []
     for q, when in zip(queries, as_of, strict=True):
         if fresh:
             deps.graphs = GraphMemo(deps.settings.graph_memo_elements)
+        before = probe() if probe else {}
         t = time.perf_counter()
         result = await search(deps, q.memory_type, user_id, q.text, when)  # type: ignore[arg-type]
         times.append(1000 * (time.perf_counter() - t))
         hits.append(len(result.hits))
-    return times, hits
+        if probe:
+            after = probe()
+            shares.append({k: v - before.get(k, 0.0) for k, v in after.items()})
+    return times, hits, shares
+
+
+def _mean_ms(step: str, values: Sequence[float]) -> float:
+    """The mean of ``values``: in ms (seconds given), ``gc`` as a count."""
+    return round(float(np.mean(values)) * (1 if step == "gc" else 1000), 2)
+
+
+def tail_profile(times: Sequence[float], shares: Sequence[dict[str, float]]) -> dict[str, Any]:
+    """What the slowest tenth of searches spend that the middle ones do not: mean ms per
+    step over searches at or above the 90th percentile against those between the 40th and
+    60th (steps overlap where lanes run at once; ``gc``: collections during a search)."""
+    if len(times) < 10 or len(shares) != len(times):
+        return {}
+    a = np.asarray(times)
+    lo, mid, hi = np.percentile(a, [40, 60, 90])
+    groups = {"tail": a >= hi, "middle": (a >= lo) & (a <= mid)}
+    keys = sorted({k for s in shares for k in s})
+    out: dict[str, Any] = {}
+    for name, mask in groups.items():
+        picked = [s for s, m in zip(shares, mask, strict=True) if m]
+        out[name] = {
+            "n": len(picked),
+            "ms": round(float(a[mask].mean()), 2),
+            "per_step": {k: _mean_ms(k, [s.get(k, 0.0) for s in picked]) for k in keys},
+        }
+    return out
 
 
 def as_of_times(end: datetime, n: int, seed: int) -> list[datetime]:
@@ -167,7 +203,9 @@ class Retrieval:
         self.steps.take()
         before = stage_seconds()
         when = as_of or [None] * len(queries)
-        times, hits = asyncio.run(timed_searches(self.deps, self.user_id, queries, when, fresh))
+        times, hits, shares = asyncio.run(
+            timed_searches(self.deps, self.user_id, queries, when, fresh, self._totals)
+        )
         spent, cache = self.steps.take()
         n = max(1, len(times))
         per_step = {k: round(1000 * v / n, 2) for k, v in sorted(spent.items())}
@@ -176,7 +214,15 @@ class Retrieval:
         stages = {k: round(1000 * v / n, 2) for k, v in (stage_seconds() - before).items()}
         if stages:  # episodic: where the search's time went (the lanes overlap)
             where["mean_ms_per_stage"] = stages
+        where["tail"] = tail_profile(times, shares)
         return summary(times), {**where, "mean_ms_per_step": per_step}
+
+    def _totals(self) -> dict[str, float]:
+        """Running totals per search step: the reader's and cache's calls, the episodic
+        stages (prefixed ``stage.``) and garbage collections (``gc``)."""
+        steps = {k: float(v) for k, v in self.steps.items() if k not in ("hits", "misses")}
+        stages = {f"stage.{k}": v for k, v in stage_seconds().items()}
+        return {**steps, **stages, "gc": float(sum(g["collections"] for g in gc.get_stats()))}
 
     def measure(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Per memory type: warm (graphs in the process memo, primed by one untimed query),

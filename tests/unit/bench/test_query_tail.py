@@ -1,0 +1,30 @@
+"""The query bench's tail profile: the slowest tenth of searches against the middle ones,
+per step, so a p95 says what the slow searches do that the median does not."""
+
+from __future__ import annotations
+
+from bench.query import tail_profile
+
+
+def test_the_tail_shows_the_step_that_makes_searches_slow() -> None:
+    # 100 searches: ten of them spend 40 ms more in the lexical read, one collected garbage
+    times, shares = [], []
+    for i in range(100):
+        slow = i % 10 == 0
+        lexical = 0.050 if slow else 0.010
+        times.append(1000 * (lexical + 0.020) + i * 0.001)
+        shares.append({"reader.lexical_segments": lexical, "reader.dense_segments": 0.020,
+                       "gc": 1.0 if i == 0 else 0.0})  # fmt: skip
+    out = tail_profile(times, shares)
+    tail, middle = out["tail"], out["middle"]
+    assert tail["n"] == 10 and middle["n"] == 20
+    assert tail["per_step"]["reader.lexical_segments"] == 50.0
+    assert middle["per_step"]["reader.lexical_segments"] == 10.0
+    assert tail["per_step"]["reader.dense_segments"] == middle["per_step"]["reader.dense_segments"]
+    assert tail["per_step"]["gc"] == 0.1 and middle["per_step"]["gc"] == 0.0
+    assert tail["ms"] > middle["ms"]
+
+
+def test_too_few_searches_give_no_tail() -> None:
+    assert tail_profile([1.0] * 9, [{}] * 9) == {}
+    assert tail_profile([1.0] * 20, []) == {}
