@@ -55,8 +55,11 @@ class StatementLog:
         text = query.as_string(conn) if isinstance(query, sql.Composable) else str(query)
         if isinstance(query, bytes):
             text = query.decode()
-        if m := _SET_LOCAL.match(text):
-            self._pending[m.group(1).replace('"', "")] = m.group(2)
+        sets = [_SET_LOCAL.match(part) for part in text.split(";") if part.strip()]
+        if sets and all(sets):  # one or several SET LOCALs in one statement
+            for m in sets:
+                assert m is not None
+                self._pending[m.group(1).replace('"', "")] = m.group(2)
         elif _SET_CONFIG.match(text) and isinstance(params, list | tuple) and len(params) >= 2:
             self._pending[str(params[0])] = str(params[1])
         elif _READ.match(text):

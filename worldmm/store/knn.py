@@ -128,12 +128,17 @@ def statement(
 def set_local(conn: psycopg.Connection, settings: dict[str, str]) -> None:
     """``SET LOCAL`` each setting: it lasts for this transaction, and a Citus coordinator
     passes it on to the worker that runs the search (``citus.propagate_set_commands``)."""
-    for name, value in settings.items():
-        conn.execute(
+    if not settings:
+        return
+    # one trip to the server for all of them (no parameters: several statements may go)
+    conn.execute(
+        sql.SQL("; ").join(
             sql.SQL("SET LOCAL {} = {}").format(
                 sql.SQL(".").join(map(sql.Identifier, name.split("."))), sql.Literal(value)
             )
+            for name, value in settings.items()
         )
+    )
 
 
 def run(conn: psycopg.Connection, stmt: Statement) -> list[dict]:

@@ -1,8 +1,9 @@
 """Retrieval's one door to PostgreSQL: every read a search makes, one pooled connection per
-call, rows mapped to the shapes retrieval uses. A thin adapter: the SQL is the store modules'
-(:mod:`worldmm.store`), the ranking is the lanes'. Every method filters by ``user_id`` (and
-``as_of`` where time applies). The per-user document frequencies the lanes weigh by are kept
-in :mod:`frequencies` (the bundle's, shared by its copies) and read through here.
+call (in autocommit: no transaction round trips around a read), rows mapped to the shapes
+retrieval uses. A thin adapter: the SQL is the store modules' (:mod:`worldmm.store`), the
+ranking is the lanes'. Every method filters by ``user_id`` (and ``as_of`` where time
+applies). The per-user document frequencies the lanes weigh by are kept in
+:mod:`frequencies` (the bundle's, shared by its copies) and read through here.
 """
 
 from __future__ import annotations
@@ -89,12 +90,12 @@ class MemoryReader:
         self, user_id: str, embedding: np.ndarray, k: int, filters: Filters
     ) -> list[LaneRow]:
         """The ``k`` segments within ``filters`` whose text is nearest ``embedding``."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return segment_search.dense_search(conn, user_id, embedding, k, filters)
 
     def query_terms(self, user_id: str, query: str) -> tuple[TermStats, list[str]]:
         """The user's term statistics (kept per process) and the lexemes of ``query``."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             stats = self._term_stats.get(conn, self._db, user_id)
             return stats, segment_search.query_lexemes(conn, query)
 
@@ -102,7 +103,7 @@ class MemoryReader:
         self, user_id: str, words: Sequence[str]
     ) -> tuple[TermStats, dict[str, list[str]]]:
         """The user's term statistics (kept per process) and each word's lexemes."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             stats = self._term_stats.get(conn, self._db, user_id)
             return stats, segment_search.word_lexemes(conn, words)
 
@@ -116,7 +117,7 @@ class MemoryReader:
     ) -> list[LaneRow]:
         """The ``k`` segments within ``filters`` with the best BM25 score for the weighted
         ``terms`` (lengths and document frequencies from ``stats``)."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return segment_search.lexical_search(
                 conn,
                 user_id,
@@ -135,7 +136,7 @@ class MemoryReader:
         alias (1.0), else the nearest by its embedding with cosine at least ``min_cosine``
         (that cosine); None when neither."""
         out: list[tuple[int, float] | None] = []
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             exact = entity_links.canonical_ids(conn, user_id, list(names))
             for name, vec in zip(names, embeddings, strict=True):
                 if (eid := exact.get(name.strip().lower())) is not None:
@@ -150,7 +151,7 @@ class MemoryReader:
     ) -> tuple[int, dict[int, int]]:
         """How many 30 s windows had ended by ``as_of``, and how many of them name each of
         ``entity_ids`` (both kept per process)."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             total = self._term_stats.get(conn, self._db, user_id).windows_at(as_of)
             df = self._entity_windows.counts(conn, self._db, user_id, entity_ids, as_of)
         return total, df
@@ -160,14 +161,14 @@ class MemoryReader:
     ) -> Known:
         """Which windows link ``entity_ids``, read newest first at most ``cap`` links per
         entity and side (:func:`worldmm.store.entity_links.bounded_links`)."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return entity_links.bounded_links(conn, user_id, entity_ids, cap, filters)
 
     def segment_windows(
         self, user_id: str, ids: Sequence[int]
     ) -> dict[int, tuple[datetime, datetime]]:
         """(window start, window end) of the segments among ``ids`` (forgotten ones absent)."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return segment_search.segment_windows(conn, user_id, ids)
 
     def segment_priors(
@@ -176,17 +177,17 @@ class MemoryReader:
         """Importance and recall count of the segments among ``ids`` (one read by id)."""
         if not ids:
             return {}
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return dict(segment_priors(conn, user_id, sorted(ids)))
 
     def fine_descendants(self, user_id: str, ids: Sequence[int]) -> dict[int, list[int]]:
         """Each segment's complete 30 s descendants, oldest first."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return segment_search.fine_descendants(conn, user_id, ids)
 
     def first_segment_start(self, user_id: str) -> datetime | None:
         """When the user's first segment starts (None without any)."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return segment_search.first_segment_start(conn, user_id)
 
     # --- the graphs and facts -------------------------------------------------------------
@@ -202,7 +203,7 @@ class MemoryReader:
         """Every row of a graph whatever its time, soft-deleted semantic ones included, each
         with ``valid_from`` and ``invalidated_at``, oldest id first; ``id_range=(after,
         upto]`` only those ids. A time-masked graph is built from these."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             rows = triple_repo.graph_rows(conn, user_id, memory_type, scale, id_range=id_range)
         return [GraphTriple._make(r) for r in rows]  # columns in GraphTriple's field order
 
@@ -211,14 +212,14 @@ class MemoryReader:
     ) -> str:
         """A version stamp of the rows the current graph is built from: any insert, soft
         delete or forget changes it (the store's one indexed aggregate)."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return triple_repo.triples_fingerprint(conn, user_id, memory_type, scale)
 
     def top_semantic_triples(
         self, user_id: str, embedding: np.ndarray, k: int, as_of: datetime | None = None
     ) -> list[tuple[GraphTriple, float]]:
         """The ``k`` semantic facts active at ``as_of`` nearest ``embedding``, with cosine."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             rows = triple_repo.top_semantic_triples(conn, user_id, embedding, k, as_of=as_of)
         return [(from_triple_row(r), score) for r, score in rows]
 
@@ -236,7 +237,7 @@ class MemoryReader:
         segments of ``scale`` whose text is nearest it (all existing at ``as_of``), with
         their cosine: two reads through indexes, whatever the size of the memory."""
         filters = segment_search.Filters(as_of=as_of, scales=[scale])
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             near = segment_search.dense_search(conn, user_id, embedding, windows, filters)
             rows = triple_repo.top_episodic_in_segments(
                 conn, user_id, embedding, k, [r.segment_id for r in near], as_of=as_of
@@ -244,14 +245,14 @@ class MemoryReader:
         return [(from_triple_row(r), score) for r, score in rows]
 
     def triples_by_id(self, user_id: str, ids: Sequence[int]) -> list[GraphTriple]:
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             rows = triple_repo.get_triples(conn, user_id, list(ids))
         return [from_triple_row(r) for r in rows]
 
     def nearest_entities(
         self, user_id: str, embedding: np.ndarray, min_cosine: float, k: int
     ) -> list[tuple[str, float]]:
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             rows = entity_repo.nearest_canonical_entities(conn, user_id, embedding, min_cosine, k)
         return [(entity.name, score) for entity, score in rows]
 
@@ -259,7 +260,7 @@ class MemoryReader:
     def segments(self, user_id: str, ids: Sequence[int]) -> list[SegmentRecord]:
         if not ids:
             return []
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             return list(segment_repo.get_segments(conn, user_id, list(ids)))
 
     def search_visual(
@@ -274,7 +275,7 @@ class MemoryReader:
     ) -> list[ClipMatch]:
         """The ``k`` clips nearest ``embedding``; ``start``/``end``: only windows overlapping
         that range."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             rows = visual_repo.search_visual(
                 conn, user_id, embedding, k, as_of, start=start, end=end
             )
@@ -284,14 +285,14 @@ class MemoryReader:
         ]
 
     def frames(self, user_id: str, start: datetime, end: datetime, limit: int) -> list[FrameRef]:
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             rows = frame_repo.list_frames(conn, user_id, start, end, limit)
         return [FrameRef(key=f.blob_key, ts=f.captured_at) for f in rows]
 
     def zone(self, user_id: str) -> ZoneInfo:
         """The user's time zone (UTC for an unknown user, or a name the zone database no
         longer knows, which is logged)."""
-        with self._db.connection() as conn:
+        with self._db.reading() as conn:
             name = user_repo.user_timezone(conn, user_id)
         try:
             return zone(name)
