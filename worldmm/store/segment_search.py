@@ -249,8 +249,9 @@ def lexical_search(
     many segments share a common word. Its ``k``-th score then bounds what a segment holding
     only left-out lexemes would need: the sets of them that could reach it
     (:func:`covering_sets`, e.g. two common words together) select candidates too in a
-    second query, which GIN answers by intersecting their posting lists. At most two
-    queries, and the result is exactly the unpruned one (MaxScore, Turtle and Flood 1995)."""
+    second query, which GIN answers by intersecting their posting lists, leaving out the
+    segments the first query scored. At most two queries, and the result is exactly the
+    unpruned one (MaxScore, Turtle and Flood 1995)."""
     terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
@@ -276,7 +277,11 @@ def lexical_search(
         return query.run(everything)
     if not sets:
         return rows
-    return query.run(n, [[n + i for i in s] for s in sets])
+    # Only segments the first query did not select: those it did are scored in ``rows``
+    # already, and the sets' common words would fetch and score most of them again (the
+    # slowest tenth of four-week searches was this second query).
+    more = query.run(n, [[n + i for i in s] for s in sets], fresh_only=True)
+    return sorted([*rows, *more], key=lambda r: (-r.score, r.segment_id))[:k]
 
 
 # Sets of left-out lexemes a second lexical query ORs in at most; past it the rarest left-out
@@ -369,11 +374,19 @@ class _LexicalQuery:
             " ORDER BY score DESC, id LIMIT %(k)s"
         ).format(raw=raw, filters=sql.SQL(filters.where("s")))
 
-    def run(self, n: int, sets: Sequence[Sequence[int]] = ()) -> list[LaneRow]:
-        """Candidates: segments holding one of the ``n`` rarest lexemes or all of a set."""
-        both = [" & ".join(self.literals[i] for i in group) for group in sets]
-        selecting = [*self.literals[:n], *(f"({b})" for b in both)]
-        params = {**self.params, "any": " | ".join(selecting)}
+    def run(
+        self, n: int, sets: Sequence[Sequence[int]] = (), *, fresh_only: bool = False
+    ) -> list[LaneRow]:
+        """Candidates: segments holding one of the ``n`` rarest lexemes or all of a set;
+        with ``fresh_only``, those holding all of a set and none of the ``n`` (the index
+        leaves the others out before any row is read)."""
+        both = [f"({' & '.join(self.literals[i] for i in group)})" for group in sets]
+        if fresh_only:
+            rarest = " | ".join(self.literals[:n])
+            selection = f"({' | '.join(both)}) & !({rarest})"
+        else:
+            selection = " | ".join([*self.literals[:n], *both])
+        params = {**self.params, "any": selection}
         rows = self.conn.execute(self.sql, params).fetchall()
         return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]
 

@@ -50,9 +50,9 @@ def test_pruned_search_equals_the_full_one(conn, user_id, monkeypatch) -> None:
     ran: list[tuple[int, int]] = []  # (lexemes selecting candidates, lexemes in the query)
     real_run = ss._LexicalQuery.run
 
-    def run(self, n, sets=()):
+    def run(self, n, sets=(), **kw):
         ran.append((n, len(self.literals)))
-        return real_run(self, n, sets)
+        return real_run(self, n, sets, **kw)
 
     monkeypatch.setattr(ss._LexicalQuery, "run", run)
     compared = 0
@@ -87,11 +87,14 @@ def test_capped_search_equals_the_exact_one(conn, user_id, monkeypatch) -> None:
     _speech_memory(conn, user_id, rng)
     stats = read_all(conn, user_id)[0]
     calls: list[tuple[int, int]] = []  # (segments the selecting lexemes hold, sets ORed in)
+    returned: list[set[int]] = []  # each query's rows
     real_run = ss._LexicalQuery.run
 
-    def run(self, n, sets=()):
+    def run(self, n, sets=(), **kw):
         calls.append((sum(stats.df[t.strip("'")] for t in self.literals[:n]), len(sets)))
-        return real_run(self, n, sets)
+        rows = real_run(self, n, sets, **kw)
+        returned.append({r.segment_id for r in rows})
+        return rows
 
     second, compared = 0, 0
     for _ in range(40):
@@ -102,6 +105,7 @@ def test_capped_search_equals_the_exact_one(conn, user_id, monkeypatch) -> None:
             exact = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, prune=False)
             monkeypatch.setattr(ss._LexicalQuery, "run", run)
             calls.clear()
+            returned.clear()
             capped = ss.lexical_search(
                 conn, user_id, terms, stats.mean_length, k, doc_freq=stats.df, max_candidates=cap
             )
@@ -111,6 +115,9 @@ def test_capped_search_equals_the_exact_one(conn, user_id, monkeypatch) -> None:
             assert len(calls) <= 2
             if len(calls) == 2 or len(terms) > 1:
                 assert calls[0][0] <= max(cap, stats.df[terms[0][0]]), (text, k)
+            if len(calls) == 2 and calls[1][1]:
+                # the second query selects only what the first did not: no row twice
+                assert not returned[0] & returned[1], (text, k)
             second += any(n_sets for _, n_sets in calls)
             compared += 1
     assert compared == 160
