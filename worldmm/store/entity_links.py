@@ -105,26 +105,30 @@ def base_links_top(conn: psycopg.Connection, user_id: str) -> int:
     return int(row[0]) if row else 0
 
 
-def base_links(
-    conn: psycopg.Connection, user_id: str, entity_ids: Sequence[int]
-) -> list[tuple[int, int, float]]:
-    """(entity, segment, window end in epoch seconds) of every 30 s window whose episodic
-    triples name one of ``entity_ids``, read from the entities' indexes."""
+def newest_base_links(
+    conn: psycopg.Connection, user_id: str, entity_ids: Sequence[int], cap: int
+) -> list[tuple[int, bool, int, float]]:
+    """(entity, as subject, segment, window end in epoch seconds) of each entity's newest
+    30 s links, at most ``cap`` as subject and ``cap`` as object: the read a common entity's
+    window count starts from (its whole history grew with the memory)."""
     if not entity_ids:
         return []
-    side = _entity_side(
-        "{column}", f" AND t.scale_seconds = {BASE_SCALE:d} AND t.segment_id IS NOT NULL"
+    side = (
+        "(SELECT {flag} AS subject, t.segment_id, extract(epoch FROM t.valid_from)::float8 AS at"
+        " FROM triples t WHERE t.user_id = %(u)s AND t.{column} = q.e"
+        " AND t.memory_type = 'episodic' AND t.scale_seconds = {scale:d}"
+        " AND t.segment_id IS NOT NULL ORDER BY t.valid_from DESC LIMIT %(cap)s)"
     )
     rows = conn.execute(
-        "SELECT DISTINCT q.e, l.segment_id, extract(epoch FROM l.valid_from)::float8"
-        " FROM unnest(%(ents)s::bigint[]) AS q(e) CROSS JOIN LATERAL ("
-        + side.format(column="subject_entity_id")
+        "SELECT q.e, l.subject, l.segment_id, l.at FROM unnest(%(ents)s::bigint[]) AS q(e)"
+        " CROSS JOIN LATERAL ("
+        + side.format(flag="true", column="subject_entity_id", scale=BASE_SCALE)
         + " UNION ALL "
-        + side.format(column="object_entity_id")
+        + side.format(flag="false", column="object_entity_id", scale=BASE_SCALE)
         + ") AS l",
-        {"u": user_id, "ents": sorted(set(entity_ids))},
+        {"u": user_id, "ents": sorted(set(entity_ids)), "cap": cap},
     ).fetchall()
-    return [(int(e), int(seg), float(at)) for e, seg, at in rows]
+    return [(int(e), bool(sub), int(seg), float(at)) for e, sub, seg, at in rows]
 
 
 def base_links_since(

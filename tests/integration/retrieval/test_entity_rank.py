@@ -23,6 +23,7 @@ from worldmm.store import entities, entity_links, segments, triples, users
 from worldmm.store.db import Database
 from worldmm.store.models import TripleWrite
 from worldmm.store.segment_search import Filters
+from worldmm.store.term_stats import read_all
 
 pytestmark = pytest.mark.integration
 
@@ -247,21 +248,25 @@ def test_kept_window_counts_equal_the_store_count(db, built, user_id, settings, 
     clock = [0.0]
     monkeypatch.setattr(frequencies.time, "monotonic", lambda: clock[0])
     whole: list[list[int]] = []
-    real = entity_links.base_links
+    real = entity_links.newest_base_links
     monkeypatch.setattr(
-        entity_links, "base_links", lambda c, u, ids: whole.append(list(ids)) or real(c, u, ids)
+        entity_links,
+        "newest_base_links",
+        lambda c, u, ids, cap: whole.append(list(ids)) or real(c, u, ids, cap),
     )
     memo = frequencies.EntityWindowsMemo()
     ends, asked = built.ends, built.entities
     vec = np.ones(settings.text_embed_dim, np.float32)
 
     def same(conn) -> None:
+        base = read_all(conn, user_id)[0].base_ends  # every entity is under the cap here
         for as_of in (None, ends[-1], ends[len(ends) // 2], ends[3], ends[-1] + timedelta(hours=1)):
-            kept = memo.counts(conn, db, user_id, asked, as_of)
+            kept = memo.counts(conn, db, user_id, asked, as_of, base)
             assert kept == ref.window_counts(conn, user_id, asked, as_of)
 
     with db.connection() as conn:
-        assert memo.counts(conn, db, user_id, asked[:3], None)
+        base = read_all(conn, user_id)[0].base_ends
+        assert memo.counts(conn, db, user_id, asked[:3], None, base)
         same(conn)  # the rest read when first asked
         assert whole == [asked[:3], asked[3:]]
         with db.transaction() as tx:  # new windows naming a housemate and a rare thing
@@ -285,3 +290,54 @@ def test_kept_window_counts_equal_the_store_count(db, built, user_id, settings, 
         clock[0] += frequencies.TERM_STATS_CHECK_S
         same(conn)
         assert len(whole) == 3  # read again
+
+
+def test_a_common_entitys_count_is_read_bounded_and_estimated_close(
+    db, built, user_id, monkeypatch
+):
+    """Past the cap, an entity's first read stops at its newest links, and its count is the
+    windows read plus its rate in them times the windows not read: within sampling spread of
+    the store's count at any ``as_of`` on this steady memory; entities under the cap are
+    counted exactly."""
+    from worldmm.memory.retrieval import frequencies
+
+    cap = 40
+    monkeypatch.setattr(frequencies, "WINDOW_COUNT_CAP", cap)
+    read: list[tuple[int, bool, int, float]] = []
+    real = entity_links.newest_base_links
+    monkeypatch.setattr(
+        entity_links,
+        "newest_base_links",
+        lambda c, u, ids, n: read.extend(rows := real(c, u, ids, n)) or rows,
+    )
+    memo, ends, asked = frequencies.EntityWindowsMemo(), built.ends, built.entities
+    with db.connection() as conn:
+        base = read_all(conn, user_id)[0].base_ends
+        sampled = 0
+        for as_of in (None, ends[-1], ends[len(ends) // 2], ends[len(ends) // 4]):
+            got = memo.counts(conn, db, user_id, asked, as_of, base)
+            exact = ref.window_counts(conn, user_id, asked, as_of)
+            for e in asked:
+                if e in memo._users[(id(db), user_id)].cutoffs:
+                    sampled += 1
+                    # a binomial count's spread: about its square root
+                    assert abs(got[e] - exact[e]) <= 3 * exact[e] ** 0.5 + 2, (e, as_of)
+                else:
+                    assert got[e] == exact[e]
+    assert sampled >= 8  # the commoner entities were sampled, at every as_of
+    per_side: dict[tuple[int, bool], int] = {}
+    for e, subject, _seg, _at in read:
+        per_side[(e, subject)] = per_side.get((e, subject), 0) + 1
+    assert max(per_side.values()) == cap  # the read stopped at the cap
+
+
+def test_the_estimate_counts_what_is_known_and_extrapolates_the_rest() -> None:
+    from worldmm.memory.retrieval.frequencies import estimate
+
+    base = np.arange(1.0, 101.0)  # 100 windows, ends 1..100
+    known = np.array([62.0, 70.0, 71.0, 80.0, 90.0])  # 5 of the 40 windows after 60: 1 in 8
+    assert estimate(known, 60.0, base, float("inf")) == 13  # 5 known + 60 / 8 (7.5)
+    assert estimate(known, 60.0, base, 80.0) == 12  # 4 known + 7.5
+    assert estimate(known, 60.0, base, 30.0) == 4  # 30 / 8 (3.75), none known yet
+    assert estimate(known, 60.0, base, 0.5) == 0  # before every window
+    assert estimate(np.array([]), 100.0, base, 200.0) == 0  # nothing read after the cutoff

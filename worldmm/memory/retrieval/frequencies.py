@@ -117,37 +117,82 @@ def keep_recent(entries: OrderedDict, key, value, limit: int) -> None:
 
 
 # --- the entity lane's document frequencies -----------------------------------------------
+# A common entity (a housemate, "table") names thousands of windows a month, and reading all of
+# them the first time it was asked made the slowest tenth of four-week searches (docs/
+# benchmarks/query.md). So the first read takes each entity's newest ``WINDOW_COUNT_CAP``
+# links per side. An entity whose read stopped there is *sampled*: its windows after the
+# cutoff (the later of its full sides' last times) are known and counted, and its windows
+# before the cutoff are estimated from its rate among the wearer's windows after it
+# (:func:`estimate`). Every other entity's count is exact. An IDF moves little
+# with the count of a common entity; it is a rare one's count that must be, and is, exact.
+WINDOW_COUNT_CAP = 1024
+
+
+def estimate(known_ends: np.ndarray, cutoff: float, base_ends: np.ndarray, at: float) -> int:
+    """A sampled entity's windows ended by ``at``: ``known_ends`` (sorted) are its windows
+    after ``cutoff``, ``base_ends`` (sorted) every 30 s window's end. Those known to have
+    ended by ``at``, plus its rate among all windows after the cutoff times the windows of the
+    unread span (at or before the cutoff) ended by ``at``; at most every window."""
+    total = int(np.searchsorted(base_ends, at, side="right"))
+    unread = int(np.searchsorted(base_ends, min(at, cutoff), side="right"))
+    read = len(base_ends) - int(np.searchsorted(base_ends, cutoff, side="right"))
+    rate = len(known_ends) / read if read > 0 else 0.0
+    held = int(np.searchsorted(known_ends, at, side="right"))
+    return min(total, int(held + rate * unread + 0.5))
+
+
 @dataclass
 class _UserWindows:
-    """One user's asked entities: each one's windows (segment -> window end, epoch s)."""
+    """One user's asked entities: each one's windows (segment -> window end, epoch s), and
+    the cutoff of each sampled one (its windows at or before it are not read)."""
 
     upto: int  # the highest 30 s triple id the copy has seen
     checked: float
     read: float
     windows: dict[int, dict[int, float]] = field(default_factory=dict)
     ends: dict[int, np.ndarray] = field(default_factory=dict)  # sorted, rebuilt on change
+    cutoffs: dict[int, float] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, entity: int, segment: int, end: float) -> None:
+        if end <= self.cutoffs.get(entity, float("-inf")):
+            return  # in the unread span of a sampled entity
         if segment not in (known := self.windows[entity]):
             known[segment] = end
             self.ends.pop(entity, None)
 
-    def count(self, entity: int, as_of: datetime | None) -> int:
+    def take_newest(self, rows: Sequence[tuple[int, bool, int, float]], cap: int) -> None:
+        """The newest links of entities read for the first time (``cap`` per side)."""
+        count: dict[tuple[int, bool], int] = {}
+        last: dict[tuple[int, bool], float] = {}
+        for entity, subject, _segment, end in rows:
+            side = (entity, subject)
+            count[side] = count.get(side, 0) + 1
+            last[side] = min(last.get(side, end), end)
+        for side, n in count.items():
+            if n >= cap:  # this side has older links: nothing at or before its last is known
+                entity, at = side[0], last[side]
+                self.cutoffs[entity] = max(self.cutoffs.get(entity, at), at)
+        for entity, _subject, segment, end in rows:
+            self.add(entity, segment, end)
+
+    def count(self, entity: int, as_of: datetime | None, base_ends: np.ndarray) -> int:
         if (ends := self.ends.get(entity)) is None:
             ends = self.ends[entity] = np.sort(np.fromiter(self.windows[entity].values(), float))
-        if as_of is None:
-            return len(ends)
-        return int(np.searchsorted(ends, as_of.timestamp(), side="right"))
+        at = float("inf") if as_of is None else as_of.timestamp()
+        if (cutoff := self.cutoffs.get(entity)) is not None:
+            return estimate(ends, cutoff, base_ends, at)
+        return int(np.searchsorted(ends, at, side="right"))
 
 
 class EntityWindowsMemo:
     """Per user (and database), the windows naming each entity a question asked about, for
-    how many 30 s windows ended by ``as_of`` name it. Each asked entity's windows (segment ->
-    window end) are read once; a copy over ``TERM_STATS_CHECK_S`` old adds the 30 s triples
-    written since (by id, one index range); a count is a binary search. Deleted or re-pointed
-    triples show when the user's copy is read again, every ``TERM_STATS_RECOUNT_S`` (at once
-    when the highest id went down: a purge)."""
+    how many 30 s windows ended by ``as_of`` name it. Each asked entity's newest windows
+    (segment -> window end) are read once, at most ``WINDOW_COUNT_CAP`` links per side (a
+    common entity's count is then estimated, above); a copy over ``TERM_STATS_CHECK_S`` old
+    adds the 30 s triples written since (by id, one index range); a count is a binary
+    search. Deleted or re-pointed triples show when the user's copy is read again, every
+    ``TERM_STATS_RECOUNT_S`` (at once when the highest id went down: a purge)."""
 
     def __init__(self, max_users: int = TERM_STATS_USERS) -> None:
         self._lock = threading.Lock()
@@ -161,8 +206,10 @@ class EntityWindowsMemo:
         user_id: str,
         entity_ids: Sequence[int],
         as_of: datetime | None,
+        base_ends: np.ndarray,
     ) -> dict[int, int]:
-        """How many 30 s windows ended by ``as_of`` name each of ``entity_ids``."""
+        """How many 30 s windows ended by ``as_of`` name each of ``entity_ids``
+        (``base_ends``: the ends of the user's 30 s windows, sorted)."""
         user = self._user(conn, db, user_id)
         with user.lock:
             now = time.monotonic()
@@ -171,6 +218,7 @@ class EntityWindowsMemo:
                 if top < user.upto:  # triples deleted (a purge): read every entity again
                     user.windows.clear()
                     user.ends.clear()
+                    user.cutoffs.clear()
                 elif top > user.upto:
                     for subj, obj, segment, end in entity_links.base_links_since(
                         conn, user_id, user.upto, top
@@ -184,9 +232,9 @@ class EntityWindowsMemo:
                     user.windows[e] = {}
                 # rows written after ``upto`` may come twice (here and in the next delta):
                 # one window per segment either way
-                for entity, segment, end in entity_links.base_links(conn, user_id, missing):
-                    user.add(entity, segment, end)
-            return {e: user.count(e, as_of) for e in entity_ids}
+                cap = WINDOW_COUNT_CAP
+                user.take_newest(entity_links.newest_base_links(conn, user_id, missing, cap), cap)
+            return {e: user.count(e, as_of, base_ends) for e in entity_ids}
 
     def _user(self, conn, db: Database, user_id: str) -> _UserWindows:
         key, now = (id(db), user_id), time.monotonic()

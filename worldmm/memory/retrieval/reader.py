@@ -152,9 +152,10 @@ class MemoryReader:
         """How many 30 s windows had ended by ``as_of``, and how many of them name each of
         ``entity_ids`` (both kept per process)."""
         with self._db.reading() as conn:
-            total = self._term_stats.get(conn, self._db, user_id).windows_at(as_of)
-            df = self._entity_windows.counts(conn, self._db, user_id, entity_ids, as_of)
-        return total, df
+            stats = self._term_stats.get(conn, self._db, user_id)
+            ends = stats.base_ends
+            df = self._entity_windows.counts(conn, self._db, user_id, entity_ids, as_of, ends)
+        return stats.windows_at(as_of), df
 
     def entity_links(
         self, user_id: str, entity_ids: Sequence[int], cap: int, filters: Filters
