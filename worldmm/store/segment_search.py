@@ -250,8 +250,9 @@ def lexical_search(
     only left-out lexemes would need: the sets of them that could reach it
     (:func:`covering_sets`, e.g. two common words together) select candidates too in a
     second query, which GIN answers by intersecting their posting lists, leaving out the
-    segments the first query scored. At most two queries, and the result is exactly the
-    unpruned one (MaxScore, Turtle and Flood 1995)."""
+    segments the first query scored. When the first selects fewer than ``k``, the next
+    rarest lexemes select too, one query each, until there are ``k`` to bound by. The
+    result is exactly the unpruned one (MaxScore, Turtle and Flood 1995)."""
     terms = sorted(((t, w) for t, w in terms if w > 0), key=lambda t: -t[1])
     if not terms or k <= 0:
         return []
@@ -263,24 +264,38 @@ def lexical_search(
     if n == everything:
         return query.run(everything)
     rows = query.run(n)
-    if len(rows) < k:  # too few to bound anything: search with every lexeme
-        return query.run(everything)
+    done = n  # lexemes all of whose segments were candidates of ``rows``
+    while len(rows) < k and done < everything:
+        # Too few to bound anything: the next rarest lexemes' segments join (within the cap,
+        # at least one lexeme), those not scored yet. (Selecting with every lexeme instead
+        # was the twelve-week tail: a rare name plus common words, 180 ms; query.md.)
+        step = everything
+        if prune and doc_freq is not None and max_candidates is not None:
+            step = done + capped_terms(terms[done:], doc_freq, max_candidates)
+        rows = _merged(rows, query.run(step, after=done), k)
+        done = step
+    if done == everything:
+        return rows
     weights = [w for _, w in terms]
-    # A lower k-th score than the true one only adds sets, so the first query's bounds every
+    # A lower k-th score than the true one only adds sets, so these bounds hold for every
     # wider selection too.
+    n = done
     while n < everything:
         sets = covering_sets(weights[n:], rows[-1].score)
         if sets is not None:
             break
         n += 1  # too many sets: this lexeme selects on its own
     else:
-        return query.run(everything)
-    if not sets:
+        sets = []  # every lexeme left selects on its own
+    if n == done and not sets:
         return rows
-    # Only segments the first query did not select: those it did are scored in ``rows``
-    # already, and the sets' common words would fetch and score most of them again (the
-    # slowest tenth of four-week searches was this second query).
-    more = query.run(n, [[n + i for i in s] for s in sets], fresh_only=True)
+    # Only segments not selected before: those are scored in ``rows`` already, and the
+    # sets' common words would fetch and score most of them again.
+    return _merged(rows, query.run(n, [[n + i for i in s] for s in sets], after=done), k)
+
+
+def _merged(rows: Sequence[LaneRow], more: Sequence[LaneRow], k: int) -> list[LaneRow]:
+    """The top ``k`` of two rankings of disjoint candidates."""
     return sorted([*rows, *more], key=lambda r: (-r.score, r.segment_id))[:k]
 
 
@@ -374,18 +389,14 @@ class _LexicalQuery:
             " ORDER BY score DESC, id LIMIT %(k)s"
         ).format(raw=raw, filters=sql.SQL(filters.where("s")))
 
-    def run(
-        self, n: int, sets: Sequence[Sequence[int]] = (), *, fresh_only: bool = False
-    ) -> list[LaneRow]:
-        """Candidates: segments holding one of the ``n`` rarest lexemes or all of a set;
-        with ``fresh_only``, those holding all of a set and none of the ``n`` (the index
-        leaves the others out before any row is read)."""
+    def run(self, n: int, sets: Sequence[Sequence[int]] = (), *, after: int = 0) -> list[LaneRow]:
+        """Candidates: segments holding one of the lexemes ``after`` to ``n`` (rarest first)
+        or all of a set, and none of the ``after`` rarest (scored before: the index leaves
+        them out before any row is read)."""
         both = [f"({' & '.join(self.literals[i] for i in group)})" for group in sets]
-        if fresh_only:
-            rarest = " | ".join(self.literals[:n])
-            selection = f"({' | '.join(both)}) & !({rarest})"
-        else:
-            selection = " | ".join([*self.literals[:n], *both])
+        selection = " | ".join([*self.literals[after:n], *both])
+        if after:
+            selection = f"({selection}) & !({' | '.join(self.literals[:after])})"
         params = {**self.params, "any": selection}
         rows = self.conn.execute(self.sql, params).fetchall()
         return [LaneRow(int(r[0]), int(r[1]), r[2], r[3], float(r[4])) for r in rows]

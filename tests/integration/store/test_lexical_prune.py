@@ -112,16 +112,62 @@ def test_capped_search_equals_the_exact_one(conn, user_id, monkeypatch) -> None:
             monkeypatch.setattr(ss._LexicalQuery, "run", real_run)
             assert [r.segment_id for r in capped] == [r.segment_id for r in exact], (text, k)
             assert [r.score for r in capped] == pytest.approx([r.score for r in exact])
-            assert len(calls) <= 2
-            if len(calls) == 2 or len(terms) > 1:
+            if len(calls) > 1 or len(terms) > 1:
                 assert calls[0][0] <= max(cap, stats.df[terms[0][0]]), (text, k)
-            if len(calls) == 2 and calls[1][1]:
-                # the second query selects only what the first did not: no row twice
-                assert not returned[0] & returned[1], (text, k)
+            # each query selects only what none before it did: no row twice
+            for i, later in enumerate(returned):
+                assert not later & set().union(*returned[:i]), (text, k)
             second += any(n_sets for _, n_sets in calls)
             compared += 1
     assert compared == 160
     assert second > 20  # sets of common words were needed, and found what the cap left out
+
+
+def test_a_rare_word_with_common_ones_adds_the_next_words_not_every_word(
+    conn, user_id, monkeypatch
+) -> None:
+    """The rarest lexeme holds fewer than k segments: the next rarest join, each query
+    selecting only segments no earlier one did, never every lexeme at once; the ranking is
+    still the unpruned one."""
+    rng = random.Random(5)
+    _speech_memory(conn, user_id, rng)
+    for i in range(3):  # a rare name, three times
+        upsert_segment(
+            conn,
+            SegmentWrite(
+                user_id=user_id, scale_seconds=30,
+                window_start=T0 + timedelta(days=1, seconds=30 * i),
+                window_end=T0 + timedelta(days=1, seconds=30 * i + 30),
+                caption=f"xylophone {' '.join(rng.sample(WORDS[:6], 3))}",
+                processing_status="complete",
+            ),
+        )  # fmt: skip
+    stats = read_all(conn, user_id)[0]
+    real_run = ss._LexicalQuery.run
+    runs: list[tuple[int, int, set[int]]] = []  # (after, n, rows)
+
+    def run(self, n, sets=(), **kw):
+        rows = real_run(self, n, sets, **kw)
+        runs.append((kw.get("after", 0), n, {r.segment_id for r in rows}))
+        return rows
+
+    for text in ("xylophone apple river", "xylophone apple river window garden kettle"):
+        terms = weighted_terms(ss.query_lexemes(conn, text), stats)
+        for k in (10, 50):
+            exact = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, prune=False)
+            monkeypatch.setattr(ss._LexicalQuery, "run", run)
+            runs.clear()
+            got = ss.lexical_search(
+                conn, user_id, terms, stats.mean_length, k, doc_freq=stats.df, max_candidates=60
+            )
+            monkeypatch.setattr(ss._LexicalQuery, "run", real_run)
+            assert [r.segment_id for r in got] == [r.segment_id for r in exact], (text, k)
+            assert [r.score for r in got] == pytest.approx([r.score for r in exact])
+            first_after, first_n, first_rows = runs[0]
+            assert first_after == 0 and first_n == 1 and len(first_rows) == 3  # the name alone
+            assert len(runs) >= 2 and all(after > 0 for after, _, _ in runs[1:])
+            for i, (_, _, rows) in enumerate(runs):
+                assert not rows & set().union(*(r for _, _, r in runs[:i]))
 
 
 def test_capped_terms_keeps_the_rarest_within_the_cap() -> None:
