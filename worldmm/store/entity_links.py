@@ -105,32 +105,6 @@ def base_links_top(conn: psycopg.Connection, user_id: str) -> int:
     return int(row[0]) if row else 0
 
 
-def newest_base_links(
-    conn: psycopg.Connection, user_id: str, entity_ids: Sequence[int], cap: int
-) -> list[tuple[int, bool, int, float]]:
-    """(entity, as subject, segment, window end in epoch seconds) of each entity's newest
-    30 s links, at most ``cap`` as subject and ``cap`` as object: the read a common entity's
-    window count starts from (its whole history grew with the memory)."""
-    if not entity_ids:
-        return []
-    side = (
-        "(SELECT {flag} AS subject, t.segment_id, extract(epoch FROM t.valid_from)::float8 AS at"
-        " FROM triples t WHERE t.user_id = %(u)s AND t.{column} = q.e"
-        " AND t.memory_type = 'episodic' AND t.scale_seconds = {scale:d}"
-        " AND t.segment_id IS NOT NULL ORDER BY t.valid_from DESC LIMIT %(cap)s)"
-    )
-    rows = conn.execute(
-        "SELECT q.e, l.subject, l.segment_id, l.at FROM unnest(%(ents)s::bigint[]) AS q(e)"
-        " CROSS JOIN LATERAL ("
-        + side.format(flag="true", column="subject_entity_id", scale=BASE_SCALE)
-        + " UNION ALL "
-        + side.format(flag="false", column="object_entity_id", scale=BASE_SCALE)
-        + ") AS l",
-        {"u": user_id, "ents": sorted(set(entity_ids)), "cap": cap},
-    ).fetchall()
-    return [(int(e), bool(sub), int(seg), float(at)) for e, sub, seg, at in rows]
-
-
 def base_links_since(
     conn: psycopg.Connection, user_id: str, after_id: int, upto_id: int
 ) -> list[tuple[int, int | None, int, float]]:
@@ -152,13 +126,16 @@ def newest_links(
     entity_ids: Sequence[int],
     cap: int,
     filters: Filters = Filters(),
+    scale: int | None = None,
 ) -> list[LinkRow]:
-    """Each entity's links (every scale) within ``filters``' time, newest first, at most
-    ``cap`` as subject and ``cap`` as object: a read bounded by the cap, however many windows
-    share the entity. Ties at the last time read may be cut."""
+    """Each entity's links (every scale, or ``scale``'s) within ``filters``' time, newest
+    first, at most ``cap`` as subject and ``cap`` as object: a read bounded by the cap,
+    however many windows share the entity. Ties at the last time read may be cut."""
     if not entity_ids:
         return []
     time = _window_time(filters)
+    if scale is not None:
+        time += f" AND t.scale_seconds = {int(scale):d} AND t.segment_id IS NOT NULL"
     side = (
         "(SELECT {flag} AS subject, s.* FROM ({sql}) AS s ORDER BY s.valid_from DESC LIMIT %(cap)s)"
     )

@@ -248,11 +248,11 @@ def test_kept_window_counts_equal_the_store_count(db, built, user_id, settings, 
     clock = [0.0]
     monkeypatch.setattr(frequencies.time, "monotonic", lambda: clock[0])
     whole: list[list[int]] = []
-    real = entity_links.newest_base_links
+    real = entity_links.newest_links
     monkeypatch.setattr(
         entity_links,
-        "newest_base_links",
-        lambda c, u, ids, cap: whole.append(list(ids)) or real(c, u, ids, cap),
+        "newest_links",
+        lambda c, u, ids, cap, **kw: whole.append(list(ids)) or real(c, u, ids, cap, **kw),
     )
     memo = frequencies.EntityWindowsMemo()
     ends, asked = built.ends, built.entities
@@ -303,12 +303,12 @@ def test_a_common_entitys_count_is_read_bounded_and_estimated_close(
 
     cap = 40
     monkeypatch.setattr(frequencies, "WINDOW_COUNT_CAP", cap)
-    read: list[tuple[int, bool, int, float]] = []
-    real = entity_links.newest_base_links
+    read: list[entity_links.LinkRow] = []
+    real = entity_links.newest_links
     monkeypatch.setattr(
         entity_links,
-        "newest_base_links",
-        lambda c, u, ids, n: read.extend(rows := real(c, u, ids, n)) or rows,
+        "newest_links",
+        lambda c, u, ids, n, **kw: read.extend(rows := real(c, u, ids, n, **kw)) or rows,
     )
     memo, ends, asked = frequencies.EntityWindowsMemo(), built.ends, built.entities
     with db.connection() as conn:

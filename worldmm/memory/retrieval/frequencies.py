@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from worldmm.models import BASE_SCALE
 from worldmm.store import entity_links
 from worldmm.store import term_stats as ts
 
@@ -161,20 +162,12 @@ class _UserWindows:
             known[segment] = end
             self.ends.pop(entity, None)
 
-    def take_newest(self, rows: Sequence[tuple[int, bool, int, float]], cap: int) -> None:
+    def take_newest(self, rows: Sequence[entity_links.LinkRow], cap: int) -> None:
         """The newest links of entities read for the first time (``cap`` per side)."""
-        count: dict[tuple[int, bool], int] = {}
-        last: dict[tuple[int, bool], float] = {}
-        for entity, subject, _segment, end in rows:
-            side = (entity, subject)
-            count[side] = count.get(side, 0) + 1
-            last[side] = min(last.get(side, end), end)
-        for side, n in count.items():
-            if n >= cap:  # this side has older links: nothing at or before its last is known
-                entity, at = side[0], last[side]
-                self.cutoffs[entity] = max(self.cutoffs.get(entity, at), at)
-        for entity, _subject, segment, end in rows:
-            self.add(entity, segment, end)
+        for entity, bound in entity_links.boundaries(rows, cap).items():
+            self.cutoffs[entity] = bound.timestamp()
+        for row in rows:
+            self.add(row.entity_id, row.segment_id, row.valid_from.timestamp())
 
     def count(self, entity: int, as_of: datetime | None, base_ends: np.ndarray) -> int:
         if (ends := self.ends.get(entity)) is None:
@@ -233,7 +226,8 @@ class EntityWindowsMemo:
                 # rows written after ``upto`` may come twice (here and in the next delta):
                 # one window per segment either way
                 cap = WINDOW_COUNT_CAP
-                user.take_newest(entity_links.newest_base_links(conn, user_id, missing, cap), cap)
+                rows = entity_links.newest_links(conn, user_id, missing, cap, scale=BASE_SCALE)
+                user.take_newest(rows, cap)
             return {e: user.count(e, as_of, base_ends) for e in entity_ids}
 
     def _user(self, conn, db: Database, user_id: str) -> _UserWindows:
