@@ -202,14 +202,10 @@ def _push(
 def _prpack(
     graph: TimedGraph, reset: dict[int, float], as_of: int | None, d: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact PPR on the visible units. The igraph forms of the whole graph and of what is
-    visible now are built once per graph object (weights read by attribute name, in C); an
-    ``as_of`` run takes the visible edges as a subgraph of the whole."""
-    if as_of is None:
-        g = graph.igraph_now()
-    else:
-        keep = np.flatnonzero(graph.all_units_visible(as_of))
-        g = graph.igraph().subgraph_edges(keep.tolist(), delete_vertices=False)
+    """Exact PPR on the units visible at ``as_of``, each vertex pair's units as one edge
+    (:meth:`~worldmm.graph.timed.TimedGraph.igraph_visible`; the graph of now is built once per
+    graph object)."""
+    g = graph.igraph_visible(as_of)
     vec = np.zeros(graph.n)
     for v, m in reset.items():
         vec[v] += m

@@ -15,6 +15,7 @@ from tests.fixtures import graph_oracle as oracle
 from worldmm.graph.pagerank import PprScores, ppr, seed_vertices
 from worldmm.graph.timed import TimedGraph, build_timed, extend, to_micros
 from worldmm.graph.types import GraphTriple, entity_node, segment_node
+from worldmm.memory.retrieval import semantic
 from worldmm.memory.retrieval.graph_lanes import top_segments
 from worldmm.memory.retrieval.semantic import top_triple_units
 
@@ -272,3 +273,84 @@ def test_extension_carries_degrees_and_segments_as_a_fresh_build_has_them():
     fresh = build_timed("episodic", ep)
     assert np.allclose(grown._deg_now, fresh.degrees_now())
     assert list(grown._segments) == list(fresh.segment_vertices())
+
+
+def many_semantic_rows(
+    seed: int, n: int = 900, names: int = 150, hub_share: float = 0.5
+) -> list[GraphTriple]:
+    """A wider fact graph than :func:`semantic_rows`: more entities than the ranking reads
+    first, ``hub_share`` of the facts about one of five hubs, some pairs stated by several
+    facts, some facts soft-deleted."""
+    rnd = random.Random(seed)
+    words = [f"w{i}" for i in range(names)]
+    rows = []
+    for tid in range(1, n + 1):
+        start = rnd.randint(0, 1000)
+        gone = at(start + rnd.randint(1, 600)) if rnd.random() < 0.2 else None
+        subject = rnd.choice(words[:5]) if rnd.random() < hub_share else rnd.choice(words)
+        rows.append(
+            GraphTriple(
+                triple_id=tid,
+                subject=subject,
+                predicate=rnd.choice(["likes", "owns", "visits"]),
+                object=rnd.choice(words),
+                valid_from=at(start),
+                invalidated_at=gone,
+            )
+        )
+    return rows
+
+
+# (hub share, seeds): five hubs and two seeds; then no hub and sixty equal seeds, so the
+# best facts join vertices ranked far down
+CASES = {
+    "hubs": (0.5, {entity_node("w7"): 0.8, entity_node("w40"): 0.5}),
+    "flat": (0.0, {entity_node(f"w{i}"): 1.0 for i in range(60, 120)}),
+}
+
+
+@pytest.mark.parametrize("seed", [6, 7, 8])
+@pytest.mark.parametrize("as_of", [None, at(500), at(1500)])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("first", [2, semantic.FIRST_VERTICES])
+def test_a_wide_fact_graph_is_ranked_from_its_best_vertices_as_the_oracle_ranks_it(
+    seed, as_of, case, first, monkeypatch
+):
+    """From the shipped first read, and from two vertices, so that it must read more."""
+    monkeypatch.setattr(semantic, "FIRST_VERTICES", first)
+    hub_share, names = CASES[case]
+    rows = many_semantic_rows(seed, hub_share=hub_share)
+    timed = build_timed("semantic", rows)
+    want = oracle.rank("semantic", rows, as_of, names, 10)
+    read: list[int] = []
+    rank_units = semantic._rank_units
+
+    def counted(graph, score, vertices, at_, k):
+        read.append(len(vertices))
+        return rank_units(graph, score, vertices, at_, k)
+
+    monkeypatch.setattr(semantic, "_rank_units", counted)
+    micros = None if as_of is None else to_micros(as_of)
+    reset = seed_vertices(timed, names, micros)
+    got = top_triples(timed, ppr(timed, reset, micros, 0.85, "prpack"), micros, 10)
+    assert_same_ranking(got, want)
+    assert read and read[0] == first
+    if case == "hubs" and first > 2:  # the hubs' facts lead: it stopped there
+        assert max(read) < timed.n
+
+
+def test_tied_facts_come_in_unit_order_as_when_every_vertex_is_read():
+    rows = [
+        GraphTriple(
+            triple_id=i, subject="hub", predicate="likes", object=f"leaf{i}", valid_from=at(0)
+        )
+        for i in range(1, 201)
+    ]
+    timed = build_timed("semantic", rows)
+    reset = seed_vertices(timed, {entity_node("hub"): 1.0}, None)
+    result = ppr(timed, reset, None, 0.85, "prpack")
+    score = np.zeros(timed.n)
+    score[result.vertices] = result.scores
+    every = semantic._rank_units(timed, score, np.arange(timed.n), None, 5)
+    assert top_triple_units(timed, result, None, 5) == every
+    assert [int(timed.triple_id[u]) for u, _ in every] == [1, 2, 3, 4, 5]
