@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bench.harness import summary
-from bench.query import StubModels
+from bench.query import StubModels, primer_queries
 from bench.query_synth import SynthConfig, SyntheticMemory, expected_counts, make_queries
 from worldmm.models import SCALES
 
@@ -159,3 +159,15 @@ def test_summary() -> None:
     s = summary([float(x) for x in range(1, 101)])
     assert s["n"] == 100 and s["p50"] == pytest.approx(50.5) and s["p95"] == pytest.approx(95.05)
     assert summary([]) == {"n": 0}
+
+
+def test_primers_are_other_questions_of_every_kind(memory: SyntheticMemory) -> None:
+    measured = make_queries(memory, 20)
+    primers = primer_queries(memory, measured, memory.cfg.seed)
+    asked = {q.text for g in measured.values() for q in g}
+    for kind in ("episodic", "semantic", "visual"):
+        assert primers[kind], kind
+        assert not {q.text for q in primers[kind]} & asked
+    # another draw, not the measured questions renamed
+    facts = {q.text.split("] ", 1)[1] for q in measured["episodic"]}
+    assert len({q.text.split("] ", 1)[1] for q in primers["episodic"]} - facts) > 10
