@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 
 from worldmm.llm.rule_based import scoring
 from worldmm.llm.rule_based.evidence import CONTEXT_WEIGHT, SCENE_WEIGHT, evidence_units
@@ -63,6 +64,27 @@ def test_questions_about_writing_or_speech_favour_those_units():
     ]
     assert scoring.source_bonus("What did Alice say?", sources)[1] == scoring.SOURCE_BONUS
     assert not scoring.source_bonus("Where is the mug?", sources).any()
+
+
+@pytest.mark.parametrize(
+    ("question", "habit"),
+    [
+        ("What do I usually eat at breakfast?", True),
+        ("Who do I usually have breakfast with?", True),
+        ("Who often goes out wearing slippers", True),
+        ("Who was I mostly busy with in the kitchen today", True),
+        ("What do I habitually use to wipe after washing kitchenware?", True),
+        ("Who did I play games with most?", True),
+        ("What do I eat every morning?", True),
+        ("What did I eat at breakfast yesterday?", False),
+        ("What is the most expensive thing I bought?", False),
+        ("Which shopping app do I usually not choose?", False),  # negated: rarity is the clue
+        ("Among us, who doesn't usually eat durian?", False),
+        ("Where is the place I never go to?", False),
+    ],
+)
+def test_habit_questions_ask_what_happens_often(question, habit):
+    assert scoring.asks_habit(question) is habit
 
 
 def test_letters_from_replies():

@@ -1,10 +1,12 @@
-"""The offline answerer's weighing of options, pure parts: window support, base rates, the
-"none" rule, time options, and the time a remote model is shown for a time option."""
+"""The offline answerer's weighing of options, pure parts: window support, base rates (less
+them, or, on a habit question, as evidence with the facts held), the "none" rule, time
+options, and the time a remote model is shown for a time option."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from tests.fixtures.fake_models import HashEmbedder
 from tests.fixtures.weighings import weighing
 from worldmm.llm.rendering import render_choices
 from worldmm.llm.rule_based import weighing as weighing_mod
@@ -38,6 +40,36 @@ def test_scores_subtract_the_weighted_base_rate():
     w = weighing([0.9, 0.5], base=[0.8, 0.1])
     assert np.allclose(w.scores(0.0), [0.9, 0.5])
     assert np.allclose(w.scores(1.0), [0.1, 0.4])
+
+
+def test_on_a_habit_question_the_base_rate_is_evidence():
+    # eaten once, named in the window the question finds; eaten every day, held in most windows
+    w = weighing([0.9, 0.5], base=[0.05, 0.6], habit=True)
+    assert np.allclose(w.scores(0.0), [0.9, 0.5])
+    assert np.allclose(w.scores(1.0), [0.95, 1.1])  # the same weight, added
+    assert int(np.argmax(w.scores(1.0))) == 1
+    other = weighing([0.9, 0.5], base=[0.05, 0.6])  # any other question: subtracted
+    assert np.allclose(other.scores(1.0), [0.85, -0.1])
+
+
+def test_on_a_habit_question_the_best_fact_weighs_as_much_as_the_best_window():
+    units = [
+        Unit("I ate cake with Tom for breakfast at the cafe.", "S1", "seen"),
+        Unit("I often deals with fruit.", "F1", "fact"),  # no word of the question
+    ]
+    rel = weighing_mod.fact_relevance(np.array([0.8, 0.1, 0.0]), ["seen", "fact", "fact"])
+    assert np.allclose(rel, [0.8, 0.8, 0.7])  # the facts raised together, their order kept
+    assert np.allclose(
+        weighing_mod.fact_relevance(np.array([0.2, 0.5]), ["seen", "fact"]), [0.2, 0.5]
+    )
+
+    def support(question: str) -> np.ndarray:
+        return weighing_mod.weigh(HashEmbedder(), question, units, ["cake", "fruit"]).support
+
+    habit = support("What do I usually have for breakfast?")
+    once = support("What did I have for breakfast?")
+    assert habit[1] > habit[0] and once[1] < once[0]  # the fact counts as much as the window
+    assert weighing_mod.weigh(HashEmbedder(), "What do I usually eat?", units, ["a", "b"]).habit
 
 
 def test_a_none_option_wins_exactly_when_no_other_option_is_named():

@@ -38,8 +38,9 @@ OFFLINE_VERSION = "offline-v1"
 # was read) before the scene cues; answers give the short answer first, then the evidence
 # (v2), with times on the wearer's clock, said relative to the question ("yesterday at
 # 15:02", v3); what was written is answered from the text read, what was said from the
-# transcript, which may hold a question word misheard (v4).
-_REVISED = {"caption": "offline-v2", "response": "offline-v4"}
+# transcript, which may hold a question word misheard (v4); a habit question reads how often
+# the memory holds an option as evidence for it, and attends the facts found for it (v5).
+_REVISED = {"caption": "offline-v2", "response": "offline-v5"}
 _SPEAKER = re.compile(r"^\s*([A-Z][\w' -]{0,30}):\s+(.+)$")
 _ROLES = (
     "caption",

@@ -44,6 +44,16 @@ _WRITTEN_SAYS = re.compile(
     rf"\b(?:{_WRITTEN_THINGS})\b.*\b(?:say|says|said|read|reads)\b", re.IGNORECASE
 )
 _WRITTEN_THING = re.compile(rf"\b(?:{_WRITTEN_THINGS})\b", re.IGNORECASE)
+# A question about what happens often ("what do I usually eat", "who do I have lunch with
+# most often"): how often the memory holds an option is evidence for it. Negated ("what do I
+# usually not buy", "who doesn't like durian") it is not.
+_HABIT = re.compile(
+    r"\b(?:usually|often|always|mostly|habitually|habits?|typically|generally|normally|"
+    r"regularly|routinely|routine|frequently|tends? to|most of the time|"
+    r"(?:every|each) (?:day|morning|afternoon|evening|night|time|week))\b|\bmost\W*$",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:not|never)\b|n[’']t\b", re.IGNORECASE)
 SOURCE_BONUS = 0.25
 WINDOW_SOURCES = frozenset(("said", "read", "seen", "scene"))  # a window's own units
 ATTENTION_TEMPERATURE = 0.1  # relevance differences of 0.1 weigh e (2.7) times more
@@ -123,6 +133,12 @@ def asked_kind(question: str) -> Literal["read", "said"] | None:
     if read and said:
         return "read" if _WRITTEN_THING.search(question) else "said"
     return "read" if read else "said" if said else None
+
+
+def asks_habit(question: str) -> bool:
+    """The question asks what happens often, not negated ("What do I usually eat at
+    breakfast?", "Who do I play games with most?"; not "Which app do I usually not use?")."""
+    return bool(_HABIT.search(question)) and not _NEGATED.search(question)
 
 
 def source_bonus(question: str, sources: Sequence[str]) -> np.ndarray:

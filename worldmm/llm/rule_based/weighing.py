@@ -4,6 +4,9 @@ question supports better than its base rate in the wearer's memory says it would
 Evidence found by an option's own search names that option, so "is it mentioned" supports
 every option; instead each option is scored against the same pooled evidence, attended by
 its relevance to the question, less the support any window of the memory would give it.
+A question about a habit ("what do I usually…", :func:`scoring.asks_habit`) reads the base
+rate the other way: how often the memory holds an option is evidence for it, and the best
+of the facts the semantic memory holds weighs as much as the best window.
 The steps: docs/api.md (multiple choice); the one weight is chosen by cross-validation
 (docs/benchmarks/egolife.md).
 """
@@ -38,7 +41,8 @@ class Weighing:
     """Per option: ``support`` from the evidence and ``base`` (its support in an average
     window of the memory; zeros without shares, and for time options). ``contribution``
     and ``lexical`` (options x units: the share of its words each unit holds) say which units
-    each option rests on; ``timed``: scored by time."""
+    each option rests on; ``timed``: scored by time; ``habit``: the question asks what
+    happens often (the base rate is evidence)."""
 
     support: np.ndarray
     base: np.ndarray
@@ -46,11 +50,15 @@ class Weighing:
     lexical: np.ndarray
     timed: bool
     none_options: tuple[int, ...]
+    habit: bool = False
 
     def scores(self, base_weight: float = BASE_RATE_WEIGHT) -> np.ndarray:
-        """Support less the weighted base rate; a "none" option ranks first exactly when no
-        other option is named in the evidence, last otherwise."""
-        out = self.support - base_weight * self.base
+        """Support less the weighted base rate, or plus it on a habit question (one weight:
+        how much the memory's frequency of an option counts, whichever way it points); a
+        "none" option ranks first exactly when no other option is named in the evidence,
+        last otherwise."""
+        sign = 1.0 if self.habit else -1.0
+        out = self.support + sign * base_weight * self.base
         if self.none_options:
             others = [i for i in range(len(out)) if i not in self.none_options]
             named = bool((self.lexical[others] > 0).any()) or self.timed
@@ -127,6 +135,9 @@ def weigh(
     idf_of = scoring.idf([*u_terms, q_terms])
     rel = scoring.relevance(q_terms, u_terms, idf_of, u_vecs @ q)
     rel += scoring.source_bonus(question, [u.source for u in units])
+    habit = scoring.asks_habit(question)
+    if habit:
+        rel = fact_relevance(rel, [u.source for u in units])
     att = scoring.attention(rel, np.asarray([u.weight for u in units]))
     nones = tuple(i for i, c in enumerate(choices) if is_none_option(c))
     c_terms = [set() if i in nones else set(scoring.terms(c)) for i, c in enumerate(choices)]
@@ -134,13 +145,26 @@ def weigh(
     lexical, dense = scoring.support(weights, u_terms, c_vecs @ u_vecs.T)
     timed = _timed(units, att, notes, asked, nones)
     if timed is not None:
-        return Weighing(timed, np.zeros(n), np.tile(att, (n, 1)), lexical, True, nones)
+        return Weighing(timed, np.zeros(n), np.tile(att, (n, 1)), lexical, True, nones, habit)
     cov, refs = window_coverage(weights, units, u_terms)
     window_att = np.zeros(len(refs))
     np.add.at(window_att, [refs.index(u.ref) for u in units], att)
     support = cov @ window_att + dense @ att
     base = base_rates(weights, term_shares(notes or ()))
-    return Weighing(support, base, att * (lexical + dense), lexical, False, nones)
+    return Weighing(support, base, att * (lexical + dense), lexical, False, nones, habit)
+
+
+def fact_relevance(relevance: np.ndarray, sources: Sequence[str]) -> np.ndarray:
+    """Relevance with the facts (what the semantic memory holds, found for the question)
+    raised together until the best of them is as relevant as the best other unit: a fact
+    ("I often deals with fruit") rarely shares the question's words, yet it is what the
+    memory knows about a habit; the facts keep their order among themselves, so one
+    farther from the question still weighs less."""
+    out = np.asarray(relevance, dtype=np.float64).copy()
+    facts = np.asarray([s == "fact" for s in sources], dtype=bool)
+    if facts.any() and not facts.all():
+        out[facts] += max(0.0, out[~facts].max() - out[facts].max())
+    return out
 
 
 def _timed(
