@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 BENCHMARKS = {  # name -> module (also ``python -m <module>``)
     "ingest": "bench.ingest",
     "query": "bench.query",
+    "semantic-rank": "bench.semantic_rank",
     "api-load": "bench.api_load",
     "gpu-worker": "bench.gpu_worker",
     "egolife": "bench.egolife.run",
