@@ -23,6 +23,7 @@ from bench.egolife import data, truth
 from bench.egolife import memory_method as mm
 from bench.egolife.agent_method import AGENT, AgentAnswers, run_agent_method
 from bench.egolife.data import DataError, EgoLifeData, Question, Window
+from bench.egolife.misses import report_misses
 from bench.egolife.truth import QuestionScore, Ranked
 from bench.egolife.tune import LOOK_GRID, Picks, accuracy, answer_cv, folds, grid_letters
 from bench.harness import StrList
@@ -371,6 +372,7 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         "calendar": f"DAY1 = {data.BASE_DATE.isoformat()} UTC",
         "scoring": SCORING,
         **extra,
+        "misses": report_misses({"per_question": rows}),
         "per_question": rows,
     }
     harness.write_report(run.stamp(report), cfg.out, show=False)

@@ -57,6 +57,10 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
     assert rows["1"]["methods"]["worldmm"]["answer"] == "A"
     # the API's search asked live (the question time as the clock's now) is the same search
     assert report["methods"]["worldmm-live"] == report["methods"]["worldmm"]
+    # where each retrieving method misses, from the same rows
+    assert "random" not in report["misses"]
+    hits = report["misses"]["worldmm"]["by_type"]
+    assert sum(v["n"] for v in hits.values()) == report["questions"]
     for row in rows.values():
         assert row["methods"]["worldmm-live"]["top"] == row["methods"]["worldmm"]["top"]
     assert len(rows["3"]["methods"]["worldmm"]["top"]) <= 2  # two windows existed then
