@@ -57,5 +57,6 @@ def test_the_habit_wins_over_a_one_off(deps, user_id):
         ("Who do I usually have breakfast with?", ["Tom", "Maya", "Anna", "Leo"], "Maya"),
     ]:
         got = asyncio.run(answer_question(deps, user_id, question, choices=choices, as_of=asked))
-        assert got.rounds[0].memory_type == "semantic"  # habits are asked of semantic memory
+        # habits are asked of semantic memory first, then of the windows
+        assert [r.memory_type for r in got.rounds[:2]] == ["semantic", "episodic"]
         assert got.choice is not None and got.choice.text == habit, got.answer

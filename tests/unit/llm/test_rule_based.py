@@ -168,6 +168,15 @@ def test_agent_answers_after_results_and_always_terminates(rule_based_roles):
     assert [r.memory_type for r in rounds] == ["episodic", "semantic", "visual"]
 
 
+def test_agent_searches_the_episodic_memory_before_answering_from_another(rule_based_roles):
+    q = "What does Lucia usually eat for breakfast?"
+    facts = AgentRound(memory_type="semantic", query=q, results_text="Lucia often eats fruit.")
+    step = run(rule_based_roles.agent_step(q, [facts]))
+    assert step == AgentAction(action="SEARCH", memory_type="episodic", query=q)
+    seen = AgentRound(memory_type="episodic", query=q, results_text="")  # nothing there
+    assert run(rule_based_roles.agent_step(q, [facts, seen])).action == "ANSWER"
+
+
 def _segment(ref: int, text: str, said: str = "") -> Passage:
     start = datetime(2025, 5, 1, 11, ref, tzinfo=UTC)
     return Passage(

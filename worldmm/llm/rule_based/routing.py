@@ -39,11 +39,15 @@ def has_results(round_: AgentRound) -> bool:
 
 
 def next_action(question: str, rounds: list[AgentRound], max_rounds: int) -> AgentAction:
-    """Search the routed memory first; answer once any round found something; otherwise try
-    the remaining memories in turn. Ends after every memory was tried or ``max_rounds``."""
-    if rounds and (has_results(rounds[-1]) or len(rounds) >= max_rounds):
-        return AgentAction(action="ANSWER")
+    """Search the routed memory first, then the episodic one if that was another: what
+    happened is where every answer can rest, and a habit's facts or a colour's clips are
+    weighed beside the windows that show it. Answer once a round found something and the
+    episodic memory was searched; otherwise try the remaining memories in turn. Ends after
+    every memory was tried or ``max_rounds``."""
     tried = {r.memory_type for r in rounds}
+    found = any(has_results(r) for r in rounds)
+    if rounds and (len(rounds) >= max_rounds or (found and "episodic" in tried)):
+        return AgentAction(action="ANSWER")
     first = route(question)
     for memory in (first, *_ORDER):
         if memory not in tried:
