@@ -76,6 +76,15 @@ async def answer_choices(
     )
 
 
+def with_choices(question: str, choices: Sequence[str]) -> str:
+    """The question followed by its lettered options, "(A) ... (B) ...": what the agent
+    searches with when a question comes with choices (their words say what to look for; on
+    EgoLife's week searching the question alone found the target in the top 3 for 0.18 of
+    the questions, with its options 0.26)."""
+    options = " ".join(f"({choice_letter(i)}) {t}" for i, t in enumerate(choices) if t.strip())
+    return f"{question.strip()} {options}".strip()
+
+
 def option_query(question: str, choice: str) -> str:
     """What to search for one option: the question with that option."""
     return f"{question.strip()} {choice.strip()}"

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from worldmm.agent.choices import answer_choices, look_per_option, option_query
+from worldmm.agent.choices import answer_choices, look_per_option, option_query, with_choices
 from worldmm.agent.hit_passages import round_passages
 from worldmm.agent.option_notes import option_notes
 from worldmm.agent.result import AgentResult, RoundRecord, StopReason
@@ -66,14 +66,14 @@ async def run_agent(
     """The loop over ``retrievers`` (one per memory); ``asked``: when and on whose clock
     the question is read, told to both roles (None: not known to them); ``notes``: what the
     memory says about each choice, for the answerer."""
-    if choices:
-        choice_texts(choices)  # bad choices fail before any search
+    # with choices the agent sees them: their words say what to look for
+    seek = with_choices(question, choice_texts(choices)) if choices else question
     rounds: list[RoundRecord] = []
     history: list[AgentRound] = []
     seen: dict[tuple[str, str], RoundRecord] = {}
     stopped: StopReason = "max_rounds"
     while len(rounds) < max_rounds:
-        action = await next_action(roles, question, history, asked)
+        action = await next_action(roles, seek, history, asked)
         if isinstance(action, str):
             stopped = action
             break

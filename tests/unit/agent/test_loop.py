@@ -147,6 +147,15 @@ def test_choices_say_where_to_look_even_when_the_agent_answers_at_once():
     assert [e.segment_id for e in result.evidence] == [1, 2]
 
 
+def test_with_choices_the_agent_is_asked_the_question_and_its_options():
+    roles = ScriptedRoles([search("episodic", "what the agent chose"), ANSWER])
+    run_scripted(roles, "What did I drink? ", choices=["A. tea", "coffee"])
+    assert roles.questions_seen == ["What did I drink? (A) tea (B) coffee"] * 2
+    # the answer is still given for the question as asked
+    ((question, _, choices),) = roles.respond_calls
+    assert (question, choices) == ("What did I drink? ", ["tea", "coffee"])
+
+
 def test_max_rounds_forces_the_answer():
     roles = ScriptedRoles([search("episodic", f"query {i}") for i in range(10)])
     rec, result = run_scripted(roles, max_rounds=3)
