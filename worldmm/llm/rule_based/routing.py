@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 
+from worldmm.llm.rule_based.scoring import HABIT_WORDS
 from worldmm.llm.schemas import AgentAction, AgentRound
 from worldmm.models import MemoryType
 
-_SEMANTIC = re.compile(
-    r"\b(usually|often|always|never|habit|habits|routine|typically|tend|tends|prefer|prefers|"
-    r"preference|favou?rite|like to|likes|enjoy|enjoys|love|loves|hate|hates|dislike|dislikes|"
-    r"relationship|related|friend|friends|partner|colleague|roommate|who is|role|job|works as|"
-    r"personality|generally|every (?:day|morning|evening|week))\b",
+_SEMANTIC = re.compile(  # habits (what the answerer reads as frequency), likes, relations
+    rf"\b(?:{HABIT_WORDS}|never|tend|tends|prefer|prefers|preference|favou?rite|like to|likes|"
+    r"enjoy|enjoys|love|loves|hate|hates|dislike|dislikes|relationship|related|friend|friends|"
+    r"partner|colleague|roommate|who is|role|job|works as|personality)\b",
     re.IGNORECASE,
 )
 _VISUAL = re.compile(

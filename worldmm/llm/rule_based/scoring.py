@@ -47,12 +47,12 @@ _WRITTEN_THING = re.compile(rf"\b(?:{_WRITTEN_THINGS})\b", re.IGNORECASE)
 # A question about what happens often ("what do I usually eat", "who do I have lunch with
 # most often"): how often the memory holds an option is evidence for it. Negated ("what do I
 # usually not buy", "who doesn't like durian") it is not.
-_HABIT = re.compile(
-    r"\b(?:usually|often|always|mostly|habitually|habits?|typically|generally|normally|"
+HABIT_WORDS = (  # also what sends a question to the semantic memory first (routing)
+    r"usually|often|always|mostly|habitually|habits?|typically|generally|normally|"
     r"regularly|routinely|routine|frequently|tends? to|most of the time|"
-    r"(?:every|each) (?:day|morning|afternoon|evening|night|time|week))\b|\bmost\W*$",
-    re.IGNORECASE,
+    r"(?:every|each) (?:day|morning|afternoon|evening|night|time|week)"
 )
+_HABIT = re.compile(rf"\b(?:{HABIT_WORDS})\b|\bmost\W*$", re.IGNORECASE)
 _NEGATED = re.compile(r"\b(?:not|never)\b|n[’']t\b", re.IGNORECASE)
 SOURCE_BONUS = 0.25
 WINDOW_SOURCES = frozenset(("said", "read", "seen", "scene"))  # a window's own units
