@@ -258,6 +258,10 @@ def lexical_search(
         return []
     query = _LexicalQuery(conn, user_id, terms, mean_length, k, filters)
     everything = len(terms)
+    if filters.ids is not None and len(set(filters.ids)) <= k:
+        # at most k segments can pass: all of them are the top k, so one statement scores
+        # them (a drill-down's children; pruning took a statement per lexeme there)
+        return query.run(everything)
     n = everything - prunable_terms(terms, terms[0][1]) if prune else everything
     if prune and doc_freq is not None and max_candidates is not None:
         n = min(n, capped_terms(terms, doc_freq, max_candidates))

@@ -170,6 +170,42 @@ def test_a_rare_word_with_common_ones_adds_the_next_words_not_every_word(
                 assert not rows & set().union(*(r for _, _, r in runs[:i]))
 
 
+def test_an_id_set_no_larger_than_k_is_scored_in_one_statement(conn, user_id, monkeypatch) -> None:
+    """A drill-down's children: at most k segments can pass, so one statement scores them
+    all, with the unpruned ranking; a larger id set still prunes."""
+    rng = random.Random(3)
+    _speech_memory(conn, user_id, rng)
+    stats = read_all(conn, user_id)[0]
+    ids = [r[0] for r in conn.execute("SELECT id FROM segments WHERE user_id = %s", (user_id,))]
+    real_run = ss._LexicalQuery.run
+    runs: list[int] = []
+
+    def run(self, n, sets=(), **kw):
+        runs.append(n)
+        return real_run(self, n, sets, **kw)
+
+    for text in ("apple river window garden kettle", "anchor trumpet apple"):
+        terms = weighted_terms(ss.query_lexemes(conn, text), stats)
+        for few, k in ((rng.sample(ids, 12), 20), (rng.sample(ids, 20), 20), (ids, 20)):
+            filters = ss.Filters(ids=few)
+            exact = ss.lexical_search(
+                conn, user_id, terms, stats.mean_length, k, filters, prune=False
+            )
+            monkeypatch.setattr(ss._LexicalQuery, "run", run)
+            runs.clear()
+            got = ss.lexical_search(
+                conn, user_id, terms, stats.mean_length, k, filters,
+                doc_freq=stats.df, max_candidates=2 * k,
+            )  # fmt: skip
+            monkeypatch.setattr(ss._LexicalQuery, "run", real_run)
+            assert [r.segment_id for r in got] == [r.segment_id for r in exact], (text, k)
+            assert [r.score for r in got] == pytest.approx([r.score for r in exact])
+            if len(few) <= k:
+                assert runs == [len(terms)]  # one statement, every lexeme selecting
+            else:
+                assert runs[0] < len(terms)  # the whole memory: pruned as before
+
+
 def test_capped_terms_keeps_the_rarest_within_the_cap() -> None:
     terms = [("rare", 4.0), ("mid", 2.0), ("common", 0.5)]
     df = {"rare": 5, "mid": 40, "common": 300}
