@@ -10,6 +10,8 @@ import pytest
 
 from tests.fixtures.api import stack_env
 from tests.fixtures.wearers import seed_segment
+from worldmm.models import MAX_CHOICES
+from worldmm.wire.schemas import MAX_CHOICE_CHARS, MAX_QUESTION_CHARS
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +54,30 @@ def test_choices_round_trip_with_the_letter_and_the_evidence(client, tea_user):
     ).json()
     assert free["choice"] is None
     assert not free["answer"].startswith(("From your memory", "Search 1"))
+
+
+def test_the_longest_question_with_eight_longest_choices_is_answered(client, tea_user):
+    """The agent searches the question with its options: at every length the API accepts
+    (a question of 2,000 characters, eight choices of 500, thousands of distinct words) that
+    is an answer, not a server error."""
+    a, _ = tea_user
+    words = iter(f"w{i}x" for i in range(100_000))
+
+    def text(chars: int) -> str:
+        out = ""
+        while len(out) + 8 < chars:
+            out += next(words) + " "
+        return out.strip()
+
+    question = (QUESTION + " " + text(MAX_QUESTION_CHARS))[:MAX_QUESTION_CHARS]
+    choices = [text(MAX_CHOICE_CHARS) for _ in range(MAX_CHOICES)]
+    r = client.post(
+        f"/v1/users/{a.user_id}/query",
+        json={"question": question, "choices": choices},
+        headers=a.headers,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["choice"]["letter"] in "ABCDEFGH"
 
 
 @pytest.mark.parametrize(
