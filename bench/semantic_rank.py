@@ -115,11 +115,8 @@ def _rank_as_before(graph: TimedGraph, result: Any, k: int) -> list[int]:
 def _per_fact_igraph(graph: TimedGraph) -> ig.Graph:
     """The PRPACK graph as it was built: every fact an edge, then the subgraph of the facts
     visible now."""
-    g = ig.Graph(n=graph.n, directed=False)
-    g.add_edges(np.column_stack([graph.src, graph.dst]))
-    g.es["weight"] = graph.weight.tolist()
     keep = np.flatnonzero(graph.all_units_visible(None))
-    return g.subgraph_edges(keep.tolist(), delete_vertices=False)
+    return graph.igraph().subgraph_edges(keep.tolist(), delete_vertices=False)
 
 
 def run_study(settings: Any, opts: SemanticRankOptions, echo: harness.Echo) -> dict[str, Any]:

@@ -101,7 +101,6 @@ class TimedGraph:
     _deg_now: np.ndarray | None = field(default=None, repr=False)
     _segments: np.ndarray | None = field(default=None, repr=False)
     _tail: Csr | None = field(default=None, repr=False)
-    _igraph: ig.Graph | None = field(default=None, repr=False)
     _igraph_now: ig.Graph | None = field(default=None, repr=False)
     _keys: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
@@ -183,15 +182,13 @@ class TimedGraph:
         return self._segments
 
     def igraph(self) -> ig.Graph:
-        """Every unit as an igraph edge with its ``weight``, built once per graph object;
-        edge ``i`` is unit ``i`` (for tests and inspection: PageRank runs on
+        """Every unit as an igraph edge with its ``weight``, edge ``i`` unit ``i``, built on
+        each call (tests, inspection, the bench's per-fact baseline: PageRank runs on
         :meth:`igraph_visible`)."""
-        if self._igraph is None:
-            g = ig.Graph(n=self.n, directed=False)
-            g.add_edges(np.column_stack([self.src, self.dst]))
-            g.es["weight"] = self.weight.tolist()
-            self._igraph = g
-        return self._igraph
+        g = ig.Graph(n=self.n, directed=False)
+        g.add_edges(np.column_stack([self.src, self.dst]))
+        g.es["weight"] = self.weight.tolist()
+        return g
 
     def igraph_visible(self, as_of: int | None) -> ig.Graph:
         """The units visible at ``as_of`` as one weighted edge per vertex pair, for exact
