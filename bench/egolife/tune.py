@@ -175,6 +175,7 @@ KNOBS: dict[str, Knob] = {
     "rrf_k": Knob((10.0, 30.0, 60.0), 60.0),
     "drill_parents": Knob((0.0, 3.0, 5.0), 0.0),
     "drill_keep": Knob((1.0, 2.0, 3.0), 2.0),
+    "neighbour_weight": Knob((0.0, 0.25, 0.5, 1.0), 0.0),
 }
 # PriorParams' fields, in order, but the recall weight (EgoLife has no recall history)
 PRIOR_KNOBS = words(
@@ -187,11 +188,12 @@ def objective(agg: dict) -> float:
     return agg["hit@3"] + agg["tiou"]
 
 
-def resolve(p: Params, active: Sequence[str]) -> Params:
-    """``p`` with every knob not in ``active`` at its neutral value (ties followed)."""
+def resolve(p: Params, active: Sequence[str], frozen: Params | None = None) -> Params:
+    """``p`` with every knob not in ``active`` at its neutral value (ties followed), or at
+    its value in ``frozen`` when given."""
     out = dict(p)
     for name in [n for n in KNOBS if n not in active]:
-        neutral = KNOBS[name].neutral
+        neutral = KNOBS[name].neutral if frozen is None else frozen[name]
         out[name] = neutral if isinstance(neutral, float) else out[neutral]
     return out
 
@@ -207,6 +209,7 @@ def params_of(base: EpisodicOptions) -> Params:
         "rrf_k": base.rrf_k,
         "drill_parents": float(base.drill_parents),
         "drill_keep": float(base.drill_keep),
+        "neighbour_weight": base.prior.neighbour_weight,
     }
 
 
@@ -222,7 +225,9 @@ class Scorer:
         memo = self._memo.setdefault(tuple(sorted(p.items())), {})
         opts = replace(
             self.base,
-            prior=PriorParams(*(p[k] for k in PRIOR_KNOBS), 0.0),
+            prior=PriorParams(
+                *(p[k] for k in PRIOR_KNOBS), 0.0, neighbour_weight=p["neighbour_weight"]
+            ),
             weights={
                 "lexical": p["lexical"],
                 "dense": 1.0,
@@ -251,15 +256,22 @@ class Scorer:
         return truth.aggregate(self.scores(p, idx))
 
 
-def fit(scorer: Scorer, start: Params, active: Sequence[str], idx: Sequence[int]) -> Params:
-    """Coordinate ascent over the ``active`` knobs' grids on questions ``idx``."""
-    p = resolve(start, active)
+def fit(
+    scorer: Scorer,
+    start: Params,
+    active: Sequence[str],
+    idx: Sequence[int],
+    frozen: Params | None = None,
+) -> Params:
+    """Coordinate ascent over the ``active`` knobs' grids on questions ``idx`` (the others
+    neutral, or as in ``frozen``)."""
+    p = resolve(start, active, frozen)
     best = objective(scorer.aggregate(p, idx))
     for _ in range(ROUNDS):
         changed = False
         for name in active:
             for value in KNOBS[name].grid:
-                trial = resolve({**p, name: value}, active)
+                trial = resolve({**p, name: value}, active, frozen)
                 score = objective(scorer.aggregate(trial, idx)) if value != p[name] else best
                 if score > best + 1e-9:
                     p, best, changed = trial, score, True
@@ -269,16 +281,21 @@ def fit(scorer: Scorer, start: Params, active: Sequence[str], idx: Sequence[int]
 
 
 def cross_validate(
-    scorer: Scorer, questions: Sequence[Question], start: Params, active: Sequence[str]
+    scorer: Scorer,
+    questions: Sequence[Question],
+    start: Params,
+    active: Sequence[str],
+    frozen: Params | None = None,
 ) -> dict:
     """Per scheme: each fold's fitted knobs and held-out figures, the pooled held-out
     figures (every question once) and the spread over folds; ``objective`` is the mean of
-    the schemes' pooled held-out objectives."""
+    the schemes' pooled held-out objectives. Knobs not ``active`` are neutral, or as in
+    ``frozen``."""
     out: dict = {}
     for scheme in SCHEMES:
         per_fold, pooled = {}, []
         for name, train, held in splits(questions, scheme):
-            p = fit(scorer, start, active, train)
+            p = fit(scorer, start, active, train, frozen)
             scores = scorer.scores(p, held)
             pooled += scores
             per_fold[name] = {"params": p, **_rounded(truth.aggregate(scores))}
@@ -339,7 +356,41 @@ def ablation(
     return out
 
 
-def tune(deps, user_id: str, questions: Sequence[Question], ablate: Sequence[str] = ()) -> dict:
+def fit_only(
+    scorer: Scorer, questions: Sequence[Question], shipped: Params, knobs: Sequence[str]
+) -> dict:
+    """Held-out figures with only ``knobs`` fitted per fold and every other knob as shipped,
+    against the shipped values unchanged (nothing fitted, so every question is held out);
+    ``helps``: fitting them raised the held-out objective. A cheap test of one new knob
+    beside the defaults, where the pruning pass refits every knob."""
+    fitted = cross_validate(scorer, questions, shipped, knobs, frozen=shipped)
+    every = list(range(len(questions)))
+    as_shipped = _rounded(scorer.aggregate(shipped, every))
+    base = round(objective(as_shipped), 4)
+    return {
+        "knobs": list(knobs),
+        "cv": fitted,
+        "shipped": as_shipped,
+        "objective_shipped": base,
+        "objective_fitted": fitted["objective"],
+        "helps": fitted["objective"] > base + 1e-9,
+        "grid": {
+            name: {
+                str(v): _rounded(scorer.aggregate({**shipped, name: v}, every))
+                for v in KNOBS[name].grid
+            }
+            for name in knobs
+        },
+    }
+
+
+def tune(
+    deps,
+    user_id: str,
+    questions: Sequence[Question],
+    ablate: Sequence[str] = (),
+    only: Sequence[str] = (),
+) -> dict:
     """Every lane once per question, no time prior (the prior is re-applied per setting);
     then the pruning (or the ablation) and the knobs left fitted on every question."""
     base = EpisodicOptions.from_settings(deps.settings)
@@ -361,6 +412,20 @@ def tune(deps, user_id: str, questions: Sequence[Question], ablate: Sequence[str
     scorer = Scorer(deps, base, runs, [truth.truth_intervals(q.targets) for q in questions])
     shipped = params_of(base)
     every = list(range(len(questions)))
+    if only:
+        found = fit_only(scorer, questions, shipped, only)
+        print(
+            f"fitting {', '.join(only)}: held-out objective {found['objective_fitted']}"
+            f" against {found['objective_shipped']} as shipped"
+        )
+        return {
+            "questions": len(questions),
+            "lanes_s": round(lanes_s, 1),
+            "shipped": shipped,
+            "fit_only": found,
+            "settings_scored": scorer.evaluated,
+            "tune_s": round(time.perf_counter() - started, 1),
+        }
     if ablate:
         found = ablation(scorer, questions, shipped, ablate)
         active = [k for k in KNOBS if k not in ablate or found[k]["helps"]]
@@ -413,7 +478,14 @@ class TuneOptions(EgoLifeData):
         f" figures); skips the pruning pass. Any of: {', '.join(KNOBS)}.",
     )
 
-    @field_validator("ablate")
+    fit: StrList = Field(
+        (),
+        description="Knobs to fit alone, every other at its shipped value, against the"
+        " shipped values (held-out figures); skips the pruning pass. Any of:"
+        f" {', '.join(KNOBS)}.",
+    )
+
+    @field_validator("ablate", "fit")
     @classmethod
     def _known(cls, knobs: tuple[str, ...]) -> tuple[str, ...]:
         if unknown := [k for k in knobs if k not in KNOBS]:
@@ -439,10 +511,11 @@ def main(opts: TuneOptions) -> dict:
             f"{len(windows)} windows, {len(questions)} of {selected} questions asked of a"
             " fully stored memory"
         )
-        report = tune(retrieval_deps(deps), opts.user_id, questions, opts.ablate)
+        report = tune(retrieval_deps(deps), opts.user_id, questions, opts.ablate, opts.fit)
         report["questions_selected"] = selected
-    print(json.dumps({k: report[k] for k in ("kept", "removed", "lanes_s")}, indent=1))
-    print(json.dumps(report["chosen"]["params"], indent=1))
+    if "chosen" in report:
+        print(json.dumps({k: report[k] for k in ("kept", "removed", "lanes_s")}, indent=1))
+        print(json.dumps(report["chosen"]["params"], indent=1))
     harness.write_report(run.stamp(report), opts.out, show=False)
     return report
 

@@ -129,6 +129,47 @@ def test_the_ablation_reports_whether_a_prior_helps_held_out_folds():
     assert useless["importance_weight"]["helps"] is False  # frozen at 0, nothing lost
 
 
+class _Both:
+    """Questions found only when the shipped entity weight is kept and a second knob is at
+    a given value: fitting that knob alone must keep entity as shipped, not neutral."""
+
+    def __init__(self, knob: str, wanted: float) -> None:
+        self.knob, self.wanted = knob, wanted
+
+    def scores(self, p, idx):
+        from bench.egolife.truth import QuestionScore
+
+        hit = p["entity"] == 0.25 and p[self.knob] == self.wanted
+        return [QuestionScore(hit1=hit, hit3=hit, tiou=0.5 if hit else 0.0) for _ in idx]
+
+    def aggregate(self, p, idx):
+        from bench.egolife import truth
+
+        return truth.aggregate(self.scores(p, idx))
+
+
+def _shipped() -> dict[str, float]:
+    out = {k: (v.neutral if isinstance(v.neutral, float) else 0.0) for k, v in tune.KNOBS.items()}
+    return out | {"entity": 0.25, "recency_weight": 4.0, "prior_weight": 2.0}
+
+
+def test_fitting_one_knob_keeps_the_others_as_shipped_and_says_whether_it_helps():
+    qs = questions()
+    found = tune.fit_only(_Both("neighbour_weight", 0.5), qs, _shipped(), ["neighbour_weight"])
+    assert found["helps"] is True
+    assert found["objective_shipped"] == 0.0 and found["objective_fitted"] == pytest.approx(1.5)
+    for scheme in tune.SCHEMES:
+        for fold in found["cv"][scheme]["folds"].values():
+            assert fold["params"]["neighbour_weight"] == 0.5
+            assert fold["params"]["entity"] == 0.25  # as shipped, though entity's neutral is 0
+    assert found["grid"]["neighbour_weight"]["0.5"]["hit@3"] == 1.0
+    assert found["grid"]["neighbour_weight"]["0.0"]["hit@3"] == 0.0
+    # a knob whose best value is the shipped one changes nothing, and does not "help"
+    same = tune.fit_only(_Both("neighbour_weight", 0.0), qs, _shipped(), ["neighbour_weight"])
+    assert same["helps"] is False
+    assert same["objective_fitted"] == same["objective_shipped"] == pytest.approx(1.5)
+
+
 PAIRS = [(look, base) for look in tune.LOOK_GRID for base in tune.BASE_GRID]
 
 
