@@ -175,7 +175,6 @@ KNOBS: dict[str, Knob] = {
     "rrf_k": Knob((10.0, 30.0, 60.0), 60.0),
     "drill_parents": Knob((0.0, 3.0, 5.0), 0.0),
     "drill_keep": Knob((1.0, 2.0, 3.0), 2.0),
-    "neighbour_weight": Knob((0.0, 0.25, 0.5, 1.0), 0.0),
 }
 # PriorParams' fields, in order, but the recall weight (EgoLife has no recall history)
 PRIOR_KNOBS = words(
@@ -209,7 +208,6 @@ def params_of(base: EpisodicOptions) -> Params:
         "rrf_k": base.rrf_k,
         "drill_parents": float(base.drill_parents),
         "drill_keep": float(base.drill_keep),
-        "neighbour_weight": base.prior.neighbour_weight,
     }
 
 
@@ -225,9 +223,7 @@ class Scorer:
         memo = self._memo.setdefault(tuple(sorted(p.items())), {})
         opts = replace(
             self.base,
-            prior=PriorParams(
-                *(p[k] for k in PRIOR_KNOBS), 0.0, neighbour_weight=p["neighbour_weight"]
-            ),
+            prior=PriorParams(*(p[k] for k in PRIOR_KNOBS), 0.0),
             weights={
                 "lexical": p["lexical"],
                 "dense": 1.0,

@@ -155,17 +155,17 @@ def _shipped() -> dict[str, float]:
 
 def test_fitting_one_knob_keeps_the_others_as_shipped_and_says_whether_it_helps():
     qs = questions()
-    found = tune.fit_only(_Both("neighbour_weight", 0.5), qs, _shipped(), ["neighbour_weight"])
+    found = tune.fit_only(_Both("importance_weight", 0.5), qs, _shipped(), ["importance_weight"])
     assert found["helps"] is True
     assert found["objective_shipped"] == 0.0 and found["objective_fitted"] == pytest.approx(1.5)
     for scheme in tune.SCHEMES:
         for fold in found["cv"][scheme]["folds"].values():
-            assert fold["params"]["neighbour_weight"] == 0.5
+            assert fold["params"]["importance_weight"] == 0.5
             assert fold["params"]["entity"] == 0.25  # as shipped, though entity's neutral is 0
-    assert found["grid"]["neighbour_weight"]["0.5"]["hit@3"] == 1.0
-    assert found["grid"]["neighbour_weight"]["0.0"]["hit@3"] == 0.0
+    assert found["grid"]["importance_weight"]["0.5"]["hit@3"] == 1.0
+    assert found["grid"]["importance_weight"]["0.0"]["hit@3"] == 0.0
     # a knob whose best value is the shipped one changes nothing, and does not "help"
-    same = tune.fit_only(_Both("neighbour_weight", 0.0), qs, _shipped(), ["neighbour_weight"])
+    same = tune.fit_only(_Both("importance_weight", 0.0), qs, _shipped(), ["importance_weight"])
     assert same["helps"] is False
     assert same["objective_fitted"] == same["objective_shipped"] == pytest.approx(1.5)
 

@@ -115,30 +115,3 @@ def test_importance_and_recall_priors_lift_a_close_match_in_the_expected_directi
     assert [c.segment_id for c in out] == [2, 1, 3]
     # unknown importance is neutral: the order stands when nothing is known
     assert [c.segment_id for c in apply_prior(lane, TimeConstraint(), NOW, imp, {})] == [1, 2, 3]
-
-
-def test_neighbours_lift_a_window_whose_neighbours_also_match() -> None:
-    # 1 is the best single match, alone; 2 is a little weaker but 3, the window right after
-    # it, matches too; 4 touches nothing of its scale (the 3 min segment ending where 2 does)
-    lane = [
-        cand(1, 5.0, 1.0),
-        cand(2, 2.0, 0.9),
-        cand(3, 2.0 - 30 / 3600, 0.4),
-        cand(4, 2.0, 0.95, scale=180),
-    ]
-    off = PriorParams(0.0, 12.0, 0.0, 3.0, 0.0, 0.0)
-    assert [c.segment_id for c in apply_prior(lane, TimeConstraint(), NOW, off)] == [1, 4, 2, 3]
-    on = PriorParams(0.0, 12.0, 0.0, 3.0, 0.0, 0.0, neighbour_weight=0.5)
-    lifted = apply_prior(lane, TimeConstraint(), NOW, on)
-    # 2 gains half of 3's 0.4, 3 half of 2's 0.9; 1 and the 3 min segment gain nothing
-    assert [c.segment_id for c in lifted] == [2, 1, 4, 3]
-    assert [round(c.score, 3) for c in lifted] == [1.1, 1.0, 0.95, 0.85]
-    assert lifted[0].lane_score == 0.9  # the lane's own score is kept
-
-
-def test_neighbours_are_read_from_scores_before_any_lift() -> None:
-    # a run of three: the middle one gains from its best neighbour, not from a lifted one
-    run = [cand(1, 1.0, 0.2), cand(2, 1.0 - 30 / 3600, 0.4), cand(3, 1.0 - 60 / 3600, 1.0)]
-    on = PriorParams(0.0, 12.0, 0.0, 3.0, 0.0, 0.0, neighbour_weight=1.0)
-    lifted = {c.segment_id: round(c.score, 3) for c in apply_prior(run, TimeConstraint(), NOW, on)}
-    assert lifted == {1: 0.6, 2: 1.4, 3: 1.4}

@@ -59,7 +59,6 @@ class PriorParams:
     halflife_h: float
     importance_weight: float
     recall_weight: float
-    neighbour_weight: float = 0.0  # see :func:`with_neighbours`
 
 
 # A segment's (importance or None, recall count), as worldmm.store.importance_recall reads them.
@@ -130,8 +129,6 @@ def apply_prior(
         # relative to the lane's best (a cosine below 0 counts as no match)
         norm = max(0.0, c.score) / hi if hi > 0 else 1.0
         out.append(norm * (1.0 + weight * p + segment_boost(own.get(c.segment_id), params)))
-    if params.neighbour_weight > 0:
-        out = with_neighbours(cands, out, params.neighbour_weight)
     order = sorted(range(len(cands)), key=lambda i: (-out[i], cands[i].segment_id))
     return [
         Candidate(
@@ -144,23 +141,6 @@ def apply_prior(
         )
         for i in order
     ]
-
-
-def with_neighbours(
-    cands: Sequence[Candidate], scores: Sequence[float], weight: float
-) -> list[float]:
-    """Each score plus ``weight`` times the best score of the segments of the same scale that
-    touch it (one ends where the other starts) among ``cands``: a moment spans several
-    windows, so a window whose neighbours also match is likelier the one asked about than
-    an isolated mention."""
-    by_start = {(c.scale, c.start): i for i, c in enumerate(cands)}
-    by_end = {(c.scale, c.end): i for i, c in enumerate(cands)}
-    out = []
-    for c, own in zip(cands, scores, strict=True):
-        near = [by_end.get((c.scale, c.start)), by_start.get((c.scale, c.end))]
-        best = max((scores[j] for j in near if j is not None), default=0.0)
-        out.append(own + weight * best)
-    return out
 
 
 def rrf(
