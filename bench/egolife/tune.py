@@ -18,7 +18,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import NamedTuple
 
 from pydantic import Field, field_validator
@@ -31,15 +31,8 @@ from bench.egolife.truth import QuestionScore
 from bench.harness import StrList, words
 from worldmm.llm.rule_based import scoring
 from worldmm.llm.rule_based.weighing import Weighing
-from worldmm.memory.retrieval.episodic import (
-    EpisodicOptions,
-    LaneRun,
-    lane_range,
-    run_lanes,
-    select,
-)
+from worldmm.memory.retrieval.episodic import EpisodicOptions, LaneRun, run_lanes, select
 from worldmm.memory.retrieval.fusion import PriorParams, apply_prior
-from worldmm.memory.retrieval.text_lanes import restrict
 
 SCHEMES: dict[str, Callable[[Question], str]] = {
     "day": lambda q: f"day{day_of(q.query_time)}",  # the day it is asked
@@ -182,7 +175,6 @@ KNOBS: dict[str, Knob] = {
     "rrf_k": Knob((10.0, 30.0, 60.0), 60.0),
     "drill_parents": Knob((0.0, 3.0, 5.0), 0.0),
     "drill_keep": Knob((1.0, 2.0, 3.0), 2.0),
-    "previous_gap_min": Knob((0.0, 2.0, 5.0, 10.0, 30.0), 0.0),
 }
 # PriorParams' fields, in order, but the recall weight (EgoLife has no recall history)
 PRIOR_KNOBS = words(
@@ -216,7 +208,6 @@ def params_of(base: EpisodicOptions) -> Params:
         "rrf_k": base.rrf_k,
         "drill_parents": float(base.drill_parents),
         "drill_keep": float(base.drill_keep),
-        "previous_gap_min": base.previous_gap.total_seconds() / 60,
     }
 
 
@@ -243,21 +234,16 @@ class Scorer:
             drill_parents=int(p["drill_parents"]),
             drill_keep=int(p["drill_keep"]),
             llm_rerank=False,
-            previous_gap=timedelta(minutes=p["previous_gap_min"]),
         )
         for i in idx:
             if i not in memo:
                 run = self.runs[i]
-                # the lanes ran without a gap: the range it leaves is applied to their rows
-                within = lane_range(run.constraint, run.as_of, opts.previous_gap)
                 lanes = {
-                    k: apply_prior(
-                        restrict(v, within), run.constraint, run.as_of, opts.prior, run.priors
-                    )
+                    k: apply_prior(v, run.constraint, run.as_of, opts.prior, run.priors)
                     for k, v in run.lanes.items()
                     if k in opts.lanes
                 }
-                picks = select(self.deps, replace(run, lanes=lanes, time_range=within), opts)
+                picks = select(self.deps, replace(run, lanes=lanes), opts)
                 memo[i] = truth.score(ranked([x.fused for x in picks]), self.truths[i])
                 self.evaluated += 1
         return [memo[i] for i in idx]
@@ -405,10 +391,7 @@ def tune(
     then the pruning (or the ablation) and the knobs left fitted on every question."""
     base = EpisodicOptions.from_settings(deps.settings)
     every_lane = replace(
-        base,
-        weights=dict.fromkeys(ALL_LANES, 1.0),
-        prior=PriorParams(0.0, 1.0, 0.0, 1.0, 0.0, 0.0),
-        previous_gap=timedelta(0),
+        base, weights=dict.fromkeys(ALL_LANES, 1.0), prior=PriorParams(0.0, 1.0, 0.0, 1.0, 0.0, 0.0)
     )
 
     async def lane_runs() -> list[LaneRun]:

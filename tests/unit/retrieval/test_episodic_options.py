@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import MISSING, fields
-from datetime import UTC, datetime, timedelta
 
-from worldmm.memory.retrieval.episodic import EpisodicOptions, lane_range
-from worldmm.memory.retrieval.fusion import (
-    DRILL_KEEP,
-    PREVIOUS_GAP,
-    PRIOR_HALFLIFE_H,
-    RRF_K,
-    PriorParams,
-)
-from worldmm.memory.retrieval.question_time import parse_time
-from worldmm.memory.retrieval.text_lanes import TimeRange
+from worldmm.memory.retrieval.episodic import EpisodicOptions
+from worldmm.memory.retrieval.fusion import DRILL_KEEP, PRIOR_HALFLIFE_H, RRF_K, PriorParams
 from worldmm.settings import Settings
 
 
@@ -38,7 +29,6 @@ def test_episodic_options_defaults_equal_the_settings_defaults():
     assert opts.drill_keep == DRILL_KEEP == 2
     assert opts.keep == d["rerank_keep"]
     assert opts.llm_rerank is d["episodic_llm_rerank"] is False
-    assert opts.previous_gap == PREVIOUS_GAP  # cross-validated: a constant, not a setting
     assert opts.prior == PriorParams(
         default_weight=d["episodic_recency_weight"],
         default_halflife_h=PRIOR_HALFLIFE_H,
@@ -54,21 +44,3 @@ def test_a_lane_runs_only_when_its_weight_is_above_zero():
         Settings.model_construct(episodic_lane_weights="dense:0.5,graph:1")
     )
     assert opts.lanes == ("dense", "graph")
-
-
-NOW = datetime(2025, 1, 3, 12, 0, tzinfo=UTC)
-
-
-def test_a_last_time_question_searches_before_the_present_occasion():
-    gap = timedelta(minutes=5)
-    last = parse_time("What did I buy the last time we were here?", NOW)
-    assert lane_range(last, NOW, gap) == TimeRange(None, NOW - gap)
-    assert lane_range(last, NOW, timedelta(0)) == TimeRange()  # no gap: as the words say
-    # "I just ..." is this occasion; a range without "last time" keeps its own end
-    assert lane_range(parse_time("What did I just buy?", NOW), NOW, gap) == TimeRange()
-    yesterday = parse_time("What did I buy yesterday?", NOW)
-    assert lane_range(yesterday, NOW, gap) == TimeRange(yesterday.start, yesterday.end)
-    # both: the earlier end wins, and a range ending long before is left as it is
-    both = parse_time("The last time I was here this morning, what did I buy?", NOW)
-    assert lane_range(both, NOW, gap) == TimeRange(both.start, min(both.end, NOW - gap))
-    assert lane_range(both, NOW, timedelta(hours=6)).end == NOW - timedelta(hours=6)

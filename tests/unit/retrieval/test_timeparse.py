@@ -80,25 +80,6 @@ def test_priors(question: str, prior: str | None) -> None:
     assert not got.has_range
 
 
-@pytest.mark.parametrize(
-    ("question", "previous"),
-    [
-        ("When was the last time I used the scissors?", True),
-        ("Now we are at the checkout; what happened the LAST\n time we checked out?", True),
-        ("Who was with me on the previous occasion?", True),
-        ("What did I eat the most recent time I was here?", True),
-        ("Who did I just move the whiteboard with?", False),  # recent, but this occasion
-        ("What did I most recently buy?", False),
-        ("What did I do recently?", False),
-        ("What did I eat the first time, not the last time?", False),  # early wins
-        ("Where is my phone?", False),
-    ],
-)
-def test_previous_occasion_is_read_only_from_last_time_words(question: str, previous: bool):
-    assert parse_time(question, AS_OF).previous is previous
-    assert parse_time(question, None).previous is previous  # no clock needed
-
-
 def test_range_and_prior_compose() -> None:
     got = parse_time("The last time I saw Bob yesterday evening, what was he holding?", AS_OF)
     assert got.prior == "recent"

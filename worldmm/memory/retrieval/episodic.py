@@ -27,7 +27,7 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
@@ -38,7 +38,6 @@ from worldmm.memory.retrieval import text_lanes
 from worldmm.memory.retrieval.fusion import (
     BASE_SCALE,
     DRILL_KEEP,
-    PREVIOUS_GAP,
     PRIOR_HALFLIFE_H,
     RRF_K,
     Candidate,
@@ -97,7 +96,6 @@ class EpisodicOptions:
     keep: int
     prior: PriorParams
     llm_rerank: bool
-    previous_gap: timedelta  # how long before a "last time" question its range ends
 
     @property
     def lanes(self) -> tuple[str, ...]:
@@ -122,7 +120,6 @@ class EpisodicOptions:
                 recall_weight=settings.episodic_recall_weight,
             ),
             llm_rerank=settings.episodic_llm_rerank,
-            previous_gap=PREVIOUS_GAP,
         )
         return replace(base, **overrides)
 
@@ -183,9 +180,9 @@ async def run_lanes(
             seeds.matches = await asyncio.to_thread(
                 resolve_entities, deps, user_id, entities, vectors[1:]
             )
-    time_range = lane_range(constraint, as_of, options.previous_gap)
+    time_range = TimeRange(constraint.start, constraint.end)
     found = await _lanes(deps, user_id, query, vectors[0], seeds, as_of, time_range, options)
-    if (time_range.start or time_range.end) and not any(found.values()):
+    if constraint.has_range and not any(found.values()):
         # Nothing in the range ("yesterday" before the glasses were worn): search it all.
         log.info("retrieval.time_range_empty phrases=%s", constraint.phrases)
         constraint = TimeConstraint(prior=constraint.prior, phrases=constraint.phrases)
@@ -196,15 +193,6 @@ async def run_lanes(
     prior = options.prior
     lanes = {name: apply_prior(c, constraint, as_of, prior, priors) for name, c in found.items()}
     return LaneRun(user_id, query, asked, constraint, time_range, vectors[0], lanes, priors=priors)
-
-
-def lane_range(constraint: TimeConstraint, as_of: datetime, gap: timedelta) -> TimeRange:
-    """The range the lanes search: the words' range, ending ``gap`` before the question
-    when it asks for a previous occasion (never after the words' own end)."""
-    end = constraint.end
-    if constraint.previous and gap > timedelta(0):
-        end = min(end, as_of - gap) if end is not None else as_of - gap
-    return TimeRange(constraint.start, end)
 
 
 @dataclass
@@ -282,11 +270,7 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
     for parent in parents:
         kids, text = run.children[parent.segment_id]
         own = set(kids)
-        lanes = {
-            lane: text_lanes.restrict(text[lane], run.time_range)
-            for lane in TEXT_LANES
-            if lane in options.lanes
-        }
+        lanes = {lane: text[lane] for lane in TEXT_LANES if lane in options.lanes}
         for lane in (GRAPH, ENTITY):
             if lane in options.lanes:
                 fine = [c for c in run.lanes.get(lane, []) if c.scale == BASE_SCALE]

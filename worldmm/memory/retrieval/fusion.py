@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from worldmm.memory.retrieval.question_time import TimeConstraint
 
@@ -29,10 +29,6 @@ BASE_SCALE = 30
 RRF_K = 60.0  # reciprocal rank fusion's k
 PRIOR_HALFLIFE_H = 12.0  # the recency prior's and the explicit-time priors' half-life
 DRILL_KEEP = 2  # 30 s windows kept per drilled-down coarse segment
-# "The last time ...": the minutes before the question are the present occasion, not the
-# one asked about, so the lanes' range ends this long before it (cross-validated, see
-# docs/benchmarks/egolife.md, "The present occasion").
-PREVIOUS_GAP = timedelta(minutes=0)
 
 
 @dataclass(frozen=True)

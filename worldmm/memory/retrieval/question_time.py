@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import TYPE_CHECKING, Literal, Protocol
 from zoneinfo import ZoneInfo
@@ -80,15 +80,12 @@ _NUM = r"(\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|tw
 @dataclass(frozen=True)
 class TimeConstraint:
     """Where in time the answer should lie. ``start``/``end``: a range ``[start, end)`` (either
-    may be open); ``prior``: favour recent or early moments; ``phrases``: what was read;
-    ``previous``: the words ask for an occasion before the present one ("the last time"),
-    which the moment the question is asked in is not."""
+    may be open); ``prior``: favour recent or early moments; ``phrases``: what was read."""
 
     start: datetime | None = None
     end: datetime | None = None
     prior: Prior | None = None
     phrases: tuple[str, ...] = ()
-    previous: bool = False
 
     @property
     def has_range(self) -> bool:
@@ -107,8 +104,6 @@ _RECENT = re.compile(
     r"|\bjust\s+(did|saw|said|put|had|got|made|took|used|moved|left|bought|helped)\b"
     r"|\brecently\b|\blately\b"
 )
-# "the last time" asks for an earlier occasion than the present one; "I just ..." does not
-_PREVIOUS = re.compile(r"\b(last|latest|previous|most\s+recent)\s+(time|occasion)\b")
 _EARLY = re.compile(
     r"\b(the\s+)?(very\s+)?first\s+(time|occasion)\b|\bfor\s+the\s+first\s+time\b"
     r"|\binitially\b|\boriginally\b|\bin\s+the\s+beginning\b|\bat\s+first\b"
@@ -212,12 +207,9 @@ def parse_time(
     ``now``'s own zone); ``first_day`` is the wearer's first day of memory ("day 1").
     Without ``now`` only the priors can be read."""
     try:
-        found = _parse(question, now, tz, first_day)
+        return _parse(question, now, tz, first_day)
     except (ValueError, OverflowError):  # an absurd number ("9999 days ago"): no constraint
         return NONE
-    if found.prior == "recent" and _PREVIOUS.search(" ".join(question.lower().split())):
-        return replace(found, previous=True)
-    return found
 
 
 def _parse(
