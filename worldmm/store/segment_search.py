@@ -448,29 +448,92 @@ def dense_search(
     ]
 
 
-def fine_descendants(
-    conn: psycopg.Connection, user_id: str, ids: Sequence[int], scale: int = 30
-) -> dict[int, list[int]]:
-    """For each segment in ``ids``, its complete descendants of ``scale`` (through the parent
-    links, any depth), oldest first."""
-    if not ids:
-        return {}
-    rows = conn.execute(
-        "WITH RECURSIVE tree(root, id, scale_seconds, window_start, status) AS ("
-        " SELECT s.id, s.id, s.scale_seconds, s.window_start, s.processing_status"
-        " FROM segments s WHERE s.user_id = %(u)s AND s.id = ANY(%(ids)s)"
+class ChildRow(NamedTuple):
+    """A 30 s descendant of a drill-down parent, with what every lane and prior needs of it:
+    its BM25 score for the question's lexemes (None when it holds none), its text's cosine
+    to the question (None without an embedding), its importance and recall count."""
+
+    parent_id: int
+    row: LaneRow  # score unused: the lanes' scores are the two below
+    lexical: float | None
+    cosine: float | None
+    importance: float | None
+    recall_count: int
+
+
+def drill_children(
+    conn: psycopg.Connection,
+    user_id: str,
+    parent_ids: Sequence[int],
+    terms: Sequence[tuple[str, float]],
+    mean_length: dict[int, float],
+    embedding: np.ndarray,
+    filters: Filters = Filters(),
+    scale: int = 30,
+) -> list[ChildRow]:
+    """Every complete ``scale`` descendant of ``parent_ids`` (through the parent links, any
+    depth) within ``filters``, scored by both text lanes, in one statement: what a
+    drill-down read in five (the tree, the priors, the lexical and the dense search among
+    the children, and the dense search's count). Oldest first per parent. The lexical score
+    is :func:`lexical_search`'s over the same weighted ``terms``, the cosine the dense
+    lane's, so the children rank as those searches ranked them."""
+    if not parent_ids:
+        return []
+    terms = [(t, w) for t, w in terms if w > 0]
+    query = _LexicalQuery(conn, user_id, terms, mean_length, len(parent_ids), filters)
+    q = as_vector(embedding)
+    raw = (
+        sql.SQL(" + ").join(
+            sql.SQL("CASE WHEN s.search_tsv @@ {}::tsquery THEN {}::float8 ELSE 0.0 END").format(
+                sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
+            )
+            for i in range(len(terms))
+        )
+        if terms
+        else sql.SQL("0.0::float8")
+    )
+    matched = sql.SQL("s.search_tsv @@ %(any)s::tsquery") if terms else sql.SQL("false")
+    statement = sql.SQL(
+        "WITH RECURSIVE tree(root, id, scale_seconds, status) AS ("
+        " SELECT p.id, p.id, p.scale_seconds, p.processing_status"
+        " FROM segments p WHERE p.user_id = %(u)s AND p.id = ANY(%(parents)s)"
         " UNION ALL"
-        " SELECT t.root, c.id, c.scale_seconds, c.window_start, c.processing_status"
+        " SELECT t.root, c.id, c.scale_seconds, c.processing_status"
         " FROM tree t JOIN segments c ON c.user_id = %(u)s AND c.parent_segment_id = t.id"
         " WHERE t.scale_seconds > %(scale)s)"
-        " SELECT root, id FROM tree WHERE scale_seconds = %(scale)s AND status = 'complete'"
-        " AND root <> id ORDER BY root, window_start",
-        {"u": user_id, "ids": list(ids), "scale": scale},
-    ).fetchall()
-    out: dict[int, list[int]] = {int(i): [] for i in ids}
-    for root, child in rows:
-        out[int(root)].append(int(child))
-    return out
+        " SELECT t.root, s.id, s.scale_seconds, s.window_start, s.window_end,"
+        " CASE WHEN {matched} THEN ({raw}) * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s"
+        " * length(s.search_tsv)::float8 / coalesce((%(scale_mean)s::float8[])"
+        "[array_position(%(scale_keys)s::int[], s.scale_seconds)], %(overall)s))) END,"
+        " 1 - (e.embedding <=> %(q)s{cast}), s.importance, s.recall_count"
+        " FROM tree t JOIN segments s ON s.user_id = %(u)s AND s.id = t.id"
+        " LEFT JOIN segment_embeddings e ON e.user_id = %(u)s AND e.segment_id = s.id"
+        " WHERE t.scale_seconds = %(scale)s AND t.status = 'complete' AND t.root <> t.id"
+        "{filters} ORDER BY t.root, s.window_start, s.id"
+    ).format(
+        matched=matched,
+        raw=raw,
+        cast=sql.SQL(vec_cast(q)),
+        filters=sql.SQL(filters.where("s")),
+    )
+    params = {
+        **query.params,
+        "parents": list(parent_ids),
+        "scale": scale,
+        "q": q,
+        "any": " | ".join(query.literals),
+    }
+    return [
+        ChildRow(
+            int(r[0]),
+            LaneRow(int(r[1]), int(r[2]), r[3], r[4], 0.0),
+            None if r[5] is None else float(r[5]),
+            None if r[6] is None else float(r[6]),
+            None if r[7] is None else float(r[7]),
+            int(r[8]),
+        )
+        for r in conn.execute(statement, params).fetchall()
+    ]
 
 
 def segment_windows(

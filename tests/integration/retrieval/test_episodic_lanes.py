@@ -277,3 +277,44 @@ def test_entity_lane_matches_a_nickname_through_its_alias(deps, household, user_
     got = lane(deps, user_id, "When did Kat lift the board?", "entity", DAY + timedelta(hours=1))
     # "Kat" is Katrina: the windows that hold her, Shure's alone left out
     assert set(got) == {household.ids[k] for k in ("alone0", "alone1", "together")}
+
+
+@pytest.mark.parametrize("question", ["laundry dishes trash chores", "the bed and the sink"])
+def test_drill_children_scores_as_each_lane_searched_them(db, deps, memory, user_id, question):
+    # One statement reads the tree, both text lanes' scores and the priors: the same
+    # children, lexical scores and cosines as the tree read and the two searches among them
+    from worldmm.memory.retrieval.text_lanes import weighted_terms
+    from worldmm.store.importance_recall import segment_priors
+
+    parent = memory.ids["chores"]
+    kids = [memory.ids[k] for k in ("laundry", "dishes", "trash")]
+    stats, lexemes = deps.reader.query_terms(user_id, question)
+    terms = weighted_terms(lexemes, stats)
+    vec = deps.embedder.embed([question])[0]
+    filters = segment_search.Filters(as_of=BEFORE_LATER)
+    rows = deps.reader.drill_children(user_id, [parent], terms, stats, vec, filters)
+    assert [r.row.segment_id for r in rows] == kids  # oldest first, only 30 s ones
+    assert {r.parent_id for r in rows} == {parent}
+    ids = segment_search.Filters(as_of=BEFORE_LATER, ids=kids)
+    with db.connection() as conn:
+        lexical = segment_search.lexical_search(
+            conn, user_id, terms, stats.mean_length, len(kids), ids
+        )
+        dense = segment_search.dense_search(conn, user_id, vec, len(kids), ids)
+        priors = segment_priors(conn, user_id, kids)
+    assert lexical  # the question's words are in some child
+    got_lexical = {r.row.segment_id: r.lexical for r in rows if r.lexical is not None}
+    assert got_lexical == pytest.approx({r.segment_id: r.score for r in lexical})
+    got_dense = {r.row.segment_id: r.cosine for r in rows}
+    assert got_dense == pytest.approx({r.segment_id: r.score for r in dense}, abs=1e-6)
+    assert {r.row.segment_id: (r.importance, r.recall_count) for r in rows} == {
+        i: (p.importance, p.recall_count) for i, p in priors.items()
+    }
+    # a range leaves out the children outside it; another wearer reads none
+    later = segment_search.Filters(as_of=BEFORE_LATER, start=DAY + timedelta(seconds=45))
+    narrowed = deps.reader.drill_children(user_id, [parent], terms, stats, vec, later)
+    assert [r.row.segment_id for r in narrowed] == kids[1:]
+    assert deps.reader.drill_children("someone-else", [parent], terms, stats, vec, filters) == []
+    # no known word: every child still comes, with no lexical score
+    none = deps.reader.drill_children(user_id, [parent], [], stats, vec, filters)
+    assert [r.row.segment_id for r in none] == kids and {r.lexical for r in none} == {None}

@@ -71,6 +71,7 @@ from worldmm.memory.retrieval.text_lanes import (
 from worldmm.metrics import RETRIEVAL_STAGE
 from worldmm.providers.errors import ModelCallError
 from worldmm.settings import Settings
+from worldmm.store.segment_search import Filters
 
 if TYPE_CHECKING:
     from worldmm.deps import Deps
@@ -292,25 +293,36 @@ TEXT_LANES = (LEXICAL, DENSE)
 
 
 def read_children(deps: Deps, run: LaneRun, parents: list[int], lanes: tuple[str, ...]) -> None:
-    """Fill ``run.children`` for ``parents``: their 30 s descendants, and the text lanes'
-    candidates among them (raw scores, before the prior), each read once per run."""
+    """Fill ``run.children`` for ``parents`` not read before in this run: their 30 s
+    descendants and both text lanes' candidates among them (raw scores, before the prior),
+    and the descendants' priors, from one statement whatever lanes the variant runs."""
     new = [p for p in parents if p not in run.children]
-    if new:
-        tree = deps.reader.fine_descendants(run.user_id, new)
-        for p in new:
-            run.children[p] = (tree.get(p, []), {})
-        kids = {k for p in new for k in run.children[p][0]} - run.priors.keys()
-        run.priors.update(deps.reader.segment_priors(run.user_id, kids))
-    for lane in [x for x in TEXT_LANES if x in lanes]:
-        todo = [p for p in parents if lane not in run.children[p][1]]
-        ids = sorted({kid for p in todo for kid in run.children[p][0]})
-        found: list[Candidate] = []
-        if ids:
-            args = (run.user_id, run.query, run.vector, len(ids), run.as_of, run.time_range)
-            found = text_lanes.text_lane(deps, lane, *args, ids=ids)
-        for p in todo:
-            own = set(run.children[p][0])
-            run.children[p][1][lane] = [c for c in found if c.segment_id in own]
+    if not new:
+        return
+    stats, lexemes = deps.reader.query_terms(run.user_id, run.query)
+    rows = deps.reader.drill_children(
+        run.user_id,
+        new,
+        text_lanes.weighted_terms(lexemes, stats),
+        stats,
+        run.vector,
+        Filters(run.as_of, run.time_range.start, run.time_range.end),
+    )
+    for p in new:
+        run.children[p] = ([], {LEXICAL: [], DENSE: []})
+    for child in rows:
+        kids, text = run.children[child.parent_id]
+        kids.append(child.row.segment_id)
+        r = child.row
+        if child.lexical is not None:
+            text[LEXICAL].append(Candidate(r.segment_id, r.scale, r.start, r.end, child.lexical))
+        if child.cosine is not None:
+            text[DENSE].append(Candidate(r.segment_id, r.scale, r.start, r.end, child.cosine))
+        run.priors.setdefault(r.segment_id, (child.importance, child.recall_count))
+    for _, text in (run.children[p] for p in new):
+        # best first, ties by id, as the lanes' own searches return them
+        for lane in (LEXICAL, DENSE):
+            text[lane].sort(key=lambda c: (-c.score, c.segment_id))
 
 
 def _fits(parent: Fused, child: Fused) -> bool:

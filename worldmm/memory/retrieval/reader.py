@@ -32,7 +32,7 @@ from worldmm.store.db import Database
 from worldmm.store.entity_links import Known
 from worldmm.store.importance_recall import segment_priors
 from worldmm.store.models import TripleRow
-from worldmm.store.segment_search import Filters, LaneRow
+from worldmm.store.segment_search import ChildRow, Filters, LaneRow
 from worldmm.store.term_stats import TermStats
 
 log = logging.getLogger(__name__)
@@ -181,10 +181,22 @@ class MemoryReader:
         with self._db.reading() as conn:
             return dict(segment_priors(conn, user_id, sorted(ids)))
 
-    def fine_descendants(self, user_id: str, ids: Sequence[int]) -> dict[int, list[int]]:
-        """Each segment's complete 30 s descendants, oldest first."""
+    def drill_children(
+        self,
+        user_id: str,
+        parent_ids: Sequence[int],
+        terms: Sequence[tuple[str, float]],
+        stats: TermStats,
+        embedding: np.ndarray,
+        filters: Filters,
+    ) -> list[ChildRow]:
+        """The 30 s descendants of ``parent_ids`` within ``filters``, each with its lexical
+        score for the weighted ``terms``, its cosine to ``embedding`` and its priors (one
+        statement: :func:`worldmm.store.segment_search.drill_children`)."""
         with self._db.reading() as conn:
-            return segment_search.fine_descendants(conn, user_id, ids)
+            return segment_search.drill_children(
+                conn, user_id, parent_ids, terms, stats.mean_length, embedding, filters
+            )
 
     def first_segment_start(self, user_id: str) -> datetime | None:
         """When the user's first segment starts (None without any)."""
