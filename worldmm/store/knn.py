@@ -164,12 +164,14 @@ def nearest(
     k: int,
     *,
     exact_rows: int | None = None,
+    at_least: int = 0,
 ) -> list[dict]:
     """The user's ``k`` rows nearest ``embedding`` (cosine distance as ``distance``), best
     first: exact when at most ``exact_rows`` rows (default :func:`exact_row_limit` of the
-    vector's dimension) pass the filters, else through the index."""
+    vector's dimension) pass the filters, else through the index. ``at_least``: rows the
+    caller knows pass; above the limit, the index is used without counting them."""
     if k <= 0:
         return []
     limit = exact_row_limit(len(embedding)) if exact_rows is None else exact_rows
-    exact = limit > 0 and count_upto(conn, query, user_id, limit + 1) <= limit
+    exact = limit > 0 and at_least <= limit and count_upto(conn, query, user_id, limit + 1) <= limit
     return run(conn, statement(query, user_id, embedding, k, exact=exact))

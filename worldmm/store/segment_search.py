@@ -429,12 +429,20 @@ def dense_search(
     filters: Filters = Filters(),
     *,
     exact_rows: int | None = None,
+    at_least: int = 0,
 ) -> list[LaneRow]:
     """The user's ``k`` segments whose text embedding is nearest ``embedding`` (cosine
     similarity as the score, best first); exact below ``exact_rows`` rows to search
-    (:mod:`worldmm.store.knn`)."""
+    (:mod:`worldmm.store.knn`); ``at_least``: rows the caller knows pass ``filters`` (above
+    the exact limit nothing is counted)."""
     rows = knn.nearest(
-        conn, dense_query(filters), user_id, as_vector(embedding), k, exact_rows=exact_rows
+        conn,
+        dense_query(filters),
+        user_id,
+        as_vector(embedding),
+        k,
+        exact_rows=exact_rows,
+        at_least=at_least,
     )
     return [
         LaneRow(

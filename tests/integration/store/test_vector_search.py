@@ -105,3 +105,34 @@ def test_plan_check_fails_on_a_memory_whose_index_is_dropped(conn, stack, user_i
     assert any(p.startswith("no HNSW index scanned") for p in found), found
     # the index is back (the drop was rolled back): the check passes again
     assert _vector_problems(conn, plans.explain(conn, search)) == []
+
+
+def test_a_search_known_too_large_for_a_scan_goes_to_the_index_without_counting(
+    conn, stack, user_id
+) -> None:
+    _fill(conn, user_id, 12, seed=11)
+    conn.commit()
+    db = Database(
+        stack.database_url, min_size=1, max_size=1, cursor_factory=plans.RecordingCursor
+    )
+    query = unit_vector(DIM, 2)
+    try:
+        with db.connection() as c, plans.recording() as counted:
+            scanned = segment_search.dense_search(c, user_id, query, 5, exact_rows=20)
+        with db.connection() as c, plans.recording() as told:
+            walked = segment_search.dense_search(c, user_id, query, 5, exact_rows=5, at_least=6)
+        with db.connection() as c, plans.recording() as small:
+            segment_search.dense_search(c, user_id, query, 5, exact_rows=20, at_least=6)
+    finally:
+        db.close()
+    # no bound: the rows are counted (12, under 20) and scanned exactly
+    assert any("count(*)" in s.sql for s in counted.statements)
+    assert not any(plans.is_index_search(s) for s in counted.statements)
+    # told at least 6 pass a limit of 5: no count, the index walk, the same neighbours
+    assert not any("count(*)" in s.sql for s in told.statements)
+    assert [plans.is_index_search(s) for s in told.statements] == [True]
+    assert [(r.segment_id, round(r.score, 5)) for r in walked] == [
+        (r.segment_id, round(r.score, 5)) for r in scanned
+    ]
+    # a bound under the limit proves nothing: the rows are counted as before
+    assert any("count(*)" in s.sql for s in small.statements)

@@ -89,9 +89,23 @@ class MemoryReader:
     def dense_segments(
         self, user_id: str, embedding: np.ndarray, k: int, filters: Filters
     ) -> list[LaneRow]:
-        """The ``k`` segments within ``filters`` whose text is nearest ``embedding``."""
+        """The ``k`` segments within ``filters`` whose text is nearest ``embedding``. Over
+        the whole memory up to ``as_of``, the term statistics kept in process say how many
+        30 s windows pass at least (each has its embedding once the backfill has run), so a
+        memory too large for an exact scan goes to the index without a count."""
         with self._db.reading() as conn:
-            return segment_search.dense_search(conn, user_id, embedding, k, filters)
+            at_least = 0
+            if (
+                filters.start is None
+                and filters.end is None
+                and filters.ids is None
+                and filters.scales is None
+            ):
+                stats = self._term_stats.get(conn, self._db, user_id)
+                at_least = stats.windows_at(filters.as_of)
+            return segment_search.dense_search(
+                conn, user_id, embedding, k, filters, at_least=at_least
+            )
 
     def query_terms(self, user_id: str, query: str) -> tuple[TermStats, list[str]]:
         """The user's term statistics (kept per process) and the lexemes of ``query``."""
