@@ -397,7 +397,13 @@ def tune(
     async def lane_runs() -> list[LaneRun]:
         return [
             await run_lanes(
-                deps, user_id, q.query_text, q.query_time, every_lane, time_text=q.question
+                deps,
+                user_id,
+                q.query_text,
+                q.query_time,
+                every_lane,
+                time_text=q.question,
+                importance=True,  # the importance knob is re-applied per setting
             )
             for q in questions
         ]

@@ -58,6 +58,20 @@ def segment_priors(
     }
 
 
+def recalled_segments(
+    conn: psycopg.Connection, user_id: str, segment_ids: Sequence[int]
+) -> dict[int, SegmentPrior]:
+    """The recalled segments among ``segment_ids`` (recall count above 0), importance not
+    read: all the priors need while importance weighs nothing. Probes into the small index
+    of recalled segments (schema 0024), not a row per candidate."""
+    rows = conn.execute(
+        "SELECT id, recall_count FROM segments"
+        " WHERE user_id = %s AND recall_count > 0 AND id = ANY(%s)",
+        (user_id, list(segment_ids)),
+    ).fetchall()
+    return {int(i): SegmentPrior(None, int(n)) for i, n in rows}
+
+
 def nearest_note(
     conn: psycopg.Connection,
     user_id: str,

@@ -28,6 +28,7 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
@@ -157,12 +158,15 @@ async def run_lanes(
     *,
     time_text: str | None = None,
     tz: ZoneInfo | None = None,
+    importance: bool | None = None,
 ) -> LaneRun:
     """Parse the question's time, embed it, and run the enabled lanes concurrently.
     ``time_text`` is what the time is read from when the query carries more than the
     question (answer choices naming times must not constrain the search). Without
     ``as_of`` the question is read at the injected clock's now, and sees memory as it was
-    then, exactly as with ``as_of``."""
+    then, exactly as with ``as_of``. ``importance``: whether the candidates' importance is
+    read (default: when it weighs anything; the tuner, which re-applies other weights to
+    the run, reads it always)."""
     time_text = query if time_text is None else time_text
     with RETRIEVAL_STAGE.labels("prepare").time():
         asked = await question_time(deps, user_id, as_of, tz)
@@ -190,7 +194,11 @@ async def run_lanes(
         time_range = TimeRange()
         found = await _lanes(deps, user_id, query, vectors[0], seeds, as_of, time_range, options)
     ids = {c.segment_id for cands in found.values() for c in cands}
-    priors = await asyncio.to_thread(deps.reader.segment_priors, user_id, ids)
+    if importance is None:
+        importance = options.prior.importance_weight > 0
+    priors = await asyncio.to_thread(
+        partial(deps.reader.segment_priors, importance=importance), user_id, ids
+    )
     prior = options.prior
     lanes = {name: apply_prior(c, constraint, as_of, prior, priors) for name, c in found.items()}
     return LaneRun(user_id, query, asked, constraint, time_range, vectors[0], lanes, priors=priors)

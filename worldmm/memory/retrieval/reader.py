@@ -30,7 +30,7 @@ from worldmm.store import users as user_repo
 from worldmm.store import visual as visual_repo
 from worldmm.store.db import Database
 from worldmm.store.entity_links import Known
-from worldmm.store.importance_recall import segment_priors
+from worldmm.store.importance_recall import recalled_segments, segment_priors
 from worldmm.store.models import TripleRow
 from worldmm.store.segment_search import ChildRow, Filters, LaneRow
 from worldmm.store.term_stats import TermStats
@@ -187,12 +187,16 @@ class MemoryReader:
             return segment_search.segment_windows(conn, user_id, ids)
 
     def segment_priors(
-        self, user_id: str, ids: Sequence[int]
+        self, user_id: str, ids: Sequence[int], *, importance: bool = True
     ) -> dict[int, tuple[float | None, int]]:
-        """Importance and recall count of the segments among ``ids`` (one read by id)."""
+        """Importance and recall count of the segments among ``ids`` (one read by id);
+        without ``importance``, only the recalled ones (importance None), through their own
+        small index."""
         if not ids:
             return {}
         with self._db.reading() as conn:
+            if not importance:
+                return dict(recalled_segments(conn, user_id, sorted(ids)))
             return dict(segment_priors(conn, user_id, sorted(ids)))
 
     def drill_children(
