@@ -14,6 +14,7 @@ started with ``asyncio.to_thread`` inherit it); outside one it only runs them.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -49,22 +50,27 @@ class StatementLog:
 
     def __init__(self) -> None:
         self.statements: list[Recorded] = []
-        self._pending: dict[str, str] = {}
+        # per connection: a search's lanes run at once in threads, each on its own
+        # connection, and one lane's SET LOCAL belongs to its own next statement only
+        self._pending: dict[int, dict[str, str]] = {}
+        self._lock = threading.Lock()
 
     def note(self, conn: psycopg.Connection, query: Any, params: Any) -> None:
         text = query.as_string(conn) if isinstance(query, sql.Composable) else str(query)
         if isinstance(query, bytes):
             text = query.decode()
         sets = [_SET_LOCAL.match(part) for part in text.split(";") if part.strip()]
-        if sets and all(sets):  # one or several SET LOCALs in one statement
-            for m in sets:
-                assert m is not None
-                self._pending[m.group(1).replace('"', "")] = m.group(2)
-        elif _SET_CONFIG.match(text) and isinstance(params, list | tuple) and len(params) >= 2:
-            self._pending[str(params[0])] = str(params[1])
-        elif _READ.match(text):
-            self.statements.append(Recorded(text, params, self._pending))
-            self._pending = {}
+        with self._lock:
+            pending = self._pending.setdefault(id(conn), {})
+            if sets and all(sets):  # one or several SET LOCALs in one statement
+                for m in sets:
+                    assert m is not None
+                    pending[m.group(1).replace('"', "")] = m.group(2)
+            elif _SET_CONFIG.match(text) and isinstance(params, list | tuple) and len(params) >= 2:
+                pending[str(params[0])] = str(params[1])
+            elif _READ.match(text):
+                self.statements.append(Recorded(text, params, pending))
+                self._pending[id(conn)] = {}
 
 
 _LOG: ContextVar[StatementLog | None] = ContextVar("worldmm_statement_log", default=None)
