@@ -273,7 +273,7 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
     parents = top_coarse(fused, options.drill_parents)
     if not parents:
         return drill_down(fused, {}, options.keep, options.drill_keep)
-    read_children(deps, run, [p.segment_id for p in parents], options.lanes)
+    read_children(deps, run, [p.segment_id for p in parents])
     children: dict[int, list[Fused]] = {}
     fits: dict[int, bool] = {}
     for parent in parents:
@@ -300,10 +300,10 @@ def expand(deps: Deps, run: LaneRun, fused: list[Fused], options: EpisodicOption
 TEXT_LANES = (LEXICAL, DENSE)
 
 
-def read_children(deps: Deps, run: LaneRun, parents: list[int], lanes: tuple[str, ...]) -> None:
+def read_children(deps: Deps, run: LaneRun, parents: list[int]) -> None:
     """Fill ``run.children`` for ``parents`` not read before in this run: their 30 s
     descendants and both text lanes' candidates among them (raw scores, before the prior),
-    and the descendants' priors, from one statement whatever lanes the variant runs."""
+    and the descendants' priors, from one statement (whatever lanes a variant runs)."""
     new = [p for p in parents if p not in run.children]
     if not new:
         return
