@@ -112,9 +112,7 @@ def test_a_search_known_too_large_for_a_scan_goes_to_the_index_without_counting(
 ) -> None:
     _fill(conn, user_id, 12, seed=11)
     conn.commit()
-    db = Database(
-        stack.database_url, min_size=1, max_size=1, cursor_factory=plans.RecordingCursor
-    )
+    db = Database(stack.database_url, min_size=1, max_size=1, cursor_factory=plans.RecordingCursor)
     query = unit_vector(DIM, 2)
     try:
         with db.connection() as c, plans.recording() as counted:
