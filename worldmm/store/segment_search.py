@@ -375,7 +375,7 @@ class _LexicalQuery:
         for i, (literal, (_, weight)) in enumerate(zip(self.literals, terms, strict=True)):
             self.params[f"t{i}"] = literal
             self.params[f"w{i}"] = float(weight)
-        raw = sql.SQL(" + ").join(
+        self.raw = raw = sql.SQL(" + ").join(
             sql.SQL("CASE WHEN s.search_tsv @@ {}::tsquery THEN {}::float8 ELSE 0.0 END").format(
                 sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
             )
@@ -490,16 +490,8 @@ def drill_children(
     terms = [(t, w) for t, w in terms if w > 0]
     query = _LexicalQuery(conn, user_id, terms, mean_length, len(parent_ids), filters)
     q = as_vector(embedding)
-    raw = (
-        sql.SQL(" + ").join(
-            sql.SQL("CASE WHEN s.search_tsv @@ {}::tsquery THEN {}::float8 ELSE 0.0 END").format(
-                sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
-            )
-            for i in range(len(terms))
-        )
-        if terms
-        else sql.SQL("0.0::float8")
-    )
+    # the lexical lane's own BM25 sum of the terms' weights (nothing to sum without terms)
+    raw = query.raw if terms else sql.SQL("0.0::float8")
     matched = sql.SQL("s.search_tsv @@ %(any)s::tsquery") if terms else sql.SQL("false")
     statement = sql.SQL(
         "WITH RECURSIVE tree(root, id, scale_seconds, status) AS ("
