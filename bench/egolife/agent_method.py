@@ -11,16 +11,53 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any, NamedTuple
 
 from bench.egolife.data import Question
 from bench.egolife.truth import Ranked
 from worldmm.agent.loop import OPTION_LOOKUP
 from worldmm.deps import Deps
+from worldmm.llm.schemas import OptionNote, Passage
+from worldmm.localtime import Asked
 from worldmm.wire.schemas import QueryRequest, QueryResponse
 
 AGENT = "agent"
+
+
+class Responded(NamedTuple):
+    """What the served agent's response role was given for its answer."""
+
+    question: str
+    passages: list[Passage]
+    choices: list[str]
+    asked: Asked | None
+    notes: list[OptionNote] | None
+
+
+class RespondLog:
+    """The agent's model roles, recording the last response call (the answer to the
+    choices), so the benchmark can weigh the same evidence under the answerer's other weights
+    (its cross-validation) without asking the agent again."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.last: Responded | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def respond(self, question, passages, choices, *, asked=None, notes=None):
+        if choices:
+            self.last = Responded(question, list(passages), list(choices), asked, notes)
+        return await self._inner.respond(question, passages, choices, asked=asked, notes=notes)
+
+
+def with_look_weight(passages: Sequence[Passage], look_weight: float) -> list[Passage]:
+    """``passages`` with those only an option's own search found (the ones weighing less
+    than 1, :class:`Passage`) weighing ``look_weight``."""
+    return [p.model_copy(update={"weight": look_weight}) if p.weight < 1.0 else p for p in passages]
 
 
 @dataclass
@@ -32,6 +69,8 @@ class AgentAnswers:
     ranked: list[list[Ranked]] = field(default_factory=list)
     memories: list[list[str]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    # what its response role weighed for each answer (None: no answer)
+    responded: list[Responded | None] = field(default_factory=list)
 
     def info(self) -> dict:
         """How the agent searched: rounds per question, the memory of its first round, and
@@ -87,16 +126,21 @@ async def run_agent_method(
     from worldmm.providers.errors import ModelCallError
 
     out = AgentAnswers()
+    log = RespondLog(deps.roles)
+    deps = replace(deps, roles=log)
     for q in progress.track(questions, description="ask the served agent"):
         choices = offered(q)
+        log.last = None
         try:
             reply = await ask_served(deps, user_id, q, choices)
         except (ValueError, ModelCallError) as exc:
             out.letters.append(None)
             out.ranked.append([])
             out.memories.append([])
+            out.responded.append(None)
             out.failures.append(f"{q.id}: {exc}")
             continue
+        out.responded.append(log.last)
         chosen = reply.choice
         out.letters.append(choices[chosen.index][0] if chosen is not None else None)
         out.ranked.append(episodic_ranking(reply))

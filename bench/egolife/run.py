@@ -21,7 +21,7 @@ from rich.progress import MofNCompleteColumn, Progress, TimeElapsedColumn
 from bench import harness
 from bench.egolife import data, truth
 from bench.egolife import memory_method as mm
-from bench.egolife.agent_method import AGENT, AgentAnswers, run_agent_method
+from bench.egolife.agent_method import AGENT, AgentAnswers, run_agent_method, with_look_weight
 from bench.egolife.data import DataError, EgoLifeData, Question, Window
 from bench.egolife.misses import report_misses
 from bench.egolife.truth import QuestionScore, Ranked
@@ -247,6 +247,32 @@ async def answer_all(
     return out, grid
 
 
+async def agent_grid(roles, questions, served: AgentAnswers) -> tuple[list[dict], dict]:
+    """The letter each pair of the answerer's weights picks from what the served agent's
+    response role weighed (its own rounds' segments and facts, its options' lookups at each
+    look weight), and how many questions the shipped pair picks the agent's own letter on
+    (it must be all: the grid reweighs the same evidence)."""
+    from worldmm.agent.choices import OPTION_LOOK_WEIGHT
+    from worldmm.llm.rule_based.weighing import BASE_RATE_WEIGHT
+
+    rows: list[dict] = []
+    same = 0
+    for q, letter, done in zip(questions, served.letters, served.responded, strict=True):
+        keys = [k for k, _ in offered(q)]
+        row: dict = {}
+        for lw in LOOK_GRID:
+            weighing = None
+            if done is not None:
+                passages = with_look_weight(done.passages, lw)
+                weighing = await roles.weigh_choices(
+                    done.question, passages, done.choices, asked=done.asked, notes=done.notes
+                )
+            row |= grid_letters(weighing, keys, letter, lw)
+        same += row.get((OPTION_LOOK_WEIGHT, BASE_RATE_WEIGHT)) == letter
+        rows.append(row)
+    return rows, {"questions": len(rows), "shipped_pair_matches_served": same}
+
+
 def question_rows(
     questions: Sequence[Question], rankings: dict[str, list[list[Ranked]]], answers: dict
 ) -> list[dict]:
@@ -348,11 +374,17 @@ def run_benchmark(cfg: BenchConfig, settings: Settings, console: Console | None 
         started = time.perf_counter()
         answer = answer_all(roles, deps, cfg, questions, answered, looked, progress)
         answers, grid = asyncio.run(answer)
+        if grid and served is not None:
+            grid[AGENT], extra["worldmm"]["agent_grid"] = asyncio.run(
+                agent_grid(roles, questions, served)
+            )
         extra["answer_s"] = round(time.perf_counter() - started, 1)
         if TOP3_ONLY in answers:
             extra["worldmm"]["accuracy_top3_only"] = accuracy(questions, answers.pop(TOP3_ONLY))
         if grid:
             extra["answerer_cv"] = answer_cv(questions, grid)
+            if AGENT in grid:  # the served agent's weights chosen on its own answers
+                extra["answerer_cv_agent"] = answer_cv(questions, grid, by=AGENT)
     if "random" not in cfg.methods:
         answers.pop("random", None)
     rankings = {m: [mm.ranked(h) for h in evidence[m]] for m in METHODS if m in answered}

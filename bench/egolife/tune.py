@@ -128,17 +128,30 @@ def _answers_held_out(questions: Sequence[Question], picks: Picks, by: str, pair
         out[scheme] = {
             "folds": per_fold,
             "pooled": {m: round(accuracy(questions, letters[m]), 4) for m in picks},
+            "by_type": by_type(questions, letters),
             "spread": spread([f["accuracy"][by] for f in per_fold.values()]),
         }
     out["objective"] = round(statistics.fmean(out[s]["pooled"][by] for s in SCHEMES), 4)
     return out
 
 
-def answer_cv(questions: Sequence[Question], picks: Picks) -> dict:
+def by_type(questions: Sequence[Question], letters: dict[str, list[str | None]]) -> dict:
+    """Per question type, each method's accuracy with the held-out ``letters``."""
+    out: dict[str, dict[str, float]] = {}
+    for t in sorted({q.type for q in questions}):
+        idx = [i for i, q in enumerate(questions) if q.type == t]
+        chosen = [questions[i] for i in idx]
+        out[t] = {m: round(accuracy(chosen, [a[i] for i in idx]), 4) for m, a in letters.items()}
+    return out
+
+
+def answer_cv(questions: Sequence[Question], picks: Picks, by: str | None = None) -> dict:
     """Held-out figures with both weights chosen per fold, and with each frozen at its
     neutral value; ``chosen``: the pair fitted on every question; ``in_sample``: every
-    pair's accuracy on every question. Chosen by ``worldmm`` (else the first method)."""
-    by = CHOOSE_BY if CHOOSE_BY in picks else next(iter(picks))
+    pair's accuracy on every question. Chosen by the accuracy of method ``by`` (default
+    ``worldmm``, else the first method)."""
+    if by is None:
+        by = CHOOSE_BY if CHOOSE_BY in picks else next(iter(picks))
     pairs = sorted({p for per_q in picks.values() for row in per_q for p in row})
     every = range(len(questions))
     return {

@@ -39,6 +39,16 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
         else:
             assert 0.0 <= overall["hit@3"] <= 1.0
     assert report["worldmm"]["query_ms"] > 0 and report["wall_s"] > 0
+    # the served agent's evidence reweighed under every pair of the answerer's weights: the
+    # shipped pair gives its own letter on every question, and its held-out figures are kept
+    # with its weights chosen on its own answers
+    assert info["agent_grid"] == {"questions": 3, "shipped_pair_matches_served": 3}
+    cv = report["answerer_cv_agent"]
+    assert cv["chosen_by"] == "agent"
+    for scheme in ("day", "type"):
+        held = cv["both"][scheme]
+        assert set(held["pooled"]) >= {"agent", "worldmm", "bm25", "dense"}
+        assert set(held["by_type"]) == {r["type"] for r in report["per_question"]}
     # worldmm answers from its hits and one search per option; its top 3 alone is kept
     assert 0.0 <= info["accuracy_top3_only"] <= 1.0
     rows = {r["id"]: r for r in report["per_question"]}

@@ -197,6 +197,19 @@ def test_the_weights_are_chosen_without_the_held_out_fold():
     assert both["objective"] == 0.25
     assert cv["base_at_0"]["day"]["pooled"]["worldmm"] == 0.5  # one knob frozen
     assert cv["chosen"] == "look=1,base=0" and cv["in_sample"]["look=1,base=2"]["worldmm"] == 0.5
+    # per type, from the held-out letters: day 1 is types EventRecall (0, 2) and TaskMaster
+    # (4, 6), day 2 the rest; worldmm is wrong on every held-out day fold
+    assert both["day"]["by_type"] == {
+        "EventRecall": {"worldmm": 0.0, "lane-lexical": 1.0},
+        "TaskMaster": {"worldmm": 0.0, "lane-lexical": 1.0},
+    }
+    # chosen by another method's accuracy: lane-lexical is right at every pair, so each fold
+    # takes the neutral pair, and worldmm is right on day 1 only
+    other = tune.answer_cv(qs, picks, by="lane-lexical")
+    assert other["chosen_by"] == "lane-lexical"
+    assert {f["pair"] for f in other["both"]["day"]["folds"].values()} == {"look=1,base=0"}
+    assert other["both"]["day"]["pooled"] == {"worldmm": 0.5, "lane-lexical": 1.0}
+    assert other["both"]["day"]["by_type"]["EventRecall"]["worldmm"] == 0.5
 
 
 def test_each_base_weight_picks_from_one_weighing():
