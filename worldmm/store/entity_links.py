@@ -5,9 +5,11 @@ A segment links an entity when one of its episodic triples has it as subject or 
 people speaking in a window are linked this way too: transcript lines name their speaker
 (``Shure: ...``) and extraction ties the speaker to what the line mentions.
 
-The lane's read is bounded (:func:`bounded_links`): a common entity's links are read newest
-first up to a cap, and only the windows whose score depends on older links are read again
-(the ranking and why it holds: :mod:`worldmm.memory.retrieval.text_lanes`).
+The lane's read is bounded and ranked in one statement (:func:`ranked_windows`): a common
+entity's links are read newest first up to a cap, only the windows whose score depends on
+older links are read again, and the windows are scored in the database (the ranking and why
+it holds: :mod:`worldmm.memory.retrieval.text_lanes`; the same read step by step in Python,
+what the tests compare it with: ``tests/fixtures/entity_exact.py``).
 """
 
 from __future__ import annotations
@@ -21,17 +23,6 @@ import psycopg
 
 from worldmm.models import BASE_SCALE
 from worldmm.store.segment_search import Filters
-
-
-class EntityLinks(NamedTuple):
-    """One segment and the entities among those asked for that it links."""
-
-    segment_id: int
-    scale: int
-    start: datetime
-    end: datetime
-    parent_id: int | None
-    entity_ids: frozenset[int]
 
 
 def canonical_ids(
@@ -48,18 +39,6 @@ def canonical_ids(
         (user_id, wanted),
     ).fetchall()
     return {str(r[0]): int(r[1]) for r in rows}
-
-
-class LinkedWindow(NamedTuple):
-    """A segment that links an asked entity, with its parent's window (None without one)."""
-
-    segment_id: int
-    scale: int
-    start: datetime
-    end: datetime
-    parent_id: int | None
-    parent_start: datetime | None
-    parent_end: datetime | None
 
 
 class LinkRow(NamedTuple):
@@ -151,67 +130,7 @@ def newest_links(
     return [LinkRow(int(e), bool(sub), int(seg), at) for e, sub, seg, at in rows]
 
 
-def links_within(
-    conn: psycopg.Connection,
-    user_id: str,
-    entity_ids: Sequence[int],
-    spans: Iterable[tuple[datetime, datetime]],
-    filters: Filters = Filters(),
-) -> list[tuple[int, int, datetime]]:
-    """(entity, segment, time) of every link of ``entity_ids`` whose time lies in one of
-    ``spans`` (``(lo, hi]``, a window or its parent's) and in ``filters``' time: a range read
-    of each entity's index per span."""
-    pairs = sorted(set(spans))
-    if not entity_ids or not pairs:
-        return []
-    time = " AND t.valid_from > sp.lo AND t.valid_from <= sp.hi" + _window_time(filters)
-    rows = conn.execute(
-        "SELECT DISTINCT q.e, l.segment_id, l.valid_from FROM unnest(%(ents)s::bigint[]) AS q(e)"
-        " CROSS JOIN unnest(%(lo)s::timestamptz[], %(hi)s::timestamptz[]) AS sp(lo, hi)"
-        f" CROSS JOIN LATERAL ({_entity_side('subject_entity_id', time)} UNION ALL"
-        f" {_entity_side('object_entity_id', time)}) AS l",
-        {
-            "u": user_id,
-            "ents": sorted(set(entity_ids)),
-            "lo": [lo for lo, _ in pairs],
-            "hi": [hi for _, hi in pairs],
-            **filters.params(),
-        },
-    ).fetchall()
-    return [(int(e), int(seg), at) for e, seg, at in rows]
-
-
-def windows_of(
-    conn: psycopg.Connection, user_id: str, ids: Sequence[int], filters: Filters = Filters()
-) -> dict[int, LinkedWindow]:
-    """The complete segments among ``ids`` within ``filters``, with their parents' windows,
-    read by id through the (user_id, id) key."""
-    if not ids:
-        return {}
-    where = Filters(filters.as_of, filters.start, filters.end, ids=sorted(set(ids)))
-    rows = conn.execute(
-        "SELECT s.id, s.scale_seconds, s.window_start, s.window_end, s.parent_segment_id,"
-        " p.window_start, p.window_end FROM segments s"
-        # a look-up per row (LIMIT keeps the planner from joining, which hashed the user's
-        # whole segments table to meet a few hundred rows)
-        " LEFT JOIN LATERAL (SELECT p.window_start, p.window_end FROM segments p"
-        "  WHERE p.user_id = %(u)s AND p.id = s.parent_segment_id LIMIT 1) AS p ON true"
-        " WHERE s.user_id = %(u)s"
-        f" AND s.processing_status = 'complete'{where.where('s')} ORDER BY s.id",
-        {"u": user_id, **where.params()},
-    ).fetchall()
-    return {
-        int(r[0]): LinkedWindow(
-            int(r[0]), int(r[1]), r[2], r[3], int(r[4]) if r[4] is not None else None, r[5], r[6]
-        )
-        for r in rows
-    }
-
-
-# --- the bounded read -------------------------------------------------------------------------
-Span = tuple[datetime, datetime]
-
-
+# --- the bounded read -------------------------------------------------------------------
 def boundaries(rows: Iterable[LinkRow], cap: int) -> dict[int, datetime]:
     """Per capped entity (a side of it returned ``cap`` rows, newest first), the time at and
     before which its links are unknown: the later of its full sides' last times."""
@@ -228,86 +147,128 @@ def boundaries(rows: Iterable[LinkRow], cap: int) -> dict[int, datetime]:
     return out
 
 
-class Known:
-    """What a bounded read has seen: each segment's asked entities, the segments' windows,
-    the capped entities' boundaries, and the windows read again in full."""
+# --- the bounded read, ranked in one statement ------------------------------------------------
+class RankedWindow(NamedTuple):
+    """A 30 s window the entity lane ranks, with its score."""
 
-    def __init__(self, bounds: Mapping[int, datetime]) -> None:
-        self.bounds = dict(bounds)
-        self.held: dict[int, set[int]] = defaultdict(set)
-        self.windows: dict[int, LinkedWindow] = {}
-        self.spans: set[Span] = set()
-
-    def add(self, links: Iterable[tuple[int, int, datetime]], *, complete: bool) -> None:
-        """(entity, segment, time) links; unless ``complete`` (read over a whole span), a
-        capped entity's at or before its boundary are left out: some of their ties may be
-        missing, and the windows they belong to are read again."""
-        for entity, segment, at in links:
-            bound = self.bounds.get(entity)
-            if complete or bound is None or at > bound:
-                self.held[segment].add(entity)
-
-    def unread(self) -> list[int]:
-        return sorted(s for s in self.held if s not in self.windows)
-
-    def after_bounds(self, at: datetime | None) -> bool:
-        """Whether every capped entity's links after ``at`` are all known."""
-        return at is not None and all(at >= v for v in self.bounds.values())
-
-    def certain(self, w: LinkedWindow) -> bool:
-        """Whether the 30 s window's score is exact: its own links and its neighbourhood's
-        are known for every capped entity."""
-        own = all(w.end > v for v in self.bounds.values()) or any(
-            lo < w.end <= hi for lo, hi in self.spans
-        )
-        if w.parent_id is None:
-            return own
-        return own and (self.after_bounds(w.parent_start) or _parent_span(w) in self.spans)
-
-    def to_read(self) -> set[Span]:
-        """The windows to read again for the capped entities: the neighbourhood of every
-        uncertain 30 s window (its parent's window, or its own without a parent), and each
-        coarse segment naming an entity read in full (its children are near that one)."""
-        out: set[Span] = set()
-        for sid, w in self.windows.items():
-            if w.scale == BASE_SCALE:
-                if not self.certain(w):
-                    out.add(_parent_span(w) or (w.start, w.end))
-            elif self.held.get(sid, set()) - self.bounds.keys() and not self.after_bounds(w.start):
-                out.add((w.start, w.end))
-        return out - self.spans
-
-    def links(self) -> list[EntityLinks]:
-        return [
-            EntityLinks(w.segment_id, w.scale, w.start, w.end, w.parent_id, frozenset(held))
-            for sid, w in self.windows.items()
-            if (held := self.held.get(sid))
-        ]
+    segment_id: int
+    scale: int
+    start: datetime
+    end: datetime
+    score: float
 
 
-def _parent_span(w: LinkedWindow) -> Span | None:
-    if w.parent_start is None or w.parent_end is None:
-        return None
-    return (w.parent_start, w.parent_end)
+def _windows(ids: str, filters: Filters) -> str:
+    """The complete segments whose ids ``ids`` (an SQL array) holds, within ``filters``, with
+    their parents' windows (as :func:`windows_of`)."""
+    return (
+        "SELECT s.id, s.scale_seconds, s.window_start, s.window_end, s.parent_segment_id,"
+        " p.window_start AS p_start, p.window_end AS p_end FROM segments s"
+        " LEFT JOIN LATERAL (SELECT p.window_start, p.window_end FROM segments p"
+        "  WHERE p.user_id = %(u)s AND p.id = s.parent_segment_id LIMIT 1) AS p ON true"
+        f" WHERE s.user_id = %(u)s AND s.id = ANY({ids})"
+        f" AND s.processing_status = 'complete'{filters.where('s')}"
+    )
 
 
-def bounded_links(
+def ranked_windows(
     conn: psycopg.Connection,
     user_id: str,
-    entity_ids: Sequence[int],
+    weights: Mapping[int, float],
     cap: int,
+    k: int,
     filters: Filters,
-) -> Known:
-    """Every window the bounded read reaches (``cap`` links per entity and side, newest
-    first) with the asked entities it links, and what the read saw (what a proof of
-    exactness needs; the lane does not prove it)."""
-    rows = newest_links(conn, user_id, sorted(entity_ids), cap, filters)
-    known = Known(boundaries(rows, cap))
-    known.add(((r.entity_id, r.segment_id, r.valid_from) for r in rows), complete=False)
-    known.windows = windows_of(conn, user_id, known.unread(), filters)
-    if spans := known.to_read():
-        capped = sorted(known.bounds)
-        known.add(links_within(conn, user_id, capped, spans, filters), complete=True)
-        known.spans |= spans
-        known.windows |= windows_of(conn, user_id, known.unread(), filters)
-    return known
+    around: float,
+) -> list[RankedWindow]:
+    """The top ``k`` 30 s windows for the weighted entities, from a bounded read: ``cap``
+    links per entity and side, newest first (:func:`newest_links`); an entity a side of
+    which returned ``cap`` is capped at its boundary (:func:`boundaries`), and the
+    neighbourhoods of the windows that may hold its older links are read again in full (a
+    30 s window ending at or before a boundary, or whose parent starts before one: its
+    parent's window; a coarse segment holding an uncapped entity, starting before one: its
+    own). Scored as :mod:`worldmm.memory.retrieval.text_lanes` scores them: the weights of
+    the entities a window holds (summed in id order), plus ``around`` times those only its
+    parent's neighbourhood holds; ties to the newer window. One statement, so what leaves
+    the database is the ``k`` windows, not every link read (reading and scoring them in
+    Python cost a four-week search more than the statements did)."""
+    if not weights or k <= 0:
+        return []
+    time = _window_time(filters)
+    side = (
+        "(SELECT {flag} AS subject, s.* FROM ({sql}) AS s ORDER BY s.valid_from DESC LIMIT %(cap)s)"
+    )
+    newest = side.format(flag="true", sql=_entity_side("subject_entity_id", time))
+    newest += " UNION ALL " + side.format(flag="false", sql=_entity_side("object_entity_id", time))
+    within = " AND t.valid_from > sp.lo AND t.valid_from <= sp.hi" + time
+    reread = (
+        f"{_entity_side('subject_entity_id', within)}"
+        f" UNION ALL {_entity_side('object_entity_id', within)}"
+    )
+    ents = sorted(weights)
+    rows = conn.execute(
+        # each entity's newest links per side; a side that returned ``cap`` rows caps its
+        # entity, whose links at or before its boundary are left to the re-read
+        "WITH q(e, w) AS (SELECT * FROM unnest(%(ents)s::bigint[], %(ws)s::float8[])),"
+        f" hit AS (SELECT q.e, l.subject, l.segment_id, l.valid_from FROM q CROSS JOIN LATERAL"
+        f" ({newest}) AS l),"
+        " bound AS (SELECT f.e, max(f.last) AS v FROM (SELECT e, min(valid_from) AS last"
+        "  FROM hit GROUP BY e, subject HAVING count(*) >= %(cap)s) AS f GROUP BY f.e),"
+        " edge AS (SELECT max(v) AS v FROM bound),"
+        " held1 AS (SELECT DISTINCT h.e, h.segment_id FROM hit h LEFT JOIN bound b ON b.e = h.e"
+        "  WHERE b.v IS NULL OR h.valid_from > b.v),"
+        f" win1 AS ({_windows('ARRAY(SELECT DISTINCT segment_id FROM held1)', filters)}),"
+        # windows whose score may depend on a capped entity's older links: a 30 s window
+        # ending at or before a boundary, or whose parent starts before one (its parent's
+        # window read again, or its own without a parent); a coarse segment holding an
+        # uncapped entity that starts before one (its window)
+        " span AS (SELECT DISTINCT"
+        "  CASE WHEN w.scale_seconds = %(base)s AND w.p_start IS NOT NULL"
+        "   AND w.p_end IS NOT NULL THEN w.p_start ELSE w.window_start END AS lo,"
+        "  CASE WHEN w.scale_seconds = %(base)s AND w.p_start IS NOT NULL"
+        "   AND w.p_end IS NOT NULL THEN w.p_end ELSE w.window_end END AS hi"
+        "  FROM win1 w CROSS JOIN edge WHERE edge.v IS NOT NULL AND ("
+        "  (w.scale_seconds = %(base)s AND NOT (w.window_end > edge.v"
+        "   AND (w.parent_segment_id IS NULL OR coalesce(w.p_start >= edge.v, false))))"
+        "  OR (w.scale_seconds <> %(base)s AND NOT w.window_start >= edge.v AND EXISTS ("
+        "   SELECT 1 FROM held1 h WHERE h.segment_id = w.id"
+        "   AND NOT EXISTS (SELECT 1 FROM bound b WHERE b.e = h.e))))),"
+        # the capped entities' every link over those spans
+        " held2 AS (SELECT DISTINCT q.e, l.segment_id FROM bound b JOIN q ON q.e = b.e"
+        f"  CROSS JOIN span sp CROSS JOIN LATERAL ({reread}) AS l),"
+        " held AS (SELECT e, segment_id FROM held1 UNION SELECT e, segment_id FROM held2),"
+        " win AS (SELECT * FROM win1 UNION ALL "
+        + _windows(
+            "ARRAY(SELECT DISTINCT h.segment_id FROM held2 h"
+            " WHERE NOT EXISTS (SELECT 1 FROM win1 w WHERE w.id = h.segment_id))",
+            filters,
+        )
+        + "),"
+        " lk AS (SELECT w.id, w.scale_seconds, w.window_start, w.window_end,"
+        "  w.parent_segment_id, h.e FROM win w JOIN held h ON h.segment_id = w.id),"
+        # who is around a window: what its parent and its parent's other children hold
+        " nk AS MATERIALIZED (SELECT n.key, array_agg(n.e ORDER BY n.e) AS es,"
+        "  array_agg(q.w ORDER BY n.e) AS ws FROM (SELECT DISTINCT CASE WHEN scale_seconds"
+        "  = %(base)s THEN parent_segment_id ELSE id END AS key, e FROM lk) AS n"
+        "  JOIN q ON q.e = n.e WHERE n.key IS NOT NULL GROUP BY n.key),"
+        " own AS (SELECT lk.id, lk.window_start, lk.window_end, lk.parent_segment_id,"
+        "  array_agg(lk.e) AS es, sum(q.w ORDER BY lk.e) AS s FROM lk JOIN q ON q.e = lk.e"
+        "  WHERE lk.scale_seconds = %(base)s"
+        "  GROUP BY lk.id, lk.window_start, lk.window_end, lk.parent_segment_id"
+        "  HAVING bool_or(q.w > 0))"
+        " SELECT o.id, o.window_start, o.window_end, o.s + %(around)s * coalesce(("
+        "  SELECT sum(x.w ORDER BY x.e) FROM unnest(nk.es, nk.ws) AS x(e, w)"
+        "  WHERE x.e <> ALL(o.es)), 0) AS score"
+        " FROM own o LEFT JOIN nk ON nk.key = o.parent_segment_id"
+        " ORDER BY score DESC, o.window_end DESC, o.id LIMIT %(k)s",
+        {
+            "u": user_id,
+            "ents": ents,
+            "ws": [float(weights[e]) for e in ents],
+            "cap": cap,
+            "base": BASE_SCALE,
+            "around": float(around),
+            "k": k,
+            **filters.params(),
+        },
+    ).fetchall()
+    return [RankedWindow(int(r[0]), BASE_SCALE, r[1], r[2], float(r[3])) for r in rows]

@@ -147,30 +147,56 @@ def test_a_proven_capped_ranking_is_the_full_one(db, built, user_id) -> None:
     assert proven["more"] > 0.4 * asked_of["more"], (proven, asked_of)
 
 
-def test_the_lane_reads_once_and_never_every_link(db, built, user_id, monkeypatch) -> None:
-    """With caps far below the housemates' links, many rankings are not proven: the lane
-    still answers from its one bounded read, the best windows it reached."""
-
-    monkeypatch.setattr(text_lanes, "LINK_CAP_MIN", 8)
-    reads = []
-    newest = entity_links.newest_links
-    monkeypatch.setattr(
-        entity_links, "newest_links", lambda *a, **k: reads.append(a[3]) or newest(*a, **k)
-    )
-    rng = random.Random(5)
-    unproven = 0
-    reader = MemoryReader(db)
+def test_the_one_statement_ranks_as_the_read_step_by_step(db, built, user_id) -> None:
+    """The lane's one statement equals the bounded read done in Python (the links, the
+    boundaries, the windows read again, then scored): the same windows, scores to the bit and
+    order, for every cap and size asked, proven or not, an entity weighing 0 among them."""
+    rng = random.Random(23)
+    compared = 0
     with db.connection() as conn:
-        for _ in range(40):
+        for _ in range(120):
             asked, filters = _question(rng, built)
             weights = _weights(conn, user_id, asked, filters.as_of)
-            reads.clear()
-            lane = text_lanes.ranked_windows(reader, user_id, weights, 2, filters)
-            assert reads == [8]  # one bounded read
-            ranked, exact = ref.bounded_ranking(conn, user_id, weights, 2, filters, 8)
-            assert lane == ranked
-            unproven += not exact
-            assert all(c.scale == 30 and c.score > 0 for c in lane)
+            if len(weights) > 1 and rng.random() < 0.2:
+                weights[min(weights)] = 0.0  # in every window: no window ranks for it alone
+            for k, cap in ((1, 4), (5, 8), (20, 32), (5, 64), (40, 600)):
+                got = entity_links.ranked_windows(
+                    conn, user_id, weights, cap, k, filters, text_lanes.AROUND_WEIGHT
+                )
+                step_by_step, _ = ref.bounded_ranking(conn, user_id, weights, k, filters, cap)
+                assert [tuple(w) for w in got] == [
+                    (c.segment_id, c.scale, c.start, c.end, c.score) for c in step_by_step
+                ], (asked, filters, k, cap)
+                compared += bool(got)
+    assert compared > 400
+
+
+def test_the_lane_reads_once_and_never_every_link(stack, built, user_id, monkeypatch) -> None:
+    """With caps far below the housemates' links, many rankings are not proven: the lane
+    still answers from its one bounded read (one statement), the best windows it reached."""
+    from bench import plans
+
+    monkeypatch.setattr(text_lanes, "LINK_CAP_MIN", 8)
+    rng = random.Random(5)
+    unproven = 0
+    logged = Database(
+        stack.database_url, min_size=1, max_size=2, cursor_factory=plans.RecordingCursor
+    )
+    reader = MemoryReader(logged)
+    try:
+        with logged.connection() as conn:
+            for _ in range(40):
+                asked, filters = _question(rng, built)
+                weights = _weights(conn, user_id, asked, filters.as_of)
+                with plans.recording() as log:
+                    lane = text_lanes.ranked_windows(reader, user_id, weights, 2, filters)
+                assert len(log.statements) == 1  # one bounded read, ranked where it is
+                ranked, exact = ref.bounded_ranking(conn, user_id, weights, 2, filters, 8)
+                assert lane == ranked
+                unproven += not exact
+                assert all(c.scale == 30 and c.score > 0 for c in lane)
+    finally:
+        logged.close()
     assert unproven > 0  # the path where the proof falls short was taken
 
 

@@ -4,8 +4,9 @@ A week of memory holds ~20,000 30 s windows. The lane's reads once each read the
 segments table on every question (a count of the windows for its IDF, and a join that hashed
 every segment to meet the triples of one entity); the query bench's plan check found them. The
 count now comes from the per-user statistics the lexical lane keeps (read when the memory
-changed, at most once a minute), and the links are two reads through indexes. Here a memory
-of 12,000 windows, with one entity linked from every 12th, is planned with the same check.
+changed, at most once a minute), and the links are read, bounded, through indexes and ranked in
+one statement. Here a memory of 12,000 windows, with one entity linked from every 12th, is
+planned with the same check.
 """
 
 from __future__ import annotations
@@ -78,15 +79,20 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
                     links = ref.linked_segments(c, user_id, [entity], Filters(as_of))
                 # read when the memory changed (at most once a minute), not per question
                 stats = read_all(c, user_id)[0]
-                # what the lane reads per question: the count, and a read bounded by the cap
+                # what the lane reads per question: the count, and one statement that reads
+                # a bounded number of links, reads windows near a boundary again and ranks
                 with plans.recording() as bounded:
                     df = ref.window_counts(c, user_id, [entity], as_of)
                     weights = text_lanes.entity_weights({entity: 1.0}, 8_640, df)
                     cap = text_lanes.link_cap(K)
-                    ranked = ref.proven(c, user_id, weights, K, Filters(as_of), cap)
-                    day = (as_of - timedelta(days=1), as_of)
-                    again = entity_links.links_within(c, user_id, [entity], [day], Filters(as_of))
+                    lane = entity_links.ranked_windows(
+                        c, user_id, weights, cap, K, Filters(as_of), text_lanes.AROUND_WEIGHT
+                    )
+                ranked = ref.proven(c, user_id, weights, K, Filters(as_of), cap)
                 exact = ref.exact_ranking(c, user_id, weights, K, Filters(as_of))
+                day = (as_of - timedelta(days=1), as_of)
+                with plans.recording() as span:  # the step-by-step read's range read
+                    again = ref.links_within(c, user_id, [entity], [day], Filters(as_of))
         finally:
             db.close()
         # three days: 8,640 windows had ended (the memory runs 4.2 days), every 12th linked
@@ -101,11 +107,14 @@ def test_entity_lane_reads_no_table_whole(conn, stack, user_id) -> None:
         # the bounded read: 720 windows name the entity by then; the newest K of them, proven
         assert df == {entity: total // 12}
         assert ranked is not None and ranked == exact and len(ranked) == K
+        assert [(w.segment_id, w.score) for w in lane] == [(c.segment_id, c.score) for c in exact]
         assert len(again) == 24 * 120 // 12
         checked = plans.check(conn, bounded)
         assert [p for c in checked for p in c["problems"]] == [], checked
-        # the count, the newest links, their windows; the range read
-        assert len(checked) == len(bounded.statements) == 4
+        # the count; the lane's one statement
+        assert len(checked) == len(bounded.statements) == 2
+        checked = plans.check(conn, span)
+        assert [p for c in checked for p in c["problems"]] == [] and len(checked) == 1, checked
     finally:
         conn.rollback()
         conn.execute("DELETE FROM users WHERE id = %s", (user_id,))

@@ -9,7 +9,7 @@ applies). The per-user document frequencies the lanes weigh by are kept in
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 from zoneinfo import ZoneInfo
@@ -29,7 +29,7 @@ from worldmm.store import triples as triple_repo
 from worldmm.store import users as user_repo
 from worldmm.store import visual as visual_repo
 from worldmm.store.db import Database
-from worldmm.store.entity_links import Known
+from worldmm.store.entity_links import RankedWindow
 from worldmm.store.importance_recall import recalled_segments, segment_priors
 from worldmm.store.models import TripleRow
 from worldmm.store.segment_search import ChildRow, Filters, LaneRow
@@ -171,13 +171,21 @@ class MemoryReader:
             df = self._entity_windows.counts(conn, self._db, user_id, entity_ids, as_of, ends)
         return stats.windows_at(as_of), df
 
-    def entity_links(
-        self, user_id: str, entity_ids: Sequence[int], cap: int, filters: Filters
-    ) -> Known:
-        """Which windows link ``entity_ids``, read newest first at most ``cap`` links per
-        entity and side (:func:`worldmm.store.entity_links.bounded_links`)."""
+    def ranked_entity_windows(
+        self,
+        user_id: str,
+        weights: Mapping[int, float],
+        cap: int,
+        k: int,
+        filters: Filters,
+        around: float,
+    ) -> list[RankedWindow]:
+        """The top ``k`` 30 s windows for the weighted entities (``around``: the weight of
+        one only near a window), from a read of at most ``cap`` links per entity and side,
+        newest first, ranked in one statement
+        (:func:`worldmm.store.entity_links.ranked_windows`)."""
         with self._db.reading() as conn:
-            return entity_links.bounded_links(conn, user_id, entity_ids, cap, filters)
+            return entity_links.ranked_windows(conn, user_id, weights, cap, k, filters, around)
 
     def segment_windows(
         self, user_id: str, ids: Sequence[int]

@@ -15,15 +15,14 @@ to the range by :func:`restrict`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from worldmm.memory.retrieval.fusion import BASE_SCALE, Candidate
-from worldmm.store.entity_links import EntityLinks
+from worldmm.memory.retrieval.fusion import Candidate
 from worldmm.store.segment_search import Filters, LaneRow
 from worldmm.store.term_stats import TermStats
 
@@ -168,13 +167,13 @@ def entity_lane(
 
 
 # --- how the entity lane ranks windows, reading no more than the top ``k`` need -------------
-# Score (:func:`score_windows`): the sum over the asked entities a window holds of their
+# Score: the sum over the asked entities a window holds of their
 # weight, plus :data:`AROUND_WEIGHT` times the weights of those only in its 3 min
 # neighbourhood (its parent's and siblings' links); ties go to the newer window. A weight is the
 # match strength times BM25's IDF over the 30 s windows that existed at ``as_of``
 # (:func:`entity_weights`, document frequencies kept in :mod:`frequencies`).
 #
-# Bounded read (:func:`worldmm.store.entity_links.bounded_links`). A common entity (a
+# Bounded read (:func:`worldmm.store.entity_links.ranked_windows`). A common entity (a
 # housemate, "table") is linked by thousands of episodic triples a week, and reading them all
 # made the lane grow with the memory. Each entity's links (as subject and as object, every
 # scale) are read newest first, at most ``cap`` per side; an entity whose read stopped there is
@@ -185,15 +184,16 @@ def entity_lane(
 # rarer entity further back, one near a boundary) has its parent's window read again for the
 # capped entities: a range read of each one's index over that window, a few entries. Then every
 # window read is scored exactly, and the lane returns the best ``k`` of them
-# (:func:`ranked_windows`): the best windows among each entity's newest links.
+# (:func:`ranked_windows`): the best windows among each entity's newest links. The read, the
+# re-read and the scoring are one statement; only the ``k`` windows leave the database.
 #
 # That is the exact ranking's top ``k`` whenever a bound proves no window left unread can
 # outrank the ``k``-th (a window never read holds only capped entities; its score is at most
 # that of holding them while near all the others). The lane does not check the proof: reading
 # more until it held was what it did before, and with two or more common entities asked the
 # proof almost never holds, so every such question read a common entity's whole history
-# (docs/benchmarks/query.md). The proof and the full read the tests compare with are in
-# ``tests/fixtures/entity_exact.py``.
+# (docs/benchmarks/query.md). The proof, the full read and the same bounded read step by step
+# in Python, which the tests compare with, are in ``tests/fixtures/entity_exact.py``.
 AROUND_WEIGHT = 0.5  # an entity in the window's 3 min neighbourhood, not in the window itself
 # Links read per entity and side (subject, object) first: a floor, and per window asked (a
 # window names an entity in one or a few triples, and one link in five is of a coarser scale).
@@ -208,34 +208,6 @@ def entity_weights(
     return {e: s * idf(max(total, df.get(e, 0)), df.get(e, 0)) for e, s in strengths.items()}
 
 
-def window_score(held: Iterable[int], near: Iterable[int], weights: Mapping[int, float]) -> float:
-    """A window's score from the entities it holds and those near it (summed in id order, so
-    the same sets always give the same float)."""
-    own = sorted(set(held))
-    return sum(weights.get(e, 0.0) for e in own) + AROUND_WEIGHT * sum(
-        weights.get(e, 0.0) for e in sorted(set(near) - set(own))
-    )
-
-
-def score_windows(links: Sequence[EntityLinks], weights: Mapping[int, float]) -> list[Candidate]:
-    """The 30 s windows among ``links`` that hold a weighted entity, best first (ties: the
-    newer window)."""
-    nearby: dict[int, set[int]] = {}
-    for link in links:
-        key = link.parent_id if link.scale == BASE_SCALE else link.segment_id
-        if key is not None:
-            nearby.setdefault(key, set()).update(link.entity_ids)
-    scored = []
-    for link in links:
-        if link.scale != BASE_SCALE or not any(weights.get(e, 0.0) > 0 for e in link.entity_ids):
-            continue
-        near = nearby.get(link.parent_id, set()) if link.parent_id is not None else set()
-        score = window_score(link.entity_ids, near, weights)
-        scored.append(Candidate(link.segment_id, link.scale, link.start, link.end, score))
-    scored.sort(key=lambda c: (-c.score, -c.end.timestamp(), c.segment_id))
-    return scored
-
-
 def link_cap(k: int) -> int:
     """Links per entity and side a search of ``k`` windows reads first."""
     return max(LINK_CAP_MIN, LINK_CAP_PER_RESULT * k)
@@ -248,9 +220,11 @@ def ranked_windows(
     k: int,
     filters: Filters,
 ) -> list[Candidate]:
-    """The top ``k`` windows from one bounded read: the best among each entity's newest links
-    (the work stays bounded however long the memory; exact where the proof above holds)."""
+    """The top ``k`` windows from one bounded read, ranked in the database: the best among
+    each entity's newest links (the work stays bounded however long the memory; exact where
+    the proof above holds)."""
     if not weights or k <= 0:
         return []
-    known = reader.entity_links(user_id, sorted(weights), link_cap(k), filters)
-    return score_windows(known.links(), weights)[:k]
+    cap = link_cap(k)
+    ranked = reader.ranked_entity_windows(user_id, weights, cap, k, filters, AROUND_WEIGHT)
+    return [Candidate(w.segment_id, w.scale, w.start, w.end, w.score) for w in ranked]
