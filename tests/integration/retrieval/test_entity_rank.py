@@ -206,7 +206,7 @@ def test_a_housemate_alone_reads_only_its_newest_windows(db, built, user_id) -> 
     housemate = built.entities[0]
     with db.connection() as conn:
         weights = _weights(conn, user_id, {housemate: 1.0}, None)
-        rows = entity_links.newest_links(conn, user_id, [housemate], 12, Filters())
+        rows = ref.newest_links(conn, user_id, [housemate], 12, Filters())
         got = ref.proven(conn, user_id, weights, 5, Filters(), 12)
         exact = ref.exact_ranking(conn, user_id, weights, 5, Filters())
     assert len(rows) == 24  # 12 as subject, 12 as object, of ~430 windows
@@ -274,11 +274,11 @@ def test_kept_window_counts_equal_the_store_count(db, built, user_id, settings, 
     clock = [0.0]
     monkeypatch.setattr(frequencies.time, "monotonic", lambda: clock[0])
     whole: list[list[int]] = []
-    real = entity_links.newest_links
+    real = entity_links.newest_windows
     monkeypatch.setattr(
         entity_links,
-        "newest_links",
-        lambda c, u, ids, cap, **kw: whole.append(list(ids)) or real(c, u, ids, cap, **kw),
+        "newest_windows",
+        lambda c, u, ids, *a: whole.append(list(ids)) or real(c, u, ids, *a),
     )
     memo = frequencies.EntityWindowsMemo()
     ends, asked = built.ends, built.entities
@@ -329,12 +329,12 @@ def test_a_common_entitys_count_is_read_bounded_and_estimated_close(
 
     cap = 40
     monkeypatch.setattr(frequencies, "WINDOW_COUNT_CAP", cap)
-    read: list[entity_links.LinkRow] = []
-    real = entity_links.newest_links
+    read: list[int] = []
+    real = entity_links.newest_windows
     monkeypatch.setattr(
         entity_links,
-        "newest_links",
-        lambda c, u, ids, n, **kw: read.extend(rows := real(c, u, ids, n, **kw)) or rows,
+        "newest_windows",
+        lambda c, u, ids, n, scale: read.append(n) or real(c, u, ids, n, scale),
     )
     memo, ends, asked = frequencies.EntityWindowsMemo(), built.ends, built.entities
     with db.connection() as conn:
@@ -351,10 +351,19 @@ def test_a_common_entitys_count_is_read_bounded_and_estimated_close(
                 else:
                     assert got[e] == exact[e]
     assert sampled >= 8  # the commoner entities were sampled, at every as_of
-    per_side: dict[tuple[int, bool], int] = {}
-    for e, subject, _seg, _at in read:
-        per_side[(e, subject)] = per_side.get((e, subject), 0) + 1
-    assert max(per_side.values()) == cap  # the read stopped at the cap
+    assert read == [cap]  # one read, of at most the cap per side
+    # a sampled entity's windows are those its newest ``cap`` links per side name, after its
+    # boundary, as the links read one by one give them
+    with db.connection() as conn:
+        rows = ref.newest_links(conn, user_id, asked, cap, scale=30)
+        got = real(conn, user_id, asked, cap, 30)
+    bounds = ref.boundaries(rows, cap)
+    assert set(bounds) == {e for e in asked if got[e].cutoff is not None} and bounds
+    for e in asked:
+        v = bounds.get(e)
+        want = {r.segment_id for r in rows if r.entity_id == e and (v is None or r.valid_from > v)}
+        assert sorted(got[e].segments) == sorted(want)
+        assert got[e].cutoff == (v.timestamp() if v is not None else None)
 
 
 def test_the_estimate_counts_what_is_known_and_extrapolates_the_rest() -> None:

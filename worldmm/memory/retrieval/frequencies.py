@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -162,12 +162,13 @@ class _UserWindows:
             known[segment] = end
             self.ends.pop(entity, None)
 
-    def take_newest(self, rows: Sequence[entity_links.LinkRow], cap: int) -> None:
-        """The newest links of entities read for the first time (``cap`` per side)."""
-        for entity, bound in entity_links.boundaries(rows, cap).items():
-            self.cutoffs[entity] = bound.timestamp()
-        for row in rows:
-            self.add(row.entity_id, row.segment_id, row.valid_from.timestamp())
+    def take_newest(self, read: Mapping[int, entity_links.NewestWindows]) -> None:
+        """The newest windows of entities read for the first time."""
+        for entity, got in read.items():
+            if got.cutoff is not None:
+                self.cutoffs[entity] = got.cutoff
+            for segment, end in zip(got.segments, got.ends, strict=True):
+                self.add(entity, segment, end)
 
     def count(self, entity: int, as_of: datetime | None, base_ends: np.ndarray) -> int:
         if (ends := self.ends.get(entity)) is None:
@@ -225,9 +226,10 @@ class EntityWindowsMemo:
                     user.windows[e] = {}
                 # rows written after ``upto`` may come twice (here and in the next delta):
                 # one window per segment either way
-                cap = WINDOW_COUNT_CAP
-                rows = entity_links.newest_links(conn, user_id, missing, cap, scale=BASE_SCALE)
-                user.take_newest(rows, cap)
+                read = entity_links.newest_windows(
+                    conn, user_id, missing, WINDOW_COUNT_CAP, BASE_SCALE
+                )
+                user.take_newest(read)
             return {e: user.count(e, as_of, base_ends) for e in entity_ids}
 
     def _user(self, conn, db: Database, user_id: str) -> _UserWindows:
