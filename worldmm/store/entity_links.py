@@ -49,6 +49,19 @@ def _entity_side(column: str, time: str) -> str:
     )
 
 
+def _newest_sides(time: str) -> str:
+    """Entity ``q.e``'s links as subject, then as object, each newest first and at most
+    ``%(cap)s``, with the extra time conditions ``time``: (subject, segment_id, valid_from)."""
+    side = (
+        "(SELECT {flag} AS subject, s.* FROM ({sql}) AS s ORDER BY s.valid_from DESC LIMIT %(cap)s)"
+    )
+    return (
+        side.format(flag="true", sql=_entity_side("subject_entity_id", time))
+        + " UNION ALL "
+        + side.format(flag="false", sql=_entity_side("object_entity_id", time))
+    )
+
+
 def _window_time(filters: Filters) -> str:
     """``filters``' as_of and window range on a triple's time (its segment's window end),
     without reading the segment: a segment is at most its scale long, so one ending before
@@ -109,15 +122,10 @@ def newest_windows(
     if not ents:
         return {}
     time = f" AND t.scale_seconds = {int(scale):d} AND t.segment_id IS NOT NULL"
-    side = (
-        "(SELECT {flag} AS subject, s.* FROM ({sql}) AS s ORDER BY s.valid_from DESC LIMIT %(cap)s)"
-    )
     rows = conn.execute(
         "WITH hit AS (SELECT q.e, l.subject, l.segment_id, l.valid_from"
         " FROM unnest(%(ents)s::bigint[]) AS q(e) CROSS JOIN LATERAL ("
-        + side.format(flag="true", sql=_entity_side("subject_entity_id", time))
-        + " UNION ALL "
-        + side.format(flag="false", sql=_entity_side("object_entity_id", time))
+        + _newest_sides(time)
         + ") AS l),"
         " bound AS (SELECT f.e, extract(epoch FROM max(f.last))::float8 AS v FROM ("
         "  SELECT e, min(valid_from) AS last FROM hit GROUP BY e, subject"
@@ -180,11 +188,7 @@ def ranked_windows(
     if not weights or k <= 0:
         return []
     time = _window_time(filters)
-    side = (
-        "(SELECT {flag} AS subject, s.* FROM ({sql}) AS s ORDER BY s.valid_from DESC LIMIT %(cap)s)"
-    )
-    newest = side.format(flag="true", sql=_entity_side("subject_entity_id", time))
-    newest += " UNION ALL " + side.format(flag="false", sql=_entity_side("object_entity_id", time))
+    newest = _newest_sides(time)
     within = " AND t.valid_from > sp.lo AND t.valid_from <= sp.hi" + time
     reread = (
         f"{_entity_side('subject_entity_id', within)}"
