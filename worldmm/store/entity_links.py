@@ -62,6 +62,19 @@ def _newest_sides(time: str) -> str:
     )
 
 
+def _capped_read(entities: str, time: str) -> str:
+    """Two CTEs: ``hit``, each entity of ``entities`` (a FROM item naming it ``q.e``) with
+    its newest links per side (:func:`_newest_sides`, time conditions ``time``); ``bound``,
+    per capped entity (a side returned ``%(cap)s`` rows) the later of its full sides' last
+    times, at or before which its links are not all known."""
+    return (
+        f"hit AS (SELECT q.e, l.subject, l.segment_id, l.valid_from FROM {entities}"
+        f" CROSS JOIN LATERAL ({_newest_sides(time)}) AS l),"
+        " bound AS (SELECT f.e, max(f.last) AS v FROM (SELECT e, min(valid_from) AS last"
+        "  FROM hit GROUP BY e, subject HAVING count(*) >= %(cap)s) AS f GROUP BY f.e)"
+    )
+
+
 def _window_time(filters: Filters) -> str:
     """``filters``' as_of and window range on a triple's time (its segment's window end),
     without reading the segment: a segment is at most its scale long, so one ending before
@@ -123,18 +136,13 @@ def newest_windows(
         return {}
     time = f" AND t.scale_seconds = {int(scale):d} AND t.segment_id IS NOT NULL"
     rows = conn.execute(
-        "WITH hit AS (SELECT q.e, l.subject, l.segment_id, l.valid_from"
-        " FROM unnest(%(ents)s::bigint[]) AS q(e) CROSS JOIN LATERAL ("
-        + _newest_sides(time)
-        + ") AS l),"
-        " bound AS (SELECT f.e, extract(epoch FROM max(f.last))::float8 AS v FROM ("
-        "  SELECT e, min(valid_from) AS last FROM hit GROUP BY e, subject"
-        "  HAVING count(*) >= %(cap)s) AS f GROUP BY f.e),"
+        f"WITH {_capped_read('unnest(%(ents)s::bigint[]) AS q(e)', time)},"
+        " cut AS (SELECT e, extract(epoch FROM v)::float8 AS v FROM bound),"
         " win AS (SELECT e, segment_id, max(extract(epoch FROM valid_from))::float8 AS t"
         "  FROM hit GROUP BY e, segment_id)"
         " SELECT q.e, b.v, coalesce(array_agg(w.segment_id) FILTER (WHERE w.segment_id"
         "  IS NOT NULL), '{}'), coalesce(array_agg(w.t) FILTER (WHERE w.segment_id IS NOT NULL),"
-        "  '{}') FROM unnest(%(ents)s::bigint[]) AS q(e) LEFT JOIN bound b ON b.e = q.e"
+        "  '{}') FROM unnest(%(ents)s::bigint[]) AS q(e) LEFT JOIN cut b ON b.e = q.e"
         " LEFT JOIN win w ON w.e = q.e AND (b.v IS NULL OR w.t > b.v) GROUP BY q.e, b.v",
         {"u": user_id, "ents": ents, "cap": cap},
     ).fetchall()
@@ -188,7 +196,6 @@ def ranked_windows(
     if not weights or k <= 0:
         return []
     time = _window_time(filters)
-    newest = _newest_sides(time)
     within = " AND t.valid_from > sp.lo AND t.valid_from <= sp.hi" + time
     reread = (
         f"{_entity_side('subject_entity_id', within)}"
@@ -199,10 +206,7 @@ def ranked_windows(
         # each entity's newest links per side; a side that returned ``cap`` rows caps its
         # entity, whose links at or before its boundary are left to the re-read
         "WITH q(e, w) AS (SELECT * FROM unnest(%(ents)s::bigint[], %(ws)s::float8[])),"
-        f" hit AS (SELECT q.e, l.subject, l.segment_id, l.valid_from FROM q CROSS JOIN LATERAL"
-        f" ({newest}) AS l),"
-        " bound AS (SELECT f.e, max(f.last) AS v FROM (SELECT e, min(valid_from) AS last"
-        "  FROM hit GROUP BY e, subject HAVING count(*) >= %(cap)s) AS f GROUP BY f.e),"
+        f" {_capped_read('q', time)},"
         " edge AS (SELECT max(v) AS v FROM bound),"
         " held1 AS (SELECT DISTINCT h.e, h.segment_id FROM hit h LEFT JOIN bound b ON b.e = h.e"
         "  WHERE b.v IS NULL OR h.valid_from > b.v),"
