@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import json
+import math
 import os
 import platform
 import socket
@@ -71,6 +72,33 @@ def summary(
 def loadavg() -> list[float]:
     """The 1, 5 and 15 minute load averages (a busy machine makes slow figures)."""
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def settle(
+    echo: Echo,
+    *,
+    below: float = 1.0,
+    timeout_s: float = 600.0,
+    poll_s: float = 5.0,
+    load: Callable[[], float] = lambda: os.getloadavg()[0],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Wait until the 1-minute load average is under ``below`` (what a bulk load's index
+    builds and autovacuum leave behind would otherwise be timed), at most ``timeout_s``; the
+    wait and the load it ended at, with ``settled`` False when the time ran out."""
+    started = clock()
+    last_said = -math.inf
+    while (now := load()) >= below:
+        waited = clock() - started
+        if waited >= timeout_s:
+            echo(f"load {now:.2f} still at or above {below} after {waited:.0f} s: measuring anyway")
+            return {"waited_s": round(waited, 1), "load": round(now, 2), "settled": False}
+        if waited - last_said >= 60:
+            echo(f"waiting for the load ({now:.2f}) to fall under {below}")
+            last_said = waited
+        sleep(poll_s)
+    return {"waited_s": round(clock() - started, 1), "load": round(now, 2), "settled": True}
 
 
 def git_commit() -> str | None:

@@ -416,6 +416,12 @@ class QueryOptions(MemoryOptions):
     cold_queries: int = Field(5, description="Cold queries per memory type.")
     users: int = Field(1, ge=1, description="Users loaded: the measured one plus N-1 others.")
     new_segments: int = Field(5, description="New 30 s segments written, each timed to visibility.")
+    settle_s: float = Field(
+        600.0,
+        ge=0,
+        description="Before each timed phase wait at most this long for the 1-minute load"
+        " average to fall under 1 (a load's index builds finishing); 0: no wait.",
+    )
     keep_indexes: bool = Field(
         False, description="Load into live HNSW indexes (no drop and rebuild)."
     )
@@ -548,6 +554,7 @@ def run_benchmark(
             # The same questions before and after the others' memory is in the same tables:
             # what the user's queries pay for sharing the store.
             echo(f"retrieval with {user_id}'s memory alone")
+            loadavg["settle_alone"] = harness.settle(echo, timeout_s=opts.settle_s)
             result["retrieval_ms_alone"], _ = retrieval.measure()
             echo(f"loading {len(others)} other users' memory")
             loaded += others
@@ -560,6 +567,8 @@ def run_benchmark(
                 report = load_memories(conn, memories, drop_indexes=not opts.keep_indexes)
             result["others"] = {"user_ids": others, "load": report.as_dict()}
             loadavg["after_others"] = harness.loadavg()
+        # a timed phase starts on a quiet machine: a load's index builds have finished
+        loadavg["settle"] = harness.settle(echo, timeout_s=opts.settle_s)
         result["retrieval_ms"], result["retrieval"] = retrieval.measure()
         result["plans"] = retrieval.plans()
         result["plan_problems"] = [

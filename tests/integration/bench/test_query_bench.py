@@ -40,6 +40,8 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             "2",
             "--new-segments",
             "2",
+            "--settle-s",
+            "0",
             "--lanes",
             ALL_LANES,
         ]
@@ -78,6 +80,9 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
     # (its rows really are there: counted before the purge)
     assert report["retrieval_ms_alone"]["episodic"]["warm"]["n"] == 4
     assert report["others"]["user_ids"] == [f"{user_id}-other1"]
+    # each timed phase says the load it began at (no wait asked for here)
+    for phase in ("settle_alone", "settle"):
+        assert report["loadavg"][phase]["waited_s"] == 0
     assert report["others"]["load"]["total_rows"] == report["load"]["total_rows"]
     for memory_type in ("episodic", "semantic", "visual"):
         ratios = report["others_effect"][memory_type]["warm"]
@@ -102,7 +107,9 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
 
 def test_kept_user_holds_the_promised_rows(settings, user_id):
     cfg = SynthConfig(hours=1, seed=3, frames_per_segment=2)
-    opts = QueryOptions(queries=2, cold_queries=1, user=user_id, keep=True, keep_indexes=True)
+    opts = QueryOptions(
+        queries=2, cold_queries=1, user=user_id, keep=True, keep_indexes=True, settle_s=0
+    )
     report = run_benchmark(settings, cfg, opts)
     want = expected_counts(cfg)
     assert report["load"]["dropped_indexes"] == []

@@ -84,3 +84,33 @@ def test_every_benchmark_is_a_worldmm_bench_command(name: str) -> None:
     done = CliRunner().invoke(app, ["bench", name, "--help"])
     assert done.exit_code == 0, done.output
     assert "--out" in done.output
+
+
+def test_settle_waits_for_the_load_to_fall_and_gives_up_at_its_limit() -> None:
+    from bench.harness import settle
+
+    def fake(loads: list[float]):
+        t = [0.0]
+        seq = iter(loads)
+        said: list[str] = []
+        kwargs = dict(
+            load=lambda: next(seq),
+            clock=lambda: t[0],
+            sleep=lambda s: t.__setitem__(0, t[0] + s),
+            poll_s=30.0,
+        )
+        return said, kwargs
+
+    said, kw = fake([2.4, 1.6, 0.8])
+    got = settle(said.append, below=1.0, timeout_s=600, **kw)
+    assert got == {"waited_s": 60.0, "load": 0.8, "settled": True}
+    assert said and "2.40" in said[0]  # the wait is shown, with the load it waits on
+
+    said, kw = fake([3.0] * 10)
+    got = settle(said.append, below=1.0, timeout_s=90, **kw)
+    assert got == {"waited_s": 90.0, "load": 3.0, "settled": False}
+    assert "measuring anyway" in said[-1]
+
+    said, kw = fake([0.5])
+    assert settle(said.append, **kw) == {"waited_s": 0.0, "load": 0.5, "settled": True}
+    assert said == []
