@@ -192,13 +192,13 @@ PRIMERS = 50  # untimed questions per memory type before the warm phase
 
 
 def primer_queries(
-    memory: SyntheticMemory, measured: dict[str, list[Query]], seed: int
+    memory: SyntheticMemory, measured: dict[str, list[Query]], seed: int, *, choices: bool = True
 ) -> dict[str, list[Query]]:
     """Questions other than the measured ones (another seed; any text the measured ones
     also ask left out). After a restart or another wearer's load, the first searches read
     the indexes from disk: at twelve weeks that put 484 ms into "warm" searches."""
     asked = {q.text for group in measured.values() for q in group}
-    others = make_queries(memory, PRIMERS, seed=seed + 1)
+    others = make_queries(memory, PRIMERS, seed=seed + 1, choices=choices)
     return {kind: [q for q in group if q.text not in asked] for kind, group in others.items()}
 
 
@@ -416,6 +416,11 @@ class QueryOptions(MemoryOptions):
     cold_queries: int = Field(5, description="Cold queries per memory type.")
     users: int = Field(1, ge=1, description="Users loaded: the measured one plus N-1 others.")
     new_segments: int = Field(5, description="New 30 s segments written, each timed to visibility.")
+    choices: bool = Field(
+        True,
+        description="Ask episodic questions as the served agent searches a multiple-choice"
+        " one (the question and four lettered options); --no-choices: the question alone.",
+    )
     settle_s: float = Field(
         600.0,
         ge=0,
@@ -525,8 +530,8 @@ def run_benchmark(
             loaded.append(user_id)
         loadavg["after_load"] = harness.loadavg()
         end = cfg.start + timedelta(hours=cfg.hours)
-        qs = make_queries(memory, opts.queries, seed=cfg.seed)
-        primers = primer_queries(memory, qs, cfg.seed)
+        qs = make_queries(memory, opts.queries, seed=cfg.seed, choices=opts.choices)
+        primers = primer_queries(memory, qs, cfg.seed, choices=opts.choices)
         # A server does not hold the generated memory (millions of objects the collector's
         # full passes would walk inside the timed searches).
         del memory

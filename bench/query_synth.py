@@ -475,9 +475,20 @@ class Query:
     visual_vector: np.ndarray | None = None  # what the stand-in visual encoder returns
 
 
-def make_queries(memory: SyntheticMemory, n: int, seed: int = 0) -> dict[str, list[Query]]:
-    """``n`` queries per memory type, each near an existing fact (or clip)."""
+CHOICES = 4  # options of an episodic question asked as served
+
+
+def make_queries(
+    memory: SyntheticMemory, n: int, seed: int = 0, *, choices: bool = True
+) -> dict[str, list[Query]]:
+    """``n`` queries per memory type, each near an existing fact (or clip). With
+    ``choices`` an episodic question is what the served agent searches with for a
+    multiple-choice question: the question, then lettered options (the fact's object and
+    three other facts' objects), as :func:`worldmm.agent.choices.with_choices` writes it;
+    without, the question alone (the form of the figures before 29 Nov 2026)."""
     rng = _rng(memory.cfg.seed, _S_QUERY, seed)
+    # a stream of its own: the questions drawn are the same with and without options
+    option_rng = _rng(memory.cfg.seed, _S_QUERY, 1_000_000 + seed)
     v = memory.vocab
 
     def noisy(vec: np.ndarray, scale: float) -> np.ndarray:
@@ -488,6 +499,13 @@ def make_queries(memory: SyntheticMemory, n: int, seed: int = 0) -> dict[str, li
     for k, i in enumerate(rng.choice(len(ep), size=n, replace=False)):
         subj, pred, obj = memory.triple_text(ep, int(i))
         text = f"[{k}] When did {subj} last {pred} {obj}?"
+        if choices:
+            others = option_rng.choice(len(ep), size=CHOICES - 1, replace=False)
+            options = [obj, *(memory.triple_text(ep, int(j))[2] for j in others)]
+            order = option_rng.permutation(CHOICES)
+            text = f"[{k}] What did {subj} last {pred}? " + " ".join(
+                f"({'ABCD'[n_]}) {options[o]}" for n_, o in enumerate(order)
+            )
         ents = [v.names[j] for j in (ep.subj[i], ep.obj[i]) if j > 0]
         vecs = {text: noisy(memory.triple_vectors(ep, int(i), int(i) + 1, 0)[0], 0.5)}
         vecs.update({e: noisy(v.vectors[v.names.index(e)], 0.15) for e in ents})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import numpy as np
@@ -145,6 +146,24 @@ def test_queries_sit_near_their_facts_and_stubs_answer_them(memory: SyntheticMem
         stub.embed(["a text no query asked"])
     with pytest.raises(AttributeError):
         _ = stub.caption
+
+
+def test_episodic_questions_come_as_served_with_four_options(memory: SyntheticMemory) -> None:
+    served = make_queries(memory, 8)["episodic"]
+    short = make_queries(memory, 8, choices=False)["episodic"]
+    for q, s in zip(served, short, strict=True):
+        head, _, listed = q.text.partition("? ")
+        parts = re.split(r"\s*\(([A-D])\)\s*", listed)[1:]
+        letters, texts = parts[0::2], parts[1::2]
+        assert letters == ["A", "B", "C", "D"] and all(texts)
+        # the same fact asked: the object the short question names is one of the options
+        asked = head.split("] What did ", 1)[1]
+        assert s.text.split("] When did ", 1)[1] in {f"{asked} {t}?" for t in texts}
+        assert q.entities == s.entities
+    # the other memories' questions are drawn as before
+    for kind in ("semantic", "visual"):
+        with_options = [q.text for q in make_queries(memory, 8)[kind]]
+        assert with_options == [q.text for q in make_queries(memory, 8, choices=False)[kind]]
 
 
 def test_captions_describe_their_segments(memory: SyntheticMemory) -> None:
