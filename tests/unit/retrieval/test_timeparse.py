@@ -123,3 +123,23 @@ def test_without_as_of_only_priors() -> None:
 def test_a_range_entirely_after_as_of_is_dropped() -> None:
     early = datetime(2025, 1, 15, 3, 0, tzinfo=UTC)  # 03:00: "this afternoon" has not begun
     assert not parse_time("what will I do this afternoon", early).has_range
+
+
+def test_options_listed_after_the_question_are_not_the_time_asked_about() -> None:
+    from worldmm.agent.choices import with_choices
+
+    times = ["About 4 hours ago", "About 2 days ago", "Last night", "Yesterday at noon"]
+    # the agent searches a multiple-choice question as the question and its lettered options
+    listed = with_choices("When was the AI topic mentioned before?", times)
+    assert "(B) About 2 days ago" in listed
+    assert parse_time(listed, AS_OF) == NONE
+    last = with_choices("When was the last time I used the power strip?", times)
+    got = parse_time(last, AS_OF)
+    assert got.prior == "recent" and not got.has_range
+    # the question's own time still counts, and one option's lookup still reads its time
+    own = parse_time(with_choices("What did I eat yesterday afternoon?", times), AS_OF)
+    assert (own.start, own.end) == (at(14, 12), at(14, 18))
+    one = parse_time("When was the AI topic mentioned before? About 2 days ago", AS_OF)
+    assert one.has_range
+    # an "(A)" that lists nothing after it is words like any other
+    assert parse_time("Plan (A) was dropped two days ago", AS_OF).has_range

@@ -196,6 +196,17 @@ def iso_range(text: str, tz: tzinfo = UTC) -> tuple[datetime, datetime] | None:
         return None
 
 
+# Lettered options listed after a question ("... (A) About 4 hours ago (B) Last night"), as
+# the agent searches a multiple-choice question: the times they name are answers on offer.
+_LISTED_OPTIONS = re.compile(r"\s\(A\)\s.*?\s\(B\)\s", re.DOTALL)
+
+
+def asked_part(text: str) -> str:
+    """``text`` without the lettered options listed after it (two at least, from "(A)")."""
+    m = _LISTED_OPTIONS.search(text)
+    return text[: m.start()] if m else text
+
+
 def parse_time(
     question: str,
     now: datetime | None,
@@ -205,9 +216,11 @@ def parse_time(
 ) -> TimeConstraint:
     """The time constraint of ``question`` asked at ``now`` by a wearer in ``tz`` (default:
     ``now``'s own zone); ``first_day`` is the wearer's first day of memory ("day 1").
-    Without ``now`` only the priors can be read."""
+    Without ``now`` only the priors can be read. Options listed after the question
+    (:func:`asked_part`) are not read: one of them naming "two days ago" does not make the
+    question ask about two days ago."""
     try:
-        return _parse(question, now, tz, first_day)
+        return _parse(asked_part(question), now, tz, first_day)
     except (ValueError, OverflowError):  # an absurd number ("9999 days ago"): no constraint
         return NONE
 
