@@ -162,7 +162,8 @@ async def run_lanes(
 ) -> LaneRun:
     """Parse the question's time, embed it, and run the enabled lanes concurrently.
     ``time_text`` is what the time is read from when the query carries more than the
-    question (answer choices naming times must not constrain the search). Without
+    question (answer choices naming times must not constrain the search; lettered options
+    listed after the question are never read, :func:`question_time.asked_part`). Without
     ``as_of`` the question is read at the injected clock's now, and sees memory as it was
     then, exactly as with ``as_of``. ``importance``: whether the candidates' importance is
     read (default: when it weighs anything; the tuner, which re-applies other weights to
