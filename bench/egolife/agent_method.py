@@ -9,6 +9,7 @@ options' lookups left out), in the order it found them.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -17,6 +18,7 @@ from typing import Any, NamedTuple
 
 from bench.egolife.data import Question
 from bench.egolife.truth import Ranked
+from bench.harness import summary
 from worldmm.agent.loop import OPTION_LOOKUP
 from worldmm.deps import Deps
 from worldmm.llm.schemas import OptionNote, Passage
@@ -69,6 +71,7 @@ class AgentAnswers:
     ranked: list[list[Ranked]] = field(default_factory=list)
     memories: list[list[str]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # per question, the route's whole call
     # what its response role weighed for each answer (None: no answer)
     responded: list[Responded | None] = field(default_factory=list)
 
@@ -81,6 +84,8 @@ class AgentAnswers:
             "first_memory": dict(Counter(m[0] if m else "none" for m in self.memories)),
             "memories_searched": dict(Counter(x for m in self.memories for x in m)),
             "failures": self.failures[:5],
+            # what a served question costs: every round, the options' lookups and the answer
+            "question_ms": summary(self.seconds, digits=1, scale=1000),
         }
 
 
@@ -132,7 +137,9 @@ async def run_agent_method(
         choices = offered(q)
         log.last = None
         try:
+            started = time.perf_counter()
             reply = await ask_served(deps, user_id, q, choices)
+            out.seconds.append(time.perf_counter() - started)
         except (ValueError, ModelCallError) as exc:
             out.letters.append(None)
             out.ranked.append([])

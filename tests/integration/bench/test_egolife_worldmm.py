@@ -39,6 +39,9 @@ def test_worldmm_method_ingests_asks_and_scores(tmp_path, settings, user_id):
         else:
             assert 0.0 <= overall["hit@3"] <= 1.0
     assert report["worldmm"]["query_ms"] > 0 and report["wall_s"] > 0
+    # what one served question costs, every question timed
+    asked = info["agent"]["question_ms"]
+    assert asked["n"] == 3 and 0 < asked["p50"] <= asked["p95"] <= asked["max"]
     # the served agent's evidence reweighed under every pair of the answerer's weights: the
     # shipped pair gives its own letter on every question, and its held-out figures are kept
     # with its weights chosen on its own answers
