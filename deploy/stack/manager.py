@@ -101,21 +101,34 @@ def down(settings: Settings, only: Collection[str] | None = None) -> dict[str, b
     (e.g. one `up` call's ``started``); external ones are untouched."""
     dirs = _dirs(settings)
     names = {"kafka", "postgres", "redis"} if only is None else set(only)
+    before = _read_state(settings)
     servers = {  # stopped in this order
         "redis": (settings.redis_url, redis_server.stop),
         "postgres": (settings.database_url, lambda _: _stop_database(dirs)),
         "kafka": (settings.kafka_brokers, kafka.stop),
     }
     stopped = {
-        name: name in names and not configured and stop(dirs[name])
+        name: name in names and _ours(before.get(name), configured) and stop(dirs[name])
         for name, (configured, stop) in servers.items()
     }
-    state = {k: v for k, v in _read_state(settings).items() if k not in names}
+    # a record goes with its server; one left running (external) keeps it, so a later
+    # `down` without the address configured still finds and stops it
+    kept = {n for n in names if not stopped[n] and _alive(settings, n)}
+    state = {k: v for k, v in before.items() if k not in names or k in kept}
     if state:
         _state_path(settings).write_text(json.dumps(state, indent=2))
     else:
         _state_path(settings).unlink(missing_ok=True)
     return {k: bool(v) for k, v in stopped.items()}
+
+
+def _ours(record: dict | None, configured: str | None) -> bool:
+    """Whether `down` stops this server: nothing is configured for it, or what is configured
+    is the address this state dir's own server serves (its URLs exported from stack.json)."""
+    if not configured:
+        return True
+    record = record or {}
+    return configured in (record.get("url"), record.get("brokers"))
 
 
 _ENV_NAMES = {"kafka": "KAFKA_BROKERS", "postgres": "DATABASE_URL", "redis": "REDIS_URL"}

@@ -68,6 +68,41 @@ def test_up_status_down_leaves_no_process():
         _cli(state, "down")
 
 
+def test_down_stops_its_servers_when_their_urls_are_exported_and_keeps_others():
+    """`down` with the stack's own URLs in the environment (exported from stack.json, as a
+    shell that ran a benchmark has them) stops those servers; an external address
+    configured instead leaves the embedded server running and its record kept, so a later
+    plain `down` still stops it."""
+    state = Path(tempfile.mkdtemp(prefix="worldmm-test-downenv-"))
+    state.chmod(0o755)
+    try:
+        assert _cli(state, "up").returncode == 0
+        pids = _server_pids(state)
+        markers = {"kafka": kafka.MARKER, "redis": redis_server.MARKER, "postgres": postgres.MARKER}
+        elsewhere = {"WORLDMM_REDIS_URL": "redis://127.0.0.1:1/0"}  # not this stack's
+        partial = _cli(state, "down", env_extra=elsewhere)
+        assert partial.returncode == 0, partial.stderr
+        assert "redis     was not running" in partial.stdout
+        assert pid_alive(pids["redis"], markers["redis"])  # external address: left alone
+        assert not pid_alive(pids["kafka"], markers["kafka"])
+        assert "redis" in json.loads((state / "stack.json").read_text())
+
+        assert _cli(state, "up").returncode == 0
+        pids = _server_pids(state)
+        urls = json.loads((state / "stack.json").read_text())
+        exported = {
+            "WORLDMM_DATABASE_URL": urls["postgres"]["url"],
+            "WORLDMM_REDIS_URL": urls["redis"]["url"],
+            "WORLDMM_KAFKA_BROKERS": urls["kafka"]["brokers"],
+        }
+        down = _cli(state, "down", env_extra=exported)
+        assert down.returncode == 0, down.stderr
+        assert down.stdout.count("stopped") == 3, down.stdout
+        assert not any(pid_alive(pids[k], markers[k]) for k in pids)
+    finally:
+        _cli(state, "down")
+
+
 def test_stale_pid_file_is_replaced(tmp_path: Path):
     state = Path(tempfile.mkdtemp(prefix="worldmm-test-stale-"))
     state.chmod(0o755)
