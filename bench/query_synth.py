@@ -13,7 +13,7 @@ import numpy as np
 
 from bench.harness import words
 from worldmm.memory.windows import dt_to_ms, ms_to_dt, parent_of
-from worldmm.models import SCALES
+from worldmm.models import SCALES, choice_letter
 
 START = datetime(2025, 5, 5, tzinfo=UTC)  # a Monday
 EMBED_CHUNK = 4096  # rows per embedding block (fixed: blocks are seeded by their index)
@@ -504,7 +504,7 @@ def make_queries(
             options = [obj, *(memory.triple_text(ep, int(j))[2] for j in others)]
             order = option_rng.permutation(CHOICES)
             text = f"[{k}] What did {subj} last {pred}? " + " ".join(
-                f"({'ABCD'[n_]}) {options[o]}" for n_, o in enumerate(order)
+                f"({choice_letter(n_)}) {options[o]}" for n_, o in enumerate(order)
             )
         ents = [v.names[j] for j in (ep.subj[i], ep.obj[i]) if j > 0]
         vecs = {text: noisy(memory.triple_vectors(ep, int(i), int(i) + 1, 0)[0], 0.5)}
