@@ -123,6 +123,103 @@ def test_capped_search_equals_the_exact_one(conn, user_id, monkeypatch) -> None:
     assert second > 20  # sets of common words were needed, and found what the cap left out
 
 
+def test_a_proof_past_its_budget_is_not_run_and_the_first_candidates_are_ranked_exactly(
+    conn, user_id, monkeypatch
+) -> None:
+    """With ``max_proof`` the second query (the covering sets) runs only when the posting
+    lists it reads hold at most that many segments. When it is left out, the ranking is the
+    exact one over the first queries' candidates (each scored on every lexeme); with a budget
+    it fits, the exact ranking of the whole memory."""
+    rng = random.Random(13)
+    _speech_memory(conn, user_id, rng)
+    stats = read_all(conn, user_id)[0]
+    real_run = ss._LexicalQuery.run
+    runs: list[tuple[int, int, int, list[str]]] = []  # (after, n, sets, literals)
+
+    def run(self, n, sets=(), **kw):
+        runs.append((kw.get("after", 0), n, len(sets), self.literals))
+        return real_run(self, n, sets, **kw)
+
+    bounded = proved = 0
+    for _ in range(40):
+        text = " ".join(rng.sample(WORDS, rng.randint(3, 7)))
+        terms = weighted_terms(ss.query_lexemes(conn, text), stats)
+        for k in (3, 10):
+            exact = ss.lexical_search(conn, user_id, terms, stats.mean_length, k, prune=False)
+            for budget in (10**9, 40, 250):
+                monkeypatch.setattr(ss._LexicalQuery, "run", run)
+                runs.clear()
+                got = ss.lexical_search(
+                    conn, user_id, terms, stats.mean_length, k,
+                    doc_freq=stats.df, max_candidates=5 * k, max_proof=budget,
+                )  # fmt: skip
+                monkeypatch.setattr(ss._LexicalQuery, "run", real_run)
+                if any(n_sets for _, _, n_sets, _ in runs):
+                    proved += budget < 10**6
+                    assert [r.segment_id for r in got] == [r.segment_id for r in exact]
+                    continue
+                if budget > 10**6:
+                    assert [r.segment_id for r in got] == [r.segment_id for r in exact]
+                    continue
+                # the proof was left out: the top k of the segments the first queries
+                # selected, scored exactly
+                selecting = {lit.strip("'") for after, n, _, lits in runs for lit in lits[after:n]}
+                ids = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT id FROM segments WHERE user_id = %s AND search_tsv @@"
+                        " to_tsquery('simple', %s)",
+                        (user_id, " | ".join(selecting)),
+                    )
+                ]
+                among = ss.lexical_search(
+                    conn, user_id, terms, stats.mean_length, k, ss.Filters(ids=ids), prune=False
+                )
+                assert [r.segment_id for r in got] == [r.segment_id for r in among], (text, k)
+                assert [r.score for r in got] == pytest.approx([r.score for r in among])
+                full = {r.segment_id: r.score for r in exact}
+                assert all(full.get(r.segment_id, r.score) == pytest.approx(r.score) for r in got)
+                bounded += [r.segment_id for r in got] != [r.segment_id for r in exact]
+    assert bounded > 5  # the budget left proofs out, and that changed rankings
+    assert proved > 0  # a proof within the budget still ran
+
+
+def test_the_reader_leaves_out_a_proof_that_reads_more_than_the_candidate_cap(
+    db, conn, user_id, monkeypatch
+) -> None:
+    """The served lane's budget: the covering sets' posting lists may hold at most
+    ``candidate_cap(k)`` segments, the same bound as the first query's."""
+    from worldmm.memory.retrieval.reader import MemoryReader
+
+    _speech_memory(conn, user_id, random.Random(17))
+    conn.commit()
+    monkeypatch.setattr(ss, "LEXICAL_CANDIDATES_MIN", 12)
+    monkeypatch.setattr(ss, "LEXICAL_CANDIDATES_PER_RESULT", 4)
+    reader = MemoryReader(db)
+    real_run = ss._LexicalQuery.run
+    proofs: list[int] = []  # postings each second query read
+
+    def run(self, n, sets=(), **kw):
+        if sets:
+            df = reader_stats.df
+            lexemes = {self.literals[i] for g in sets for i in g} | set(self.literals[kw["after"]:n])
+            proofs.append(sum(df[x.strip("'")] for x in lexemes))
+        return real_run(self, n, sets, **kw)
+
+    monkeypatch.setattr(ss._LexicalQuery, "run", run)
+    rng = random.Random(19)
+    differs = 0
+    for _ in range(30):
+        text = " ".join(rng.sample(WORDS, rng.randint(3, 7)))
+        reader_stats, lexemes = reader.query_terms(user_id, text)
+        terms = weighted_terms(lexemes, reader_stats)
+        got = reader.lexical_segments(user_id, terms, reader_stats, 5, ss.Filters())
+        exact = ss.lexical_search(conn, user_id, terms, reader_stats.mean_length, 5, prune=False)
+        differs += [r.segment_id for r in got] != [r.segment_id for r in exact]
+    assert all(p <= ss.candidate_cap(5) for p in proofs)
+    assert differs > 0  # proofs were left out
+
+
 def test_a_rare_word_with_common_ones_adds_the_next_words_not_every_word(
     conn, user_id, monkeypatch
 ) -> None:

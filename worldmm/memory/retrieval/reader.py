@@ -141,6 +141,7 @@ class MemoryReader:
                 filters,
                 doc_freq=stats.df,
                 max_candidates=segment_search.candidate_cap(k),
+                max_proof=segment_search.candidate_cap(k),
             )
 
     def entity_matches(
