@@ -3,7 +3,7 @@ per step, so a p95 says what the slow searches do that the median does not."""
 
 from __future__ import annotations
 
-from bench.query import tail_profile
+from bench.query import primed, tail_profile
 
 
 def test_the_tail_shows_the_step_that_makes_searches_slow() -> None:
@@ -28,3 +28,12 @@ def test_the_tail_shows_the_step_that_makes_searches_slow() -> None:
 def test_too_few_searches_give_no_tail() -> None:
     assert tail_profile([1.0] * 9, [{}] * 9) == {}
     assert tail_profile([1.0] * 20, []) == {}
+
+
+def test_priming_stops_once_a_batch_is_not_a_fifth_faster() -> None:
+    assert not primed([])
+    assert not primed([400.0])  # one batch says nothing about the next
+    assert not primed([400.0, 120.0])  # still falling: pages were read from disk
+    assert primed([400.0, 120.0, 110.0])
+    assert primed([12.0, 14.0])  # warm from the start
+    assert not primed([12.0, 9.5])
