@@ -202,7 +202,8 @@ def test_the_reader_leaves_out_a_proof_that_reads_more_than_the_candidate_cap(
     def run(self, n, sets=(), **kw):
         if sets:
             df = reader_stats.df
-            lexemes = {self.literals[i] for g in sets for i in g} | set(self.literals[kw["after"]:n])
+            lexemes = {self.literals[i] for g in sets for i in g}
+            lexemes |= set(self.literals[kw["after"] : n])
             proofs.append(sum(df[x.strip("'")] for x in lexemes))
         return real_run(self, n, sets, **kw)
 
