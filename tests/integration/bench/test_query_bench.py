@@ -60,10 +60,10 @@ def test_cli_writes_the_report_and_purges_the_user(stack, tmp_path, monkeypatch,
             stats = report["retrieval_ms"][memory_type][phase]
             assert stats["n"] == n and 0 < stats["p50"] <= stats["p95"] <= stats["max"]
             assert report["retrieval"][memory_type][phase]["mean_hits"] > 0
-        # primed in batches until a batch was not a fifth faster than the one before
+        # primed in batches until one was steady (or no primer was left)
         primed = report["retrieval"][memory_type]["primed"]
-        assert primed["batches"] == len(primed["p95_ms"]) >= 2
-        assert primed["p95_ms"][-1] >= 0.8 * primed["p95_ms"][-2]
+        assert primed["batches"] == len(primed["ms"]) >= 2
+        assert all(0 < b["p50"] <= b["p95"] for b in primed["ms"])
     # where a warm episodic search's time went: each stage that ran, none that did not
     stages = report["retrieval"]["episodic"]["warm"]["mean_ms_per_stage"]
     assert set(stages) == {"prepare", "lexical", "dense", "graph", "drill_down", "hits"}

@@ -30,10 +30,14 @@ def test_too_few_searches_give_no_tail() -> None:
     assert tail_profile([1.0] * 20, []) == {}
 
 
-def test_priming_stops_once_a_batch_is_not_a_fifth_faster() -> None:
+def test_priming_stops_once_a_batch_is_steady() -> None:
+    def b(p50: float, p95: float) -> dict[str, float]:
+        return {"p50": p50, "p95": p95}
+
     assert not primed([])
-    assert not primed([400.0])  # one batch says nothing about the next
-    assert not primed([400.0, 120.0])  # still falling: pages were read from disk
-    assert primed([400.0, 120.0, 110.0])
-    assert primed([12.0, 14.0])  # warm from the start
-    assert not primed([12.0, 9.5])
+    assert not primed([b(8.0, 12.0)])  # one batch says nothing about the next
+    assert not primed([b(200.0, 400.0), b(40.0, 120.0)])  # still falling
+    assert primed([b(200.0, 400.0), b(40.0, 120.0), b(38.0, 110.0)]) is False  # a long tail
+    assert primed([b(200.0, 400.0), b(40.0, 60.0), b(38.0, 55.0)])
+    assert primed([b(8.0, 12.0), b(9.0, 14.0)])  # warm from the start
+    assert not primed([b(8.0, 12.0), b(7.0, 9.5)])  # a fifth faster
