@@ -13,6 +13,7 @@ BENCHMARKS = {  # name -> module (also ``python -m <module>``)
     "ingest": "bench.ingest",
     "query": "bench.query",
     "semantic-rank": "bench.semantic_rank",
+    "lexical-proof": "bench.lexical_proof",
     "api-load": "bench.api_load",
     "gpu-worker": "bench.gpu_worker",
     "egolife": "bench.egolife.run",
