@@ -122,10 +122,9 @@ async def _searches(deps: Any, user_id: str, questions, windows) -> dict[str, An
 
 
 def run_study(settings: Any, opts: LexicalProofOptions, echo: harness.Echo) -> dict[str, Any]:
-    from bench.query import StubModels
-    from worldmm.blobs import build_blob_store
-    from worldmm.deps import API_POOL_SIZE, Deps
-    from worldmm.graph.cache import GraphMemo, make_cache
+    from bench.query import StubModels, stub_deps
+    from worldmm.deps import API_POOL_SIZE
+    from worldmm.graph.cache import make_cache
     from worldmm.store.db import Database
     from worldmm.store.users import user_exists
 
@@ -143,16 +142,7 @@ def run_study(settings: Any, opts: LexicalProofOptions, echo: harness.Echo) -> d
         with db.connection() as conn:
             if not user_exists(conn, opts.user):
                 raise ValueError(f"no kept wearer {opts.user!r} (bench query --keep)")
-        deps = Deps(
-            settings=settings,
-            db=db,
-            roles=stub,  # type: ignore[arg-type]
-            embedder=stub,
-            encoder=stub,  # type: ignore[arg-type]
-            blobs=build_blob_store(settings),
-            cache=make_cache(settings.redis_url),
-            graphs=GraphMemo(settings.graph_memo_elements),
-        )
+        deps = stub_deps(settings, db, stub, make_cache(settings.redis_url))
         # untimed: the graphs into the memo and the indexes' pages into memory
         asyncio.run(_searches(deps, opts.user, questions, windows))
         variants: dict[str, Any] = {}

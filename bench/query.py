@@ -79,6 +79,23 @@ class StubModels:
         raise NotImplementedError("the query benchmark encodes no video")
 
 
+def stub_deps(settings: Settings, db: Any, stub: StubModels, cache: Any) -> Any:
+    """The query API's dependencies with ``stub`` for every model and ``cache`` for graphs."""
+    from worldmm.blobs import build_blob_store
+    from worldmm.deps import Deps
+
+    return Deps(
+        settings=settings,
+        db=db,
+        roles=stub,  # type: ignore[arg-type]
+        embedder=stub,
+        encoder=stub,  # type: ignore[arg-type]
+        blobs=build_blob_store(settings),
+        cache=cache,
+        graphs=GraphMemo(settings.graph_memo_elements),
+    )
+
+
 class Steps(Counter):
     """Where a query's time goes: seconds per method of the :class:`Timed` store reader and
     graph cache, and the cache's ``hits`` and ``misses`` (a cold run must hit; graphs served
@@ -506,8 +523,7 @@ def run_benchmark(
     """Generate, load, measure and (unless ``opts.keep``) purge; return the report.
     ``settings.database_url`` must point at a migrated database."""
     from bench.plans import RecordingCursor
-    from worldmm.blobs import build_blob_store
-    from worldmm.deps import API_POOL_SIZE, Deps
+    from worldmm.deps import API_POOL_SIZE
     from worldmm.store.db import Database
     from worldmm.store.purge import purge_user
 
@@ -568,16 +584,7 @@ def run_benchmark(
         asked = [q for groups in (primers, qs) for group in groups.values() for q in group]
         stub = StubModels(asked, cfg.text_dim, cfg.visual_dim)
         steps = Steps()
-        deps = Deps(
-            settings=settings,
-            db=db,
-            roles=stub,  # type: ignore[arg-type]
-            embedder=stub,
-            encoder=stub,  # type: ignore[arg-type]
-            blobs=build_blob_store(settings),
-            cache=Timed(inner_cache, "cache", steps),  # type: ignore[arg-type]
-            graphs=GraphMemo(settings.graph_memo_elements),
-        )
+        deps = stub_deps(settings, db, stub, Timed(inner_cache, "cache", steps))
         deps.reader = Timed(deps.reader, "reader", steps)  # type: ignore[assignment]
         cold = min(opts.cold_queries, opts.queries)
         echo(f"retrieval: {opts.queries} warm and {cold} cold queries per type")
