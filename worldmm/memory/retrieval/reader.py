@@ -130,7 +130,8 @@ class MemoryReader:
         filters: Filters,
     ) -> list[LaneRow]:
         """The ``k`` segments within ``filters`` with the best BM25 score for the weighted
-        ``terms`` (lengths and document frequencies from ``stats``)."""
+        ``terms`` (lengths and document frequencies from ``stats``): exact when the proof's
+        posting lists fit the candidate cap, else among the rarest lexemes' candidates."""
         with self._db.reading() as conn:
             return segment_search.lexical_search(
                 conn,
