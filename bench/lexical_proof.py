@@ -52,25 +52,26 @@ def asked_facts(memory: SyntheticMemory, n: int, seed: int) -> np.ndarray:
     return _rng(memory.cfg.seed, _S_QUERY, seed).choice(len(memory.episodic), size=n, replace=False)
 
 
-def fact_windows(memory: SyntheticMemory, n: int, seed: int) -> list[set[tuple[int, datetime]]]:
-    """For each of the first ``n`` episodic questions :func:`make_queries` draws: the windows
-    (scale, start) holding a triple with the asked fact's subject, predicate and object."""
+def fact_windows(memory: SyntheticMemory, asked: np.ndarray) -> list[set[tuple[int, datetime]]]:
+    """For each asked episodic triple: the windows (scale, start) holding a triple with its
+    subject, predicate and object."""
     ep = memory.episodic
-    asked = asked_facts(memory, n, seed)
     key = np.stack([ep.subj, ep.pred, ep.obj, ep.literal], axis=1)
+    starts = memory.segments.starts
     out = []
     for i in asked:
         same = np.flatnonzero((key == key[i]).all(axis=1))
-        starts = memory.segments.starts
         out.append({(int(ep.scale[j]), starts[int(ep.scale[j])][int(ep.segment[j])]) for j in same})
     return out
 
 
-def answer_option_queries(memory: SyntheticMemory, questions: Sequence[Query], seed: int):
-    """Each question as the agent's lookup of its right option: the question, then the fact's
-    object (``worldmm.agent.choices.option_query``), with the question's vectors."""
+def answer_option_queries(
+    memory: SyntheticMemory, questions: Sequence[Query], asked: np.ndarray
+) -> list[Query]:
+    """Each question as the agent's lookup of its right option (``asked``: the triple it
+    asks about): the question, then the fact's object
+    (``worldmm.agent.choices.option_query``), with the question's vectors."""
     ep = memory.episodic
-    asked = asked_facts(memory, len(questions), seed)
     out = []
     for q, i in zip(questions, asked, strict=True):
         head = q.text.split(" (A) ", 1)[0]
@@ -132,9 +133,10 @@ def run_study(settings: Any, opts: LexicalProofOptions, echo: harness.Echo) -> d
     echo(f"generating {cfg.hours} h of memory (seed {cfg.seed})")
     memory = SyntheticMemory(cfg)
     questions = make_queries(memory, opts.queries, seed=cfg.seed)["episodic"]
-    windows = fact_windows(memory, len(questions), cfg.seed)
+    asked = asked_facts(memory, len(questions), cfg.seed)
+    windows = fact_windows(memory, asked)
     if opts.answer_option:
-        questions = answer_option_queries(memory, questions, cfg.seed)
+        questions = answer_option_queries(memory, questions, asked)
     del memory
     stub = StubModels(questions, cfg.text_dim, cfg.visual_dim)
     db = Database(settings.database_url, max_size=API_POOL_SIZE)

@@ -301,8 +301,11 @@ def lexical_search(
         sets = []  # every lexeme left selects on its own
     if n == done and not sets:
         return rows
-    proof = proof_postings(terms, doc_freq, range(done, n), sets, n) if doc_freq else 0
-    if max_proof is not None and proof > max_proof:
+    if (
+        max_proof is not None
+        and doc_freq is not None
+        and proof_postings(terms, doc_freq, range(done, n), sets, n) > max_proof
+    ):
         return rows
     # Only segments not selected before: those are scored in ``rows`` already, and the
     # sets' common words would fetch and score most of them again.
